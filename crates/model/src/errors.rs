@@ -1,0 +1,147 @@
+//! Typed classes of per-request failures. A failure is data: it is counted by class and the
+//! run goes on; the exit code is decided at the end.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Why a request did not produce a complete response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The target refused the TCP connection (nothing listening, backlog full).
+    ConnectRefused,
+    /// The TCP connection was not established within `--connect-timeout`.
+    ConnectTimeout,
+    /// Any other failure to connect (address not available, network unreachable, …).
+    ConnectError,
+    /// The peer reset the connection (RST) while a request was outstanding.
+    Reset,
+    /// No complete response within `--timeout`; the connection is replaced.
+    ReadTimeout,
+    /// Writing the request failed (broken pipe, …).
+    WriteError,
+    /// Reading the response failed for a reason other than a reset.
+    ReadError,
+    /// The response is not valid HTTP/1.x (status line, headers, chunk sizes).
+    MalformedResponse,
+    /// The peer closed the connection before the response was complete.
+    ClosedBeforeResponseComplete,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::ConnectError,
+        ErrorKind::Reset,
+        ErrorKind::ReadTimeout,
+        ErrorKind::WriteError,
+        ErrorKind::ReadError,
+        ErrorKind::MalformedResponse,
+        ErrorKind::ClosedBeforeResponseComplete,
+    ];
+
+    /// Dense index, for fixed-size counter arrays on the hot path.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Human wording for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connect refused",
+            ErrorKind::ConnectTimeout => "connect timeout",
+            ErrorKind::ConnectError => "connect error",
+            ErrorKind::Reset => "connection reset",
+            ErrorKind::ReadTimeout => "read timeout",
+            ErrorKind::WriteError => "write error",
+            ErrorKind::ReadError => "read error",
+            ErrorKind::MalformedResponse => "malformed response",
+            ErrorKind::ClosedBeforeResponseComplete => "closed before response complete",
+        }
+    }
+}
+
+/// Counts by error class. Only classes that occurred are present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCounts(pub BTreeMap<ErrorKind, u64>);
+
+impl ErrorCounts {
+    pub fn add(&mut self, kind: ErrorKind, n: u64) {
+        if n > 0 {
+            *self.0.entry(kind).or_insert(0) += n;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    pub fn get(&self, kind: ErrorKind) -> u64 {
+        self.0.get(&kind).copied().unwrap_or(0)
+    }
+
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (&k, &n) in &other.0 {
+            self.add(k, n);
+        }
+    }
+
+    /// From a dense array indexed by [`ErrorKind::index`].
+    pub fn from_array(counts: &[u64; 9]) -> Self {
+        let mut e = ErrorCounts::default();
+        for kind in ErrorKind::ALL {
+            e.add(kind, counts[kind.index()]);
+        }
+        e
+    }
+}
+
+/// Responses by HTTP status code.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StatusCounts(pub BTreeMap<u16, u64>);
+
+impl StatusCounts {
+    pub fn add(&mut self, code: u16, n: u64) {
+        if n > 0 {
+            *self.0.entry(code).or_insert(0) += n;
+        }
+    }
+
+    pub fn merge(&mut self, other: &StatusCounts) {
+        for (&k, &n) in &other.0 {
+            self.add(k, n);
+        }
+    }
+
+    /// Responses whose status is not 2xx or 3xx.
+    pub fn non_success(&self) -> u64 {
+        self.0
+            .iter()
+            .filter(|(&code, _)| !(200..400).contains(&code))
+            .map(|(_, &n)| n)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_matches_all_order() {
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i);
+        }
+    }
+
+    #[test]
+    fn error_kinds_serialize_snake_case() {
+        let mut e = ErrorCounts::default();
+        e.add(ErrorKind::ClosedBeforeResponseComplete, 2);
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(json, r#"{"closed_before_response_complete":2}"#);
+    }
+}

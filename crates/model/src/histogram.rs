@@ -1,0 +1,271 @@
+//! Latency histograms: an HDR histogram in nanoseconds that serializes as HdrHistogram V2 +
+//! DEFLATE in base64, so that saved results can be merged exactly later (per worker, per round,
+//! per shard). Derived figures (min, mean, percentiles, …) are written beside it for readers, and
+//! always recomputed from the histogram when a result is read back.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Lowest value tracked: 1 ns.
+const LOWEST_NS: u64 = 1;
+/// Highest value tracked: one hour. Larger values are clamped to it.
+pub const HIGHEST_NS: u64 = 3_600_000_000_000;
+/// Significant decimal digits kept at every magnitude.
+const SIGFIG: u8 = 3;
+
+/// The percentiles written into JSON beside every latency histogram.
+pub const STANDARD_PERCENTILES: [f64; 9] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+
+/// An HDR histogram of durations in nanoseconds (1 ns to 1 h, 3 significant digits).
+#[derive(Clone, PartialEq)]
+pub struct Histo(Histogram<u64>);
+
+impl std::fmt::Debug for Histo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Histo(count={}, max={}ns)", self.len(), self.max_ns())
+    }
+}
+
+impl Default for Histo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A histogram could not be decoded from its saved form.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid latency histogram in result: {0}")]
+pub struct HistoDecodeError(String);
+
+impl Histo {
+    pub fn new() -> Self {
+        let h = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG)
+            .expect("constant histogram bounds are valid");
+        Histo(h)
+    }
+
+    /// Records one duration; values beyond one hour are clamped so nothing is ever dropped.
+    #[inline]
+    pub fn record_ns(&mut self, ns: u64) {
+        self.0.saturating_record(ns.clamp(LOWEST_NS, HIGHEST_NS));
+    }
+
+    /// Adds every count of `other` to this histogram (the associative merge).
+    pub fn merge(&mut self, other: &Histo) {
+        self.0
+            .add(&other.0)
+            .expect("histograms with the same bounds always add");
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
+
+    pub fn min_ns(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.0.min()
+        }
+    }
+
+    pub fn max_ns(&self) -> u64 {
+        self.0.max()
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        self.0.mean()
+    }
+
+    pub fn stdev_ns(&self) -> f64 {
+        self.0.stdev()
+    }
+
+    /// The value at percentile `p` (0–100), in nanoseconds.
+    pub fn percentile_ns(&self, p: f64) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.0.value_at_percentile(p)
+        }
+    }
+
+    /// `(upper_bound_ns, count)` of every recorded bucket (for histograms and spectra).
+    pub fn recorded_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.0
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+    }
+
+    /// HdrHistogram V2 + DEFLATE, base64: the interchange form other HDR tools read too.
+    pub fn to_base64(&self) -> String {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.0, &mut bytes)
+            .expect("serializing into memory cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    pub fn from_base64(text: &str) -> Result<Histo, HistoDecodeError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| HistoDecodeError(e.to_string()))?;
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
+        let mut h = Histo::new();
+        h.0.add(&decoded)
+            .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
+        Ok(h)
+    }
+
+    /// The derived figures, in microseconds, for the given percentiles.
+    pub fn summary(&self, percentiles: &[f64]) -> LatencySummary {
+        LatencySummary {
+            count: self.len(),
+            min_us: ns_to_us(self.min_ns() as f64),
+            mean_us: ns_to_us(self.mean_ns()),
+            stdev_us: ns_to_us(self.stdev_ns()),
+            max_us: ns_to_us(self.max_ns() as f64),
+            percentiles: percentiles
+                .iter()
+                .map(|&p| Percentile {
+                    p,
+                    us: ns_to_us(self.percentile_ns(p) as f64),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Nanoseconds to microseconds, kept to the nanosecond.
+fn ns_to_us(ns: f64) -> f64 {
+    (ns).round() / 1000.0
+}
+
+impl Serialize for Histo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_base64())
+    }
+}
+
+impl<'de> Deserialize<'de> for Histo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Histo::from_base64(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One percentile of a latency distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    /// Percentile, 0–100.
+    pub p: f64,
+    /// Its value in microseconds.
+    pub us: f64,
+}
+
+/// Figures derived from a histogram; informative only, never read back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    pub max_us: f64,
+    pub percentiles: Vec<Percentile>,
+}
+
+/// A latency distribution as saved: derived figures for readers plus the histogram itself
+/// (`hdr`), from which everything is recomputed on load.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Latency {
+    pub hist: Histo,
+}
+
+#[derive(Serialize)]
+struct LatencyOut<'a> {
+    #[serde(flatten)]
+    summary: LatencySummary,
+    hdr: &'a Histo,
+}
+
+#[derive(Deserialize)]
+struct LatencyIn {
+    hdr: Histo,
+}
+
+impl Latency {
+    pub fn merge(&mut self, other: &Latency) {
+        self.hist.merge(&other.hist);
+    }
+}
+
+impl Serialize for Latency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        LatencyOut {
+            summary: self.hist.summary(&STANDARD_PERCENTILES),
+            hdr: &self.hist,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Latency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = LatencyIn::deserialize(d)?;
+        Ok(Latency { hist: raw.hdr })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_base64() {
+        let mut h = Histo::new();
+        for v in [1_000, 25_000, 25_001, 1_000_000, 9_000_000_000] {
+            h.record_ns(v);
+        }
+        let back = Histo::from_base64(&h.to_base64()).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.len(), 5);
+    }
+
+    #[test]
+    fn clamps_values_beyond_an_hour_instead_of_dropping_them() {
+        let mut h = Histo::new();
+        h.record_ns(u64::MAX);
+        h.record_ns(0);
+        assert_eq!(h.len(), 2);
+        assert!(h.max_ns() >= HIGHEST_NS);
+    }
+
+    #[test]
+    fn rejects_garbage_with_an_error() {
+        assert!(Histo::from_base64("not base64!").is_err());
+        assert!(Histo::from_base64("AAAA").is_err());
+    }
+
+    #[test]
+    fn latency_json_recomputes_derived_figures() {
+        let mut l = Latency::default();
+        l.hist.record_ns(2_000_000);
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json["count"], 1);
+        assert!((json["max_us"].as_f64().unwrap() - 2000.0).abs() < 2.0);
+        let back: Latency = serde_json::from_value(json).unwrap();
+        assert_eq!(back, l);
+    }
+}

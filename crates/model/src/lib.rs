@@ -1,0 +1,21 @@
+//! The loadbench result model.
+//!
+//! In: measurements recorded by the engine (histograms, counters, per-second points).
+//! Out: serde types that *are* the JSON schema (docs/result-schema.md), and one associative
+//! `merge` per type, used for per-worker, per-round and per-shard aggregation alike.
+//! Neighbours: the engine fills it, reports read it. No I/O here.
+
+pub mod errors;
+pub mod histogram;
+pub mod result;
+pub mod series;
+pub mod stats;
+
+pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
+pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use result::{
+    HostInfo, LoadModel, ResultKind, ResultReadError, RunConfig, RunResult, Stats, Summary,
+    SCHEMA_VERSION,
+};
+pub use series::{SecondCounts, Series, SeriesPoint};
+pub use stats::Spread;

@@ -1,0 +1,203 @@
+//! The result of one load run: its configuration, the host, the wall-clock window and the
+//! measurement ([`Stats`]). This struct *is* the JSON schema (see docs/result-schema.md).
+
+use crate::errors::{ErrorCounts, StatusCounts};
+use crate::histogram::Latency;
+use crate::series::Series;
+use crate::stats::Spread;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a field changes meaning or is removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What produced a result file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    Run,
+}
+
+/// The machine the generator ran on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: u32,
+}
+
+/// How load is offered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum LoadModel {
+    /// Each connection sends its next request when the previous response arrived (wrk, ab,
+    /// hey). Latency under overload is understated: coordinated omission.
+    Closed,
+}
+
+/// The configuration of a run, as resolved (units applied, defaults filled in).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub url: String,
+    /// The socket address the host resolved to (resolved once, before the run).
+    pub address: String,
+    pub method: String,
+    pub headers: Vec<String>,
+    pub body_bytes: u64,
+    pub connections: u32,
+    pub threads: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    pub warmup_ms: u64,
+    pub keepalive: bool,
+    pub timeout_ms: u64,
+    pub connect_timeout_ms: u64,
+    pub percentiles: Vec<f64>,
+    pub load: LoadModel,
+}
+
+/// What was measured. Every field merges associatively (see [`Stats::merge`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Length of the measured window (after warm-up), µs.
+    pub elapsed_us: u64,
+    /// Complete responses received, whatever their status.
+    pub requests: u64,
+    /// Requests that produced no complete response, by class.
+    pub errors: ErrorCounts,
+    /// Complete responses by status code.
+    pub status: StatusCounts,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// TCP connections opened successfully during the measured window.
+    pub connections_opened: u64,
+    /// Requests still in flight when a timed run ended: neither completed nor failed.
+    pub abandoned: u64,
+    /// From sending the request to the last byte of the response.
+    pub latency: Latency,
+    /// TCP connection establishment.
+    pub connect: Latency,
+    /// From sending the request to the first byte of the response.
+    pub first_byte: Latency,
+    pub series: Series,
+}
+
+impl Stats {
+    /// Combines two measurements of the same window (workers) or of aligned windows (shards):
+    /// counts add, histograms add, series add second by second, the window is the longer one.
+    pub fn merge(&mut self, o: &Stats) {
+        self.elapsed_us = self.elapsed_us.max(o.elapsed_us);
+        self.requests += o.requests;
+        self.errors.merge(&o.errors);
+        self.status.merge(&o.status);
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.connections_opened += o.connections_opened;
+        self.abandoned += o.abandoned;
+        self.latency.merge(&o.latency);
+        self.connect.merge(&o.connect);
+        self.first_byte.merge(&o.first_byte);
+        self.series.merge(&o.series);
+    }
+
+    pub fn elapsed_secs(&self) -> f64 {
+        self.elapsed_us as f64 / 1e6
+    }
+
+    /// Requests attempted: completed plus failed.
+    pub fn attempts(&self) -> u64 {
+        self.requests + self.errors.total()
+    }
+
+    fn per_sec(&self, n: u64) -> f64 {
+        if self.elapsed_us == 0 {
+            0.0
+        } else {
+            n as f64 / self.elapsed_secs()
+        }
+    }
+
+    /// The derived headline figures.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            requests_per_sec: self.per_sec(self.requests),
+            read_bytes_per_sec: self.per_sec(self.bytes_read),
+            written_bytes_per_sec: self.per_sec(self.bytes_written),
+            errors: self.errors.total(),
+            non_success_responses: self.status.non_success(),
+            per_second_rate: self.series.rate_stats(),
+        }
+    }
+}
+
+/// Headline figures derived from [`Stats`]; written for readers, recomputed on load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub requests_per_sec: f64,
+    pub read_bytes_per_sec: f64,
+    pub written_bytes_per_sec: f64,
+    pub errors: u64,
+    /// Complete responses with a status outside 200–399.
+    pub non_success_responses: u64,
+    /// Requests per second across the seconds of the series.
+    pub per_second_rate: Option<Spread>,
+}
+
+/// One `loadbench run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub kind: ResultKind,
+    pub loadbench_version: String,
+    pub host: HostInfo,
+    pub config: RunConfig,
+    /// Wall clock at the start of the measured window (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall clock at the end of the run (RFC 3339, UTC).
+    pub ended_at: String,
+    /// True when the run was stopped early (Ctrl-C); what was measured until then is kept.
+    pub interrupted: bool,
+    /// Derived from `stats`; ignored when read back.
+    #[serde(default, skip_deserializing)]
+    pub summary: Option<Summary>,
+    pub stats: Stats,
+}
+
+impl RunResult {
+    /// Recomputes the derived summary; call after building or merging.
+    pub fn finalize(&mut self) {
+        self.summary = Some(self.stats.summary());
+    }
+
+    /// Reads a saved result, checking the schema version.
+    pub fn from_json(text: &str) -> Result<RunResult, ResultReadError> {
+        let probe: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ResultReadError::NotJson(e.to_string()))?;
+        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => return Err(ResultReadError::Version(v)),
+            None => return Err(ResultReadError::NotAResult),
+        }
+        let mut r: RunResult =
+            serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+        r.finalize();
+        Ok(r)
+    }
+}
+
+/// A saved result could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultReadError {
+    #[error("not JSON ({0})")]
+    NotJson(String),
+    #[error("not a loadbench result (no schema_version field)")]
+    NotAResult,
+    #[error("schema_version {0} is not supported by this loadbench (it reads {SCHEMA_VERSION})")]
+    Version(u64),
+    #[error("invalid loadbench result: {0}")]
+    Invalid(String),
+}

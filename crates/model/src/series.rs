@@ -1,0 +1,129 @@
+//! The per-second series: what happened in each second of the measured window. Each point keeps
+//! its own (compressed) latency histogram so that points from different workers or shards merge
+//! exactly; p50 and p99 are derived from it.
+
+use crate::histogram::Histo;
+use serde::{Deserialize, Serialize};
+
+/// One second of the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the start of the measured window (0 = the first second).
+    pub second: u32,
+    /// Responses completed in this second.
+    pub requests: u64,
+    /// Requests failed in this second.
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Median latency of this second, µs (derived from `hdr`).
+    pub p50_us: f64,
+    /// 99th percentile latency of this second, µs (derived from `hdr`).
+    pub p99_us: f64,
+    /// This second's latency histogram (HdrHistogram V2 + DEFLATE, base64).
+    pub hdr: String,
+}
+
+impl SeriesPoint {
+    /// A point built from one second's counters and latency histogram.
+    pub fn new(second: u32, counts: SecondCounts, hist: &Histo) -> Self {
+        SeriesPoint {
+            second,
+            requests: counts.requests,
+            errors: counts.errors,
+            bytes_read: counts.bytes_read,
+            bytes_written: counts.bytes_written,
+            p50_us: hist.percentile_ns(50.0) as f64 / 1000.0,
+            p99_us: hist.percentile_ns(99.0) as f64 / 1000.0,
+            hdr: hist.to_base64(),
+        }
+    }
+
+    pub fn histogram(&self) -> Histo {
+        Histo::from_base64(&self.hdr).unwrap_or_default()
+    }
+
+    fn merge(&mut self, other: &SeriesPoint) {
+        let mut h = self.histogram();
+        h.merge(&other.histogram());
+        let counts = SecondCounts {
+            requests: self.requests + other.requests,
+            errors: self.errors + other.errors,
+            bytes_read: self.bytes_read + other.bytes_read,
+            bytes_written: self.bytes_written + other.bytes_written,
+        };
+        *self = SeriesPoint::new(self.second, counts, &h);
+    }
+}
+
+/// The plain counters of one second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SecondCounts {
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+/// Per-second points, sorted by second, at most one per second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Series(pub Vec<SeriesPoint>);
+
+impl Series {
+    /// Merges point by point; seconds present on one side only are kept as they are.
+    pub fn merge(&mut self, other: &Series) {
+        let mut merged: Vec<SeriesPoint> = Vec::with_capacity(self.0.len().max(other.0.len()));
+        let (mut a, mut b) = (self.0.drain(..).peekable(), other.0.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.second == y.second => {
+                    let mut p = a.next().unwrap();
+                    p.merge(b.next().unwrap());
+                    merged.push(p);
+                }
+                (Some(x), Some(y)) if x.second < y.second => merged.push(a.next().unwrap()),
+                (Some(_), Some(_)) | (None, Some(_)) => merged.push(b.next().unwrap().clone()),
+                (Some(_), None) => merged.push(a.next().unwrap()),
+                (None, None) => break,
+            }
+        }
+        drop(a);
+        self.0 = merged;
+    }
+
+    /// Requests per second over the points: (min, mean, stdev, max), berf style.
+    pub fn rate_stats(&self) -> Option<crate::stats::Spread> {
+        let rates: Vec<f64> = self.0.iter().map(|p| p.requests as f64).collect();
+        crate::stats::Spread::of(&rates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(second: u32, requests: u64, latency_ns: u64) -> SeriesPoint {
+        let mut h = Histo::new();
+        for _ in 0..requests {
+            h.record_ns(latency_ns);
+        }
+        let counts = SecondCounts {
+            requests,
+            ..Default::default()
+        };
+        SeriesPoint::new(second, counts, &h)
+    }
+
+    #[test]
+    fn merge_interleaves_and_adds_by_second() {
+        let mut a = Series(vec![point(0, 2, 1000), point(2, 1, 5000)]);
+        let b = Series(vec![point(1, 3, 2000), point(2, 1, 7000)]);
+        a.merge(&b);
+        let seconds: Vec<u32> = a.0.iter().map(|p| p.second).collect();
+        assert_eq!(seconds, vec![0, 1, 2]);
+        assert_eq!(a.0[2].requests, 2);
+        assert_eq!(a.0[2].histogram().len(), 2);
+        assert!(a.0[2].p99_us >= 6.9);
+    }
+}

@@ -1,0 +1,76 @@
+//! The command line, as clap derive structs: what each subcommand and flag means.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "loadbench",
+    version,
+    about = "Benchmark web applications and components: load generator, reference backend, harness",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load one URL (wrk/ab/hey style) and report throughput, latency and errors.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The URL to load, e.g. http://127.0.0.1:8080/
+    pub url: String,
+    /// Concurrent connections (closed model: one request in flight on each).
+    #[arg(short = 'c', long, default_value_t = 50)]
+    pub connections: u32,
+    /// Worker threads [default: number of cores; never more than connections].
+    #[arg(short = 't', long)]
+    pub threads: Option<u32>,
+    /// How long to measure, e.g. 10s, 1m [default: 10s].
+    #[arg(short = 'd', long, conflicts_with = "requests")]
+    pub duration: Option<String>,
+    /// Stop after exactly N finished requests in total (completed or failed).
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Send traffic for this long first and leave it out of the statistics, e.g. 2s.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request header 'Name: value' (repeatable); a Host header overrides the URL's host.
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Open a new TCP connection for every request (like ab without -k).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Per-request timeout; a request that takes longer counts as a timeout and its connection is replaced.
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Timeout for establishing a TCP connection.
+    #[arg(long, default_value = "5s")]
+    pub connect_timeout: String,
+    /// Output format on stdout: text, json or csv.
+    #[arg(short = 'o', long, default_value = "text")]
+    pub output: String,
+    /// Also save the result as JSON to this file (written atomically).
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    /// Percentiles of the latency table, comma-separated.
+    #[arg(long, default_value = loadbench_plan::DEFAULT_PERCENTILES)]
+    pub percentiles: String,
+    /// No live progress on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}

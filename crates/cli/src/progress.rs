@@ -1,0 +1,71 @@
+//! Live progress on stderr while a run goes on: elapsed of total, current req/s, errors.
+//! Only when stderr is a terminal and `--quiet` is not given; it reads the engine's published
+//! counters and never touches the hot path.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use loadbench_engine::Live;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub struct Progress {
+    done: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// What the bar shows as its total.
+#[derive(Debug, Clone, Copy)]
+pub enum Goal {
+    Duration(Duration),
+    Requests(u64),
+}
+
+impl Progress {
+    pub fn start(live: Arc<Live>, goal: Goal, warmup: Duration, quiet: bool) -> Progress {
+        let done = Arc::new(AtomicBool::new(false));
+        let handle = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || draw(&live, goal, warmup, &done))
+        });
+        Progress { done, handle }
+    }
+
+    pub fn finish(mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn draw(live: &Live, goal: Goal, warmup: Duration, done: &AtomicBool) {
+    let (len, unit) = match goal {
+        Goal::Duration(d) => (d.as_secs().max(1), "s"),
+        Goal::Requests(n) => (n, " req"),
+    };
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr_with_hz(5));
+    let style = format!("{{spinner}} [{{bar:30}}] {{pos}}/{{len}}{unit}  {{msg}}");
+    bar.set_style(ProgressStyle::with_template(&style).unwrap_or_else(|_| ProgressStyle::default_bar()));
+    let start = Instant::now();
+    let (mut last_n, mut last_t) = (0u64, start);
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = Instant::now();
+        let (n, errors) = live.snapshot();
+        let rate = (n.saturating_sub(last_n)) as f64 / now.duration_since(last_t).as_secs_f64();
+        (last_n, last_t) = (n, now);
+        let elapsed = now.duration_since(start);
+        if elapsed < warmup {
+            bar.set_message(format!("warming up ({:.0}s left)", (warmup - elapsed).as_secs_f64()));
+            continue;
+        }
+        bar.set_position(match goal {
+            Goal::Duration(_) => (elapsed - warmup).as_secs(),
+            Goal::Requests(_) => n + errors,
+        });
+        bar.set_message(format!("{rate:.0} req/s, {errors} errors"));
+    }
+    bar.finish_and_clear();
+}

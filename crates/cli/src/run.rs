@@ -1,0 +1,124 @@
+//! `loadbench run`: resolve the plan, check the target, run the engine with live progress and
+//! Ctrl-C handling, then print and save the result. The exit code is decided at the end.
+
+use crate::args::RunArgs;
+use crate::progress::{Goal, Progress};
+use crate::{host, save, UserError};
+use anyhow::Result;
+use loadbench_engine::{Engine, Outcome};
+use loadbench_model::{LoadModel, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
+use loadbench_plan::{Plan, RunSpec, Stop};
+use loadbench_report::{Format, RenderOptions};
+use std::process::ExitCode;
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let format: Format = args.output.parse().map_err(|e| UserError(format!("-o: {e}")))?;
+    let plan = Plan::resolve(&spec(&args)).map_err(|e| UserError(e.to_string()))?;
+    let engine = Engine::new(plan.clone());
+    engine.preflight().map_err(|e| UserError(e.to_string()))?;
+    let outcome = run_with_progress(&engine, &plan, args.quiet)?;
+    let result = build_result(&plan, outcome);
+    let opts = RenderOptions {
+        percentiles: plan.percentiles.clone(),
+        color: false,
+    };
+    print!("{}", loadbench_report::render_to_string(format, &result, &opts));
+    if let Some(path) = &args.save {
+        let json = loadbench_report::render_to_string(Format::Json, &result, &opts);
+        save::write_atomic(path, json.as_bytes())?;
+        if !args.quiet {
+            eprintln!("result saved to {}", path.display());
+        }
+    }
+    Ok(exit_code(&result))
+}
+
+fn spec(a: &RunArgs) -> RunSpec {
+    RunSpec {
+        url: a.url.clone(),
+        connections: a.connections,
+        threads: a.threads,
+        duration: a.duration.clone(),
+        requests: a.requests,
+        warmup: a.warmup.clone(),
+        method: a.method.clone(),
+        headers: a.headers.clone(),
+        body: a.body.clone(),
+        body_file: a.body_file.clone(),
+        keepalive: !a.no_keepalive,
+        timeout: a.timeout.clone(),
+        connect_timeout: a.connect_timeout.clone(),
+        percentiles: a.percentiles.clone(),
+    }
+}
+
+/// Runs the engine; the first Ctrl-C stops it gracefully (results kept), a second one exits.
+fn run_with_progress(engine: &Engine, plan: &Plan, quiet: bool) -> Result<Outcome> {
+    let live = engine.live();
+    let flag = live.stop_flag();
+    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, flag.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, flag.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, flag)?;
+    let goal = match plan.stop {
+        Stop::Duration(d) => Goal::Duration(d),
+        Stop::Requests(n) => Goal::Requests(n),
+    };
+    let progress = Progress::start(live, goal, plan.warmup, quiet);
+    let outcome = engine.run();
+    progress.finish();
+    Ok(outcome?)
+}
+
+pub fn run_config(plan: &Plan) -> RunConfig {
+    let (duration_ms, requests) = match plan.stop {
+        Stop::Duration(d) => (Some(d.as_millis() as u64), None),
+        Stop::Requests(n) => (None, Some(n)),
+    };
+    RunConfig {
+        url: plan.target.url.clone(),
+        address: plan.target.addr.to_string(),
+        method: plan.request.method.clone(),
+        headers: plan.request.headers.clone(),
+        body_bytes: plan.request.body_len,
+        connections: plan.connections,
+        threads: plan.threads,
+        duration_ms,
+        requests,
+        warmup_ms: plan.warmup.as_millis() as u64,
+        keepalive: plan.keepalive,
+        timeout_ms: plan.timeout.as_millis() as u64,
+        connect_timeout_ms: plan.connect_timeout.as_millis() as u64,
+        percentiles: plan.percentiles.clone(),
+        load: LoadModel::Closed,
+    }
+}
+
+pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
+    let mut r = RunResult {
+        schema_version: SCHEMA_VERSION,
+        kind: ResultKind::Run,
+        loadbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: host::detect(),
+        config: run_config(plan),
+        started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
+        ended_at: humantime::format_rfc3339_millis(o.ended_at).to_string(),
+        interrupted: o.interrupted,
+        summary: None,
+        stats: o.stats,
+    };
+    r.finalize();
+    r
+}
+
+/// 0 when something succeeded; 1 when every request failed; 130 when interrupted.
+fn exit_code(r: &RunResult) -> ExitCode {
+    let errors = r.stats.errors.total();
+    if r.stats.requests == 0 && errors > 0 {
+        eprintln!("error: every request failed ({errors} errors, none completed): see the errors above");
+        return ExitCode::from(1);
+    }
+    if r.interrupted {
+        return ExitCode::from(130);
+    }
+    ExitCode::SUCCESS
+}

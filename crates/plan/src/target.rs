@@ -1,0 +1,106 @@
+//! The target: an `http://` URL parsed, its host resolved once to one socket address, and the
+//! `Host` header value and request path derived from it.
+
+use crate::{invalid, PlanError};
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// Where the load goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as given (normalized).
+    pub url: String,
+    /// The address the host resolved to (the first one; IPv4 and IPv6 literals as they are).
+    pub addr: SocketAddr,
+    /// The `Host` header value: host, plus `:port` when it is not the scheme's default.
+    pub authority: String,
+    /// Path and query sent on the request line.
+    pub path: String,
+}
+
+impl Target {
+    pub fn parse(text: &str) -> Result<Target, PlanError> {
+        let url = url::Url::parse(text.trim()).map_err(|e| {
+            invalid(format!(
+                "invalid URL '{text}' ({e}): give a full URL such as http://127.0.0.1:8080/"
+            ))
+        })?;
+        match url.scheme() {
+            "http" => {}
+            "https" => {
+                return Err(invalid(format!(
+                    "https:// is not supported yet ('{text}'): use an http:// URL (TLS support is planned)"
+                )))
+            }
+            other => {
+                return Err(invalid(format!(
+                    "unknown scheme '{other}://' in '{text}': use an http:// URL"
+                )))
+            }
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| invalid(format!("URL '{text}' has no host: give one, such as http://127.0.0.1:8080/")))?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let addr = resolve(host, port)?;
+        let authority = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        Ok(Target {
+            url: url.to_string(),
+            addr,
+            authority,
+            path,
+        })
+    }
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, PlanError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let unresolvable = |why: String| {
+        invalid(format!(
+            "cannot resolve host '{bare}' ({why}): check the spelling or use an IP address"
+        ))
+    };
+    let mut addrs = (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| unresolvable(e.to_string()))?;
+    addrs
+        .next()
+        .ok_or_else(|| unresolvable("no address".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_ipv6_and_default_port() {
+        let t = Target::parse("http://127.0.0.1:8080/a?b=1").unwrap();
+        assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        assert_eq!(t.path, "/a?b=1");
+        let t = Target::parse("http://[::1]:9000").unwrap();
+        assert_eq!(t.addr, "[::1]:9000".parse().unwrap());
+        assert_eq!(t.authority, "[::1]:9000");
+        assert_eq!(t.path, "/");
+        let t = Target::parse("http://localhost/").unwrap();
+        assert_eq!(t.addr.port(), 80);
+        assert_eq!(t.authority, "localhost");
+    }
+
+    #[test]
+    fn bad_urls_name_the_fix() {
+        let e = |u| Target::parse(u).unwrap_err().to_string();
+        assert!(e("https://127.0.0.1/").contains("not supported yet"));
+        assert!(e("ftp://127.0.0.1/").contains("unknown scheme"));
+        assert!(e("127.0.0.1:80").contains("http://"));
+        assert!(e("not a url").contains("invalid URL"));
+        assert!(e("http://no-such-host.invalid/").contains("cannot resolve host"));
+    }
+}

@@ -1,0 +1,521 @@
+//! The report a wrk, ab, hey or berf user reads at a glance on stdout: what ran, the headline
+//! numbers, latency (summary, percentiles, hey's histogram), statuses and errors, the per-second
+//! rate and the connection phases. Each section is a function returning lines, so the order is
+//! one list and an empty measurement prints `-` instead of garbage.
+
+use crate::distribution::{self, Bar};
+use crate::units::{self, MISSING};
+use crate::{RenderOptions, Renderer};
+use loadbench_model::{Histo, LoadModel, RunResult, Summary};
+use std::io::Write;
+
+/// Longest bar of the response-time histogram, in characters.
+const BAR_WIDTH: u64 = 40;
+const INDENT: &str = "  ";
+
+/// The human-readable report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextRenderer;
+
+impl Renderer for TextRenderer {
+    fn render(
+        &self,
+        result: &RunResult,
+        opts: &RenderOptions,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let report = Report::new(result, opts);
+        let sections = SECTIONS
+            .iter()
+            .map(|section| section(&report))
+            .filter(|lines| !lines.is_empty());
+        for (i, lines) in sections.enumerate() {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            lines.iter().try_for_each(|line| writeln!(out, "{line}"))?;
+        }
+        Ok(())
+    }
+}
+
+type Section = fn(&Report) -> Vec<String>;
+
+const SECTIONS: [Section; 9] = [
+    header,
+    summary,
+    latency,
+    percentiles,
+    histogram,
+    status_codes,
+    errors,
+    per_second_rate,
+    phases,
+];
+
+/// Everything a section needs, computed once.
+struct Report<'a> {
+    r: &'a RunResult,
+    opts: &'a RenderOptions,
+    summary: Summary,
+    paint: Paint,
+}
+
+impl<'a> Report<'a> {
+    fn new(r: &'a RunResult, opts: &'a RenderOptions) -> Self {
+        // Recomputed rather than trusted: a hand-built result may carry a stale summary.
+        let summary = r.stats.summary();
+        Report {
+            r,
+            opts,
+            summary,
+            paint: Paint(opts.color),
+        }
+    }
+
+    fn title(&self, text: &str) -> String {
+        self.paint.bold(&format!("{text}:"))
+    }
+}
+
+/// ANSI styling, or none.
+#[derive(Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn code(self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn bold(self, text: &str) -> String {
+        self.code("1", text)
+    }
+
+    fn red(self, text: &str) -> String {
+        self.code("31", text)
+    }
+
+    /// Red when `n` is non-zero: something failed.
+    fn alarm(self, n: u64) -> String {
+        if n == 0 {
+            n.to_string()
+        } else {
+            self.red(&n.to_string())
+        }
+    }
+}
+
+fn header(rep: &Report) -> Vec<String> {
+    let c = &rep.r.config;
+    let mut lines = Vec::new();
+    if rep.r.interrupted {
+        let elapsed = units::duration_us(rep.r.stats.elapsed_us as f64);
+        let line = format!("INTERRUPTED after {elapsed}: partial results");
+        lines.push(rep.paint.code("1;33", &line));
+    }
+    let target = if c.method == "GET" {
+        c.url.clone()
+    } else {
+        format!("{} {}", c.method, c.url)
+    };
+    lines.push(format!("Running {} @ {target}", run_length(rep)));
+    lines.push(format!("{INDENT}{}", shape(rep)));
+    lines
+}
+
+fn run_length(rep: &Report) -> String {
+    let c = &rep.r.config;
+    match (c.requests, c.duration_ms) {
+        (Some(n), _) => format!("{n} {}", plural(n, "request")),
+        (None, Some(ms)) => format!("{} test", units::duration_ms_short(ms)),
+        (None, None) => "test".to_string(),
+    }
+}
+
+/// `2 threads and 50 connections (closed model, keep-alive), warm-up 2s`.
+fn shape(rep: &Report) -> String {
+    let c = &rep.r.config;
+    let model = match c.load {
+        LoadModel::Closed => "closed model",
+    };
+    let keepalive = if c.keepalive {
+        "keep-alive"
+    } else {
+        "no keep-alive"
+    };
+    let threads = u64::from(c.threads);
+    let conns = u64::from(c.connections);
+    let mut text = format!(
+        "{threads} {} and {conns} {} ({model}, {keepalive})",
+        plural(threads, "thread"),
+        plural(conns, "connection")
+    );
+    if c.warmup_ms > 0 {
+        text += &format!(", warm-up {}", units::duration_ms_short(c.warmup_ms));
+    }
+    text
+}
+
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+fn summary(rep: &Report) -> Vec<String> {
+    let (s, sum, paint) = (&rep.r.stats, &rep.summary, rep.paint);
+    let mut pairs = vec![
+        ("Elapsed", units::duration_us(s.elapsed_us as f64)),
+        ("Requests completed", s.requests.to_string()),
+        ("Requests/sec", units::rate(sum.requests_per_sec)),
+        ("Time per request", time_per_request(rep)),
+        (
+            "Transfer/sec",
+            read_written(sum.read_bytes_per_sec, sum.written_bytes_per_sec, "/s"),
+        ),
+        (
+            "Total transferred",
+            read_written(s.bytes_read as f64, s.bytes_written as f64, ""),
+        ),
+        ("Errors", errors_total(rep)),
+        (
+            "Non-2xx/3xx responses",
+            paint.alarm(sum.non_success_responses),
+        ),
+        ("Connections opened", s.connections_opened.to_string()),
+    ];
+    if s.abandoned > 0 {
+        pairs.push(("Abandoned in flight at end", s.abandoned.to_string()));
+    }
+    let mut lines = vec![rep.title("Summary")];
+    lines.extend(key_values(&pairs));
+    lines
+}
+
+/// ab's "Time per request (mean, across all concurrent requests)": elapsed / requests.
+fn time_per_request(rep: &Report) -> String {
+    let s = &rep.r.stats;
+    if s.requests == 0 {
+        return MISSING.to_string();
+    }
+    let us = s.elapsed_us as f64 / s.requests as f64;
+    format!(
+        "{} (mean, across all concurrent requests)",
+        units::duration_us(us)
+    )
+}
+
+fn read_written(read: f64, written: f64, suffix: &str) -> String {
+    format!(
+        "{}{suffix} read, {}{suffix} written",
+        units::bytes(read),
+        units::bytes(written)
+    )
+}
+
+fn errors_total(rep: &Report) -> String {
+    let (errors, attempts) = (rep.summary.errors, rep.r.stats.attempts());
+    let count = rep.paint.alarm(errors);
+    if errors == 0 {
+        return count;
+    }
+    format!(
+        "{count} ({} of attempts)",
+        units::percent(errors as f64 / attempts as f64)
+    )
+}
+
+fn latency(rep: &Report) -> Vec<String> {
+    let h = &rep.r.stats.latency.hist;
+    let header = ["Min", "Mean", "Stdev", "Max", "+/- Stdev"]
+        .map(String::from)
+        .to_vec();
+    let within = distribution::within_stdev(h).map_or(MISSING.to_string(), units::percent);
+    let mut row = spread_cells(h);
+    row.push(within);
+    let mut lines = vec![rep.title("Latency")];
+    lines.extend(table(&[header, row], false));
+    lines
+}
+
+/// Min, mean, stdev and max of a histogram, or dashes when it is empty.
+fn spread_cells(h: &Histo) -> Vec<String> {
+    let values = [
+        h.min_ns() as f64,
+        h.mean_ns(),
+        h.stdev_ns(),
+        h.max_ns() as f64,
+    ];
+    values
+        .iter()
+        .map(|&ns| duration_or_missing(h, ns))
+        .collect()
+}
+
+fn duration_or_missing(h: &Histo, ns: f64) -> String {
+    if h.is_empty() {
+        MISSING.to_string()
+    } else {
+        units::duration_ns(ns)
+    }
+}
+
+fn percentiles(rep: &Report) -> Vec<String> {
+    let h = &rep.r.stats.latency.hist;
+    if rep.opts.percentiles.is_empty() {
+        return Vec::new();
+    }
+    let rows: Vec<Vec<String>> = rep
+        .opts
+        .percentiles
+        .iter()
+        .map(|&p| {
+            vec![
+                units::percentile_label(p),
+                duration_or_missing(h, h.percentile_ns(p) as f64),
+            ]
+        })
+        .collect();
+    let mut lines = vec![rep.title("Latency distribution")];
+    lines.extend(table(&rows, false));
+    lines
+}
+
+fn histogram(rep: &Report) -> Vec<String> {
+    let bars = distribution::bars(&rep.r.stats.latency.hist);
+    let mut lines = vec![rep.title("Response time histogram")];
+    if bars.is_empty() {
+        lines.push(format!("{INDENT}{MISSING}"));
+        return lines;
+    }
+    lines.extend(bar_lines(&bars));
+    lines
+}
+
+/// hey's `  1.23ms [12345] |■■■■■■■■`, bars proportional to the fullest bucket.
+fn bar_lines(bars: &[Bar]) -> Vec<String> {
+    let labels: Vec<String> = bars
+        .iter()
+        .map(|b| units::duration_ns(b.upper_ns as f64))
+        .collect();
+    let counts: Vec<String> = bars.iter().map(|b| format!("[{}]", b.count)).collect();
+    let (label_w, count_w) = (width(&labels), width(&counts));
+    let most = bars.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let rows = bars.iter().zip(labels.iter().zip(&counts));
+    rows.map(|(bar, (label, count))| {
+        let len = (bar.count * BAR_WIDTH / most) as usize;
+        format!(
+            "{INDENT}{label:>label_w$} {count:<count_w$} |{}",
+            "■".repeat(len)
+        )
+    })
+    .collect()
+}
+
+fn status_codes(rep: &Report) -> Vec<String> {
+    let status = &rep.r.stats.status.0;
+    let mut lines = vec![rep.title("Status codes")];
+    if status.is_empty() {
+        lines.push(format!("{INDENT}none"));
+        return lines;
+    }
+    let counts_w = width(&status.values().map(u64::to_string).collect::<Vec<_>>());
+    lines.extend(status.iter().map(|(&code, &n)| {
+        let line = format!("{INDENT}[{code}] {n:>counts_w$} {}", plural(n, "response"));
+        if (200..400).contains(&code) {
+            line
+        } else {
+            rep.paint.red(&line)
+        }
+    }));
+    lines
+}
+
+fn errors(rep: &Report) -> Vec<String> {
+    let errors = &rep.r.stats.errors.0;
+    let mut lines = vec![rep.title("Errors")];
+    if errors.is_empty() {
+        lines.push(format!("{INDENT}none"));
+        return lines;
+    }
+    let pairs: Vec<(&str, String)> = errors
+        .iter()
+        .map(|(k, &n)| (k.describe(), rep.paint.red(&n.to_string())))
+        .collect();
+    lines.extend(key_values(&pairs));
+    lines
+}
+
+/// berf's per-second rate: omitted unless there are at least two seconds to compare.
+fn per_second_rate(rep: &Report) -> Vec<String> {
+    let series = &rep.r.stats.series;
+    let Some(spread) = series.rate_stats().filter(|_| series.0.len() >= 2) else {
+        return Vec::new();
+    };
+    let header = ["Min", "Mean", "Stdev", "Max"].map(String::from).to_vec();
+    let row = [spread.min, spread.mean, spread.stdev, spread.max]
+        .map(units::si)
+        .to_vec();
+    let title = format!("Requests per second, over {} seconds", series.0.len());
+    let mut lines = vec![rep.title(&title)];
+    lines.extend(table(&[header, row], false));
+    lines
+}
+
+/// hey's "details" / ab's "Connection Times": each phase's distribution.
+fn phases(rep: &Report) -> Vec<String> {
+    let s = &rep.r.stats;
+    let header = ["", "Min", "Mean", "Stdev", "P50", "P99", "Max"]
+        .map(String::from)
+        .to_vec();
+    let rows = [
+        ("connect", &s.connect.hist),
+        ("first byte", &s.first_byte.hist),
+        ("total", &s.latency.hist),
+    ];
+    let mut table_rows = vec![header];
+    table_rows.extend(rows.iter().map(|&(name, h)| phase_row(name, h)));
+    let mut lines = vec![rep.title("Phases")];
+    lines.extend(table(&table_rows, true));
+    lines
+}
+
+fn phase_row(name: &str, h: &Histo) -> Vec<String> {
+    let mut cells = vec![name.to_string()];
+    let spread = spread_cells(h);
+    cells.extend_from_slice(&spread[..3]);
+    cells.push(duration_or_missing(h, h.percentile_ns(50.0) as f64));
+    cells.push(duration_or_missing(h, h.percentile_ns(99.0) as f64));
+    cells.push(spread[3].clone());
+    cells
+}
+
+/// `label   value` lines with the values in one column.
+fn key_values(pairs: &[(&str, String)]) -> Vec<String> {
+    let w = pairs
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 1;
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{INDENT}{:<w$} {v}", format!("{k}:")))
+        .collect()
+}
+
+/// Right-aligned columns (the first left-aligned when `labelled`), two spaces apart.
+fn table(rows: &[Vec<String>], labelled: bool) -> Vec<String> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            width(
+                &rows
+                    .iter()
+                    .filter_map(|r| r.get(c).cloned())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    rows.iter()
+        .map(|row| table_row(row, &widths, labelled))
+        .collect()
+}
+
+fn table_row(row: &[String], widths: &[usize], labelled: bool) -> String {
+    let cells = row.iter().zip(widths).enumerate().map(|(i, (cell, &w))| {
+        if i == 0 && labelled {
+            format!("{cell:<w$}")
+        } else {
+            format!("{cell:>w$}")
+        }
+    });
+    format!("{INDENT}{}", cells.collect::<Vec<_>>().join("  "))
+        .trim_end()
+        .to_string()
+}
+
+/// Display width of the widest cell (`µ` is one column, two bytes).
+fn width(cells: &[String]) -> usize {
+    cells.iter().map(|c| c.chars().count()).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{fixtures, render_to_string, Format};
+
+    fn render(r: &RunResult, opts: &RenderOptions) -> String {
+        render_to_string(Format::Text, r, opts)
+    }
+
+    #[test]
+    fn snapshot_busy() {
+        insta::assert_snapshot!(render(&fixtures::busy(), &RenderOptions::default()));
+    }
+
+    #[test]
+    fn snapshot_empty() {
+        insta::assert_snapshot!(render(&fixtures::empty(), &RenderOptions::default()));
+    }
+
+    #[test]
+    fn snapshot_interrupted_count_run() {
+        let mut r = fixtures::busy();
+        r.interrupted = true;
+        r.stats.elapsed_us = 3_200_000;
+        r.config.requests = Some(100_000);
+        r.config.warmup_ms = 0;
+        r.config.keepalive = false;
+        r.config.method = "POST".into();
+        r.stats.series.0.truncate(1);
+        insta::assert_snapshot!(render(&r, &RenderOptions::default()));
+    }
+
+    #[test]
+    fn interrupted_line_comes_first() {
+        let mut r = fixtures::busy();
+        r.interrupted = true;
+        r.stats.elapsed_us = 3_200_000;
+        let text = render(&r, &RenderOptions::default());
+        assert!(
+            text.starts_with("INTERRUPTED after 3.20s: partial results\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_escape_codes_unless_asked() {
+        let r = fixtures::busy();
+        assert!(!render(&r, &RenderOptions::default()).contains('\x1b'));
+        let coloured = RenderOptions {
+            color: true,
+            ..RenderOptions::default()
+        };
+        assert!(render(&r, &coloured).contains("\x1b[1mSummary:\x1b[0m"));
+    }
+
+    #[test]
+    fn empty_result_prints_dashes_not_garbage() {
+        let text = render(&fixtures::empty(), &RenderOptions::default());
+        assert!(text.contains("Time per request:"));
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+        assert!(!text.contains("Requests per second, over"));
+        assert!(text.contains("Status codes:\n  none"));
+    }
+
+    #[test]
+    fn table_aligns_by_characters_not_bytes() {
+        let rows = vec![
+            vec!["a".into(), "1.00µs".into()],
+            vec!["bbb".into(), "10ns".into()],
+        ];
+        assert_eq!(table(&rows, true), vec!["  a    1.00µs", "  bbb    10ns"]);
+    }
+}

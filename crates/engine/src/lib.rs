@@ -1,1 +1,242 @@
-//! placeholder
+//! The load engine.
+//!
+//! In: a [`loadbench_plan::Plan`] (request bytes already rendered, host already resolved).
+//! Out: a [`loadbench_model::Stats`] per run, merged from one per worker, plus the wall-clock
+//! window and whether the run was interrupted.
+//! Inside: thread-per-core [`worker`]s, each owning an epoll loop, its connections ([`conn`]),
+//! a streaming HTTP/1.1 response reader ([`http1`]) and a [`recorder`]. Nothing is locked,
+//! sent over a channel or allocated per request; workers meet only at the end, in one merge.
+//! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
+
+pub mod conn;
+pub mod http1;
+pub mod recorder;
+pub mod transport;
+pub mod worker;
+
+use loadbench_model::Stats;
+use loadbench_plan::{Plan, Stop};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use worker::{Worker, WorkerConfig};
+
+/// Why a run could not start. Failures *during* a run are counted, never returned here.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("nothing is listening on {0} (connection refused): start the target or fix the URL")]
+    NothingListening(SocketAddr),
+    #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
+    Unreachable(SocketAddr, std::io::Error),
+    #[error("-c {needed} needs about {needed} file descriptors but the limit is {limit}: raise it with `ulimit -n {suggest}`")]
+    FdLimit { needed: u64, limit: u64, suggest: u64 },
+    #[error("the engine could not start a worker: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Timeouts and the housekeeping period, shared by all workers.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerLimits {
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// How often a worker times out requests, closes seconds and publishes progress.
+    pub tick: Duration,
+}
+
+/// Counters a worker publishes for live progress (relaxed stores a few times a second).
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    requests: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl LiveCounters {
+    fn publish(&self, requests: u64, errors: u64) {
+        self.requests.store(requests, Ordering::Relaxed);
+        self.errors.store(errors, Ordering::Relaxed);
+    }
+}
+
+/// What a progress display may read while the run goes on.
+#[derive(Debug)]
+pub struct Live {
+    workers: Vec<LiveCounters>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Live {
+    /// Requests completed and failed so far in the measured window, all workers together.
+    pub fn snapshot(&self) -> (u64, u64) {
+        self.workers.iter().fold((0, 0), |(r, e), w| {
+            (r + w.requests.load(Ordering::Relaxed), e + w.errors.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Asks every worker to stop at its next loop turn (within a tick).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The stop switch itself, e.g. for a signal handler to raise.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// What a run measured.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stats: Stats,
+    /// Wall clock at the start of the measured window (after warm-up).
+    pub started_at: SystemTime,
+    pub ended_at: SystemTime,
+    pub interrupted: bool,
+}
+
+/// One run of a plan.
+pub struct Engine {
+    plan: Plan,
+    live: Arc<Live>,
+}
+
+impl Engine {
+    pub fn new(plan: Plan) -> Self {
+        let workers = (0..plan.threads).map(|_| LiveCounters::default()).collect();
+        let live = Arc::new(Live {
+            workers,
+            stop: Arc::new(AtomicBool::new(false)),
+        });
+        Engine { plan, live }
+    }
+
+    /// Progress counters and the stop switch, for the caller's other threads.
+    pub fn live(&self) -> Arc<Live> {
+        Arc::clone(&self.live)
+    }
+
+    /// Checks that the target accepts a connection and that enough file descriptors exist.
+    pub fn preflight(&self) -> Result<(), EngineError> {
+        raise_fd_limit(u64::from(self.plan.connections))?;
+        let addr = self.plan.target.addr;
+        match TcpStream::connect_timeout(&addr, self.plan.connect_timeout) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(EngineError::NothingListening(addr)),
+            Err(e) => Err(EngineError::Unreachable(addr, e)),
+        }
+    }
+
+    /// Runs the plan to its end (or until [`Live::stop`]) and merges the workers' results.
+    pub fn run(&self) -> Result<Outcome, EngineError> {
+        let plan = &self.plan;
+        let start = Instant::now();
+        let wall_start = SystemTime::now();
+        let t0 = start + plan.warmup;
+        let deadline = match plan.stop {
+            Stop::Duration(d) => Some(t0 + d),
+            Stop::Requests(_) => None,
+        };
+        let configs = self.worker_configs(t0, deadline);
+        let stop: &AtomicBool = &self.live.stop;
+        let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = configs
+                .into_iter()
+                .zip(&self.live.workers)
+                .map(|(cfg, live)| scope.spawn(move || Worker::new(cfg)?.run(stop, live)))
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
+        });
+        let mut stats = Stats::default();
+        for r in results {
+            stats.merge(&r?);
+        }
+        Ok(Outcome {
+            stats,
+            started_at: wall_start + plan.warmup,
+            ended_at: SystemTime::now(),
+            interrupted: self.live.stopped(),
+        })
+    }
+
+    fn worker_configs(&self, t0: Instant, deadline: Option<Instant>) -> Vec<WorkerConfig<'_>> {
+        let plan = &self.plan;
+        let threads = plan.threads.max(1) as usize;
+        let conns = split(u64::from(plan.connections), threads);
+        let budgets: Vec<Option<u64>> = match plan.stop {
+            Stop::Requests(n) => split_by(n, &conns).into_iter().map(Some).collect(),
+            Stop::Duration(_) => vec![None; threads],
+        };
+        let limits = WorkerLimits {
+            timeout: plan.timeout,
+            connect_timeout: plan.connect_timeout,
+            tick: (plan.timeout.min(plan.connect_timeout) / 4).clamp(Duration::from_millis(1), Duration::from_millis(100)),
+        };
+        conns
+            .into_iter()
+            .zip(budgets)
+            .map(|(c, budget)| WorkerConfig {
+                addr: plan.target.addr,
+                request: &plan.request.bytes,
+                head: plan.request.head,
+                keepalive: plan.keepalive,
+                connections: c as usize,
+                budget,
+                t0,
+                deadline,
+                limits,
+            })
+            .collect()
+    }
+}
+
+/// Splits `n` into `parts` near-equal shares (the first ones get the remainder).
+fn split(n: u64, parts: usize) -> Vec<u64> {
+    let p = parts as u64;
+    (0..p).map(|i| n / p + u64::from(i < n % p)).collect()
+}
+
+/// Splits `n` in proportion to `weights`, exactly (largest remainders go first).
+fn split_by(n: u64, weights: &[u64]) -> Vec<u64> {
+    let total: u64 = weights.iter().sum::<u64>().max(1);
+    let mut shares: Vec<u64> = weights.iter().map(|w| n * w / total).collect();
+    let left = n - shares.iter().sum::<u64>();
+    for s in shares.iter_mut().take(left as usize) {
+        *s += 1;
+    }
+    shares
+}
+
+fn raise_fd_limit(connections: u64) -> Result<(), EngineError> {
+    let needed = connections + 64;
+    let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap_or((1024, 1024));
+    if needed <= soft {
+        return Ok(());
+    }
+    if needed <= hard && rlimit::setrlimit(rlimit::Resource::NOFILE, hard, hard).is_ok() {
+        return Ok(());
+    }
+    Err(EngineError::FdLimit {
+        needed,
+        limit: soft.max(hard),
+        suggest: needed.next_power_of_two(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_are_exact() {
+        assert_eq!(split(5, 2), vec![3, 2]);
+        assert_eq!(split(2, 2), vec![1, 1]);
+        let s = split_by(100, &[2, 1]);
+        assert_eq!(s.iter().sum::<u64>(), 100);
+        assert_eq!(s, vec![67, 33]);
+        assert_eq!(split_by(7, &[1, 1, 1]).iter().sum::<u64>(), 7);
+    }
+}

@@ -1,0 +1,229 @@
+//! One connection's state machine: connect, write the pre-rendered request, read the response,
+//! and either reuse the connection or replace it. The hot path is `send` + `on_readable`: one
+//! `write` and usually one `read` per request, no allocation, no epoll_ctl (sockets are registered
+//! once, edge-triggered, for both directions).
+
+use crate::http1::{EofOutcome, Progress, ResponseParser};
+use crate::transport::Stream;
+use crate::worker::Ctx;
+use loadbench_model::ErrorKind;
+use mio::{Interest, Token};
+use std::io::{self, ErrorKind as IoKind, Read, Write};
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No request claimed: the run's request budget is spent, or the run is over.
+    Idle,
+    /// A request is claimed and the TCP connection is being established.
+    Connecting,
+    /// The request is partly written; waiting for the socket to take the rest.
+    Writing,
+    /// The request is written; reading the response.
+    Reading,
+}
+
+pub struct Conn {
+    token: Token,
+    stream: Option<Stream>,
+    pub phase: Phase,
+    written: usize,
+    parser: ResponseParser,
+    /// When the current request was sent (or, while connecting, when the connect began).
+    pub since: Instant,
+    /// The claimed request lies in the measured window.
+    pub measured: bool,
+    /// Bytes of the current response read so far.
+    read_bytes: u64,
+}
+
+impl Conn {
+    pub fn new(token: Token, now: Instant) -> Self {
+        Conn {
+            token,
+            stream: None,
+            phase: Phase::Idle,
+            written: 0,
+            parser: ResponseParser::new(),
+            since: now,
+            measured: false,
+            read_bytes: 0,
+        }
+    }
+
+    /// Claims the next request and starts it: on the open connection, or on a new one.
+    pub fn begin(&mut self, ctx: &mut Ctx, now: Instant) {
+        if !ctx.claim(now) {
+            self.phase = Phase::Idle;
+            return;
+        }
+        self.measured = ctx.recorder.measuring(now);
+        if self.stream.is_some() {
+            self.send(ctx, now);
+        } else {
+            self.connect(ctx, now);
+        }
+    }
+
+    fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.since = now;
+        self.phase = Phase::Connecting;
+        match Stream::connect(ctx.addr) {
+            Ok(mut s) => match s.register(&ctx.registry, self.token, Interest::READABLE | Interest::WRITABLE) {
+                Ok(()) => self.stream = Some(s),
+                Err(_) => self.fail(ctx, ErrorKind::ConnectError, now),
+            },
+            Err(e) => self.fail(ctx, connect_error_kind(&e), now),
+        }
+    }
+
+    /// Handles a readiness event for this connection.
+    pub fn on_event(&mut self, ctx: &mut Ctx, now: Instant) {
+        match self.phase {
+            Phase::Connecting => self.on_connect_ready(ctx, now),
+            Phase::Writing => self.write_rest(ctx),
+            Phase::Reading => self.on_readable(ctx),
+            Phase::Idle => {}
+        }
+    }
+
+    fn on_connect_ready(&mut self, ctx: &mut Ctx, now: Instant) {
+        let Some(stream) = self.stream.as_ref() else { return };
+        match stream.connect_status() {
+            Ok(false) => {}
+            Ok(true) => {
+                if self.measured && ctx.recorder.measuring(self.since) {
+                    ctx.recorder.connected(now.saturating_duration_since(self.since));
+                }
+                self.send(ctx, Instant::now());
+            }
+            Err(e) => self.fail(ctx, connect_error_kind(&e), now),
+        }
+    }
+
+    /// Writes the request; waits for writability only if the socket did not take it all.
+    #[inline]
+    fn send(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.since = now;
+        self.written = 0;
+        self.read_bytes = 0;
+        self.parser.reset(ctx.head);
+        self.phase = Phase::Writing;
+        self.write_rest(ctx);
+    }
+
+    #[inline]
+    fn write_rest(&mut self, ctx: &mut Ctx) {
+        let Some(stream) = self.stream.as_mut() else { return };
+        while self.written < ctx.request.len() {
+            match stream.write(&ctx.request[self.written..]) {
+                Ok(0) => return self.fail(ctx, ErrorKind::WriteError, Instant::now()),
+                Ok(n) => {
+                    self.written += n;
+                    if self.measured {
+                        ctx.recorder.wrote(n as u64);
+                    }
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => return self.fail(ctx, write_error_kind(&e), Instant::now()),
+            }
+        }
+        self.phase = Phase::Reading;
+    }
+
+    /// Reads what arrived. A short read means the socket is drained: for a request/response
+    /// protocol without pipelining, any later byte raises a new edge, so no extra `read` to
+    /// collect `EAGAIN` is needed.
+    #[inline]
+    fn on_readable(&mut self, ctx: &mut Ctx) {
+        loop {
+            let Some(stream) = self.stream.as_mut() else { return };
+            match stream.read(&mut ctx.buf) {
+                Ok(0) => return self.on_eof(ctx),
+                Ok(n) => {
+                    let now = Instant::now();
+                    if !self.parser.started() && self.measured {
+                        ctx.recorder.first_byte(now.saturating_duration_since(self.since));
+                    }
+                    self.read_bytes += n as u64;
+                    match self.parser.feed(&ctx.buf[..n]) {
+                        Ok(Progress::Complete { consumed }) => return self.complete(ctx, now, consumed == n),
+                        Ok(Progress::NeedMore) if n < ctx.buf.len() => return,
+                        Ok(Progress::NeedMore) => {}
+                        Err(_) => return self.fail(ctx, ErrorKind::MalformedResponse, now),
+                    }
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => return self.fail(ctx, read_error_kind(&e), Instant::now()),
+            }
+        }
+    }
+
+    fn on_eof(&mut self, ctx: &mut Ctx) {
+        let now = Instant::now();
+        match self.parser.on_eof() {
+            EofOutcome::Complete => self.complete(ctx, now, false),
+            EofOutcome::NothingReceived | EofOutcome::Truncated => {
+                self.fail(ctx, ErrorKind::ClosedBeforeResponseComplete, now)
+            }
+        }
+    }
+
+    /// A complete response: record it, then start the next request on this connection if it
+    /// may be reused, or on a new one.
+    #[inline]
+    fn complete(&mut self, ctx: &mut Ctx, now: Instant, clean: bool) {
+        if self.measured && ctx.in_window(now) {
+            let latency = now.saturating_duration_since(self.since);
+            ctx.recorder.response(now, latency, self.parser.status(), self.read_bytes);
+        }
+        if !(clean && ctx.keepalive && self.parser.keep_alive()) {
+            self.close();
+        }
+        self.begin(ctx, now);
+    }
+
+    /// A failed request: count it, drop the connection, and retry on the next loop turn (never
+    /// recursively, so a target that refuses at once cannot spin the worker).
+    pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        if self.measured && ctx.in_window(now) {
+            ctx.recorder.error(now, kind, self.read_bytes);
+        }
+        self.close();
+        self.phase = Phase::Idle;
+        ctx.retry.push(self.token.0);
+    }
+
+    pub fn close(&mut self) {
+        self.stream = None;
+    }
+
+    /// Holds a claimed request that has not finished.
+    pub fn in_flight(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+}
+
+fn connect_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        IoKind::ConnectionRefused => ErrorKind::ConnectRefused,
+        IoKind::TimedOut => ErrorKind::ConnectTimeout,
+        _ => ErrorKind::ConnectError,
+    }
+}
+
+fn write_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        IoKind::ConnectionReset => ErrorKind::Reset,
+        _ => ErrorKind::WriteError,
+    }
+}
+
+fn read_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        IoKind::ConnectionReset | IoKind::ConnectionAborted => ErrorKind::Reset,
+        _ => ErrorKind::ReadError,
+    }
+}

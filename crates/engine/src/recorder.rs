@@ -1,0 +1,186 @@
+//! The per-worker recorder: HDR histograms, counters and the per-second series, owned by one
+//! worker thread and updated without locks or allocation. Each worker's recorder becomes one
+//! [`Stats`], and the workers' stats are merged once at the end.
+
+use loadbench_model::{ErrorCounts, ErrorKind, Histo, Latency, SecondCounts, Series, SeriesPoint, Stats, StatusCounts};
+use std::time::{Duration, Instant};
+
+/// Status codes 100–999 counted in a flat array: no map lookup per response.
+const STATUS_SLOTS: usize = 1000;
+
+pub struct Recorder {
+    /// Start of the measured window (after warm-up).
+    t0: Instant,
+    latency: Histo,
+    connect: Histo,
+    first_byte: Histo,
+    status: Box<[u64; STATUS_SLOTS]>,
+    errors: [u64; ErrorKind::ALL.len()],
+    requests: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+    connections_opened: u64,
+    second: u32,
+    second_counts: SecondCounts,
+    second_latency: Histo,
+    series: Vec<SeriesPoint>,
+}
+
+impl Recorder {
+    pub fn new(t0: Instant) -> Self {
+        Recorder {
+            t0,
+            latency: Histo::new(),
+            connect: Histo::new(),
+            first_byte: Histo::new(),
+            status: Box::new([0; STATUS_SLOTS]),
+            errors: [0; ErrorKind::ALL.len()],
+            requests: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            connections_opened: 0,
+            second: 0,
+            second_counts: SecondCounts::default(),
+            second_latency: Histo::new(),
+            series: Vec::new(),
+        }
+    }
+
+    pub fn t0(&self) -> Instant {
+        self.t0
+    }
+
+    /// Whether `at` lies in the measured window.
+    #[inline]
+    pub fn measuring(&self, at: Instant) -> bool {
+        at >= self.t0
+    }
+
+    #[inline]
+    fn nanos(d: Duration) -> u64 {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A complete response of a measured request.
+    #[inline]
+    pub fn response(&mut self, now: Instant, latency: Duration, status: u16, bytes_read: u64) {
+        self.roll(now);
+        let ns = Self::nanos(latency);
+        self.latency.record_ns(ns);
+        self.second_latency.record_ns(ns);
+        self.requests += 1;
+        self.second_counts.requests += 1;
+        self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
+        self.add_read(bytes_read);
+    }
+
+    #[inline]
+    pub fn first_byte(&mut self, ttfb: Duration) {
+        self.first_byte.record_ns(Self::nanos(ttfb));
+    }
+
+    #[inline]
+    pub fn connected(&mut self, took: Duration) {
+        self.connect.record_ns(Self::nanos(took));
+        self.connections_opened += 1;
+    }
+
+    /// A measured request that produced no complete response.
+    #[inline]
+    pub fn error(&mut self, now: Instant, kind: ErrorKind, bytes_read: u64) {
+        self.roll(now);
+        self.errors[kind.index()] += 1;
+        self.second_counts.errors += 1;
+        self.add_read(bytes_read);
+    }
+
+    #[inline]
+    fn add_read(&mut self, n: u64) {
+        self.bytes_read += n;
+        self.second_counts.bytes_read += n;
+    }
+
+    #[inline]
+    pub fn wrote(&mut self, n: u64) {
+        self.bytes_written += n;
+        self.second_counts.bytes_written += n;
+    }
+
+    /// Closes every second that has ended by `now`, so quiet seconds appear as zeros.
+    pub fn tick(&mut self, now: Instant) {
+        self.roll(now);
+    }
+
+    #[inline]
+    fn roll(&mut self, now: Instant) {
+        let sec = now.saturating_duration_since(self.t0).as_secs();
+        let sec = u32::try_from(sec).unwrap_or(u32::MAX);
+        while self.second < sec {
+            self.close_second();
+        }
+    }
+
+    #[cold]
+    fn close_second(&mut self) {
+        let point = SeriesPoint::new(self.second, self.second_counts, &self.second_latency);
+        self.series.push(point);
+        self.second_latency.reset();
+        self.second_counts = SecondCounts::default();
+        self.second += 1;
+    }
+
+    /// Requests completed and failed so far, for live progress.
+    pub fn progress(&self) -> (u64, u64) {
+        (self.requests, self.errors.iter().sum())
+    }
+
+    /// Ends recording at `end` and returns the measurement.
+    pub fn finish(mut self, end: Instant, abandoned: u64) -> Stats {
+        self.roll(end);
+        if self.second_counts != SecondCounts::default() || end > self.t0 {
+            self.close_second();
+        }
+        let mut status = StatusCounts::default();
+        for (code, &n) in self.status.iter().enumerate() {
+            status.add(code as u16, n);
+        }
+        Stats {
+            elapsed_us: u64::try_from(end.saturating_duration_since(self.t0).as_micros()).unwrap_or(u64::MAX),
+            requests: self.requests,
+            errors: ErrorCounts::from_array(&self.errors),
+            status,
+            bytes_read: self.bytes_read,
+            bytes_written: self.bytes_written,
+            connections_opened: self.connections_opened,
+            abandoned,
+            latency: Latency { hist: self.latency },
+            connect: Latency { hist: self.connect },
+            first_byte: Latency { hist: self.first_byte },
+            series: Series(self.series),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_roll_over_and_quiet_seconds_are_zero() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        r.response(t0 + Duration::from_millis(100), Duration::from_micros(50), 200, 10);
+        r.response(t0 + Duration::from_millis(2500), Duration::from_micros(70), 404, 10);
+        r.error(t0 + Duration::from_millis(2600), ErrorKind::Reset, 0);
+        let s = r.finish(t0 + Duration::from_millis(2700), 1);
+        let reqs: Vec<u64> = s.series.0.iter().map(|p| p.requests).collect();
+        assert_eq!(reqs, vec![1, 0, 1]);
+        assert_eq!(s.series.0[2].errors, 1);
+        assert_eq!(s.requests, 2);
+        assert_eq!(s.status.0.get(&404), Some(&1));
+        assert_eq!(s.errors.get(ErrorKind::Reset), 1);
+        assert_eq!(s.bytes_read, 20);
+        assert_eq!(s.abandoned, 1);
+        assert_eq!(s.elapsed_us, 2_700_000);
+    }
+}

@@ -1,0 +1,190 @@
+//! A worker: one OS thread with its own epoll loop (mio), its connections and its recorder.
+//! Nothing is shared with other workers but a stop flag (read) and two progress counters
+//! (written a few times a second).
+
+use crate::conn::{Conn, Phase};
+use crate::recorder::Recorder;
+use crate::{LiveCounters, WorkerLimits};
+use loadbench_model::{ErrorKind, Stats};
+use mio::{Events, Poll, Registry, Token};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Size of the worker's one read buffer, shared by all its connections: responses are parsed
+/// as they stream in, so no connection keeps a buffer of its own.
+const READ_BUF: usize = 64 * 1024;
+
+/// What the connections of one worker share: the request, the clock window, the recorder.
+pub struct Ctx<'a> {
+    pub registry: Registry,
+    pub addr: SocketAddr,
+    pub request: &'a [u8],
+    pub head: bool,
+    pub keepalive: bool,
+    pub buf: Box<[u8]>,
+    pub recorder: Recorder,
+    /// Connections whose request failed, to restart on the next loop turn.
+    pub retry: Vec<usize>,
+    /// Requests left to claim in the measured window (`None`: until the deadline).
+    budget: Option<u64>,
+    deadline: Option<Instant>,
+    stopping: bool,
+}
+
+impl Ctx<'_> {
+    /// Claims the next request, if the run wants one more.
+    #[inline]
+    pub fn claim(&mut self, now: Instant) -> bool {
+        if self.stopping || self.deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        if !self.recorder.measuring(now) {
+            return true;
+        }
+        match &mut self.budget {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+
+    /// Whether an outcome at `now` still falls inside the measured window.
+    #[inline]
+    pub fn in_window(&self, now: Instant) -> bool {
+        self.deadline.is_none_or(|d| now < d)
+    }
+}
+
+/// Everything one worker needs to run.
+pub struct WorkerConfig<'a> {
+    pub addr: SocketAddr,
+    pub request: &'a [u8],
+    pub head: bool,
+    pub keepalive: bool,
+    pub connections: usize,
+    pub budget: Option<u64>,
+    pub t0: Instant,
+    pub deadline: Option<Instant>,
+    pub limits: WorkerLimits,
+}
+
+pub struct Worker<'a> {
+    poll: Poll,
+    conns: Vec<Conn>,
+    ctx: Ctx<'a>,
+    limits: WorkerLimits,
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(cfg: WorkerConfig<'a>) -> io::Result<Self> {
+        let poll = Poll::new()?;
+        let now = Instant::now();
+        let ctx = Ctx {
+            registry: poll.registry().try_clone()?,
+            addr: cfg.addr,
+            request: cfg.request,
+            head: cfg.head,
+            keepalive: cfg.keepalive,
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            recorder: Recorder::new(cfg.t0),
+            retry: Vec::with_capacity(cfg.connections),
+            budget: cfg.budget,
+            deadline: cfg.deadline,
+            stopping: false,
+        };
+        let conns = (0..cfg.connections).map(|i| Conn::new(Token(i), now)).collect();
+        Ok(Worker {
+            poll,
+            conns,
+            ctx,
+            limits: cfg.limits,
+        })
+    }
+
+    /// Runs until the deadline, the request budget is spent, or `stop` is raised.
+    pub fn run(mut self, stop: &AtomicBool, live: &LiveCounters) -> io::Result<Stats> {
+        let mut events = Events::with_capacity(1024);
+        let mut now = Instant::now();
+        for c in &mut self.conns {
+            c.begin(&mut self.ctx, now);
+        }
+        let mut next_tick = now + self.limits.tick;
+        let mut retry_work = Vec::with_capacity(self.conns.len());
+        loop {
+            let wait = if self.ctx.retry.is_empty() {
+                next_tick.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
+            self.poll_once(&mut events, wait)?;
+            now = Instant::now();
+            for ev in events.iter() {
+                if let Some(c) = self.conns.get_mut(ev.token().0) {
+                    c.on_event(&mut self.ctx, now);
+                }
+            }
+            std::mem::swap(&mut self.ctx.retry, &mut retry_work);
+            for i in retry_work.drain(..) {
+                self.conns[i].begin(&mut self.ctx, now);
+            }
+            if now >= next_tick {
+                self.housekeeping(now, live);
+                next_tick = now + self.limits.tick;
+            }
+            if stop.load(Ordering::Relaxed) || self.finished(now) {
+                break;
+            }
+        }
+        Ok(self.finish(now, live))
+    }
+
+    fn poll_once(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
+        match self.poll.poll(events, Some(wait)) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                events.clear();
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    fn finished(&self, now: Instant) -> bool {
+        if self.ctx.deadline.is_some_and(|d| now >= d) {
+            return true;
+        }
+        self.ctx.budget == Some(0) && self.ctx.retry.is_empty() && !self.conns.iter().any(Conn::in_flight)
+    }
+
+    /// A few times a second: time out stuck requests, close quiet seconds, publish progress.
+    fn housekeeping(&mut self, now: Instant, live: &LiveCounters) {
+        for c in &mut self.conns {
+            let age = now.saturating_duration_since(c.since);
+            let kind = match c.phase {
+                Phase::Connecting if age > self.limits.connect_timeout => ErrorKind::ConnectTimeout,
+                Phase::Writing | Phase::Reading if age > self.limits.timeout => ErrorKind::ReadTimeout,
+                _ => continue,
+            };
+            c.fail(&mut self.ctx, kind, now);
+        }
+        self.ctx.recorder.tick(now);
+        let (requests, errors) = self.ctx.recorder.progress();
+        live.publish(requests, errors);
+    }
+
+    fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
+        self.ctx.stopping = true;
+        let end = self.ctx.deadline.map_or(now, |d| now.min(d));
+        let abandoned = self.conns.iter().filter(|c| c.in_flight() && c.measured).count() as u64;
+        for c in &mut self.conns {
+            c.close();
+        }
+        let (requests, errors) = self.ctx.recorder.progress();
+        live.publish(requests, errors);
+        self.ctx.recorder.finish(end, abandoned)
+    }
+}

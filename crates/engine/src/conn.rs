@@ -92,10 +92,11 @@ impl Conn {
         match stream.connect_status() {
             Ok(false) => {}
             Ok(true) => {
+                let now = Instant::now();
                 if self.measured && ctx.recorder.measuring(self.since) {
                     ctx.recorder.connected(now.saturating_duration_since(self.since));
                 }
-                self.send(ctx, Instant::now());
+                self.send(ctx, now);
             }
             Err(e) => self.fail(ctx, connect_error_kind(&e), now),
         }

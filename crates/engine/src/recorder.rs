@@ -137,7 +137,8 @@ impl Recorder {
     /// Ends recording at `end` and returns the measurement.
     pub fn finish(mut self, end: Instant, abandoned: u64) -> Stats {
         self.roll(end);
-        if self.second_counts != SecondCounts::default() || end > self.t0 {
+        let partial = end.saturating_duration_since(self.t0).subsec_nanos() > 0;
+        if partial || self.second_counts != SecondCounts::default() {
             self.close_second();
         }
         let mut status = StatusCounts::default();

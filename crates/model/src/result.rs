@@ -129,7 +129,7 @@ impl Stats {
             written_bytes_per_sec: self.per_sec(self.bytes_written),
             errors: self.errors.total(),
             non_success_responses: self.status.non_success(),
-            per_second_rate: self.series.rate_stats(),
+            per_second_rate: self.series.rate_stats(self.elapsed_secs()),
         }
     }
 }

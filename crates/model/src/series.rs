@@ -92,9 +92,15 @@ impl Series {
         self.0 = merged;
     }
 
-    /// Requests per second over the points: (min, mean, stdev, max), berf style.
-    pub fn rate_stats(&self) -> Option<crate::stats::Spread> {
-        let rates: Vec<f64> = self.0.iter().map(|p| p.requests as f64).collect();
+    /// Requests per second over the whole seconds of a window `elapsed_secs` long: (min, mean,
+    /// stdev, max), berf style. A trailing partial second would read as a dip, so it is left
+    /// out unless it is all there is.
+    pub fn rate_stats(&self, elapsed_secs: f64) -> Option<crate::stats::Spread> {
+        let whole = elapsed_secs.floor() as u32;
+        let mut rates: Vec<f64> = self.0.iter().filter(|p| p.second < whole).map(|p| p.requests as f64).collect();
+        if rates.is_empty() {
+            rates = self.0.iter().map(|p| p.requests as f64).collect();
+        }
         crate::stats::Spread::of(&rates)
     }
 }

@@ -355,14 +355,16 @@ fn errors(rep: &Report) -> Vec<String> {
 /// berf's per-second rate: omitted unless there are at least two seconds to compare.
 fn per_second_rate(rep: &Report) -> Vec<String> {
     let series = &rep.r.stats.series;
-    let Some(spread) = series.rate_stats().filter(|_| series.0.len() >= 2) else {
+    let elapsed = rep.r.stats.elapsed_secs();
+    let whole = (elapsed.floor() as usize).min(series.0.len());
+    let Some(spread) = series.rate_stats(elapsed).filter(|_| whole >= 2) else {
         return Vec::new();
     };
     let header = ["Min", "Mean", "Stdev", "Max"].map(String::from).to_vec();
     let row = [spread.min, spread.mean, spread.stdev, spread.max]
         .map(units::si)
         .to_vec();
-    let title = format!("Requests per second, over {} seconds", series.0.len());
+    let title = format!("Requests per second, over {whole} whole seconds");
     let mut lines = vec![rep.title(&title)];
     lines.extend(table(&[header, row], false));
     lines

@@ -32,7 +32,7 @@ pub struct RunArgs {
     #[arg(short = 't', long)]
     pub threads: Option<u32>,
     /// How long to measure, e.g. 10s, 1m [default: 10s].
-    #[arg(short = 'd', long, conflicts_with = "requests")]
+    #[arg(short = 'd', long)]
     pub duration: Option<String>,
     /// Stop after exactly N finished requests in total (completed or failed).
     #[arg(short = 'n', long)]
@@ -47,7 +47,7 @@ pub struct RunArgs {
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
     /// Request body.
-    #[arg(long, conflicts_with = "body_file")]
+    #[arg(long)]
     pub body: Option<String>,
     /// Request body read from a file.
     #[arg(long)]

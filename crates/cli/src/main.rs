@@ -7,6 +7,7 @@ mod progress;
 mod run;
 mod save;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -23,7 +24,10 @@ impl std::fmt::Display for UserError {
 impl std::error::Error for UserError {}
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let outcome = match cli.command {
         args::Command::Run(a) => run::run(a),
     };
@@ -38,4 +42,16 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Help and version print as clap renders them; a usage mistake becomes one line, exit code 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use ErrorKind::{DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand, DisplayVersion};
+    if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+        e.exit();
+    }
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or("error: invalid arguments");
+    eprintln!("{first}; see `loadbench --help` or `loadbench <command> --help`");
+    ExitCode::from(2)
 }

@@ -1,0 +1,293 @@
+//! `loadbench run` end to end: the real binary against a real nginx and against small
+//! in-process servers on port 0. Counts are checked on both sides.
+
+mod support;
+
+use loadbench_model::ErrorKind;
+use support::nginx::Nginx;
+use support::raw::{Mode, RawServer};
+use support::{bin, have, run, tempdir, text};
+use std::time::{Duration, Instant};
+
+#[test]
+fn request_count_matches_nginx_access_log_with_keepalive() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let dir = tempdir("keepalive");
+    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "3000", "-c", "20", "-t", "2"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    assert_eq!(r.stats.requests, 3000);
+    assert_eq!(r.stats.errors.total(), 0);
+    assert_eq!(r.stats.status.0.get(&200), Some(&3000));
+    assert_eq!(r.stats.connections_opened, 20, "keep-alive reuses each connection");
+    assert_eq!(r.stats.latency.hist.len(), 3000);
+    assert_eq!(nginx.logged_requests(), 3000);
+    assert_eq!(r.stats.bytes_read, 3000 * (r.stats.bytes_read / 3000));
+}
+
+#[test]
+fn request_count_matches_nginx_access_log_without_keepalive() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let dir = tempdir("no-keepalive");
+    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "500", "-c", "10", "--no-keepalive"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    assert_eq!(r.stats.requests, 500);
+    assert_eq!(r.stats.errors.total(), 0);
+    assert_eq!(r.stats.connections_opened, 500, "a new connection for every request");
+    assert_eq!(r.stats.connect.hist.len(), 500);
+    assert_eq!(nginx.logged_requests(), 500);
+}
+
+#[test]
+fn request_count_matches_counting_server_in_process() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let dir = tempdir("count");
+    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "1234", "-c", "7", "-t", "2"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    assert_eq!(r.stats.requests, 1234);
+    assert_eq!(server.requests(), 1234);
+    assert_eq!(r.stats.bytes_read, 1234 * 43);
+}
+
+#[test]
+fn ipv6_literal_urls_work() {
+    let Ok(server) = RawServer::start("[::1]:0", Mode::Count) else {
+        eprintln!("skipping: no IPv6 loopback here");
+        return;
+    };
+    let dir = tempdir("ipv6");
+    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "100", "-c", "2"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(r.unwrap().stats.requests, 100);
+    assert_eq!(server.requests(), 100);
+}
+
+#[test]
+fn chunked_responses_are_read_to_the_end_and_reused() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Chunked).unwrap();
+    let dir = tempdir("chunked");
+    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "300", "-c", "3"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    assert_eq!(r.stats.requests, 300);
+    assert_eq!(r.stats.errors.total(), 0);
+    assert_eq!(r.stats.connections_opened, 3);
+}
+
+#[test]
+fn timed_run_reports_rate_series_and_percentiles() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("location = /missing { return 404; }");
+    let dir = tempdir("timed");
+    let (out, r) = run(&dir, &["run", &nginx.url("/missing"), "-d", "2s", "-c", "4", "-t", "1"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    let (stdout, _) = text(&out);
+    for needle in ["Requests/sec", "99.9%", "[404]", "Latency", "connect"] {
+        assert!(stdout.contains(needle), "missing {needle} in:\n{stdout}");
+    }
+    assert!((1.9..2.6).contains(&r.stats.elapsed_secs()), "{}", r.stats.elapsed_secs());
+    assert_eq!(r.stats.series.0.len(), 2);
+    let in_series: u64 = r.stats.series.0.iter().map(|p| p.requests).sum();
+    assert_eq!(in_series, r.stats.requests);
+    assert_eq!(r.stats.status.0.get(&404), Some(&r.stats.requests));
+    assert!(r.stats.requests > 100);
+    assert_eq!(r.config.connections, 4);
+    assert!(!r.interrupted);
+}
+
+#[test]
+fn warmup_traffic_is_sent_but_not_counted() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let dir = tempdir("warmup");
+    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "200", "-c", "2", "--warmup", "300ms"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(r.unwrap().stats.requests, 200);
+    assert!(nginx.logged_requests() > 200, "warm-up requests reached the server");
+}
+
+#[test]
+fn method_headers_and_body_reach_the_server() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let dir = tempdir("post");
+    let args = [
+        "run", &nginx.url("/"), "-n", "10", "-c", "1", "-m", "POST", "--body", "{\"a\":1}", "-H",
+        "Host: example.test", "-H", "X-Test: yes",
+    ];
+    let (out, r) = run(&dir, &args);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    assert_eq!(r.stats.requests, 10);
+    let lines = nginx.log_lines();
+    assert_eq!(lines.len(), 10);
+    assert!(lines[0].contains("POST / HTTP/1.1"), "{}", lines[0]);
+    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "5", "-c", "1", "-m", "HEAD"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(r.unwrap().stats.requests, 5, "HEAD responses end after the headers");
+}
+
+#[test]
+fn stalled_requests_time_out_and_count_as_read_timeouts() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Stall).unwrap();
+    let dir = tempdir("stall");
+    let started = Instant::now();
+    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "4", "-c", "2", "--timeout", "300ms"]);
+    assert_eq!(out.status.code(), Some(1), "every request failed: {:?}", text(&out));
+    let r = r.expect("a failed run still saves its result");
+    assert_eq!(r.stats.errors.get(ErrorKind::ReadTimeout), 4);
+    assert_eq!(r.stats.requests, 0);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(text(&out).1.contains("every request failed"));
+}
+
+#[test]
+fn malformed_responses_are_counted() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Malformed).unwrap();
+    let dir = tempdir("malformed");
+    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "20", "-c", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r.unwrap().stats.errors.get(ErrorKind::MalformedResponse), 20);
+}
+
+#[test]
+fn resets_are_counted() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Reset).unwrap();
+    let dir = tempdir("reset");
+    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "20", "-c", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = r.unwrap();
+    assert_eq!(r.stats.errors.total(), 20);
+    assert_eq!(r.stats.errors.get(ErrorKind::Reset), 20, "{:?}", r.stats.errors);
+}
+
+#[test]
+fn connections_closed_without_response_are_counted() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("location = /close { return 444; }");
+    let dir = tempdir("close");
+    let (out, r) = run(&dir, &["run", &nginx.url("/close"), "-n", "50", "-c", "5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = r.unwrap();
+    assert_eq!(r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete), 50);
+}
+
+#[test]
+fn target_dying_mid_run_is_counted_not_fatal() {
+    if !have("nginx") {
+        return;
+    }
+    let mut nginx = Some(Nginx::start(""));
+    let url = nginx.as_ref().unwrap().url("/");
+    let dir = tempdir("dying");
+    let save = dir.join("r.json");
+    let child = bin()
+        .args(["run", &url, "-d", "2s", "-c", "4", "-t", "1", "--quiet", "--save"])
+        .arg(&save)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    nginx.take();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "some requests succeeded, so the run succeeds");
+    let r = loadbench_model::RunResult::from_json(&std::fs::read_to_string(save).unwrap()).unwrap();
+    assert!(r.stats.requests > 0);
+    let refused = r.stats.errors.get(ErrorKind::ConnectRefused);
+    assert!(refused > 0, "{:?}", r.stats.errors);
+}
+
+#[test]
+fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let dir = tempdir("sigint");
+    let save = dir.join("r.json");
+    let child = bin()
+        .args(["run", &nginx.url("/"), "-d", "60s", "-c", "4", "-t", "1", "--quiet", "--save"])
+        .arg(&save)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let sent = Instant::now();
+    let pid = i32::try_from(child.id()).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid has no memory-safety implications.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(1), "stopped in {:?}", sent.elapsed());
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("INTERRUPTED"), "{stdout}");
+    let r = loadbench_model::RunResult::from_json(&std::fs::read_to_string(save).unwrap()).unwrap();
+    assert!(r.interrupted);
+    assert!(r.stats.requests > 0);
+    assert!((0.9..5.0).contains(&r.stats.elapsed_secs()), "{}", r.stats.elapsed_secs());
+}
+
+#[test]
+fn json_and_csv_outputs_on_stdout() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let out = bin().args(["run", &server.url("/"), "-n", "50", "-c", "2", "-o", "json", "-q"]).output().unwrap();
+    assert!(out.status.success());
+    let r = loadbench_model::RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(r.stats.requests, 50);
+    let out = bin().args(["run", &server.url("/"), "-n", "50", "-c", "2", "-o", "csv", "-q"]).output().unwrap();
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+}
+
+/// Each mistake: exit code 2, one line on stderr that names the fix, no panic.
+#[test]
+fn bad_input_gives_one_clear_line_and_exit_code_2() {
+    let closed = format!("http://127.0.0.1:{}/", support::free_port());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "not a url"], "invalid URL"),
+        (vec!["run", "ftp://127.0.0.1/"], "unknown scheme"),
+        (vec!["run", "https://127.0.0.1/"], "not supported yet"),
+        (vec!["run", "http://no-such-host.invalid/"], "cannot resolve host"),
+        (vec!["run", &closed], "nothing is listening"),
+        (vec!["run", "http://127.0.0.1/", "-c", "0"], "-c 1 or more"),
+        (vec!["run", "http://127.0.0.1/", "-n", "5", "-c", "10"], "raise -n or lower -c"),
+        (vec!["run", "http://127.0.0.1/", "--body-file", "/nonexistent/x"], "cannot read --body-file"),
+        (vec!["run", "http://127.0.0.1/", "-d", "1s", "-n", "100"], "use one of them"),
+        (vec!["run", "http://127.0.0.1/", "-d", "soon"], "not a duration"),
+        (vec!["run", "http://127.0.0.1/", "-o", "xml"], "unknown format"),
+        (vec!["run", "http://127.0.0.1/", "--percentiles", "120"], "--percentiles"),
+        (vec!["run", "http://127.0.0.1/", "-H", "broken"], "Name: value"),
+        (vec!["run", "http://127.0.0.1/", "--frobnicate"], "--frobnicate"),
+        (vec!["run", "http://127.0.0.1/", "-c", "many"], "-c"),
+    ];
+    for (args, needle) in cases {
+        let out = bin().args(&args).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line, got:\n{stderr}");
+        assert!(stderr.contains(needle), "{args:?}: expected '{needle}' in: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

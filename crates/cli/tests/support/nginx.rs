@@ -1,0 +1,120 @@
+//! A real nginx for tests: one worker, no daemon, on a free loopback port, with its own prefix
+//! directory and an access log we can count. Stopped on drop.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Nginx {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Nginx {
+    /// Starts nginx serving `hello world` at `/` and the given extra `location` blocks.
+    pub fn start(extra_locations: &str) -> Nginx {
+        for _ in 0..5 {
+            if let Some(n) = Self::try_start(extra_locations) {
+                return n;
+            }
+        }
+        panic!("nginx did not start on a free port after 5 tries");
+    }
+
+    fn try_start(extra: &str) -> Option<Nginx> {
+        let dir = super::tempdir("nginx");
+        let port = super::free_port();
+        let conf = format!(
+            r#"worker_processes 1;
+daemon off;
+master_process off;
+user root;
+error_log {dir}/error.log warn;
+pid {dir}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+  access_log {dir}/access.log;
+  client_body_temp_path {dir};
+  proxy_temp_path {dir};
+  fastcgi_temp_path {dir};
+  uwsgi_temp_path {dir};
+  scgi_temp_path {dir};
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{port};
+    location = / {{ return 200 "hello world"; }}
+    {extra}
+  }}
+}}
+"#,
+            dir = dir.display()
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let child = Command::new("nginx")
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let mut n = Nginx { child, port, dir };
+        n.wait_ready().then_some(n)
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Requests nginx logged, once the count has stopped moving.
+    pub fn logged_requests(&self) -> u64 {
+        let count = || {
+            std::fs::read_to_string(self.dir.join("access.log"))
+                .map(|t| t.lines().count() as u64)
+                .unwrap_or(0)
+        };
+        let mut last = count();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = count();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+        last
+    }
+
+    /// Lines of the access log, for checking what was sent.
+    pub fn log_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

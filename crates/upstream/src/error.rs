@@ -1,0 +1,47 @@
+//! The one error type of this crate. Every variant renders as a single line that names the
+//! fix, because the CLI shows it to the user as is (exit code 2).
+
+use std::io;
+use std::net::SocketAddr;
+
+/// What can go wrong when configuring or starting the reference backend.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// Another socket already listens on the address.
+    #[error("address {0} is already in use: pick another with --listen")]
+    AddrInUse(SocketAddr),
+    /// The address does not belong to this host.
+    #[error("address {0} is not available on this host: pick a local address with --listen")]
+    AddrNotAvailable(SocketAddr),
+    /// Privileged port without the privilege.
+    #[error("no permission to listen on {0}: pick a port above 1023 with --listen")]
+    PermissionDenied(SocketAddr),
+    /// Any other failure to open the listening socket.
+    #[error("cannot listen on {addr}: {cause}")]
+    Listen { addr: SocketAddr, cause: io::Error },
+    /// A size such as `1KiB` that does not parse.
+    #[error("invalid size {input:?}: {reason}")]
+    InvalidSize { input: String, reason: String },
+    /// A delay such as `200ms` or `exp:20ms` that does not parse.
+    #[error("invalid delay {input:?}: {reason}")]
+    InvalidDelay { input: String, reason: String },
+    /// A server option out of range (threads, status, fail rate, body size).
+    #[error("invalid server option: {0}")]
+    InvalidConfig(String),
+    /// The tokio runtime, its thread or the signal handlers could not be set up.
+    #[error("cannot start the server runtime: {0}")]
+    Runtime(io::Error),
+}
+
+impl UpstreamError {
+    /// Classifies a failed `bind` so the common mistakes get their own one-line fix.
+    pub(crate) fn from_bind(addr: SocketAddr, cause: io::Error) -> Self {
+        match cause.kind() {
+            io::ErrorKind::AddrInUse => Self::AddrInUse(addr),
+            io::ErrorKind::AddrNotAvailable => Self::AddrNotAvailable(addr),
+            io::ErrorKind::PermissionDenied => Self::PermissionDenied(addr),
+            _ => Self::Listen { addr, cause },
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! What each URL answers. A request is resolved to a `Route` (the unit of the statistics), its
+//! delay is chosen (path, then `delay=` query, then the server default), and the answer is
+//! either a response or a `Fault` that the connection driver carries out on the raw socket.
+//! Answers without a delay are ready at once, so the plaintext path allocates no future.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::body::ResponseBody;
+use crate::conn::Fault;
+use crate::rng::{Rng, DEFAULT_SEED};
+use crate::stats::Counters;
+use crate::units::{parse_delay, parse_size, percent_decode, DelaySpec};
+
+/// Bodies larger than this (`/bytes`, `/chunked`, `/fault/slow`) are refused with a 400.
+pub const MAX_BODY: u64 = 1 << 30;
+/// `/echo` refuses request bodies larger than this with a 413.
+const ECHO_LIMIT: usize = 16 << 20;
+const JSON_BODY: &[u8] = br#"{"message":"OK","status":200,"data":1}"#;
+
+/// A route pattern: what `/stats` counts by. `Stats` itself is not counted, so it is last and
+/// outside `ALL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    Root,
+    Json,
+    Bytes,
+    Delay,
+    Status,
+    Chunked,
+    Echo,
+    FaultReset,
+    FaultClose,
+    FaultStall,
+    FaultMalformed,
+    FaultShort,
+    FaultSlow,
+    Unmatched,
+    Stats,
+}
+
+impl Route {
+    pub(crate) const ALL: [Route; 14] = [
+        Route::Root,
+        Route::Json,
+        Route::Bytes,
+        Route::Delay,
+        Route::Status,
+        Route::Chunked,
+        Route::Echo,
+        Route::FaultReset,
+        Route::FaultClose,
+        Route::FaultStall,
+        Route::FaultMalformed,
+        Route::FaultShort,
+        Route::FaultSlow,
+        Route::Unmatched,
+    ];
+
+    pub(crate) fn pattern(self) -> &'static str {
+        match self {
+            Route::Root => "/",
+            Route::Json => "/json",
+            Route::Bytes => "/bytes",
+            Route::Delay => "/delay",
+            Route::Status => "/status",
+            Route::Chunked => "/chunked",
+            Route::Echo => "/echo",
+            Route::FaultReset => "/fault/reset",
+            Route::FaultClose => "/fault/close",
+            Route::FaultStall => "/fault/stall",
+            Route::FaultMalformed => "/fault/malformed",
+            Route::FaultShort => "/fault/short",
+            Route::FaultSlow => "/fault/slow",
+            Route::Unmatched => "unmatched",
+            Route::Stats => "/stats",
+        }
+    }
+
+    /// The route and the path parameter after its pattern (`/bytes/1k` -> `(Bytes, "1k")`).
+    pub(crate) fn resolve(path: &str) -> (Route, &str) {
+        if path == "/" {
+            return (Route::Root, "");
+        }
+        // CONNECT's authority form has an empty path, OPTIONS may have `*`.
+        let path = path.strip_prefix('/').unwrap_or(path);
+        let (head, param) = path.split_once('/').unwrap_or((path, ""));
+        let route = match head {
+            "json" if param.is_empty() => Route::Json,
+            "bytes" => Route::Bytes,
+            "delay" => Route::Delay,
+            "status" => Route::Status,
+            "chunked" => Route::Chunked,
+            "echo" if param.is_empty() => Route::Echo,
+            "stats" => Route::Stats,
+            "fault" => return (Self::fault_route(param), ""),
+            _ => Route::Unmatched,
+        };
+        (route, param)
+    }
+
+    fn fault_route(name: &str) -> Route {
+        match name {
+            "reset" => Route::FaultReset,
+            "close" => Route::FaultClose,
+            "stall" => Route::FaultStall,
+            "malformed" => Route::FaultMalformed,
+            "short" => Route::FaultShort,
+            "slow" => Route::FaultSlow,
+            _ => Route::Unmatched,
+        }
+    }
+
+    fn fault(self) -> Option<Fault> {
+        match self {
+            Route::FaultReset => Some(Fault::Reset),
+            Route::FaultClose => Some(Fault::Close),
+            Route::FaultStall => Some(Fault::Stall),
+            Route::FaultMalformed => Some(Fault::Malformed),
+            Route::FaultShort => Some(Fault::Short),
+            _ => None,
+        }
+    }
+
+    /// Ordinary routes are the ones `fail_rate` may turn into 500s.
+    fn is_ordinary(self) -> bool {
+        !matches!(self, Route::Stats) && !self.pattern().starts_with("/fault/")
+    }
+}
+
+/// Server-wide options and state shared by every connection.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub(crate) counters: Counters,
+    rng: Rng,
+    pub(crate) options: Options,
+}
+
+/// The server options that shape answers (see `ServerConfig`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Options {
+    pub(crate) delay: Option<DelaySpec>,
+    pub(crate) body_size: Option<u64>,
+    pub(crate) status: Option<u16>,
+    pub(crate) fail_rate: f64,
+}
+
+/// What a request turns into: a response, or a fault for the connection driver.
+pub(crate) type Outcome = Result<Response<ResponseBody>, Fault>;
+
+/// The service future: ready at once unless the answer waits (delay, `/echo` body).
+pub(crate) enum Reply {
+    Ready(Option<Outcome>),
+    Later(Pin<Box<dyn Future<Output = Outcome> + Send>>),
+}
+
+impl Future for Reply {
+    type Output = Outcome;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        match self.get_mut() {
+            Reply::Ready(outcome) => Poll::Ready(outcome.take().expect("Reply polled after end")),
+            Reply::Later(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+/// The work left once the route and delay are known.
+enum Work {
+    Done(Outcome),
+    Echo,
+}
+
+impl App {
+    pub(crate) fn new(options: Options) -> Self {
+        Self {
+            counters: Counters::default(),
+            rng: Rng::new(DEFAULT_SEED),
+            options,
+        }
+    }
+
+    /// The whole request handling: route, count, choose the delay, answer.
+    pub(crate) fn handle(&self, req: Request<Incoming>) -> Reply {
+        let (route, param) = Route::resolve(req.uri().path());
+        if route == Route::Stats {
+            return Reply::Ready(Some(Ok(self.stats(req.method(), param))));
+        }
+        self.counters.hit(route);
+        match self.prepare(route, param, req.uri().query()) {
+            Ok((None, Work::Done(outcome))) => Reply::Ready(Some(outcome)),
+            Ok((delay, Work::Done(outcome))) => later(delay, async { outcome }),
+            Ok((delay, Work::Echo)) => later(delay, async { Ok(echo(req).await) }),
+            Err(message) => Reply::Ready(Some(Ok(text(StatusCode::BAD_REQUEST, message)))),
+        }
+    }
+
+    fn prepare(
+        &self,
+        route: Route,
+        param: &str,
+        query: Option<&str>,
+    ) -> Result<(Option<Duration>, Work), String> {
+        let delay = self.delay(route, param, query)?;
+        if route.is_ordinary() && self.should_fail() {
+            return Ok((delay, Work::Done(Ok(injected_failure()))));
+        }
+        Ok((delay, self.work(route, param, query)?))
+    }
+
+    /// Path delay for `/delay/{d}`, else the `delay=` query, else the server default.
+    fn delay(
+        &self,
+        route: Route,
+        param: &str,
+        query: Option<&str>,
+    ) -> Result<Option<Duration>, String> {
+        let spec = match (route, query_param(query, "delay")) {
+            (Route::Delay, _) => Some(parse_delay(param).map_err(|e| e.to_string())?),
+            (_, Some(value)) => Some(parse_delay(&value).map_err(|e| e.to_string())?),
+            (_, None) => self.options.delay,
+        };
+        let delay = spec.map(|s| s.sample(&self.rng));
+        Ok(delay.filter(|d| !d.is_zero()))
+    }
+
+    fn should_fail(&self) -> bool {
+        let rate = self.options.fail_rate;
+        rate >= 1.0 || (rate > 0.0 && self.rng.next_f64() < rate)
+    }
+
+    fn work(&self, route: Route, param: &str, query: Option<&str>) -> Result<Work, String> {
+        if let Some(fault) = route.fault() {
+            return Ok(Work::Done(Err(fault)));
+        }
+        let response = match route {
+            Route::Root | Route::Delay => self.root(),
+            Route::Json => with_type(StatusCode::OK, ResponseBody::from_static(JSON_BODY), json()),
+            Route::Bytes => plain(StatusCode::OK, ResponseBody::sized(body_size(param)?)),
+            Route::Chunked => plain(StatusCode::OK, ResponseBody::chunked(body_size(param)?)),
+            Route::Status => status_response(param)?,
+            Route::FaultSlow => slow(query)?,
+            Route::Echo => return Ok(Work::Echo),
+            _ => text(StatusCode::NOT_FOUND, "not found"),
+        };
+        Ok(Work::Done(Ok(response)))
+    }
+
+    /// `/`: `hello world`, or the configured default size and status.
+    fn root(&self) -> Response<ResponseBody> {
+        let status = self
+            .options
+            .status
+            .and_then(|s| StatusCode::from_u16(s).ok());
+        let body = match self.options.body_size {
+            Some(size) => ResponseBody::sized(size),
+            None => ResponseBody::from_static(b"hello world"),
+        };
+        plain(status.unwrap_or(StatusCode::OK), body)
+    }
+
+    /// `GET /stats` shows the counters; `POST /stats/reset` zeroes them and shows what they held.
+    fn stats(&self, method: &Method, param: &str) -> Response<ResponseBody> {
+        let stats = match (method, param) {
+            (&Method::GET | &Method::HEAD, "") => self.counters.snapshot(),
+            (&Method::POST, "reset") => self.counters.reset(),
+            (_, "reset") => return text(StatusCode::METHOD_NOT_ALLOWED, "use POST /stats/reset"),
+            _ => return text(StatusCode::NOT_FOUND, "not found"),
+        };
+        let body = ResponseBody::once(Bytes::from(stats.to_json()));
+        with_type(StatusCode::OK, body, json())
+    }
+}
+
+fn later(delay: Option<Duration>, work: impl Future<Output = Outcome> + Send + 'static) -> Reply {
+    Reply::Later(Box::pin(async move {
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        work.await
+    }))
+}
+
+/// The first value of `key` in a query string, percent-decoded.
+fn query_param<'a>(query: Option<&'a str>, key: &str) -> Option<std::borrow::Cow<'a, str>> {
+    query?
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| percent_decode(v))
+}
+
+fn body_size(param: &str) -> Result<u64, String> {
+    let size = parse_size(&percent_decode(param)).map_err(|e| e.to_string())?;
+    if size > MAX_BODY {
+        return Err(format!("size {param:?} is too large: at most 1GiB"));
+    }
+    Ok(size)
+}
+
+/// `/status/{code}`: any code from 200 to 599, with its reason phrase as the body.
+fn status_response(param: &str) -> Result<Response<ResponseBody>, String> {
+    let status = param
+        .parse::<u16>()
+        .ok()
+        .filter(|c| (200..=599).contains(c))
+        .and_then(|c| StatusCode::from_u16(c).ok())
+        .ok_or_else(|| format!("status {param:?} is not a code from 200 to 599"))?;
+    let reason = status.canonical_reason().unwrap_or("");
+    let body = match status {
+        StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED => ResponseBody::from_static(b""),
+        _ => ResponseBody::from_static(reason.as_bytes()),
+    };
+    Ok(plain(status, body))
+}
+
+/// `/fault/slow?bps=N&size=S`: `size` (default 1 KiB) bytes at `bps` (default 1 KiB) per second.
+fn slow(query: Option<&str>) -> Result<Response<ResponseBody>, String> {
+    let size = query_param(query, "size").map_or(Ok(1024), |s| body_size(&s))?;
+    let bps = match query_param(query, "bps") {
+        Some(s) => parse_size(&s).map_err(|e| e.to_string())?,
+        None => 1024,
+    };
+    if bps == 0 {
+        return Err("bps must be at least 1".into());
+    }
+    Ok(plain(StatusCode::OK, ResponseBody::slow(size, bps)))
+}
+
+fn injected_failure() -> Response<ResponseBody> {
+    text(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "injected failure (--fail-rate)",
+    )
+}
+
+fn text(status: StatusCode, message: impl Into<String>) -> Response<ResponseBody> {
+    plain(status, ResponseBody::once(Bytes::from(message.into())))
+}
+
+fn plain(status: StatusCode, body: ResponseBody) -> Response<ResponseBody> {
+    with_type(status, body, HeaderValue::from_static("text/plain"))
+}
+
+fn json() -> HeaderValue {
+    HeaderValue::from_static("application/json")
+}
+
+fn with_type(
+    status: StatusCode,
+    body: ResponseBody,
+    content_type: HeaderValue,
+) -> Response<ResponseBody> {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, content_type);
+    response
+}
+
+/// `/echo`: the request as JSON — `method`, `path`, `query` (or null), `version`, `headers`
+/// (an object; repeated headers joined with `, `), `body` (UTF-8, lossy) and `body_len`.
+async fn echo(req: Request<Incoming>) -> Response<ResponseBody> {
+    let (parts, body) = req.into_parts();
+    let body = match read_body(body).await {
+        Ok(body) => body,
+        Err(e) => return text(StatusCode::PAYLOAD_TOO_LARGE, e),
+    };
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &parts.headers {
+        let value = String::from_utf8_lossy(value.as_bytes());
+        match headers.get_mut(name.as_str()) {
+            Some(serde_json::Value::String(prev)) => {
+                prev.push_str(", ");
+                prev.push_str(&value);
+            }
+            _ => drop(headers.insert(name.as_str().into(), value.into())),
+        }
+    }
+    let echoed = serde_json::json!({
+        "method": parts.method.as_str(),
+        "path": parts.uri.path(),
+        "query": parts.uri.query(),
+        "version": format!("{:?}", parts.version),
+        "headers": headers,
+        "body": String::from_utf8_lossy(&body),
+        "body_len": body.len(),
+    });
+    with_type(
+        StatusCode::OK,
+        ResponseBody::once(echoed.to_string().into()),
+        json(),
+    )
+}
+
+async fn read_body(mut body: Incoming) -> Result<Vec<u8>, String> {
+    use hyper::body::Body as _;
+    let mut out = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let frame = frame.map_err(|e| format!("cannot read the request body: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > ECHO_LIMIT {
+                return Err("request body too large for /echo: at most 16MiB".into());
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_to_patterns_and_parameters() {
+        let cases = [
+            ("/", Route::Root, ""),
+            ("/json", Route::Json, ""),
+            ("/bytes/1k", Route::Bytes, "1k"),
+            ("/delay/uniform:1ms..2ms", Route::Delay, "uniform:1ms..2ms"),
+            ("/status/418", Route::Status, "418"),
+            ("/fault/reset", Route::FaultReset, ""),
+            ("/fault/nope", Route::Unmatched, ""),
+            ("/stats/reset", Route::Stats, "reset"),
+            ("/json/extra", Route::Unmatched, "extra"),
+            ("/nothing", Route::Unmatched, ""),
+            ("", Route::Unmatched, ""),
+            ("*", Route::Unmatched, ""),
+        ];
+        for (path, route, param) in cases {
+            assert_eq!(Route::resolve(path), (route, param), "{path}");
+        }
+    }
+
+    #[test]
+    fn query_params_are_found_and_decoded() {
+        let query = Some("a=1&delay=exp%3A20ms&size=1k");
+        assert_eq!(query_param(query, "delay").unwrap(), "exp:20ms");
+        assert_eq!(query_param(query, "size").unwrap(), "1k");
+        assert!(query_param(query, "bps").is_none());
+        assert!(query_param(None, "delay").is_none());
+    }
+
+    #[test]
+    fn fault_routes_are_not_ordinary() {
+        assert!(Route::Json.is_ordinary() && Route::Unmatched.is_ordinary());
+        assert!(!Route::FaultSlow.is_ordinary() && !Route::Stats.is_ordinary());
+    }
+}

@@ -1,0 +1,266 @@
+//! Starting and stopping the backend. `Server::start` binds synchronously (so a busy port is an
+//! immediate, typed error), then runs a tokio runtime on its own thread, so sync tests and the
+//! sync CLI can use it. One task accepts; each connection gets its own task. Stopping stops
+//! accepting, lets in-flight requests finish within the grace period, then drops the rest.
+
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, watch};
+
+use crate::conn;
+use crate::routes::{App, Options, MAX_BODY};
+use crate::{DelaySpec, Stats, UpstreamError};
+
+/// How the backend listens and answers. `Default` listens on 127.0.0.1:8080 with one worker
+/// thread per core and no delay, default body or injected failures.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where to listen; port 0 picks a free port (see `Server::local_addr`).
+    pub listen: SocketAddr,
+    /// Tokio worker threads; 1 runs a current-thread runtime.
+    pub threads: usize,
+    /// Delay before every answer unless the request sets its own (`/delay/..`, `delay=`).
+    pub delay: Option<DelaySpec>,
+    /// Body size of `/` instead of `hello world`.
+    pub body_size: Option<u64>,
+    /// Status of `/` instead of 200 (200..=599).
+    pub status: Option<u16>,
+    /// Fraction (0..=1) of ordinary (non-fault) answers replaced by a 500.
+    pub fail_rate: f64,
+    /// How long `shutdown` waits for in-flight requests before dropping them.
+    pub grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            threads: cores,
+            delay: None,
+            body_size: None,
+            status: None,
+            fail_rate: 0.0,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Loopback, a free port, one thread: what tests and `loadbench demo` want.
+    pub fn ephemeral() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            threads: 1,
+            ..Self::default()
+        }
+    }
+
+    fn validate(&self) -> Result<(), UpstreamError> {
+        let bad = |m: &str| Err(UpstreamError::InvalidConfig(m.to_string()));
+        if self.threads == 0 {
+            return bad("threads must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.fail_rate) {
+            return bad("fail rate must be between 0 and 1, like 0.01");
+        }
+        if self.status.is_some_and(|s| !(200..=599).contains(&s)) {
+            return bad("status must be between 200 and 599");
+        }
+        if self.body_size.is_some_and(|s| s > MAX_BODY) {
+            return bad("body size must be at most 1GiB");
+        }
+        Ok(())
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            delay: self.delay,
+            body_size: self.body_size,
+            status: self.status,
+            fail_rate: self.fail_rate,
+        }
+    }
+}
+
+/// A running backend. Dropping it shuts it down too, like `shutdown`.
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    app: Arc<App>,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds `cfg.listen` and starts serving on background threads.
+    pub fn start(cfg: ServerConfig) -> Result<Server, UpstreamError> {
+        cfg.validate()?;
+        let listener = bind(cfg.listen)?;
+        let addr = listener.local_addr().map_err(UpstreamError::Runtime)?;
+        let runtime = runtime(cfg.threads).map_err(UpstreamError::Runtime)?;
+        let app = Arc::new(App::new(cfg.options()));
+        let (stop, stop_rx) = watch::channel(false);
+        let shared = Arc::clone(&app);
+        let thread = std::thread::Builder::new()
+            .name("upstream".into())
+            .spawn(move || run(runtime, listener, shared, stop_rx, cfg.grace))
+            .map_err(UpstreamError::Runtime)?;
+        Ok(Server {
+            addr,
+            app,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address (with the real port when `listen` had port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Requests served so far, per route pattern.
+    pub fn stats(&self) -> Stats {
+        self.app.counters.snapshot()
+    }
+
+    /// Zeroes the statistics and returns what they held (same as `POST /stats/reset`).
+    pub fn reset_stats(&self) -> Stats {
+        self.app.counters.reset()
+    }
+
+    /// Stops accepting, waits up to the grace period for in-flight requests, then returns.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// A listening socket with a deep backlog; `SO_REUSEADDR` lets a restart reuse a port whose
+/// old connections linger in TIME_WAIT, while a live listener still yields `AddrInUse`.
+fn bind(addr: SocketAddr) -> Result<StdListener, UpstreamError> {
+    let setup = || -> std::io::Result<Socket> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        Ok(socket)
+    };
+    let socket = setup().map_err(UpstreamError::Runtime)?;
+    socket
+        .bind(&addr.into())
+        .and_then(|()| socket.listen(1024))
+        .map_err(|e| UpstreamError::from_bind(addr, e))?;
+    Ok(socket.into())
+}
+
+fn runtime(threads: usize) -> std::io::Result<Runtime> {
+    let mut builder = match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    builder.enable_all().thread_name("upstream-worker").build()
+}
+
+/// The body of the server thread.
+fn run(
+    runtime: Runtime,
+    listener: StdListener,
+    app: Arc<App>,
+    stop: watch::Receiver<bool>,
+    grace: Duration,
+) {
+    runtime.block_on(async move {
+        let task = tokio::spawn(accept_loop(listener, app, stop, grace));
+        let _ = task.await;
+    });
+    runtime.shutdown_timeout(Duration::from_millis(100));
+}
+
+async fn accept_loop(
+    listener: StdListener,
+    app: Arc<App>,
+    mut stop: watch::Receiver<bool>,
+    grace: Duration,
+) {
+    let Ok(listener) = TcpListener::from_std(listener) else {
+        return;
+    };
+    let http = Arc::new(conn::http_builder());
+    // Every connection task holds a sender; `recv` yields `None` once all have finished.
+    let (alive, mut all_done) = mpsc::channel::<()>(1);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = conn::stopped(&mut stop) => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => spawn_connection(stream, &app, &http, &stop, alive.clone()),
+            // Out of file descriptors or similar: back off instead of spinning.
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    drop((listener, alive));
+    let _ = tokio::time::timeout(grace, all_done.recv()).await;
+}
+
+fn spawn_connection(
+    stream: TcpStream,
+    app: &Arc<App>,
+    http: &Arc<http1::Builder>,
+    stop: &watch::Receiver<bool>,
+    alive: mpsc::Sender<()>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (app, http, stop) = (Arc::clone(app), Arc::clone(http), stop.clone());
+    tokio::spawn(async move {
+        conn::serve(stream, app, &http, stop).await;
+        drop(alive);
+    });
+}
+
+/// Runs the backend until SIGTERM or Ctrl-C, then shuts down gracefully. Prints
+/// `listening on http://ADDR` to stderr once the signal handlers are in place.
+pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let server = Server::start(cfg)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(UpstreamError::Runtime)?;
+    runtime.block_on(async {
+        let mut term = signal(SignalKind::terminate()).map_err(UpstreamError::Runtime)?;
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(UpstreamError::Runtime)?;
+        eprintln!("listening on http://{}", server.local_addr());
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        Ok::<(), UpstreamError>(())
+    })?;
+    server.shutdown();
+    Ok(())
+}

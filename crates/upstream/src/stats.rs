@@ -1,0 +1,89 @@
+//! Requests served per route pattern. The hot path bumps one relaxed atomic in a fixed array
+//! indexed by the route enum (no map, no lock); `/stats` and `Server::stats` read a snapshot.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::routes::Route;
+
+/// Lock-free per-route counters; the total is their sum, so a request costs one atomic add.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    per_route: [AtomicU64; Route::ALL.len()],
+}
+
+impl Counters {
+    pub(crate) fn hit(&self, route: Route) {
+        self.per_route[route as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Zeroes every counter and returns what they held.
+    pub(crate) fn reset(&self) -> Stats {
+        self.collect(|c| c.swap(0, Ordering::Relaxed))
+    }
+
+    pub(crate) fn snapshot(&self) -> Stats {
+        self.collect(|c| c.load(Ordering::Relaxed))
+    }
+
+    fn collect(&self, read: impl Fn(&AtomicU64) -> u64) -> Stats {
+        let routes: BTreeMap<_, _> = Route::ALL
+            .iter()
+            .map(|&r| (r.pattern(), read(&self.per_route[r as usize])))
+            .collect();
+        Stats {
+            total: routes.values().sum(),
+            routes,
+        }
+    }
+}
+
+/// A snapshot of the requests served, keyed by route pattern (`/`, `/bytes`, `/fault/reset`,
+/// `unmatched` for 404s). Requests to `/stats` itself are not counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// All counted requests.
+    pub total: u64,
+    /// Every route pattern, including those with zero requests.
+    pub routes: BTreeMap<&'static str, u64>,
+}
+
+impl Stats {
+    /// Requests served by one route pattern (0 for an unknown pattern).
+    pub fn route(&self, pattern: &str) -> u64 {
+        self.routes.get(pattern).copied().unwrap_or(0)
+    }
+
+    /// `{"total":123,"routes":{"/":100,"/json":23,...}}`, the body of `GET /stats`.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({ "total": self.total, "routes": self.routes }).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_route_and_resets() {
+        let counters = Counters::default();
+        counters.hit(Route::Root);
+        counters.hit(Route::Root);
+        counters.hit(Route::FaultReset);
+        let stats = counters.snapshot();
+        assert_eq!(
+            (stats.total, stats.route("/"), stats.route("/fault/reset")),
+            (3, 2, 1)
+        );
+        assert_eq!(counters.reset(), stats);
+        assert_eq!(counters.snapshot().total, 0);
+    }
+
+    #[test]
+    fn json_lists_every_route() {
+        let json: serde_json::Value =
+            serde_json::from_str(&Counters::default().snapshot().to_json()).unwrap();
+        assert_eq!(json["total"], 0);
+        assert_eq!(json["routes"].as_object().unwrap().len(), Route::ALL.len());
+    }
+}

@@ -18,7 +18,40 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load one URL (wrk/ab/hey style) and report throughput, latency and errors.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// Run the reference backend (plaintext, JSON, sizes, delays, status codes, faults).
+    Serve(ServeArgs),
+    /// Zero-setup first run: start the reference backend in-process and benchmark it.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (IP:PORT; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Worker threads [default: number of cores]; 1 runs a single-threaded event loop.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Delay every answer: 20ms, uniform:10ms..50ms, exp:20ms, normal:50ms,10ms.
+    #[arg(long)]
+    pub delay: Option<String>,
+    /// Body size of `/` instead of `hello world`, e.g. 1k, 4KiB, 1MiB.
+    #[arg(long)]
+    pub body_size: Option<String>,
+    /// Status code of `/` instead of 200.
+    #[arg(long)]
+    pub status: Option<u16>,
+    /// Fraction of ordinary answers replaced by a 500, e.g. 0.01.
+    #[arg(long, default_value_t = 0.0)]
+    pub fail_rate: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// No live progress on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

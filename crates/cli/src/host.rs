@@ -16,7 +16,9 @@ pub fn detect() -> HostInfo {
 }
 
 fn read_trimmed(path: &str) -> String {
-    fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
+    fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn os_name() -> String {

@@ -2,10 +2,13 @@
 //! one line and an exit code (2 for a mistake in the input, 1 for anything else).
 
 mod args;
+mod demo;
 mod host;
 mod progress;
 mod run;
 mod save;
+mod serve;
+mod signals;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -29,7 +32,9 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let outcome = match cli.command {
-        args::Command::Run(a) => run::run(a),
+        args::Command::Run(a) => run::run(*a),
+        args::Command::Serve(a) => serve::serve(a),
+        args::Command::Demo(a) => demo::demo(a.quiet),
     };
     match outcome {
         Ok(code) => code,
@@ -47,11 +52,17 @@ fn main() -> ExitCode {
 /// Help and version print as clap renders them; a usage mistake becomes one line, exit code 2.
 fn usage_error(e: clap::Error) -> ExitCode {
     use ErrorKind::{DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand, DisplayVersion};
-    if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+    if matches!(
+        e.kind(),
+        DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
         e.exit();
     }
     let rendered = e.render().to_string();
-    let first = rendered.lines().next().unwrap_or("error: invalid arguments");
+    let first = rendered
+        .lines()
+        .next()
+        .unwrap_or("error: invalid arguments");
     eprintln!("{first}; see `loadbench --help` or `loadbench <command> --help`");
     ExitCode::from(2)
 }

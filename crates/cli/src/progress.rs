@@ -47,7 +47,9 @@ fn draw(live: &Live, goal: Goal, warmup: Duration, done: &AtomicBool) {
     };
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr_with_hz(5));
     let style = format!("{{spinner}} [{{bar:30}}] {{pos}}/{{len}}{unit}  {{msg}}");
-    bar.set_style(ProgressStyle::with_template(&style).unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_style(
+        ProgressStyle::with_template(&style).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     let start = Instant::now();
     let (mut last_n, mut last_t) = (0u64, start);
     while !done.load(Ordering::Relaxed) {
@@ -58,7 +60,10 @@ fn draw(live: &Live, goal: Goal, warmup: Duration, done: &AtomicBool) {
         (last_n, last_t) = (n, now);
         let elapsed = now.duration_since(start);
         if elapsed < warmup {
-            bar.set_message(format!("warming up ({:.0}s left)", (warmup - elapsed).as_secs_f64()));
+            bar.set_message(format!(
+                "warming up ({:.0}s left)",
+                (warmup - elapsed).as_secs_f64()
+            ));
             continue;
         }
         bar.set_position(match goal {

@@ -10,27 +10,50 @@ use loadbench_model::{LoadModel, ResultKind, RunConfig, RunResult, SCHEMA_VERSIO
 use loadbench_plan::{Plan, RunSpec, Stop};
 use loadbench_report::{Format, RenderOptions};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let format: Format = args.output.parse().map_err(|e| UserError(format!("-o: {e}")))?;
+    let format: Format = args
+        .output
+        .parse()
+        .map_err(|e| UserError(format!("-o: {e}")))?;
     let plan = Plan::resolve(&spec(&args)).map_err(|e| UserError(e.to_string()))?;
-    let engine = Engine::new(plan.clone());
-    engine.preflight().map_err(|e| UserError(e.to_string()))?;
-    let outcome = run_with_progress(&engine, &plan, args.quiet)?;
-    let result = build_result(&plan, outcome);
+    let result = execute(&plan, &crate::signals::stop_flag()?, args.quiet)?;
     let opts = RenderOptions {
         percentiles: plan.percentiles.clone(),
         color: false,
     };
-    print!("{}", loadbench_report::render_to_string(format, &result, &opts));
+    print!(
+        "{}",
+        loadbench_report::render_to_string(format, &result, &opts)
+    );
     if let Some(path) = &args.save {
-        let json = loadbench_report::render_to_string(Format::Json, &result, &opts);
-        save::write_atomic(path, json.as_bytes())?;
+        save_json(path, &result)?;
         if !args.quiet {
             eprintln!("result saved to {}", path.display());
         }
     }
     Ok(exit_code(&result))
+}
+
+/// Checks the target, runs the plan with live progress, and builds the result.
+pub fn execute(plan: &Plan, stop: &Arc<AtomicBool>, quiet: bool) -> Result<RunResult> {
+    let engine = Engine::with_stop(plan.clone(), Arc::clone(stop));
+    engine.preflight().map_err(|e| UserError(e.to_string()))?;
+    let goal = match plan.stop {
+        Stop::Duration(d) => Goal::Duration(d),
+        Stop::Requests(n) => Goal::Requests(n),
+    };
+    let progress = Progress::start(engine.live(), goal, plan.warmup, quiet);
+    let outcome = engine.run();
+    progress.finish();
+    Ok(build_result(plan, outcome?))
+}
+
+pub fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
+    let json = loadbench_report::render_to_string(Format::Json, result, &RenderOptions::default());
+    save::write_atomic(path, json.as_bytes())
 }
 
 fn spec(a: &RunArgs) -> RunSpec {
@@ -50,23 +73,6 @@ fn spec(a: &RunArgs) -> RunSpec {
         connect_timeout: a.connect_timeout.clone(),
         percentiles: a.percentiles.clone(),
     }
-}
-
-/// Runs the engine; the first Ctrl-C stops it gracefully (results kept), a second one exits.
-fn run_with_progress(engine: &Engine, plan: &Plan, quiet: bool) -> Result<Outcome> {
-    let live = engine.live();
-    let flag = live.stop_flag();
-    signal_hook::flag::register_conditional_shutdown(signal_hook::consts::SIGINT, 130, flag.clone())?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, flag.clone())?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, flag)?;
-    let goal = match plan.stop {
-        Stop::Duration(d) => Goal::Duration(d),
-        Stop::Requests(n) => Goal::Requests(n),
-    };
-    let progress = Progress::start(live, goal, plan.warmup, quiet);
-    let outcome = engine.run();
-    progress.finish();
-    Ok(outcome?)
 }
 
 pub fn run_config(plan: &Plan) -> RunConfig {
@@ -114,7 +120,9 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
 fn exit_code(r: &RunResult) -> ExitCode {
     let errors = r.stats.errors.total();
     if r.stats.requests == 0 && errors > 0 {
-        eprintln!("error: every request failed ({errors} errors, none completed): see the errors above");
+        eprintln!(
+            "error: every request failed ({errors} errors, none completed): see the errors above"
+        );
         return ExitCode::from(1);
     }
     if r.interrupted {

@@ -4,10 +4,10 @@
 mod support;
 
 use loadbench_model::ErrorKind;
+use std::time::{Duration, Instant};
 use support::nginx::Nginx;
 use support::raw::{Mode, RawServer};
 use support::{bin, have, run, tempdir, text};
-use std::time::{Duration, Instant};
 
 #[test]
 fn request_count_matches_nginx_access_log_with_keepalive() {
@@ -16,13 +16,19 @@ fn request_count_matches_nginx_access_log_with_keepalive() {
     }
     let nginx = Nginx::start("");
     let dir = tempdir("keepalive");
-    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "3000", "-c", "20", "-t", "2"]);
+    let (out, r) = run(
+        &dir,
+        &["run", &nginx.url("/"), "-n", "3000", "-c", "20", "-t", "2"],
+    );
     assert!(out.status.success(), "{:?}", text(&out));
     let r = r.unwrap();
     assert_eq!(r.stats.requests, 3000);
     assert_eq!(r.stats.errors.total(), 0);
     assert_eq!(r.stats.status.0.get(&200), Some(&3000));
-    assert_eq!(r.stats.connections_opened, 20, "keep-alive reuses each connection");
+    assert_eq!(
+        r.stats.connections_opened, 20,
+        "keep-alive reuses each connection"
+    );
     assert_eq!(r.stats.latency.hist.len(), 3000);
     assert_eq!(nginx.logged_requests(), 3000);
     assert_eq!(r.stats.bytes_read, 3000 * (r.stats.bytes_read / 3000));
@@ -35,12 +41,26 @@ fn request_count_matches_nginx_access_log_without_keepalive() {
     }
     let nginx = Nginx::start("");
     let dir = tempdir("no-keepalive");
-    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "500", "-c", "10", "--no-keepalive"]);
+    let (out, r) = run(
+        &dir,
+        &[
+            "run",
+            &nginx.url("/"),
+            "-n",
+            "500",
+            "-c",
+            "10",
+            "--no-keepalive",
+        ],
+    );
     assert!(out.status.success(), "{:?}", text(&out));
     let r = r.unwrap();
     assert_eq!(r.stats.requests, 500);
     assert_eq!(r.stats.errors.total(), 0);
-    assert_eq!(r.stats.connections_opened, 500, "a new connection for every request");
+    assert_eq!(
+        r.stats.connections_opened, 500,
+        "a new connection for every request"
+    );
     assert_eq!(r.stats.connect.hist.len(), 500);
     assert_eq!(nginx.logged_requests(), 500);
 }
@@ -49,7 +69,10 @@ fn request_count_matches_nginx_access_log_without_keepalive() {
 fn request_count_matches_counting_server_in_process() {
     let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
     let dir = tempdir("count");
-    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "1234", "-c", "7", "-t", "2"]);
+    let (out, r) = run(
+        &dir,
+        &["run", &server.url("/"), "-n", "1234", "-c", "7", "-t", "2"],
+    );
     assert!(out.status.success(), "{:?}", text(&out));
     let r = r.unwrap();
     assert_eq!(r.stats.requests, 1234);
@@ -89,14 +112,30 @@ fn timed_run_reports_rate_series_and_percentiles() {
     }
     let nginx = Nginx::start("location = /missing { return 404; }");
     let dir = tempdir("timed");
-    let (out, r) = run(&dir, &["run", &nginx.url("/missing"), "-d", "2s", "-c", "4", "-t", "1"]);
+    let (out, r) = run(
+        &dir,
+        &[
+            "run",
+            &nginx.url("/missing"),
+            "-d",
+            "2s",
+            "-c",
+            "4",
+            "-t",
+            "1",
+        ],
+    );
     assert!(out.status.success(), "{:?}", text(&out));
     let r = r.unwrap();
     let (stdout, _) = text(&out);
     for needle in ["Requests/sec", "99.9%", "[404]", "Latency", "connect"] {
         assert!(stdout.contains(needle), "missing {needle} in:\n{stdout}");
     }
-    assert!((1.9..2.6).contains(&r.stats.elapsed_secs()), "{}", r.stats.elapsed_secs());
+    assert!(
+        (1.9..2.6).contains(&r.stats.elapsed_secs()),
+        "{}",
+        r.stats.elapsed_secs()
+    );
     assert_eq!(r.stats.series.0.len(), 2);
     let in_series: u64 = r.stats.series.0.iter().map(|p| p.requests).sum();
     assert_eq!(in_series, r.stats.requests);
@@ -113,10 +152,25 @@ fn warmup_traffic_is_sent_but_not_counted() {
     }
     let nginx = Nginx::start("");
     let dir = tempdir("warmup");
-    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "200", "-c", "2", "--warmup", "300ms"]);
+    let (out, r) = run(
+        &dir,
+        &[
+            "run",
+            &nginx.url("/"),
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "--warmup",
+            "300ms",
+        ],
+    );
     assert!(out.status.success(), "{:?}", text(&out));
     assert_eq!(r.unwrap().stats.requests, 200);
-    assert!(nginx.logged_requests() > 200, "warm-up requests reached the server");
+    assert!(
+        nginx.logged_requests() > 200,
+        "warm-up requests reached the server"
+    );
 }
 
 #[test]
@@ -127,8 +181,20 @@ fn method_headers_and_body_reach_the_server() {
     let nginx = Nginx::start("");
     let dir = tempdir("post");
     let args = [
-        "run", &nginx.url("/"), "-n", "10", "-c", "1", "-m", "POST", "--body", "{\"a\":1}", "-H",
-        "Host: example.test", "-H", "X-Test: yes",
+        "run",
+        &nginx.url("/"),
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "-m",
+        "POST",
+        "--body",
+        "{\"a\":1}",
+        "-H",
+        "Host: example.test",
+        "-H",
+        "X-Test: yes",
     ];
     let (out, r) = run(&dir, &args);
     assert!(out.status.success(), "{:?}", text(&out));
@@ -137,9 +203,16 @@ fn method_headers_and_body_reach_the_server() {
     let lines = nginx.log_lines();
     assert_eq!(lines.len(), 10);
     assert!(lines[0].contains("POST / HTTP/1.1"), "{}", lines[0]);
-    let (out, r) = run(&dir, &["run", &nginx.url("/"), "-n", "5", "-c", "1", "-m", "HEAD"]);
+    let (out, r) = run(
+        &dir,
+        &["run", &nginx.url("/"), "-n", "5", "-c", "1", "-m", "HEAD"],
+    );
     assert!(out.status.success(), "{:?}", text(&out));
-    assert_eq!(r.unwrap().stats.requests, 5, "HEAD responses end after the headers");
+    assert_eq!(
+        r.unwrap().stats.requests,
+        5,
+        "HEAD responses end after the headers"
+    );
 }
 
 #[test]
@@ -147,8 +220,25 @@ fn stalled_requests_time_out_and_count_as_read_timeouts() {
     let server = RawServer::start("127.0.0.1:0", Mode::Stall).unwrap();
     let dir = tempdir("stall");
     let started = Instant::now();
-    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "4", "-c", "2", "--timeout", "300ms"]);
-    assert_eq!(out.status.code(), Some(1), "every request failed: {:?}", text(&out));
+    let (out, r) = run(
+        &dir,
+        &[
+            "run",
+            &server.url("/"),
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--timeout",
+            "300ms",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "every request failed: {:?}",
+        text(&out)
+    );
     let r = r.expect("a failed run still saves its result");
     assert_eq!(r.stats.errors.get(ErrorKind::ReadTimeout), 4);
     assert_eq!(r.stats.requests, 0);
@@ -162,7 +252,45 @@ fn malformed_responses_are_counted() {
     let dir = tempdir("malformed");
     let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "20", "-c", "2"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(r.unwrap().stats.errors.get(ErrorKind::MalformedResponse), 20);
+    assert_eq!(
+        r.unwrap().stats.errors.get(ErrorKind::MalformedResponse),
+        20
+    );
+}
+
+/// Regression: with edge-triggered sockets, a FIN queued behind a partial response raises no
+/// new edge; it must be read at once, not left to the request timeout.
+#[test]
+fn fin_queued_behind_a_partial_response_is_seen_at_once() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Truncated).unwrap();
+    let dir = tempdir("truncated");
+    let started = Instant::now();
+    let (out, r) = run(
+        &dir,
+        &[
+            "run",
+            &server.url("/"),
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--timeout",
+            "5s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let r = r.unwrap();
+    assert_eq!(
+        r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete),
+        200,
+        "{:?}",
+        r.stats.errors
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -173,7 +301,12 @@ fn resets_are_counted() {
     assert_eq!(out.status.code(), Some(1));
     let r = r.unwrap();
     assert_eq!(r.stats.errors.total(), 20);
-    assert_eq!(r.stats.errors.get(ErrorKind::Reset), 20, "{:?}", r.stats.errors);
+    assert_eq!(
+        r.stats.errors.get(ErrorKind::Reset),
+        20,
+        "{:?}",
+        r.stats.errors
+    );
 }
 
 #[test]
@@ -186,7 +319,10 @@ fn connections_closed_without_response_are_counted() {
     let (out, r) = run(&dir, &["run", &nginx.url("/close"), "-n", "50", "-c", "5"]);
     assert_eq!(out.status.code(), Some(1));
     let r = r.unwrap();
-    assert_eq!(r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete), 50);
+    assert_eq!(
+        r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete),
+        50
+    );
 }
 
 #[test]
@@ -199,7 +335,9 @@ fn target_dying_mid_run_is_counted_not_fatal() {
     let dir = tempdir("dying");
     let save = dir.join("r.json");
     let child = bin()
-        .args(["run", &url, "-d", "2s", "-c", "4", "-t", "1", "--quiet", "--save"])
+        .args([
+            "run", &url, "-d", "2s", "-c", "4", "-t", "1", "--quiet", "--save",
+        ])
         .arg(&save)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -207,7 +345,10 @@ fn target_dying_mid_run_is_counted_not_fatal() {
     std::thread::sleep(Duration::from_millis(700));
     nginx.take();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "some requests succeeded, so the run succeeds");
+    assert!(
+        out.status.success(),
+        "some requests succeeded, so the run succeeds"
+    );
     let r = loadbench_model::RunResult::from_json(&std::fs::read_to_string(save).unwrap()).unwrap();
     assert!(r.stats.requests > 0);
     let refused = r.stats.errors.get(ErrorKind::ConnectRefused);
@@ -223,7 +364,18 @@ fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
     let dir = tempdir("sigint");
     let save = dir.join("r.json");
     let child = bin()
-        .args(["run", &nginx.url("/"), "-d", "60s", "-c", "4", "-t", "1", "--quiet", "--save"])
+        .args([
+            "run",
+            &nginx.url("/"),
+            "-d",
+            "60s",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--quiet",
+            "--save",
+        ])
         .arg(&save)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -237,24 +389,58 @@ fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
         libc::kill(pid, libc::SIGINT);
     }
     let out = child.wait_with_output().unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(1), "stopped in {:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "stopped in {:?}",
+        sent.elapsed()
+    );
     assert_eq!(out.status.code(), Some(130));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("INTERRUPTED"), "{stdout}");
     let r = loadbench_model::RunResult::from_json(&std::fs::read_to_string(save).unwrap()).unwrap();
     assert!(r.interrupted);
     assert!(r.stats.requests > 0);
-    assert!((0.9..5.0).contains(&r.stats.elapsed_secs()), "{}", r.stats.elapsed_secs());
+    assert!(
+        (0.9..5.0).contains(&r.stats.elapsed_secs()),
+        "{}",
+        r.stats.elapsed_secs()
+    );
 }
 
 #[test]
 fn json_and_csv_outputs_on_stdout() {
     let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
-    let out = bin().args(["run", &server.url("/"), "-n", "50", "-c", "2", "-o", "json", "-q"]).output().unwrap();
+    let out = bin()
+        .args([
+            "run",
+            &server.url("/"),
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "-o",
+            "json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let r = loadbench_model::RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
     assert_eq!(r.stats.requests, 50);
-    let out = bin().args(["run", &server.url("/"), "-n", "50", "-c", "2", "-o", "csv", "-q"]).output().unwrap();
+    let out = bin()
+        .args([
+            "run",
+            &server.url("/"),
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "-o",
+            "csv",
+            "-q",
+        ])
+        .output()
+        .unwrap();
     let csv = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 2, "{csv}");
@@ -269,25 +455,59 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
         (vec!["run", "not a url"], "invalid URL"),
         (vec!["run", "ftp://127.0.0.1/"], "unknown scheme"),
         (vec!["run", "https://127.0.0.1/"], "not supported yet"),
-        (vec!["run", "http://no-such-host.invalid/"], "cannot resolve host"),
+        (
+            vec!["run", "http://no-such-host.invalid/"],
+            "cannot resolve host",
+        ),
         (vec!["run", &closed], "nothing is listening"),
         (vec!["run", "http://127.0.0.1/", "-c", "0"], "-c 1 or more"),
-        (vec!["run", "http://127.0.0.1/", "-n", "5", "-c", "10"], "raise -n or lower -c"),
-        (vec!["run", "http://127.0.0.1/", "--body-file", "/nonexistent/x"], "cannot read --body-file"),
-        (vec!["run", "http://127.0.0.1/", "-d", "1s", "-n", "100"], "use one of them"),
-        (vec!["run", "http://127.0.0.1/", "-d", "soon"], "not a duration"),
-        (vec!["run", "http://127.0.0.1/", "-o", "xml"], "unknown format"),
-        (vec!["run", "http://127.0.0.1/", "--percentiles", "120"], "--percentiles"),
-        (vec!["run", "http://127.0.0.1/", "-H", "broken"], "Name: value"),
-        (vec!["run", "http://127.0.0.1/", "--frobnicate"], "--frobnicate"),
+        (
+            vec!["run", "http://127.0.0.1/", "-n", "5", "-c", "10"],
+            "raise -n or lower -c",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--body-file", "/nonexistent/x"],
+            "cannot read --body-file",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "-d", "1s", "-n", "100"],
+            "use one of them",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "-d", "soon"],
+            "not a duration",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "-o", "xml"],
+            "unknown format",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--percentiles", "120"],
+            "--percentiles",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "-H", "broken"],
+            "Name: value",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--frobnicate"],
+            "--frobnicate",
+        ),
         (vec!["run", "http://127.0.0.1/", "-c", "many"], "-c"),
     ];
     for (args, needle) in cases {
         let out = bin().args(&args).output().unwrap();
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line, got:\n{stderr}");
-        assert!(stderr.contains(needle), "{args:?}: expected '{needle}' in: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got:\n{stderr}"
+        );
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected '{needle}' in: {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }

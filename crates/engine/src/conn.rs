@@ -69,7 +69,11 @@ impl Conn {
         self.since = now;
         self.phase = Phase::Connecting;
         match Stream::connect(ctx.addr) {
-            Ok(mut s) => match s.register(&ctx.registry, self.token, Interest::READABLE | Interest::WRITABLE) {
+            Ok(mut s) => match s.register(
+                &ctx.registry,
+                self.token,
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
                 Ok(()) => self.stream = Some(s),
                 Err(_) => self.fail(ctx, ErrorKind::ConnectError, now),
             },
@@ -77,24 +81,28 @@ impl Conn {
         }
     }
 
-    /// Handles a readiness event for this connection.
-    pub fn on_event(&mut self, ctx: &mut Ctx, now: Instant) {
+    /// Handles a readiness event for this connection. `read_closed`: the peer's FIN (or an
+    /// error) is already queued, so reading must go on until it shows.
+    pub fn on_event(&mut self, ctx: &mut Ctx, now: Instant, read_closed: bool) {
         match self.phase {
             Phase::Connecting => self.on_connect_ready(ctx, now),
             Phase::Writing => self.write_rest(ctx),
-            Phase::Reading => self.on_readable(ctx),
+            Phase::Reading => self.on_readable(ctx, read_closed),
             Phase::Idle => {}
         }
     }
 
     fn on_connect_ready(&mut self, ctx: &mut Ctx, now: Instant) {
-        let Some(stream) = self.stream.as_ref() else { return };
+        let Some(stream) = self.stream.as_ref() else {
+            return;
+        };
         match stream.connect_status() {
             Ok(false) => {}
             Ok(true) => {
                 let now = Instant::now();
                 if self.measured && ctx.recorder.measuring(self.since) {
-                    ctx.recorder.connected(now.saturating_duration_since(self.since));
+                    ctx.recorder
+                        .connected(now.saturating_duration_since(self.since));
                 }
                 self.send(ctx, now);
             }
@@ -115,7 +123,9 @@ impl Conn {
 
     #[inline]
     fn write_rest(&mut self, ctx: &mut Ctx) {
-        let Some(stream) = self.stream.as_mut() else { return };
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
         while self.written < ctx.request.len() {
             match stream.write(&ctx.request[self.written..]) {
                 Ok(0) => return self.fail(ctx, ErrorKind::WriteError, Instant::now()),
@@ -135,22 +145,28 @@ impl Conn {
 
     /// Reads what arrived. A short read means the socket is drained: for a request/response
     /// protocol without pipelining, any later byte raises a new edge, so no extra `read` to
-    /// collect `EAGAIN` is needed.
+    /// collect `EAGAIN` is needed. The exception is a FIN that was queued behind the data
+    /// (`read_closed`): no new edge will announce it, so then we read on until EOF.
     #[inline]
-    fn on_readable(&mut self, ctx: &mut Ctx) {
+    fn on_readable(&mut self, ctx: &mut Ctx, read_closed: bool) {
         loop {
-            let Some(stream) = self.stream.as_mut() else { return };
+            let Some(stream) = self.stream.as_mut() else {
+                return;
+            };
             match stream.read(&mut ctx.buf) {
                 Ok(0) => return self.on_eof(ctx),
                 Ok(n) => {
                     let now = Instant::now();
                     if !self.parser.started() && self.measured {
-                        ctx.recorder.first_byte(now.saturating_duration_since(self.since));
+                        ctx.recorder
+                            .first_byte(now.saturating_duration_since(self.since));
                     }
                     self.read_bytes += n as u64;
                     match self.parser.feed(&ctx.buf[..n]) {
-                        Ok(Progress::Complete { consumed }) => return self.complete(ctx, now, consumed == n),
-                        Ok(Progress::NeedMore) if n < ctx.buf.len() => return,
+                        Ok(Progress::Complete { consumed }) => {
+                            return self.complete(ctx, now, consumed == n)
+                        }
+                        Ok(Progress::NeedMore) if n < ctx.buf.len() && !read_closed => return,
                         Ok(Progress::NeedMore) => {}
                         Err(_) => return self.fail(ctx, ErrorKind::MalformedResponse, now),
                     }
@@ -178,7 +194,8 @@ impl Conn {
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, clean: bool) {
         if self.measured && ctx.in_window(now) {
             let latency = now.saturating_duration_since(self.since);
-            ctx.recorder.response(now, latency, self.parser.status(), self.read_bytes);
+            ctx.recorder
+                .response(now, latency, self.parser.status(), self.read_bytes);
         }
         if !(clean && ctx.keepalive && self.parser.keep_alive()) {
             self.close();

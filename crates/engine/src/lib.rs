@@ -30,7 +30,11 @@ pub enum EngineError {
     #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
     Unreachable(SocketAddr, std::io::Error),
     #[error("-c {needed} needs about {needed} file descriptors but the limit is {limit}: raise it with `ulimit -n {suggest}`")]
-    FdLimit { needed: u64, limit: u64, suggest: u64 },
+    FdLimit {
+        needed: u64,
+        limit: u64,
+        suggest: u64,
+    },
     #[error("the engine could not start a worker: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -69,7 +73,10 @@ impl Live {
     /// Requests completed and failed so far in the measured window, all workers together.
     pub fn snapshot(&self) -> (u64, u64) {
         self.workers.iter().fold((0, 0), |(r, e), w| {
-            (r + w.requests.load(Ordering::Relaxed), e + w.errors.load(Ordering::Relaxed))
+            (
+                r + w.requests.load(Ordering::Relaxed),
+                e + w.errors.load(Ordering::Relaxed),
+            )
         })
     }
 
@@ -106,11 +113,13 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(plan: Plan) -> Self {
+        Self::with_stop(plan, Arc::new(AtomicBool::new(false)))
+    }
+
+    /// An engine that also stops when `stop` is raised (e.g. by a signal handler).
+    pub fn with_stop(plan: Plan, stop: Arc<AtomicBool>) -> Self {
         let workers = (0..plan.threads).map(|_| LiveCounters::default()).collect();
-        let live = Arc::new(Live {
-            workers,
-            stop: Arc::new(AtomicBool::new(false)),
-        });
+        let live = Arc::new(Live { workers, stop });
         Engine { plan, live }
     }
 
@@ -125,7 +134,9 @@ impl Engine {
         let addr = self.plan.target.addr;
         match TcpStream::connect_timeout(&addr, self.plan.connect_timeout) {
             Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(EngineError::NothingListening(addr)),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                Err(EngineError::NothingListening(addr))
+            }
             Err(e) => Err(EngineError::Unreachable(addr, e)),
         }
     }
@@ -148,7 +159,10 @@ impl Engine {
                 .zip(&self.live.workers)
                 .map(|(cfg, live)| scope.spawn(move || Worker::new(cfg)?.run(stop, live)))
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("worker thread panicked"))
+                .collect()
         });
         let mut stats = Stats::default();
         for r in results {
@@ -173,7 +187,8 @@ impl Engine {
         let limits = WorkerLimits {
             timeout: plan.timeout,
             connect_timeout: plan.connect_timeout,
-            tick: (plan.timeout.min(plan.connect_timeout) / 4).clamp(Duration::from_millis(1), Duration::from_millis(100)),
+            tick: (plan.timeout.min(plan.connect_timeout) / 4)
+                .clamp(Duration::from_millis(1), Duration::from_millis(100)),
         };
         conns
             .into_iter()

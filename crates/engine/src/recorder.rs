@@ -2,7 +2,9 @@
 //! worker thread and updated without locks or allocation. Each worker's recorder becomes one
 //! [`Stats`], and the workers' stats are merged once at the end.
 
-use loadbench_model::{ErrorCounts, ErrorKind, Histo, Latency, SecondCounts, Series, SeriesPoint, Stats, StatusCounts};
+use loadbench_model::{
+    ErrorCounts, ErrorKind, Histo, Latency, SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
+};
 use std::time::{Duration, Instant};
 
 /// Status codes 100–999 counted in a flat array: no map lookup per response.
@@ -146,7 +148,8 @@ impl Recorder {
             status.add(code as u16, n);
         }
         Stats {
-            elapsed_us: u64::try_from(end.saturating_duration_since(self.t0).as_micros()).unwrap_or(u64::MAX),
+            elapsed_us: u64::try_from(end.saturating_duration_since(self.t0).as_micros())
+                .unwrap_or(u64::MAX),
             requests: self.requests,
             errors: ErrorCounts::from_array(&self.errors),
             status,
@@ -156,7 +159,9 @@ impl Recorder {
             abandoned,
             latency: Latency { hist: self.latency },
             connect: Latency { hist: self.connect },
-            first_byte: Latency { hist: self.first_byte },
+            first_byte: Latency {
+                hist: self.first_byte,
+            },
             series: Series(self.series),
         }
     }
@@ -170,8 +175,18 @@ mod tests {
     fn seconds_roll_over_and_quiet_seconds_are_zero() {
         let t0 = Instant::now();
         let mut r = Recorder::new(t0);
-        r.response(t0 + Duration::from_millis(100), Duration::from_micros(50), 200, 10);
-        r.response(t0 + Duration::from_millis(2500), Duration::from_micros(70), 404, 10);
+        r.response(
+            t0 + Duration::from_millis(100),
+            Duration::from_micros(50),
+            200,
+            10,
+        );
+        r.response(
+            t0 + Duration::from_millis(2500),
+            Duration::from_micros(70),
+            404,
+            10,
+        );
         r.error(t0 + Duration::from_millis(2600), ErrorKind::Reset, 0);
         let s = r.finish(t0 + Duration::from_millis(2700), 1);
         let reqs: Vec<u64> = s.series.0.iter().map(|p| p.requests).collect();

@@ -18,7 +18,12 @@ impl Stream {
         Ok(Stream::Tcp(s))
     }
 
-    pub fn register(&mut self, registry: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+    pub fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interest: Interest,
+    ) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => registry.register(s, token, interest),
         }

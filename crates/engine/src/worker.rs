@@ -97,7 +97,9 @@ impl<'a> Worker<'a> {
             deadline: cfg.deadline,
             stopping: false,
         };
-        let conns = (0..cfg.connections).map(|i| Conn::new(Token(i), now)).collect();
+        let conns = (0..cfg.connections)
+            .map(|i| Conn::new(Token(i), now))
+            .collect();
         Ok(Worker {
             poll,
             conns,
@@ -125,7 +127,7 @@ impl<'a> Worker<'a> {
             now = Instant::now();
             for ev in events.iter() {
                 if let Some(c) = self.conns.get_mut(ev.token().0) {
-                    c.on_event(&mut self.ctx, now);
+                    c.on_event(&mut self.ctx, now, ev.is_read_closed() || ev.is_error());
                 }
             }
             std::mem::swap(&mut self.ctx.retry, &mut retry_work);
@@ -157,7 +159,9 @@ impl<'a> Worker<'a> {
         if self.ctx.deadline.is_some_and(|d| now >= d) {
             return true;
         }
-        self.ctx.budget == Some(0) && self.ctx.retry.is_empty() && !self.conns.iter().any(Conn::in_flight)
+        self.ctx.budget == Some(0)
+            && self.ctx.retry.is_empty()
+            && !self.conns.iter().any(Conn::in_flight)
     }
 
     /// A few times a second: time out stuck requests, close quiet seconds, publish progress.
@@ -166,7 +170,9 @@ impl<'a> Worker<'a> {
             let age = now.saturating_duration_since(c.since);
             let kind = match c.phase {
                 Phase::Connecting if age > self.limits.connect_timeout => ErrorKind::ConnectTimeout,
-                Phase::Writing | Phase::Reading if age > self.limits.timeout => ErrorKind::ReadTimeout,
+                Phase::Writing | Phase::Reading if age > self.limits.timeout => {
+                    ErrorKind::ReadTimeout
+                }
                 _ => continue,
             };
             c.fail(&mut self.ctx, kind, now);
@@ -179,7 +185,11 @@ impl<'a> Worker<'a> {
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
         self.ctx.stopping = true;
         let end = self.ctx.deadline.map_or(now, |d| now.min(d));
-        let abandoned = self.conns.iter().filter(|c| c.in_flight() && c.measured).count() as u64;
+        let abandoned = self
+            .conns
+            .iter()
+            .filter(|c| c.in_flight() && c.measured)
+            .count() as u64;
         for c in &mut self.conns {
             c.close();
         }

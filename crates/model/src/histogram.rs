@@ -16,7 +16,8 @@ pub const HIGHEST_NS: u64 = 3_600_000_000_000;
 const SIGFIG: u8 = 3;
 
 /// The percentiles written into JSON beside every latency histogram.
-pub const STANDARD_PERCENTILES: [f64; 9] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+pub const STANDARD_PERCENTILES: [f64; 9] =
+    [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
 /// An HDR histogram of durations in nanoseconds (1 ns to 1 h, 3 significant digits).
 #[derive(Clone, PartialEq)]

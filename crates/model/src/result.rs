@@ -175,8 +175,8 @@ impl RunResult {
 
     /// Reads a saved result, checking the schema version.
     pub fn from_json(text: &str) -> Result<RunResult, ResultReadError> {
-        let probe: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| ResultReadError::NotJson(e.to_string()))?;
+        let probe: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ResultReadError::NotJson(e.to_string()))?;
         match probe.get("schema_version").and_then(|v| v.as_u64()) {
             Some(v) if v == u64::from(SCHEMA_VERSION) => {}
             Some(v) => return Err(ResultReadError::Version(v)),

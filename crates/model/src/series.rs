@@ -97,7 +97,12 @@ impl Series {
     /// out unless it is all there is.
     pub fn rate_stats(&self, elapsed_secs: f64) -> Option<crate::stats::Spread> {
         let whole = elapsed_secs.floor() as u32;
-        let mut rates: Vec<f64> = self.0.iter().filter(|p| p.second < whole).map(|p| p.requests as f64).collect();
+        let mut rates: Vec<f64> = self
+            .0
+            .iter()
+            .filter(|p| p.second < whole)
+            .map(|p| p.requests as f64)
+            .collect();
         if rates.is_empty() {
             rates = self.0.iter().map(|p| p.requests as f64).collect();
         }

@@ -102,7 +102,8 @@ impl Plan {
         let threads = resolve_threads(spec.threads, connections)?;
         let target = Target::parse(&spec.url)?;
         let body = read_body(spec)?;
-        let request = RequestTemplate::render(&target, &spec.method, &spec.headers, body, spec.keepalive)?;
+        let request =
+            RequestTemplate::render(&target, &spec.method, &spec.headers, body, spec.keepalive)?;
         Ok(Plan {
             target,
             request,
@@ -155,7 +156,9 @@ fn resolve_threads(threads: Option<u32>, connections: u32) -> Result<u32, PlanEr
 
 fn read_body(spec: &RunSpec) -> Result<Option<Vec<u8>>, PlanError> {
     match (&spec.body, &spec.body_file) {
-        (Some(_), Some(_)) => Err(invalid("--body and --body-file both given: use one of them")),
+        (Some(_), Some(_)) => Err(invalid(
+            "--body and --body-file both given: use one of them",
+        )),
         (Some(text), None) => Ok(Some(text.clone().into_bytes())),
         (None, Some(path)) => std::fs::read(path).map(Some).map_err(|e| {
             invalid(format!(
@@ -170,7 +173,9 @@ fn read_body(spec: &RunSpec) -> Result<Option<Vec<u8>>, PlanError> {
 fn positive_duration(flag: &str, text: &str) -> Result<Duration, PlanError> {
     let d = parse_duration(flag, text)?;
     if d.is_zero() {
-        return Err(invalid(format!("{flag} {text} is zero: give a positive duration such as 10s")));
+        return Err(invalid(format!(
+            "{flag} {text} is zero: give a positive duration such as 10s"
+        )));
     }
     Ok(d)
 }

@@ -27,14 +27,21 @@ impl RequestTemplate {
         keepalive: bool,
     ) -> Result<RequestTemplate, PlanError> {
         let method = check_method(method)?;
-        let parsed = headers.iter().map(|h| split_header(h)).collect::<Result<Vec<_>, _>>()?;
+        let parsed = headers
+            .iter()
+            .map(|h| split_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
         let has = |name: &str| parsed.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         let mut out = format!("{method} {} HTTP/1.1\r\n", target.path);
         if !has("host") {
             out.push_str(&format!("Host: {}\r\n", target.authority));
         }
         if !has("user-agent") {
-            out.push_str(concat!("User-Agent: loadbench/", env!("CARGO_PKG_VERSION"), "\r\n"));
+            out.push_str(concat!(
+                "User-Agent: loadbench/",
+                env!("CARGO_PKG_VERSION"),
+                "\r\n"
+            ));
         }
         if !has("accept") {
             out.push_str("Accept: */*\r\n");
@@ -74,7 +81,11 @@ fn check_method(method: &str) -> Result<String, PlanError> {
 }
 
 fn split_header(h: &str) -> Result<(String, String), PlanError> {
-    let bad = || invalid(format!("-H '{h}' is not a header: write it as 'Name: value'"));
+    let bad = || {
+        invalid(format!(
+            "-H '{h}' is not a header: write it as 'Name: value'"
+        ))
+    };
     let (name, value) = h.split_once(':').ok_or_else(bad)?;
     let name = name.trim();
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
@@ -100,7 +111,10 @@ mod tests {
     fn renders_get_with_defaults() {
         let r = RequestTemplate::render(&target(), "get", &[], None, true).unwrap();
         let t = text(&r);
-        assert!(t.starts_with("GET /x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{t}");
+        assert!(
+            t.starts_with("GET /x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
+            "{t}"
+        );
         assert!(t.ends_with("Accept: */*\r\n\r\n"));
         assert!(!t.contains("Content-Length"));
         assert!(!r.head);
@@ -109,7 +123,8 @@ mod tests {
     #[test]
     fn host_header_overrides_and_body_gets_length() {
         let h = vec!["Host: example.test".to_string(), "X-A:  1 ".to_string()];
-        let r = RequestTemplate::render(&target(), "POST", &h, Some(b"{}".to_vec()), false).unwrap();
+        let r =
+            RequestTemplate::render(&target(), "POST", &h, Some(b"{}".to_vec()), false).unwrap();
         let t = text(&r);
         assert!(!t.contains("127.0.0.1:8080"));
         assert!(t.contains("Host: example.test\r\n"));
@@ -122,7 +137,10 @@ mod tests {
     #[test]
     fn rejects_bad_headers_and_methods() {
         let bad = |h: &str| RequestTemplate::render(&target(), "GET", &[h.to_string()], None, true);
-        assert!(bad("NoColon").unwrap_err().to_string().contains("'Name: value'"));
+        assert!(bad("NoColon")
+            .unwrap_err()
+            .to_string()
+            .contains("'Name: value'"));
         assert!(bad("Bad Name: x").is_err());
         assert!(RequestTemplate::render(&target(), "G T", &[], None, true).is_err());
         let head = RequestTemplate::render(&target(), "HEAD", &[], None, true).unwrap();

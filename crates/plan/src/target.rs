@@ -37,9 +37,11 @@ impl Target {
                 )))
             }
         }
-        let host = url
-            .host_str()
-            .ok_or_else(|| invalid(format!("URL '{text}' has no host: give one, such as http://127.0.0.1:8080/")))?;
+        let host = url.host_str().ok_or_else(|| {
+            invalid(format!(
+                "URL '{text}' has no host: give one, such as http://127.0.0.1:8080/"
+            ))
+        })?;
         let port = url.port_or_known_default().unwrap_or(80);
         let addr = resolve(host, port)?;
         let authority = match url.port() {

@@ -46,11 +46,20 @@ mod tests {
 
     #[test]
     fn durations_in_common_units() {
-        assert_eq!(parse_duration("-d", "10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            parse_duration("-d", "10s").unwrap(),
+            Duration::from_secs(10)
+        );
         assert_eq!(parse_duration("-d", "1m").unwrap(), Duration::from_secs(60));
-        assert_eq!(parse_duration("-d", "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(
+            parse_duration("-d", "250ms").unwrap(),
+            Duration::from_millis(250)
+        );
         assert_eq!(parse_duration("-d", "5").unwrap(), Duration::from_secs(5));
-        assert_eq!(parse_duration("-d", "1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("-d", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
         let e = parse_duration("-d", "ten").unwrap_err().to_string();
         assert!(e.contains("-d 'ten'") && e.contains("10s"), "{e}");
         assert!(parse_duration("-d", "-3").is_err());
@@ -58,7 +67,10 @@ mod tests {
 
     #[test]
     fn percentiles_are_validated() {
-        assert_eq!(parse_percentiles("50, 99.9,100").unwrap(), vec![50.0, 99.9, 100.0]);
+        assert_eq!(
+            parse_percentiles("50, 99.9,100").unwrap(),
+            vec![50.0, 99.9, 100.0]
+        );
         assert!(parse_percentiles("0").is_err());
         assert!(parse_percentiles("101").is_err());
         assert!(parse_percentiles("p99").is_err());

@@ -38,13 +38,21 @@ pub fn unique() -> u64 {
 }
 
 pub fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loadbench-test-{name}-{}-{}", std::process::id(), unique()));
+    let d = std::env::temp_dir().join(format!(
+        "loadbench-test-{name}-{}-{}",
+        std::process::id(),
+        unique()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 pub fn text(out: &Output) -> (String, String) {

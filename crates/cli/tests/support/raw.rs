@@ -19,6 +19,8 @@ pub enum Mode {
     Malformed,
     /// Reads the request and resets the connection (RST).
     Reset,
+    /// Sends part of a response and closes at once, so data and FIN arrive together.
+    Truncated,
 }
 
 pub struct RawServer {
@@ -99,6 +101,7 @@ fn serve(mut conn: TcpStream, mode: Mode, count: &AtomicU64, stop: &AtomicBool) 
             Mode::Count => b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
             Mode::Chunked => b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n",
             Mode::Malformed => b"HTTX/9 abc\r\n\r\n",
+            Mode::Truncated => b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b",
             Mode::Stall => {
                 while !stop.load(Ordering::Relaxed) && conn.read(&mut [0u8; 64]).is_ok_and(|n| n > 0) {}
                 return;
@@ -108,7 +111,10 @@ fn serve(mut conn: TcpStream, mode: Mode, count: &AtomicU64, stop: &AtomicBool) 
                 return;
             }
         };
-        if conn.write_all(reply).is_err() || close || mode == Mode::Malformed {
+        if conn.write_all(reply).is_err()
+            || close
+            || matches!(mode, Mode::Malformed | Mode::Truncated)
+        {
             return;
         }
     }

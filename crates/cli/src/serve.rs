@@ -1,0 +1,38 @@
+//! `loadbench serve`: the reference backend in the foreground until Ctrl-C or SIGTERM.
+
+use crate::args::ServeArgs;
+use crate::UserError;
+use anyhow::Result;
+use loadbench_upstream::{parse_delay, parse_size, run_until_signal, ServerConfig, UpstreamError};
+use std::process::ExitCode;
+
+pub fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let user = |e: UpstreamError| UserError(e.to_string());
+    let listen = a.listen.parse().map_err(|_| {
+        UserError(format!(
+            "--listen '{}' is not an address: use IP:PORT, such as 127.0.0.1:8080 or [::1]:8080",
+            a.listen
+        ))
+    })?;
+    let cfg = ServerConfig {
+        listen,
+        threads: a.threads.unwrap_or(ServerConfig::default().threads),
+        delay: a
+            .delay
+            .as_deref()
+            .map(parse_delay)
+            .transpose()
+            .map_err(user)?,
+        body_size: a
+            .body_size
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .map_err(user)?,
+        status: a.status,
+        fail_rate: a.fail_rate,
+        ..ServerConfig::default()
+    };
+    run_until_signal(cfg).map_err(user)?;
+    Ok(ExitCode::SUCCESS)
+}

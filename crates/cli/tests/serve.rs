@@ -1,0 +1,262 @@
+//! The reference backend driven by `loadbench run`: every route and fault, checked on both sides
+//! (what loadbench reports, and what the backend's `/stats` counted). Also `loadbench serve` and
+//! `loadbench demo` as processes.
+
+mod support;
+
+use loadbench_model::{ErrorKind, RunResult};
+use loadbench_upstream::{Server, ServerConfig};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use support::{bin, run, tempdir, text};
+
+fn backend() -> Server {
+    Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
+}
+
+fn load(server: &Server, path: &str, extra: &[&str]) -> (std::process::Output, RunResult) {
+    let url = format!("http://{}{path}", server.local_addr());
+    let dir = tempdir("serve");
+    let mut args = vec!["run", url.as_str()];
+    args.extend_from_slice(extra);
+    let (out, r) = run(&dir, &args);
+    let r = r.unwrap_or_else(|| panic!("no result saved: {:?}", text(&out)));
+    (out, r)
+}
+
+/// Asserts a route answered `n` times with `status`, and the backend counted `n` under `route`.
+fn check_ok(server: &Server, path: &str, route: &str, status: u16, extra: &[&str]) -> RunResult {
+    let before = server.stats().route(route);
+    let (out, r) = load(server, path, extra);
+    assert!(out.status.success(), "{path}: {:?}", text(&out));
+    assert_eq!(r.stats.errors.total(), 0, "{path}: {:?}", r.stats.errors);
+    assert_eq!(
+        r.stats.status.0.get(&status),
+        Some(&r.stats.requests),
+        "{path}"
+    );
+    assert_eq!(
+        server.stats().route(route) - before,
+        r.stats.requests,
+        "{path}: /stats agrees"
+    );
+    r
+}
+
+#[test]
+fn plain_routes_answer_and_are_counted() {
+    let server = backend();
+    let r = check_ok(&server, "/", "/", 200, &["-n", "500", "-c", "4"]);
+    assert_eq!(r.stats.requests, 500);
+    let r = check_ok(&server, "/json", "/json", 200, &["-n", "300", "-c", "3"]);
+    assert_eq!(r.stats.requests, 300);
+    let r = check_ok(
+        &server,
+        "/bytes/1KiB",
+        "/bytes",
+        200,
+        &["-n", "100", "-c", "2"],
+    );
+    assert!(r.stats.bytes_read >= 100 * 1024, "{}", r.stats.bytes_read);
+    let r = check_ok(
+        &server,
+        "/chunked/10k",
+        "/chunked",
+        200,
+        &["-n", "100", "-c", "2"],
+    );
+    assert!(r.stats.bytes_read >= 100 * 10_000);
+    assert_eq!(
+        r.stats.connections_opened, 2,
+        "chunked responses keep the connection"
+    );
+    check_ok(
+        &server,
+        "/status/503",
+        "/status",
+        503,
+        &["-n", "50", "-c", "2"],
+    );
+    let body = ["-n", "20", "-c", "1", "-m", "POST", "--body", "ping"];
+    check_ok(&server, "/echo", "/echo", 200, &body);
+}
+
+#[test]
+fn delays_show_in_latency() {
+    let server = backend();
+    let r = check_ok(
+        &server,
+        "/delay/50ms",
+        "/delay",
+        200,
+        &["-n", "20", "-c", "4"],
+    );
+    assert!(r.stats.latency.hist.percentile_ns(50.0) >= 50_000_000);
+    let r = check_ok(
+        &server,
+        "/json?delay=30ms",
+        "/json",
+        200,
+        &["-n", "20", "-c", "4"],
+    );
+    assert!(r.stats.latency.hist.min_ns() >= 30_000_000);
+    let r = check_ok(
+        &server,
+        "/?delay=uniform:10ms..20ms",
+        "/",
+        200,
+        &["-n", "40", "-c", "4"],
+    );
+    assert!(r.stats.latency.hist.min_ns() >= 10_000_000);
+    assert!(r.stats.latency.hist.percentile_ns(50.0) < 40_000_000);
+}
+
+/// Each fault gives its own error class, the run goes on, and the backend counted every hit.
+#[test]
+fn faults_are_classified() {
+    let server = backend();
+    let cases = [
+        ("/fault/reset", ErrorKind::Reset),
+        ("/fault/close", ErrorKind::ClosedBeforeResponseComplete),
+        ("/fault/malformed", ErrorKind::MalformedResponse),
+        ("/fault/short", ErrorKind::ClosedBeforeResponseComplete),
+    ];
+    for (path, kind) in cases {
+        let (out, r) = load(&server, path, &["-n", "40", "-c", "4"]);
+        assert_eq!(out.status.code(), Some(1), "{path}: every request failed");
+        assert_eq!(r.stats.errors.get(kind), 40, "{path}: {:?}", r.stats.errors);
+        assert_eq!(server.stats().route(path), 40, "{path}");
+    }
+    let started = Instant::now();
+    let (_, r) = load(
+        &server,
+        "/fault/stall",
+        &["-n", "4", "-c", "2", "--timeout", "300ms"],
+    );
+    assert_eq!(r.stats.errors.get(ErrorKind::ReadTimeout), 4);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn slow_bodies_take_their_time() {
+    let server = backend();
+    let r = check_ok(
+        &server,
+        "/fault/slow?bps=2000&size=1000",
+        "/fault/slow",
+        200,
+        &["-n", "2", "-c", "2"],
+    );
+    assert!(
+        r.stats.latency.hist.min_ns() >= 400_000_000,
+        "{:?}",
+        r.stats.latency.hist
+    );
+}
+
+#[test]
+fn fail_rate_turns_a_share_into_500s() {
+    let server = Server::start(ServerConfig {
+        fail_rate: 0.25,
+        ..ServerConfig::ephemeral()
+    })
+    .unwrap();
+    let (out, r) = load(&server, "/", &["-n", "2000", "-c", "4"]);
+    assert!(out.status.success());
+    let failed = *r.stats.status.0.get(&500).unwrap_or(&0) as f64 / 2000.0;
+    assert!((0.20..0.30).contains(&failed), "{failed}");
+}
+
+#[test]
+fn serve_runs_until_sigterm_and_reports_address_in_use() {
+    let port = support::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = bin()
+        .args(["serve", "--listen", &listen, "--threads", "1"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains(&listen), "{line}");
+    let dir = tempdir("serve-cli");
+    let (out, r) = run(
+        &dir,
+        &[
+            "run",
+            &format!("http://{listen}/json"),
+            "-n",
+            "200",
+            "-c",
+            "2",
+        ],
+    );
+    assert!(out.status.success());
+    assert_eq!(r.unwrap().stats.requests, 200);
+    let clash = bin().args(["serve", "--listen", &listen]).output().unwrap();
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        text(&clash).1.contains("already in use"),
+        "{:?}",
+        text(&clash)
+    );
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid has no memory-safety implications.
+    unsafe {
+        libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn serve_rejects_bad_flags_with_one_line() {
+    for (args, needle) in [
+        (vec!["serve", "--listen", "nowhere"], "--listen"),
+        (vec!["serve", "--delay", "soon"], "delay"),
+        (vec!["serve", "--body-size", "huge"], "size"),
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.to_lowercase().contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn demo_runs_with_no_setup_and_saves_results() {
+    let dir = tempdir("demo");
+    let out = bin()
+        .arg("demo")
+        .arg("--quiet")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    for needle in [
+        "Requests/sec",
+        "Comparison",
+        "/json",
+        "/delay/20ms",
+        "JSON results saved in",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle}:\n{stdout}");
+    }
+    let runs = std::fs::read_dir(dir.join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for name in ["plaintext", "json", "delay-20ms"] {
+        let text = std::fs::read_to_string(runs.join(format!("{name}.json"))).unwrap();
+        let r = RunResult::from_json(&text).unwrap();
+        assert!(r.stats.requests > 0, "{name}");
+        assert_eq!(r.stats.errors.total(), 0, "{name}");
+    }
+}

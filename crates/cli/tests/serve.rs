@@ -83,6 +83,38 @@ fn plain_routes_answer_and_are_counted() {
 }
 
 #[test]
+fn stats_route_counts_and_resets_through_loadbench() {
+    let server = backend();
+    let base = format!("http://{}", server.local_addr());
+    let dir = tempdir("stats");
+    let (out, _) = run(
+        &dir,
+        &["run", &format!("{base}/json"), "-n", "30", "-c", "3"],
+    );
+    assert!(out.status.success());
+    let (out, r) = run(
+        &dir,
+        &["run", &format!("{base}/stats"), "-n", "5", "-c", "1"],
+    );
+    assert!(out.status.success());
+    assert_eq!(r.unwrap().stats.status.0.get(&200), Some(&5));
+    assert_eq!(
+        server.stats().route("/json"),
+        30,
+        "/stats itself is not counted"
+    );
+    let reset = format!("{base}/stats/reset");
+    let (out, r) = run(&dir, &["run", &reset, "-n", "1", "-c", "1", "-m", "POST"]);
+    assert!(out.status.success());
+    assert_eq!(r.unwrap().stats.status.0.get(&200), Some(&1));
+    assert_eq!(
+        server.stats().total,
+        0,
+        "POST /stats/reset zeroes the counters"
+    );
+}
+
+#[test]
 fn delays_show_in_latency() {
     let server = backend();
     let r = check_ok(
@@ -172,8 +204,19 @@ fn fail_rate_turns_a_share_into_500s() {
 fn serve_runs_until_sigterm_and_reports_address_in_use() {
     let port = support::free_port();
     let listen = format!("127.0.0.1:{port}");
+    let flags = [
+        "--threads",
+        "1",
+        "--body-size",
+        "2KiB",
+        "--status",
+        "201",
+        "--delay",
+        "5ms",
+    ];
     let mut child = bin()
-        .args(["serve", "--listen", &listen, "--threads", "1"])
+        .args(["serve", "--listen", &listen])
+        .args(flags)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -183,19 +226,28 @@ fn serve_runs_until_sigterm_and_reports_address_in_use() {
         .unwrap();
     assert!(line.contains(&listen), "{line}");
     let dir = tempdir("serve-cli");
-    let (out, r) = run(
-        &dir,
-        &[
-            "run",
-            &format!("http://{listen}/json"),
-            "-n",
-            "200",
-            "-c",
-            "2",
-        ],
-    );
+    let json = format!("http://{listen}/json");
+    let (out, r) = run(&dir, &["run", &json, "-n", "200", "-c", "2"]);
     assert!(out.status.success());
-    assert_eq!(r.unwrap().stats.requests, 200);
+    let r = r.unwrap();
+    assert_eq!(r.stats.requests, 200);
+    assert!(
+        r.stats.latency.hist.min_ns() >= 5_000_000,
+        "--delay applies to every route"
+    );
+    let root = format!("http://{listen}/");
+    let (out, r) = run(&dir, &["run", &root, "-n", "20", "-c", "2"]);
+    assert!(out.status.success());
+    let r = r.unwrap();
+    assert_eq!(
+        r.stats.status.0.get(&201),
+        Some(&20),
+        "--status sets the status of /"
+    );
+    assert!(
+        r.stats.bytes_read >= 20 * 2048,
+        "--body-size sets the body of /"
+    );
     let clash = bin().args(["serve", "--listen", &listen]).output().unwrap();
     assert_eq!(clash.status.code(), Some(2));
     assert!(

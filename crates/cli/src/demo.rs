@@ -79,6 +79,9 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
         dir.display()
     );
     server.shutdown();
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,11 @@ use std::process::ExitCode;
 
 pub fn serve(a: ServeArgs) -> Result<ExitCode> {
     let user = |e: UpstreamError| UserError(e.to_string());
+    // A failure of the running server is not the user's mistake: exit code 1, not 2.
+    let failure = |e: UpstreamError| match e {
+        UpstreamError::Runtime(_) => anyhow::anyhow!(e),
+        other => anyhow::anyhow!(user(other)),
+    };
     let listen = a.listen.parse().map_err(|_| {
         UserError(format!(
             "--listen '{}' is not an address: use IP:PORT, such as 127.0.0.1:8080 or [::1]:8080",
@@ -33,6 +38,6 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode> {
         fail_rate: a.fail_rate,
         ..ServerConfig::default()
     };
-    run_until_signal(cfg).map_err(user)?;
+    run_until_signal(cfg).map_err(failure)?;
     Ok(ExitCode::SUCCESS)
 }

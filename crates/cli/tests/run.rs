@@ -511,3 +511,21 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// Regression: responses finishing after the deadline, before the worker noticed it, were
+/// counted nowhere. Every request the server saw is now completed or abandoned.
+#[test]
+fn timed_run_accounts_for_every_request_the_server_saw() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let dir = tempdir("accounting");
+    let (out, r) = run(
+        &dir,
+        &["run", &server.url("/"), "-d", "1s", "-c", "8", "-t", "2"],
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let r = r.unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(r.stats.errors.total(), 0);
+    assert_eq!(server.requests(), r.stats.requests + r.stats.abandoned);
+    assert_eq!(r.stats.first_byte.hist.len(), r.stats.requests);
+}

@@ -132,7 +132,7 @@ impl Conn {
                 Ok(n) => {
                     self.written += n;
                     if self.measured {
-                        ctx.recorder.wrote(n as u64);
+                        ctx.recorder.wrote(self.since, n as u64);
                     }
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -157,7 +157,7 @@ impl Conn {
                 Ok(0) => return self.on_eof(ctx),
                 Ok(n) => {
                     let now = Instant::now();
-                    if !self.parser.started() && self.measured {
+                    if !self.parser.started() && self.measured && ctx.in_window(now) {
                         ctx.recorder
                             .first_byte(now.saturating_duration_since(self.since));
                     }
@@ -192,7 +192,7 @@ impl Conn {
     /// may be reused, or on a new one.
     #[inline]
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, clean: bool) {
-        if self.measured && ctx.in_window(now) {
+        if ctx.records(self.measured, now) {
             let latency = now.saturating_duration_since(self.since);
             ctx.recorder
                 .response(now, latency, self.parser.status(), self.read_bytes);
@@ -206,7 +206,7 @@ impl Conn {
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        if self.measured && ctx.in_window(now) {
+        if ctx.records(self.measured, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
         }
         self.close();

@@ -214,10 +214,14 @@ fn split(n: u64, parts: usize) -> Vec<u64> {
     (0..p).map(|i| n / p + u64::from(i < n % p)).collect()
 }
 
-/// Splits `n` in proportion to `weights`, exactly (largest remainders go first).
+/// Splits `n` in proportion to `weights`, exactly: the floor of each share, then one more to
+/// the first ones until the remainder is gone.
 fn split_by(n: u64, weights: &[u64]) -> Vec<u64> {
-    let total: u64 = weights.iter().sum::<u64>().max(1);
-    let mut shares: Vec<u64> = weights.iter().map(|w| n * w / total).collect();
+    let total = u128::from(weights.iter().sum::<u64>().max(1));
+    let mut shares: Vec<u64> = weights
+        .iter()
+        .map(|&w| (u128::from(n) * u128::from(w) / total) as u64)
+        .collect();
     let left = n - shares.iter().sum::<u64>();
     for s in shares.iter_mut().take(left as usize) {
         *s += 1;

@@ -102,8 +102,10 @@ impl Recorder {
         self.second_counts.bytes_read += n;
     }
 
+    /// Request bytes written, for a request sent at `at`.
     #[inline]
-    pub fn wrote(&mut self, n: u64) {
+    pub fn wrote(&mut self, at: Instant, n: u64) {
+        self.roll(at);
         self.bytes_written += n;
         self.second_counts.bytes_written += n;
     }

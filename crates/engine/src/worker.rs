@@ -27,6 +27,9 @@ pub struct Ctx<'a> {
     pub recorder: Recorder,
     /// Connections whose request failed, to restart on the next loop turn.
     pub retry: Vec<usize>,
+    /// Measured requests that finished after the deadline but before the worker noticed it:
+    /// outside the window, so counted as abandoned like those still in flight.
+    past_deadline: u64,
     /// Requests left to claim in the measured window (`None`: until the deadline).
     budget: Option<u64>,
     deadline: Option<Instant>,
@@ -51,6 +54,20 @@ impl Ctx<'_> {
                 true
             }
         }
+    }
+
+    /// Whether the outcome of a request at `now` is recorded: it must be measured and inside
+    /// the window; a measured one past the deadline is counted as abandoned instead.
+    #[inline]
+    pub fn records(&mut self, measured: bool, now: Instant) -> bool {
+        if !measured {
+            return false;
+        }
+        if self.in_window(now) {
+            return true;
+        }
+        self.past_deadline += 1;
+        false
     }
 
     /// Whether an outcome at `now` still falls inside the measured window.
@@ -93,6 +110,7 @@ impl<'a> Worker<'a> {
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             recorder: Recorder::new(cfg.t0),
             retry: Vec::with_capacity(cfg.connections),
+            past_deadline: 0,
             budget: cfg.budget,
             deadline: cfg.deadline,
             stopping: false,
@@ -185,11 +203,12 @@ impl<'a> Worker<'a> {
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
         self.ctx.stopping = true;
         let end = self.ctx.deadline.map_or(now, |d| now.min(d));
-        let abandoned = self
-            .conns
-            .iter()
-            .filter(|c| c.in_flight() && c.measured)
-            .count() as u64;
+        let abandoned = self.ctx.past_deadline
+            + self
+                .conns
+                .iter()
+                .filter(|c| c.in_flight() && c.measured)
+                .count() as u64;
         for c in &mut self.conns {
             c.close();
         }

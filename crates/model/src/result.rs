@@ -184,6 +184,10 @@ impl RunResult {
         }
         let mut r: RunResult =
             serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+        r.stats
+            .series
+            .revalidate()
+            .map_err(|e| ResultReadError::Invalid(format!("stats.series: {e}")))?;
         r.finalize();
         Ok(r)
     }

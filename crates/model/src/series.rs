@@ -92,6 +92,17 @@ impl Series {
         self.0 = merged;
     }
 
+    /// Checks every point's histogram and recomputes its derived percentiles, as for every
+    /// other latency figure read back from a file.
+    pub fn revalidate(&mut self) -> Result<(), crate::histogram::HistoDecodeError> {
+        for p in &mut self.0 {
+            let h = Histo::from_base64(&p.hdr)?;
+            p.p50_us = h.percentile_ns(50.0) as f64 / 1000.0;
+            p.p99_us = h.percentile_ns(99.0) as f64 / 1000.0;
+        }
+        Ok(())
+    }
+
     /// Requests per second over the whole seconds of a window `elapsed_secs` long: (min, mean,
     /// stdev, max), berf style. A trailing partial second would read as a dip, so it is left
     /// out unless it is all there is.

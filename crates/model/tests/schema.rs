@@ -187,3 +187,18 @@ fn non_results_are_rejected_with_a_clear_error() {
         "{err}"
     );
 }
+
+/// Regression: per-second histograms were accepted unchecked and their stored p50/p99 trusted.
+#[test]
+fn corrupt_series_points_are_rejected_and_percentiles_recomputed() {
+    let mut v = fixture_value();
+    v["stats"]["series"][0]["hdr"] = "AAAA".into();
+    let err = RunResult::from_json(&v.to_string()).unwrap_err();
+    assert!(err.to_string().contains("stats.series"), "{err}");
+
+    let mut v = fixture_value();
+    let stored = v["stats"]["series"][0]["p99_us"].as_f64().unwrap();
+    v["stats"]["series"][0]["p99_us"] = (stored + 12345.0).into();
+    let r = RunResult::from_json(&v.to_string()).unwrap();
+    assert_eq!(r.stats.series.0[0].p99_us, stored);
+}

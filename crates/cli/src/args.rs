@@ -106,4 +106,18 @@ pub struct RunArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Open model: send this many requests per second in total, on schedule, whether or not
+    /// earlier ones returned (latency counts from each request's intended time). A range
+    /// such as 1000..20000 ramps over --ramp.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Open model: ramp linearly across the --rate range over this long, e.g. 60s.
+    #[arg(long)]
+    pub ramp: Option<String>,
+    /// Open model: stages DURATION@RATE, each held for its duration, e.g. '10s@1000,30s@5000'.
+    #[arg(long)]
+    pub stages: Option<String>,
+    /// Open model: the most connections (requests in flight) to open.
+    #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: u32,
 }

@@ -6,8 +6,8 @@ use crate::progress::{Goal, Progress};
 use crate::{host, save, UserError};
 use anyhow::Result;
 use loadbench_engine::{Engine, Outcome};
-use loadbench_model::{LoadModel, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
-use loadbench_plan::{Plan, RunSpec, Stop};
+use loadbench_model::{LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
+use loadbench_plan::{Load, Plan, RunSpec, Stop};
 use loadbench_report::{Format, RenderOptions};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -72,6 +72,10 @@ fn spec(a: &RunArgs) -> RunSpec {
         timeout: a.timeout.clone(),
         connect_timeout: a.connect_timeout.clone(),
         percentiles: a.percentiles.clone(),
+        rate: a.rate.clone(),
+        ramp: a.ramp.clone(),
+        stages: a.stages.clone(),
+        max_connections: a.max_connections,
     }
 }
 
@@ -95,7 +99,28 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         timeout_ms: plan.timeout.as_millis() as u64,
         connect_timeout_ms: plan.connect_timeout.as_millis() as u64,
         percentiles: plan.percentiles.clone(),
-        load: LoadModel::Closed,
+        load: load_model(&plan.load),
+    }
+}
+
+fn load_model(load: &Load) -> LoadModel {
+    match load {
+        Load::Closed => LoadModel::Closed,
+        Load::Open {
+            schedule,
+            max_connections,
+        } => LoadModel::Open {
+            schedule: schedule
+                .segments
+                .iter()
+                .map(|s| RateSegment {
+                    duration_ms: s.duration.as_millis() as u64,
+                    from_rate: s.from,
+                    to_rate: s.to,
+                })
+                .collect(),
+            max_connections: *max_connections,
+        },
     }
 }
 

@@ -31,6 +31,9 @@ pub struct Conn {
     parser: ResponseParser,
     /// When the current request was sent (or, while connecting, when the connect began).
     pub since: Instant,
+    /// When the current request was due: its send time in the closed model, its scheduled
+    /// time in the open model. Latency counts from here.
+    intended: Instant,
     /// The claimed request lies in the measured window.
     pub measured: bool,
     /// Bytes of the current response read so far.
@@ -46,18 +49,25 @@ impl Conn {
             written: 0,
             parser: ResponseParser::new(),
             since: now,
+            intended: now,
             measured: false,
             read_bytes: 0,
         }
     }
 
-    /// Claims the next request and starts it: on the open connection, or on a new one.
+    /// Closed model: claims the next request and starts it at once.
     pub fn begin(&mut self, ctx: &mut Ctx, now: Instant) {
         if !ctx.claim(now) {
             self.phase = Phase::Idle;
             return;
         }
-        self.measured = ctx.recorder.measuring(now);
+        self.start(ctx, now, now);
+    }
+
+    /// Starts a request due at `intended`: on the open connection, or on a new one.
+    pub fn start(&mut self, ctx: &mut Ctx, intended: Instant, now: Instant) {
+        self.intended = intended;
+        self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
         if self.stream.is_some() {
             self.send(ctx, now);
         } else {
@@ -114,6 +124,10 @@ impl Conn {
     #[inline]
     fn send(&mut self, ctx: &mut Ctx, now: Instant) {
         self.since = now;
+        if self.measured {
+            ctx.recorder
+                .sent(now, now.saturating_duration_since(self.intended));
+        }
         self.written = 0;
         self.read_bytes = 0;
         self.parser.reset(ctx.head);
@@ -193,14 +207,21 @@ impl Conn {
     #[inline]
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, clean: bool) {
         if ctx.records(self.measured, now) {
-            let latency = now.saturating_duration_since(self.since);
+            let latency = now.saturating_duration_since(self.intended);
+            let service = now.saturating_duration_since(self.since);
+            let status = self.parser.status();
             ctx.recorder
-                .response(now, latency, self.parser.status(), self.read_bytes);
+                .response(now, latency, service, status, self.read_bytes);
         }
         if !(clean && ctx.keepalive && self.parser.keep_alive()) {
             self.close();
         }
-        self.begin(ctx, now);
+        if ctx.open {
+            self.phase = Phase::Idle;
+            ctx.idle.push(self.token.0);
+        } else {
+            self.begin(ctx, now);
+        }
     }
 
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
@@ -211,7 +232,11 @@ impl Conn {
         }
         self.close();
         self.phase = Phase::Idle;
-        ctx.retry.push(self.token.0);
+        if ctx.open {
+            ctx.idle.push(self.token.0);
+        } else {
+            ctx.retry.push(self.token.0);
+        }
     }
 
     pub fn close(&mut self) {

@@ -10,12 +10,14 @@
 
 pub mod conn;
 pub mod http1;
+pub mod pacer;
 pub mod recorder;
 pub mod transport;
 pub mod worker;
 
 use loadbench_model::Stats;
-use loadbench_plan::{Plan, Stop};
+use loadbench_plan::{Load, Plan, Schedule, Stop};
+use pacer::Pacing;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -151,7 +153,11 @@ impl Engine {
             Stop::Duration(d) => Some(t0 + d),
             Stop::Requests(_) => None,
         };
-        let configs = self.worker_configs(t0, deadline);
+        let paced = match &plan.load {
+            Load::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
+            Load::Closed => None,
+        };
+        let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)));
         let stop: &AtomicBool = &self.live.stop;
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
@@ -168,6 +174,9 @@ impl Engine {
         for r in results {
             stats.merge(&r?);
         }
+        if let Load::Open { schedule, .. } = &plan.load {
+            set_targets(&mut stats, schedule, plan.stop);
+        }
         Ok(Outcome {
             stats,
             started_at: wall_start + plan.warmup,
@@ -176,13 +185,28 @@ impl Engine {
         })
     }
 
-    fn worker_configs(&self, t0: Instant, deadline: Option<Instant>) -> Vec<WorkerConfig<'_>> {
+    fn worker_configs<'a>(
+        &'a self,
+        t0: Instant,
+        deadline: Option<Instant>,
+        paced: Option<(&'a Schedule, Instant)>,
+    ) -> Vec<WorkerConfig<'a>> {
         let plan = &self.plan;
         let threads = plan.threads.max(1) as usize;
         let conns = split(u64::from(plan.connections), threads);
         let budgets: Vec<Option<u64>> = match plan.stop {
+            _ if paced.is_some() => vec![None; threads],
             Stop::Requests(n) => split_by(n, &conns).into_iter().map(Some).collect(),
             Stop::Duration(_) => vec![None; threads],
+        };
+        let pacing = |i: usize, max: u64| {
+            paced.map(|(schedule, origin)| Pacing {
+                schedule,
+                origin,
+                first: i as u64,
+                stride: threads as u64,
+                max_connections: max as usize,
+            })
         };
         let limits = WorkerLimits {
             timeout: plan.timeout,
@@ -193,18 +217,36 @@ impl Engine {
         conns
             .into_iter()
             .zip(budgets)
-            .map(|(c, budget)| WorkerConfig {
+            .enumerate()
+            .map(|(i, (c, budget))| WorkerConfig {
                 addr: plan.target.addr,
                 request: &plan.request.bytes,
                 head: plan.request.head,
                 keepalive: plan.keepalive,
-                connections: c as usize,
+                connections: if paced.is_some() { 0 } else { c as usize },
                 budget,
                 t0,
                 deadline,
                 limits,
+                pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// Open model: what the schedule called for, in all and in each second of the window (the
+/// warm-up lead is not part of `schedule`, so its time 0 is the window's start).
+fn set_targets(stats: &mut Stats, schedule: &Schedule, stop: Stop) {
+    let end = match stop {
+        Stop::Duration(d) => d.as_secs_f64(),
+        Stop::Requests(_) => schedule.duration().as_secs_f64(),
+    };
+    let window = end.min(stats.elapsed_secs().max(0.0));
+    stats.scheduled = Some(schedule.count_until(window).round() as u64);
+    for p in &mut stats.series.0 {
+        let s = f64::from(p.second);
+        let upto = (s + 1.0).min(window);
+        p.target = Some(schedule.count_until(upto) - schedule.count_until(s));
     }
 }
 

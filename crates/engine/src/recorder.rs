@@ -7,18 +7,27 @@ use loadbench_model::{
 };
 use std::time::{Duration, Instant};
 
+/// A send more than this after its intended time counts as late.
+pub const LATE: Duration = Duration::from_millis(1);
+
 /// Status codes 100–999 counted in a flat array: no map lookup per response.
 const STATUS_SLOTS: usize = 1000;
 
 pub struct Recorder {
     /// Start of the measured window (after warm-up).
     t0: Instant,
+    /// Open model: service time and send lag are recorded apart from latency.
+    open: bool,
     latency: Histo,
+    service: Histo,
+    send_lag: Histo,
     connect: Histo,
     first_byte: Histo,
     status: Box<[u64; STATUS_SLOTS]>,
     errors: [u64; ErrorKind::ALL.len()],
     requests: u64,
+    sent: u64,
+    sent_late: u64,
     bytes_read: u64,
     bytes_written: u64,
     connections_opened: u64,
@@ -29,15 +38,20 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(t0: Instant) -> Self {
+    pub fn new(t0: Instant, open: bool) -> Self {
         Recorder {
             t0,
+            open,
             latency: Histo::new(),
+            service: Histo::new(),
+            send_lag: Histo::new(),
             connect: Histo::new(),
             first_byte: Histo::new(),
             status: Box::new([0; STATUS_SLOTS]),
             errors: [0; ErrorKind::ALL.len()],
             requests: 0,
+            sent: 0,
+            sent_late: 0,
             bytes_read: 0,
             bytes_written: 0,
             connections_opened: 0,
@@ -63,17 +77,42 @@ impl Recorder {
         u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// A complete response of a measured request.
+    /// A complete response of a measured request: `latency` from its intended send time,
+    /// `service` from its actual send (the same in the closed model).
     #[inline]
-    pub fn response(&mut self, now: Instant, latency: Duration, status: u16, bytes_read: u64) {
+    pub fn response(
+        &mut self,
+        now: Instant,
+        latency: Duration,
+        service: Duration,
+        status: u16,
+        bytes_read: u64,
+    ) {
         self.roll(now);
         let ns = Self::nanos(latency);
         self.latency.record_ns(ns);
         self.second_latency.record_ns(ns);
+        if self.open {
+            self.service.record_ns(Self::nanos(service));
+        }
         self.requests += 1;
         self.second_counts.requests += 1;
         self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
         self.add_read(bytes_read);
+    }
+
+    /// A measured request was sent at `now`, `lag` after its intended time.
+    #[inline]
+    pub fn sent(&mut self, now: Instant, lag: Duration) {
+        self.roll(now);
+        self.sent += 1;
+        self.second_counts.sent += 1;
+        if self.open {
+            self.send_lag.record_ns(Self::nanos(lag));
+            if lag > LATE {
+                self.sent_late += 1;
+            }
+        }
     }
 
     #[inline]
@@ -158,7 +197,20 @@ impl Recorder {
             bytes_read: self.bytes_read,
             bytes_written: self.bytes_written,
             connections_opened: self.connections_opened,
+            sent: self.sent,
+            scheduled: None,
+            sent_late: self.sent_late,
             abandoned,
+            service: Latency {
+                hist: if self.open {
+                    self.service
+                } else {
+                    self.latency.clone()
+                },
+            },
+            send_lag: Latency {
+                hist: self.send_lag,
+            },
             latency: Latency { hist: self.latency },
             connect: Latency { hist: self.connect },
             first_byte: Latency {
@@ -176,15 +228,17 @@ mod tests {
     #[test]
     fn seconds_roll_over_and_quiet_seconds_are_zero() {
         let t0 = Instant::now();
-        let mut r = Recorder::new(t0);
+        let mut r = Recorder::new(t0, false);
         r.response(
             t0 + Duration::from_millis(100),
+            Duration::from_micros(50),
             Duration::from_micros(50),
             200,
             10,
         );
         r.response(
             t0 + Duration::from_millis(2500),
+            Duration::from_micros(70),
             Duration::from_micros(70),
             404,
             10,

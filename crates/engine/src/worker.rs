@@ -3,6 +3,7 @@
 //! (written a few times a second).
 
 use crate::conn::{Conn, Phase};
+use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
 use crate::{LiveCounters, WorkerLimits};
 use loadbench_model::{ErrorKind, Stats};
@@ -25,8 +26,11 @@ pub struct Ctx<'a> {
     pub keepalive: bool,
     pub buf: Box<[u8]>,
     pub recorder: Recorder,
-    /// Connections whose request failed, to restart on the next loop turn.
+    /// Connections whose request failed, to restart on the next loop turn (closed model).
     pub retry: Vec<usize>,
+    /// Open model: requests are paced, and a connection whose request ended waits in `idle`.
+    pub open: bool,
+    pub idle: Vec<usize>,
     /// Measured requests that finished after the deadline but before the worker noticed it:
     /// outside the window, so counted as abandoned like those still in flight.
     past_deadline: u64,
@@ -88,6 +92,9 @@ pub struct WorkerConfig<'a> {
     pub t0: Instant,
     pub deadline: Option<Instant>,
     pub limits: WorkerLimits,
+    /// Open model: this worker's share of the schedule (then `connections` is 0: they are
+    /// opened on demand).
+    pub pacing: Option<Pacing<'a>>,
 }
 
 pub struct Worker<'a> {
@@ -95,6 +102,7 @@ pub struct Worker<'a> {
     conns: Vec<Conn>,
     ctx: Ctx<'a>,
     limits: WorkerLimits,
+    pacer: Option<Pacer<'a>>,
 }
 
 impl<'a> Worker<'a> {
@@ -108,8 +116,10 @@ impl<'a> Worker<'a> {
             head: cfg.head,
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            recorder: Recorder::new(cfg.t0),
+            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some()),
             retry: Vec::with_capacity(cfg.connections),
+            open: cfg.pacing.is_some(),
+            idle: Vec::new(),
             past_deadline: 0,
             budget: cfg.budget,
             deadline: cfg.deadline,
@@ -118,11 +128,16 @@ impl<'a> Worker<'a> {
         let conns = (0..cfg.connections)
             .map(|i| Conn::new(Token(i), now))
             .collect();
+        let pacer = match cfg.pacing {
+            Some(p) => Some(Pacer::new(p, poll.registry())?),
+            None => None,
+        };
         Ok(Worker {
             poll,
             conns,
             ctx,
             limits: cfg.limits,
+            pacer,
         })
     }
 
@@ -136,11 +151,8 @@ impl<'a> Worker<'a> {
         let mut next_tick = now + self.limits.tick;
         let mut retry_work = Vec::with_capacity(self.conns.len());
         loop {
-            let wait = if self.ctx.retry.is_empty() {
-                next_tick.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
+            self.dispatch(now);
+            let wait = self.wait(now, next_tick);
             self.poll_once(&mut events, wait)?;
             now = Instant::now();
             for ev in events.iter() {
@@ -163,6 +175,50 @@ impl<'a> Worker<'a> {
         Ok(self.finish(now, live))
     }
 
+    /// How long to sleep: until the next tick, sooner for retries or a due request.
+    fn wait(&mut self, now: Instant, next_tick: Instant) -> Duration {
+        if !self.ctx.retry.is_empty() {
+            return Duration::ZERO;
+        }
+        let limit = next_tick.saturating_duration_since(now);
+        let can_send = !self.ctx.idle.is_empty() || self.conns.len() < self.max_connections();
+        match self.pacer.as_mut() {
+            Some(p) => p.wait(now, limit, can_send),
+            None => limit,
+        }
+    }
+
+    fn max_connections(&self) -> usize {
+        self.pacer
+            .as_ref()
+            .map_or(self.conns.len(), Pacer::max_connections)
+    }
+
+    /// Open model: starts every request that is due, each on an idle connection or a new
+    /// one. With none left the request waits for one (its latency still counts from when it
+    /// was due, and its send lag shows the wait).
+    fn dispatch(&mut self, now: Instant) {
+        let Some(pacer) = self.pacer.as_mut() else {
+            return;
+        };
+        while let Some(due) = pacer.due().filter(|&d| d <= now) {
+            let i = match self.ctx.idle.pop() {
+                Some(i) => i,
+                None if self.conns.len() < pacer.max_connections() => {
+                    self.conns.push(Conn::new(Token(self.conns.len()), now));
+                    self.conns.len() - 1
+                }
+                None => return,
+            };
+            if self.ctx.stopping || !self.ctx.in_window(due) {
+                self.ctx.idle.push(i);
+                return;
+            }
+            pacer.advance();
+            self.conns[i].start(&mut self.ctx, due, now);
+        }
+    }
+
     fn poll_once(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
         match self.poll.poll(events, Some(wait)) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
@@ -176,6 +232,9 @@ impl<'a> Worker<'a> {
     fn finished(&self, now: Instant) -> bool {
         if self.ctx.deadline.is_some_and(|d| now >= d) {
             return true;
+        }
+        if let Some(p) = &self.pacer {
+            return p.due().is_none() && !self.conns.iter().any(Conn::in_flight);
         }
         self.ctx.budget == Some(0)
             && self.ctx.retry.is_empty()

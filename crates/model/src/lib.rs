@@ -14,8 +14,8 @@ pub mod stats;
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use result::{
-    HostInfo, LoadModel, ResultKind, ResultReadError, RunConfig, RunResult, Stats, Summary,
-    SCHEMA_VERSION,
+    HostInfo, LoadModel, RateSegment, ResultKind, ResultReadError, RunConfig, RunResult, Stats,
+    Summary, SCHEMA_VERSION,
 };
 pub use series::{SecondCounts, Series, SeriesPoint};
 pub use stats::Spread;

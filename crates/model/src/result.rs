@@ -35,6 +35,23 @@ pub enum LoadModel {
     /// Each connection sends its next request when the previous response arrived (wrk, ab,
     /// hey). Latency under overload is understated: coordinated omission.
     Closed,
+    /// Requests are sent on a schedule whether or not earlier ones returned; latency is
+    /// measured from each request's intended send time.
+    Open {
+        /// The measured schedule (the warm-up runs at the first segment's rate).
+        schedule: Vec<RateSegment>,
+        /// The most connections (requests in flight) the generator may open.
+        max_connections: u32,
+    },
+}
+
+/// One piece of an open-model schedule: the target rate goes linearly from `from_rate` to
+/// `to_rate` requests per second over `duration_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateSegment {
+    pub duration_ms: u64,
+    pub from_rate: f64,
+    pub to_rate: f64,
 }
 
 /// The configuration of a run, as resolved (units applied, defaults filled in).
@@ -75,10 +92,23 @@ pub struct Stats {
     pub bytes_written: u64,
     /// TCP connections opened successfully during the measured window.
     pub connections_opened: u64,
+    /// Requests sent during the measured window.
+    pub sent: u64,
+    /// Open model: requests the schedule called for in the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<u64>,
+    /// Open model: requests sent more than 1 ms after their intended time (the generator
+    /// could not keep up: no free connection, or the worker was busy).
+    pub sent_late: u64,
     /// Requests still in flight when a timed run ended: neither completed nor failed.
     pub abandoned: u64,
-    /// From sending the request to the last byte of the response.
+    /// From the request's intended send time to the last byte of the response. In the closed
+    /// model the intended time is the actual send time.
     pub latency: Latency,
+    /// From the actual send to the last byte of the response (service time).
+    pub service: Latency,
+    /// Open model: actual send time minus intended send time.
+    pub send_lag: Latency,
     /// TCP connection establishment.
     pub connect: Latency,
     /// From sending the request to the first byte of the response.
@@ -97,8 +127,16 @@ impl Stats {
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.connections_opened += o.connections_opened;
+        self.sent += o.sent;
+        self.scheduled = match (self.scheduled, o.scheduled) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        self.sent_late += o.sent_late;
         self.abandoned += o.abandoned;
         self.latency.merge(&o.latency);
+        self.service.merge(&o.service);
+        self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
         self.first_byte.merge(&o.first_byte);
         self.series.merge(&o.series);
@@ -125,6 +163,8 @@ impl Stats {
     pub fn summary(&self) -> Summary {
         Summary {
             requests_per_sec: self.per_sec(self.requests),
+            sent_per_sec: self.per_sec(self.sent),
+            target_per_sec: self.scheduled.map(|n| self.per_sec(n)),
             read_bytes_per_sec: self.per_sec(self.bytes_read),
             written_bytes_per_sec: self.per_sec(self.bytes_written),
             errors: self.errors.total(),
@@ -138,6 +178,11 @@ impl Stats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub requests_per_sec: f64,
+    /// Requests sent per second (the achieved rate, in the open model).
+    pub sent_per_sec: f64,
+    /// Open model: the rate the schedule called for, on average over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_per_sec: Option<f64>,
     pub read_bytes_per_sec: f64,
     pub written_bytes_per_sec: f64,
     pub errors: u64,

@@ -14,6 +14,11 @@ pub struct SeriesPoint {
     pub requests: u64,
     /// Requests failed in this second.
     pub errors: u64,
+    /// Requests sent in this second.
+    pub sent: u64,
+    /// Open model: requests the schedule called for in this second (the target rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
     pub bytes_read: u64,
     pub bytes_written: u64,
     /// Median latency of this second, µs (derived from `hdr`).
@@ -31,6 +36,8 @@ impl SeriesPoint {
             second,
             requests: counts.requests,
             errors: counts.errors,
+            sent: counts.sent,
+            target: None,
             bytes_read: counts.bytes_read,
             bytes_written: counts.bytes_written,
             p50_us: hist.percentile_ns(50.0) as f64 / 1000.0,
@@ -49,10 +56,16 @@ impl SeriesPoint {
         let counts = SecondCounts {
             requests: self.requests + other.requests,
             errors: self.errors + other.errors,
+            sent: self.sent + other.sent,
             bytes_read: self.bytes_read + other.bytes_read,
             bytes_written: self.bytes_written + other.bytes_written,
         };
+        let target = match (self.target, other.target) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
         *self = SeriesPoint::new(self.second, counts, &h);
+        self.target = target;
     }
 }
 
@@ -61,6 +74,7 @@ impl SeriesPoint {
 pub struct SecondCounts {
     pub requests: u64,
     pub errors: u64,
+    pub sent: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
 }

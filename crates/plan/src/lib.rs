@@ -7,10 +7,12 @@
 //! Neighbours: the CLI builds the spec; the engine executes the plan. No dependency on our crates.
 
 mod request;
+mod schedule;
 mod target;
 mod units;
 
 pub use request::RequestTemplate;
+pub use schedule::{parse_rate, parse_stages, Cursor, Schedule, Segment};
 pub use target::Target;
 pub use units::{parse_duration, parse_percentiles};
 
@@ -36,6 +38,14 @@ pub struct RunSpec {
     pub timeout: String,
     pub connect_timeout: String,
     pub percentiles: String,
+    /// Open model: total requests per second (`1000`), or a range for `ramp` (`1000..20000`).
+    pub rate: Option<String>,
+    /// Open model: how long the ramp over the `rate` range takes.
+    pub ramp: Option<String>,
+    /// Open model: stages `10s@1000,30s@5000`, each holding its rate for its duration.
+    pub stages: Option<String>,
+    /// Open model: the most connections (= requests in flight) over all workers.
+    pub max_connections: u32,
 }
 
 impl Default for RunSpec {
@@ -55,8 +65,28 @@ impl Default for RunSpec {
             timeout: "10s".into(),
             connect_timeout: "5s".into(),
             percentiles: DEFAULT_PERCENTILES.into(),
+            rate: None,
+            ramp: None,
+            stages: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
+}
+
+/// Default cap on connections in the open model.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
+
+/// How load is offered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Each connection sends its next request when the previous response arrived.
+    Closed,
+    /// Requests are sent on `schedule` (measured part; the warm-up runs at its first rate),
+    /// whether or not earlier ones returned, on up to `max_connections` connections.
+    Open {
+        schedule: Schedule,
+        max_connections: u32,
+    },
 }
 
 /// When a run ends.
@@ -71,6 +101,7 @@ pub enum Stop {
 /// A validated, fully resolved run.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    pub load: Load,
     pub target: Target,
     pub request: RequestTemplate,
     pub connections: u32,
@@ -97,14 +128,24 @@ pub(crate) fn invalid(msg: impl Into<String>) -> PlanError {
 impl Plan {
     /// Validates the spec and resolves everything the run needs.
     pub fn resolve(spec: &RunSpec) -> Result<Plan, PlanError> {
-        let stop = resolve_stop(spec)?;
-        let connections = check_connections(spec.connections, stop)?;
+        let load = resolve_load(spec)?;
+        let stop = match &load {
+            Load::Closed => resolve_stop(spec)?,
+            Load::Open { schedule, .. } => open_stop(spec, schedule),
+        };
+        let connections = match &load {
+            Load::Closed => check_connections(spec.connections, stop)?,
+            Load::Open {
+                max_connections, ..
+            } => *max_connections,
+        };
         let threads = resolve_threads(spec.threads, connections)?;
         let target = Target::parse(&spec.url)?;
         let body = read_body(spec)?;
         let request =
             RequestTemplate::render(&target, &spec.method, &spec.headers, body, spec.keepalive)?;
         Ok(Plan {
+            load,
             target,
             request,
             connections,
@@ -128,6 +169,131 @@ fn resolve_stop(spec: &RunSpec) -> Result<Stop, PlanError> {
         (None, Some(n)) => Ok(Stop::Requests(n)),
         (Some(d), None) => Ok(Stop::Duration(positive_duration("-d/--duration", d)?)),
         (None, None) => Ok(Stop::Duration(Duration::from_secs(10))),
+    }
+}
+
+/// The open model's schedule from `--rate`/`--ramp`/`--stages` (with `-d`/`-n`), or the closed
+/// model when none of them is given.
+fn resolve_load(spec: &RunSpec) -> Result<Load, PlanError> {
+    if spec.rate.is_none() && spec.stages.is_none() {
+        if spec.ramp.is_some() {
+            return Err(invalid(
+                "--ramp needs a --rate range such as --rate 1000..20000",
+            ));
+        }
+        return Ok(Load::Closed);
+    }
+    if spec.max_connections == 0 {
+        return Err(invalid(
+            "--max-connections 0 allows no request: give 1 or more",
+        ));
+    }
+    let schedule = match (&spec.rate, &spec.stages) {
+        (Some(_), Some(_)) => {
+            return Err(invalid("--rate and --stages both given: use one of them"))
+        }
+        (None, Some(stages)) => stages_schedule(spec, stages)?,
+        (Some(rate), None) => rate_schedule(spec, rate)?,
+        (None, None) => unreachable!("checked above"),
+    };
+    Ok(Load::Open {
+        schedule,
+        max_connections: spec.max_connections,
+    })
+}
+
+fn stages_schedule(spec: &RunSpec, stages: &str) -> Result<Schedule, PlanError> {
+    if spec.duration.is_some() || spec.requests.is_some() || spec.ramp.is_some() {
+        return Err(invalid(
+            "--stages sets the duration itself: drop -d, -n and --ramp",
+        ));
+    }
+    parse_stages(stages)
+}
+
+fn rate_schedule(spec: &RunSpec, rate: &str) -> Result<Schedule, PlanError> {
+    let (from, to) = parse_rate(rate)?;
+    let ramp = optional_duration("--ramp", spec.ramp.as_deref())?;
+    if from == 0.0 && to.is_none_or(|t| t == 0.0) {
+        return Err(invalid(
+            "--rate 0 sends nothing: give a positive rate such as 1000",
+        ));
+    }
+    match (to, ramp) {
+        (Some(_), None) => Err(invalid(format!(
+            "--rate {rate} is a range: add --ramp DURATION, or give one rate"
+        ))),
+        (None, Some(_)) => Err(invalid(format!(
+            "--ramp needs a --rate range such as --rate {rate}..{}",
+            from * 2.0
+        ))),
+        (None, None) => constant_schedule(spec, from),
+        (Some(to), Some(ramp)) => ramp_schedule(spec, from, to, ramp),
+    }
+}
+
+fn constant_schedule(spec: &RunSpec, rate: f64) -> Result<Schedule, PlanError> {
+    let duration = match (&spec.duration, spec.requests) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "-d/--duration and -n/--requests both given: use one of them",
+            ))
+        }
+        (_, Some(0)) => return Err(invalid("-n 0 sends nothing: give -n 1 or more")),
+        (_, Some(n)) => Duration::from_secs_f64(n as f64 / rate),
+        (Some(d), None) => positive_duration("-d/--duration", d)?,
+        (None, None) => Duration::from_secs(10),
+    };
+    if rate == 0.0 {
+        return Err(invalid(
+            "--rate 0 sends nothing: give a positive rate such as 1000",
+        ));
+    }
+    Ok(Schedule::constant(rate, duration))
+}
+
+fn ramp_schedule(
+    spec: &RunSpec,
+    from: f64,
+    to: f64,
+    ramp: Duration,
+) -> Result<Schedule, PlanError> {
+    if spec.requests.is_some() {
+        return Err(invalid(
+            "-n does not combine with --ramp: give -d (or nothing: the ramp's length)",
+        ));
+    }
+    if ramp.is_zero() {
+        return Err(invalid("--ramp 0s is no ramp: give a duration such as 60s"));
+    }
+    let total = optional_duration("-d/--duration", spec.duration.as_deref())?.unwrap_or(ramp);
+    if total < ramp {
+        return Err(invalid(format!(
+            "-d {} is shorter than --ramp {}: make -d at least as long as the ramp",
+            spec.duration.as_deref().unwrap_or_default(),
+            spec.ramp.as_deref().unwrap_or_default()
+        )));
+    }
+    let mut segments = vec![Segment {
+        duration: ramp,
+        from,
+        to,
+    }];
+    if total > ramp {
+        segments.push(Segment {
+            duration: total - ramp,
+            from: to,
+            to,
+        });
+    }
+    Ok(Schedule { segments })
+}
+
+/// In the open model the schedule ends the run; `-n` sizes it to exactly n requests.
+fn open_stop(spec: &RunSpec, schedule: &Schedule) -> Stop {
+    match spec.requests {
+        Some(n) if spec.rate.is_some() => Stop::Requests(n),
+        _ => Stop::Duration(schedule.duration()),
     }
 }
 

@@ -62,6 +62,7 @@ fn run_columns(r: &RunResult) -> Vec<(String, String)> {
 fn model_name(model: &LoadModel) -> &'static str {
     match model {
         LoadModel::Closed => "closed",
+        LoadModel::Open { .. } => "open",
     }
 }
 

@@ -139,8 +139,9 @@ fn run_length(rep: &Report) -> String {
 /// `2 threads and 50 connections (closed model, keep-alive), warm-up 2s`.
 fn shape(rep: &Report) -> String {
     let c = &rep.r.config;
-    let model = match c.load {
-        LoadModel::Closed => "closed model",
+    let model = match &c.load {
+        LoadModel::Closed => "closed model".to_string(),
+        LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
     };
     let keepalive = if c.keepalive {
         "keep-alive"
@@ -149,8 +150,13 @@ fn shape(rep: &Report) -> String {
     };
     let threads = u64::from(c.threads);
     let conns = u64::from(c.connections);
+    let up_to = if matches!(c.load, LoadModel::Open { .. }) {
+        "up to "
+    } else {
+        ""
+    };
     let mut text = format!(
-        "{threads} {} and {conns} {} ({model}, {keepalive})",
+        "{threads} {} and {up_to}{conns} {} ({model}, {keepalive})",
         plural(threads, "thread"),
         plural(conns, "connection")
     );
@@ -158,6 +164,23 @@ fn shape(rep: &Report) -> String {
         text += &format!(", warm-up {}", units::duration_ms_short(c.warmup_ms));
     }
     text
+}
+
+/// `1000 req/s`, `1000→5000 req/s over 30s, then …`.
+fn schedule_text(segments: &[loadbench_model::RateSegment]) -> String {
+    let parts: Vec<String> = segments
+        .iter()
+        .map(|s| {
+            let d = units::duration_ms_short(s.duration_ms);
+            if s.from_rate == s.to_rate {
+                format!("{} req/s for {d}", units::rate_short(s.from_rate))
+            } else {
+                let (a, b) = (units::rate_short(s.from_rate), units::rate_short(s.to_rate));
+                format!("{a}→{b} req/s over {d}")
+            }
+        })
+        .collect();
+    parts.join(", then ")
 }
 
 fn plural(n: u64, word: &str) -> String {
@@ -193,9 +216,52 @@ fn summary(rep: &Report) -> Vec<String> {
     if s.abandoned > 0 {
         pairs.push(("Abandoned in flight at end", s.abandoned.to_string()));
     }
+    if let Some(target) = sum.target_per_sec {
+        pairs.extend(open_model_pairs(s, target, sum.sent_per_sec));
+    }
     let mut lines = vec![rep.title("Summary")];
     lines.extend(key_values(&pairs));
+    lines.push(format!("{INDENT}{}", model_note(rep)));
     lines
+}
+
+/// The open model's own figures: target vs achieved rate and how late sends were.
+fn open_model_pairs(
+    s: &loadbench_model::Stats,
+    target: f64,
+    sent: f64,
+) -> Vec<(&'static str, String)> {
+    let lag = &s.send_lag.hist;
+    let share = if target > 0.0 { sent / target } else { 0.0 };
+    vec![
+        ("Target rate", format!("{} req/s", units::rate(target))),
+        (
+            "Achieved rate (sent)",
+            format!(
+                "{} req/s ({} of target)",
+                units::rate(sent),
+                units::percent(share)
+            ),
+        ),
+        ("Sent late (>1ms)", s.sent_late.to_string()),
+        (
+            "Send lag p50 / p99 / max",
+            format!(
+                "{} / {} / {}",
+                duration_or_missing(lag, lag.percentile_ns(50.0) as f64),
+                duration_or_missing(lag, lag.percentile_ns(99.0) as f64),
+                duration_or_missing(lag, lag.max_ns() as f64)
+            ),
+        ),
+    ]
+}
+
+/// How latency was measured, so nobody mistakes a closed-model figure for an open one.
+fn model_note(rep: &Report) -> String {
+    match rep.r.config.load {
+        LoadModel::Closed => "Closed model: each connection waits for its response, so stalls are understated (coordinated omission); --rate runs the open model.".to_string(),
+        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time is in Phases.".to_string(),
+    }
 }
 
 /// ab's "Time per request (mean, across all concurrent requests)": elapsed / requests.
@@ -376,11 +442,15 @@ fn phases(rep: &Report) -> Vec<String> {
     let header = ["", "Min", "Mean", "Stdev", "P50", "P99", "Max"]
         .map(String::from)
         .to_vec();
-    let rows = [
+    let mut rows = vec![
         ("connect", &s.connect.hist),
         ("first byte", &s.first_byte.hist),
-        ("total", &s.latency.hist),
     ];
+    if matches!(rep.r.config.load, LoadModel::Open { .. }) {
+        rows.push(("send lag", &s.send_lag.hist));
+        rows.push(("service", &s.service.hist));
+    }
+    rows.push(("total", &s.latency.hist));
     let mut table_rows = vec![header];
     table_rows.extend(rows.iter().map(|&(name, h)| phase_row(name, h)));
     let mut lines = vec![rep.title("Phases")];

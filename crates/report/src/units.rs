@@ -53,6 +53,15 @@ pub fn rate(n: f64) -> String {
     }
 }
 
+/// A rate without needless decimals: `1000`, `2.5`, `12500`.
+pub fn rate_short(n: f64) -> String {
+    if n.is_finite() && n.fract() == 0.0 {
+        format!("{n:.0}")
+    } else {
+        rate(n)
+    }
+}
+
 /// A share in percent: `93.69%`.
 pub fn percent(share: f64) -> String {
     if share.is_finite() {

@@ -1,0 +1,298 @@
+//! Rate schedules of the open model: a fixed rate, a linear ramp, or stages, as piecewise
+//! linear segments. The schedule answers one question exactly: *when is request k due?* —
+//! the first instant at which the cumulative count of scheduled requests exceeds k. Every
+//! worker takes every T-th index, so the total rate is exact for any rate, even below the
+//! number of workers.
+
+use crate::{invalid, parse_duration, PlanError};
+use std::time::Duration;
+
+/// One piece of a schedule: the rate goes linearly from `from` to `to` req/s over `duration`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    pub duration: Duration,
+    pub from: f64,
+    pub to: f64,
+}
+
+impl Segment {
+    fn secs(&self) -> f64 {
+        self.duration.as_secs_f64()
+    }
+
+    /// Requests scheduled in the first `s` seconds of this segment.
+    fn count(&self, s: f64) -> f64 {
+        let t = self.secs();
+        if t == 0.0 {
+            return 0.0;
+        }
+        let s = s.clamp(0.0, t);
+        self.from * s + (self.to - self.from) * s * s / (2.0 * t)
+    }
+
+    fn total(&self) -> f64 {
+        self.count(self.secs())
+    }
+
+    /// The offset into this segment at which `x` requests (0 ≤ x < total) have been scheduled.
+    fn time_of(&self, x: f64) -> f64 {
+        let t = self.secs();
+        let slope = (self.to - self.from) / t;
+        let disc = (self.from * self.from + 2.0 * slope * x).max(0.0);
+        let s = 2.0 * x / (self.from + disc.sqrt());
+        if s.is_finite() {
+            s.clamp(0.0, t)
+        } else {
+            0.0
+        }
+    }
+
+    /// The target rate `s` seconds into this segment.
+    fn rate_at(&self, s: f64) -> f64 {
+        let t = self.secs();
+        if t == 0.0 {
+            return self.to;
+        }
+        self.from + (self.to - self.from) * (s / t).clamp(0.0, 1.0)
+    }
+}
+
+/// A sequence of segments; time 0 is the start of the schedule.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Schedule {
+    pub segments: Vec<Segment>,
+}
+
+impl Schedule {
+    /// A constant rate for `duration`.
+    pub fn constant(rate: f64, duration: Duration) -> Schedule {
+        Schedule {
+            segments: vec![Segment {
+                duration,
+                from: rate,
+                to: rate,
+            }],
+        }
+    }
+
+    pub fn duration(&self) -> Duration {
+        self.segments.iter().map(|s| s.duration).sum()
+    }
+
+    /// The same schedule with `lead` of the first rate in front (the warm-up).
+    pub fn with_lead(&self, lead: Duration) -> Schedule {
+        let mut segments = Vec::with_capacity(self.segments.len() + 1);
+        if !lead.is_zero() {
+            let r = self.segments.first().map_or(0.0, |s| s.from);
+            segments.push(Segment {
+                duration: lead,
+                from: r,
+                to: r,
+            });
+        }
+        segments.extend_from_slice(&self.segments);
+        Schedule { segments }
+    }
+
+    /// Requests scheduled in `[0, t)` seconds.
+    pub fn count_until(&self, t: f64) -> f64 {
+        let mut start = 0.0;
+        let mut total = 0.0;
+        for seg in &self.segments {
+            if t <= start {
+                break;
+            }
+            total += seg.count(t - start);
+            start += seg.secs();
+        }
+        total
+    }
+
+    /// The target rate at `t` seconds.
+    pub fn rate_at(&self, t: f64) -> f64 {
+        let mut start = 0.0;
+        for seg in &self.segments {
+            if t < start + seg.secs() {
+                return seg.rate_at(t - start);
+            }
+            start += seg.secs();
+        }
+        0.0
+    }
+
+    /// When request `k` (0-based) is due, in seconds from the start; `None` when the schedule
+    /// ends before it.
+    pub fn due(&self, k: u64) -> Option<f64> {
+        let mut cursor = Cursor::default();
+        self.due_from(&mut cursor, k)
+    }
+
+    /// Like [`Schedule::due`], for non-decreasing `k`, resuming from `cursor` (O(1) amortized).
+    pub fn due_from(&self, cursor: &mut Cursor, k: u64) -> Option<f64> {
+        let k = k as f64;
+        while let Some(seg) = self.segments.get(cursor.segment) {
+            let total = seg.total();
+            if k < cursor.count + total && total > 0.0 {
+                return Some(cursor.start + seg.time_of(k - cursor.count));
+            }
+            cursor.count += total;
+            cursor.start += seg.secs();
+            cursor.segment += 1;
+        }
+        None
+    }
+}
+
+/// Where a walk along a schedule is: the segment, its start time and the count before it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cursor {
+    segment: usize,
+    start: f64,
+    count: f64,
+}
+
+/// Parses `--rate`: `1000` or a range `1000..20000` (for `--ramp`).
+pub fn parse_rate(text: &str) -> Result<(f64, Option<f64>), PlanError> {
+    let bad = || {
+        invalid(format!(
+            "--rate '{text}' is not a rate: give requests per second, such as 1000, or a range for --ramp, such as 1000..20000"
+        ))
+    };
+    let number = |s: &str| -> Result<f64, PlanError> {
+        let v = parse_count(s).ok_or_else(bad)?;
+        Ok(v)
+    };
+    match text.split_once("..") {
+        Some((a, b)) => Ok((number(a)?, Some(number(b)?))),
+        None => Ok((number(text)?, None)),
+    }
+}
+
+/// A non-negative number with an optional `k`/`M` suffix: `500`, `2.5k`, `1M`.
+fn parse_count(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let (digits, scale) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 1e3),
+        Some((i, 'M')) => (&s[..i], 1e6),
+        _ => (s, 1.0),
+    };
+    let v: f64 = digits.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v * scale)
+}
+
+/// Parses `--stages '10s@1000,30s@5000,10s@0'`: each stage holds its rate for its duration.
+pub fn parse_stages(text: &str) -> Result<Schedule, PlanError> {
+    let bad = |item: &str| {
+        invalid(format!(
+            "--stages item '{item}' is not DURATION@RATE: write stages like '10s@1000,30s@5000,10s@0'"
+        ))
+    };
+    let mut segments = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (d, r) = item.split_once('@').ok_or_else(|| bad(item))?;
+        let duration = parse_duration("--stages", d).map_err(|_| bad(item))?;
+        let rate = parse_count(r).ok_or_else(|| bad(item))?;
+        segments.push(Segment {
+            duration,
+            from: rate,
+            to: rate,
+        });
+    }
+    if segments.is_empty() || segments.iter().all(|s| s.duration.is_zero()) {
+        return Err(bad(text));
+    }
+    Ok(Schedule { segments })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn constant_rate_is_evenly_spaced_from_zero() {
+        let s = Schedule::constant(4.0, secs(2.0));
+        let due: Vec<f64> = (0..9).map_while(|k| s.due(k)).collect();
+        assert_eq!(due, vec![0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75]);
+        assert_eq!(s.count_until(2.0), 8.0);
+    }
+
+    #[test]
+    fn rate_below_one_per_worker_is_still_exact() {
+        let s = Schedule::constant(0.5, secs(10.0));
+        let due: Vec<f64> = (0..10).map_while(|k| s.due(k)).collect();
+        assert_eq!(due, vec![0.0, 2.0, 4.0, 6.0, 8.0]);
+    }
+
+    #[test]
+    fn ramp_counts_match_the_integral() {
+        let s = Schedule {
+            segments: vec![Segment {
+                duration: secs(10.0),
+                from: 100.0,
+                to: 300.0,
+            }],
+        };
+        assert!((s.count_until(10.0) - 2000.0).abs() < 1e-9);
+        assert!((s.count_until(1.0) - 110.0).abs() < 1e-9);
+        let mut c = Cursor::default();
+        let mut last = -1.0;
+        let mut in_first_second = 0;
+        for k in 0..2000 {
+            let t = s.due_from(&mut c, k).unwrap();
+            assert!(t >= last);
+            last = t;
+            if t < 1.0 {
+                in_first_second += 1;
+            }
+        }
+        assert_eq!(in_first_second, 110);
+        assert!(s.due_from(&mut c, 2000).is_none());
+    }
+
+    #[test]
+    fn ramp_from_zero_and_zero_rate_stages() {
+        let s = parse_stages("2s@0, 1s@10").unwrap();
+        assert_eq!(s.due(0), Some(2.0));
+        assert_eq!(s.due(9), Some(2.9));
+        assert_eq!(s.due(10), None);
+        let up = Schedule {
+            segments: vec![Segment {
+                duration: secs(2.0),
+                from: 0.0,
+                to: 100.0,
+            }],
+        };
+        assert!((up.count_until(2.0) - 100.0).abs() < 1e-9);
+        assert!((up.due(25).unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn parses_rates_and_stages_with_clear_errors() {
+        assert_eq!(parse_rate("1000").unwrap(), (1000.0, None));
+        assert_eq!(parse_rate("1k..20k").unwrap(), (1000.0, Some(20000.0)));
+        assert!(parse_rate("fast")
+            .unwrap_err()
+            .to_string()
+            .contains("--rate 'fast'"));
+        assert!(parse_rate("-5").is_err());
+        let st = parse_stages("10s@1000,30s@5k,10s@0").unwrap();
+        assert_eq!(st.duration(), Duration::from_secs(50));
+        assert_eq!(st.rate_at(15.0), 5000.0);
+        assert!(parse_stages("10s")
+            .unwrap_err()
+            .to_string()
+            .contains("DURATION@RATE"));
+        assert!(parse_stages("").is_err());
+    }
+
+    #[test]
+    fn lead_prepends_the_first_rate() {
+        let s = Schedule::constant(10.0, secs(1.0)).with_lead(secs(0.5));
+        assert_eq!(s.duration(), secs(1.5));
+        assert_eq!(s.count_until(1.5), 15.0);
+    }
+}

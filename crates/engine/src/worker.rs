@@ -234,7 +234,9 @@ impl<'a> Worker<'a> {
             return true;
         }
         if let Some(p) = &self.pacer {
-            return p.due().is_none() && !self.conns.iter().any(Conn::in_flight);
+            // A timed open-model run lasts its whole window; an `-n` one ends with its last answer.
+            let timed = self.ctx.deadline.is_some();
+            return !timed && p.due().is_none() && !self.conns.iter().any(Conn::in_flight);
         }
         self.ctx.budget == Some(0)
             && self.ctx.retry.is_empty()

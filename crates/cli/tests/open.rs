@@ -1,0 +1,133 @@
+//! The open model end to end against the reference backend: exact rates (checked on the server
+//! too), rates below the thread count, ramps and stages second by second, and latency that
+//! keeps a server's stalls where the closed model hides them.
+
+mod support;
+
+use loadbench_model::RunResult;
+use loadbench_upstream::{Server, ServerConfig};
+use support::{run, tempdir, text};
+
+fn backend() -> Server {
+    Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
+}
+
+fn load(server: &Server, path: &str, args: &[&str]) -> RunResult {
+    let url = format!("http://{}{path}", server.local_addr());
+    let dir = tempdir("open");
+    let mut all = vec!["run", url.as_str()];
+    all.extend_from_slice(args);
+    let (out, r) = run(&dir, &all);
+    assert!(out.status.success(), "{:?}", text(&out));
+    r.expect("result saved")
+}
+
+/// Every request sent was completed, failed or abandoned at the end: none vanished.
+fn assert_accounted(r: &RunResult) {
+    let s = &r.stats;
+    assert_eq!(s.requests + s.errors.total() + s.abandoned, s.sent, "{s:?}");
+}
+
+#[test]
+fn fixed_rate_is_exact_and_the_server_agrees() {
+    let server = backend();
+    let r = load(&server, "/", &["--rate", "500", "-d", "3s", "-t", "2"]);
+    let s = &r.stats;
+    assert_eq!(s.scheduled, Some(1500));
+    let achieved = s.sent as f64 / 1500.0;
+    assert!((0.99..=1.01).contains(&achieved), "sent {} of 1500", s.sent);
+    assert_eq!(
+        server.stats().route("/"),
+        s.sent,
+        "the server saw every request sent"
+    );
+    assert_accounted(&r);
+    let per_second: Vec<u64> = s.series.0.iter().map(|p| p.sent).collect();
+    assert!(
+        per_second.iter().all(|&n| (495..=505).contains(&n)),
+        "{per_second:?}"
+    );
+    assert!(s.series.0.iter().all(|p| p.target == Some(500.0)));
+}
+
+#[test]
+fn exact_request_count_at_a_rate() {
+    let server = backend();
+    let r = load(&server, "/json", &["--rate", "400", "-n", "200", "-t", "2"]);
+    assert_eq!(r.stats.sent, 200);
+    assert_eq!(r.stats.requests, 200);
+    assert_eq!(server.stats().route("/json"), 200);
+    assert!(r.stats.elapsed_secs() < 1.5, "{}", r.stats.elapsed_secs());
+}
+
+/// wrk2 floods the target when the rate is below its thread count; here 1 req/s over two
+/// workers is one request a second.
+#[test]
+fn rate_below_the_thread_count_does_not_flood() {
+    let server = backend();
+    let r = load(&server, "/", &["--rate", "1", "-d", "3s", "-t", "2"]);
+    assert_eq!(r.stats.sent, 3);
+    assert_eq!(server.stats().route("/"), 3);
+    let per_second: Vec<u64> = r.stats.series.0.iter().map(|p| p.sent).collect();
+    assert_eq!(per_second, vec![1, 1, 1]);
+}
+
+#[test]
+fn ramp_produces_the_per_second_targets() {
+    let server = backend();
+    let r = load(
+        &server,
+        "/",
+        &["--rate", "100..300", "--ramp", "2s", "-d", "3s"],
+    );
+    let targets: Vec<f64> = r.stats.series.0.iter().map(|p| p.target.unwrap()).collect();
+    assert_eq!(targets, vec![150.0, 250.0, 300.0]);
+    for p in &r.stats.series.0 {
+        let want = p.target.unwrap();
+        assert!((p.sent as f64 - want).abs() <= want * 0.02 + 1.0, "{p:?}");
+    }
+    assert_eq!(r.stats.scheduled, Some(700));
+    assert_accounted(&r);
+}
+
+#[test]
+fn stages_produce_the_per_second_targets() {
+    let server = backend();
+    let r = load(&server, "/", &["--stages", "1s@200,1s@50,1s@0,1s@100"]);
+    let targets: Vec<f64> = r.stats.series.0.iter().map(|p| p.target.unwrap()).collect();
+    assert_eq!(targets, vec![200.0, 50.0, 0.0, 100.0]);
+    let sent: Vec<u64> = r.stats.series.0.iter().map(|p| p.sent).collect();
+    assert!(sent[2] == 0 && (198..=202).contains(&sent[0]), "{sent:?}");
+    assert!(
+        (49..=51).contains(&sent[1]) && (99..=101).contains(&sent[3]),
+        "{sent:?}"
+    );
+    assert_eq!(server.stats().route("/"), r.stats.sent);
+}
+
+#[test]
+fn open_model_options_are_checked() {
+    for (args, needle) in [
+        (vec!["--rate", "fast"], "--rate 'fast'"),
+        (vec!["--rate", "100..200"], "--ramp"),
+        (vec!["--rate", "100", "--ramp", "5s"], "range"),
+        (vec!["--rate", "100", "--stages", "1s@5"], "use one of them"),
+        (vec!["--stages", "5s"], "DURATION@RATE"),
+        (vec!["--rate", "0"], "positive rate"),
+        (
+            vec!["--rate", "10..20", "--ramp", "5s", "-d", "2s"],
+            "at least as long",
+        ),
+    ] {
+        let mut all = vec!["run", "http://127.0.0.1:9/"];
+        all.extend_from_slice(&args);
+        let out = support::bin().args(&all).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected '{needle}' in {stderr}"
+        );
+    }
+}

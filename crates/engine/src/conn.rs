@@ -93,23 +93,23 @@ impl Conn {
 
     /// Handles a readiness event for this connection. `read_closed`: the peer's FIN (or an
     /// error) is already queued, so reading must go on until it shows.
-    pub fn on_event(&mut self, ctx: &mut Ctx, now: Instant, read_closed: bool) {
+    pub fn on_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
         match self.phase {
-            Phase::Connecting => self.on_connect_ready(ctx, now),
-            Phase::Writing => self.write_rest(ctx),
+            Phase::Connecting => self.on_connect_ready(ctx),
+            Phase::Writing => self.write_rest(ctx, Instant::now()),
             Phase::Reading => self.on_readable(ctx, read_closed),
             Phase::Idle => {}
         }
     }
 
-    fn on_connect_ready(&mut self, ctx: &mut Ctx, now: Instant) {
+    fn on_connect_ready(&mut self, ctx: &mut Ctx) {
         let Some(stream) = self.stream.as_ref() else {
             return;
         };
+        let now = Instant::now();
         match stream.connect_status() {
             Ok(false) => {}
             Ok(true) => {
-                let now = Instant::now();
                 if self.measured && ctx.recorder.measuring(self.since) {
                     ctx.recorder
                         .connected(now.saturating_duration_since(self.since));
@@ -132,11 +132,12 @@ impl Conn {
         self.read_bytes = 0;
         self.parser.reset(ctx.head);
         self.phase = Phase::Writing;
-        self.write_rest(ctx);
+        self.write_rest(ctx, now);
     }
 
+    /// Writes what the socket takes; `now` is when, so written bytes land in their second.
     #[inline]
-    fn write_rest(&mut self, ctx: &mut Ctx) {
+    fn write_rest(&mut self, ctx: &mut Ctx, now: Instant) {
         let Some(stream) = self.stream.as_mut() else {
             return;
         };
@@ -146,7 +147,7 @@ impl Conn {
                 Ok(n) => {
                     self.written += n;
                     if self.measured {
-                        ctx.recorder.wrote(self.since, n as u64);
+                        ctx.recorder.wrote(now, n as u64);
                     }
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,

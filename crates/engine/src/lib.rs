@@ -242,11 +242,14 @@ fn set_targets(stats: &mut Stats, schedule: &Schedule, stop: Stop) {
         Stop::Requests(_) => schedule.duration().as_secs_f64(),
     };
     let window = end.min(stats.elapsed_secs().max(0.0));
-    stats.scheduled = Some(schedule.count_until(window).round() as u64);
+    // Request k is due when the scheduled count first exceeds k, so the requests due in
+    // [a, b) are those with ceil(C(a)) <= k < ceil(C(b)).
+    let due_before = |t: f64| (schedule.count_until(t) - 1e-9).ceil().max(0.0) as u64;
+    stats.scheduled = Some(due_before(window));
     for p in &mut stats.series.0 {
         let s = f64::from(p.second);
         let upto = (s + 1.0).min(window);
-        p.target = Some(schedule.count_until(upto) - schedule.count_until(s));
+        p.target = Some(due_before(upto) - due_before(s));
     }
 }
 

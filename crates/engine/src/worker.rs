@@ -151,15 +151,17 @@ impl<'a> Worker<'a> {
         let mut next_tick = now + self.limits.tick;
         let mut retry_work = Vec::with_capacity(self.conns.len());
         loop {
-            self.dispatch(now);
+            self.dispatch();
             let wait = self.wait(now, next_tick);
             self.poll_once(&mut events, wait)?;
-            now = Instant::now();
             for ev in events.iter() {
                 if let Some(c) = self.conns.get_mut(ev.token().0) {
-                    c.on_event(&mut self.ctx, now, ev.is_read_closed() || ev.is_error());
+                    c.on_event(&mut self.ctx, ev.is_read_closed() || ev.is_error());
                 }
             }
+            // Every record uses a clock read taken when it happens, in order, so each second
+            // of the series gets exactly what happened in it.
+            now = Instant::now();
             std::mem::swap(&mut self.ctx.retry, &mut retry_work);
             for i in retry_work.drain(..) {
                 self.conns[i].begin(&mut self.ctx, now);
@@ -197,10 +199,12 @@ impl<'a> Worker<'a> {
     /// Open model: starts every request that is due, each on an idle connection or a new
     /// one. With none left the request waits for one (its latency still counts from when it
     /// was due, and its send lag shows the wait).
-    fn dispatch(&mut self, now: Instant) {
+    fn dispatch(&mut self) {
         let Some(pacer) = self.pacer.as_mut() else {
             return;
         };
+        // A fresh clock: events handled since the loop's `now` may have moved the recorder on.
+        let now = Instant::now();
         while let Some(due) = pacer.due().filter(|&d| d <= now) {
             let i = match self.ctx.idle.pop() {
                 Some(i) => i,

@@ -16,9 +16,10 @@ pub struct SeriesPoint {
     pub errors: u64,
     /// Requests sent in this second.
     pub sent: u64,
-    /// Open model: requests the schedule called for in this second (the target rate).
+    /// Open model: requests the schedule called for in this second (the target rate); a
+    /// count, so shards' targets add up exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<f64>,
+    pub target: Option<u64>,
     pub bytes_read: u64,
     pub bytes_written: u64,
     /// Median latency of this second, µs (derived from `hdr`).
@@ -62,7 +63,7 @@ impl SeriesPoint {
         };
         let target = match (self.target, other.target) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
         *self = SeriesPoint::new(self.second, counts, &h);
         self.target = target;

@@ -26,7 +26,11 @@ pub enum UpstreamError {
     /// A delay such as `200ms` or `exp:20ms` that does not parse.
     #[error("invalid delay {input:?}: {reason}")]
     InvalidDelay { input: String, reason: String },
-    /// A server option out of range (threads, status, fail rate, body size).
+    /// A hiccup such as `300ms/1s` (stall/period) that does not parse.
+    #[error("invalid hiccup {input:?}: {reason}")]
+    InvalidHiccup { input: String, reason: String },
+    /// A server option out of range (threads, status, fail rate, body size, concurrency,
+    /// hiccup).
     #[error("invalid server option: {0}")]
     InvalidConfig(String),
     /// The tokio runtime, its thread or the signal handlers could not be set up.

@@ -1,12 +1,14 @@
 //! The reference backend of loadbench: a small, fast HTTP/1.1 server with known answers, used by
 //! `loadbench serve`, `loadbench demo` and the tests of the other crates.
 //!
-//! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate). Out: a
-//! running [`Server`] with its bound address and per-route [`Stats`], or a blocking
-//! [`run_until_signal`] for the CLI. Also [`parse_delay`] and [`parse_size`], which the CLI
-//! reuses for its flags. This crate depends on none of the other loadbench crates.
+//! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate,
+//! concurrency limit, hiccup). Out: a running [`Server`] with its bound address and per-route
+//! [`Stats`], or a blocking [`run_until_signal`] for the CLI. Also [`parse_delay`],
+//! [`parse_size`] and [`parse_hiccup`], which the CLI reuses for its flags. This crate depends
+//! on none of the other loadbench crates.
 //!
-//! Routes (every route also accepts `?delay=SPEC`; a server-wide `delay` applies otherwise):
+//! Routes (every route also accepts `?delay=SPEC`, a server-wide `delay` applies otherwise; and
+//! `?hiccup=STALL/EVERY`, see below):
 //!
 //! | route | answer |
 //! |---|---|
@@ -27,10 +29,37 @@
 //!
 //! `fail_rate` turns that fraction of ordinary (non-fault) answers into 500s, drawn from a
 //! seeded generator so rates are reproducible.
+//!
+//! Open-model (fixed-rate) tests need a backend whose capacity and stalls are known exactly:
+//!
+//! - **Concurrency limit** (`max_concurrency: Some(n)`): at most `n` ordinary requests are in
+//!   service at once across the whole server; the others wait for a slot in arrival order
+//!   (FIFO) and are never rejected. A request takes its slot before its delay and gives it back
+//!   once its response is produced (the transfer of the body to the client is not counted).
+//!   With a fixed delay `d` the capacity is exactly `n / d` requests per second: `n = 4` with
+//!   `10ms` serves 400 req/s, and a faster arrival rate builds a queue. (Timers fire up to about
+//!   a millisecond late, so a queued request starts its delay when the slot was due to be free,
+//!   not when it was actually freed; otherwise the lateness would add up, and 4 × 10ms would
+//!   serve only about 350 req/s.) [`Stats::in_service`] (`in_service` in `/stats`) shows the
+//!   slots taken.
+//! - **Hiccups** (`hiccup: Some(Hiccup { every, stall })`, or [`parse_hiccup`]`("300ms/1s")`,
+//!   written `STALL/EVERY`): a periodic server-wide stall, like a GC pause. Time since server
+//!   start ([`Server::started_at`]) is cut into periods of `every`; during the first `stall` of
+//!   each period no ordinary answer is sent, and every answer that falls due in the window (a
+//!   request that arrives in it, or finishes its delay in it) is sent when the window ends. So
+//!   a request arriving as a window opens waits about `stall`, and one arriving outside a window
+//!   is not delayed. `?hiccup=300ms/1s` applies the same server-clock-aligned windows to one
+//!   request, in place of the server's hiccup. A slot of the concurrency limit stays taken
+//!   during the stall.
+//!
+//! Fault routes, `/stats` and 400s for malformed parameters bypass both. With neither set, an
+//! answer takes no lock and allocates nothing more than before.
 
 mod body;
 mod conn;
 mod error;
+mod hiccup;
+mod limit;
 mod rng;
 mod routes;
 mod server;
@@ -38,6 +67,7 @@ mod stats;
 mod units;
 
 pub use error::UpstreamError;
+pub use hiccup::{parse_hiccup, Hiccup};
 pub use routes::MAX_BODY;
 pub use server::{run_until_signal, Server, ServerConfig};
 pub use stats::Stats;

@@ -1,10 +1,13 @@
 //! What each URL answers. A request is resolved to a `Route` (the unit of the statistics), its
 //! delay is chosen (path, then `delay=` query, then the server default), and the answer is
 //! either a response or a `Fault` that the connection driver carries out on the raw socket.
-//! Answers without a delay are ready at once, so the plaintext path allocates no future.
+//! Ordinary answers may also wait for a slot (`max_concurrency`) and for the end of a stall
+//! window (hiccup). Answers with nothing to wait for are ready at once, so the plaintext path
+//! allocates no future and takes no lock.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -12,11 +15,14 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
+use tokio::time::Instant;
 
 use crate::body::ResponseBody;
 use crate::conn::Fault;
+use crate::hiccup::{parse_hiccup, Hiccup};
+use crate::limit::Limit;
 use crate::rng::{Rng, DEFAULT_SEED};
-use crate::stats::Counters;
+use crate::stats::{Counters, Stats};
 use crate::units::{parse_delay, parse_size, percent_decode, DelaySpec};
 
 /// Bodies larger than this (`/bytes`, `/chunked`, `/fault/slow`) are refused with a 400.
@@ -129,7 +135,8 @@ impl Route {
         }
     }
 
-    /// Ordinary routes are the ones `fail_rate` may turn into 500s.
+    /// Ordinary routes are the ones `fail_rate` may turn into 500s, and the ones the
+    /// concurrency limit and hiccups hold back.
     fn is_ordinary(self) -> bool {
         !matches!(self, Route::Stats) && !self.pattern().starts_with("/fault/")
     }
@@ -141,6 +148,10 @@ pub(crate) struct App {
     pub(crate) counters: Counters,
     rng: Rng,
     pub(crate) options: Options,
+    /// The slots of `max_concurrency`, when set.
+    limit: Option<Arc<Limit>>,
+    /// Server start: hiccup windows are counted from here.
+    pub(crate) epoch: Instant,
 }
 
 /// The server options that shape answers (see `ServerConfig`).
@@ -150,6 +161,8 @@ pub(crate) struct Options {
     pub(crate) body_size: Option<u64>,
     pub(crate) status: Option<u16>,
     pub(crate) fail_rate: f64,
+    pub(crate) max_concurrency: Option<usize>,
+    pub(crate) hiccup: Option<Hiccup>,
 }
 
 /// What a request turns into: a response, or a fault for the connection driver.
@@ -178,12 +191,101 @@ enum Work {
     Echo,
 }
 
+/// What an answer waits for, in order: a slot, the delay, then the end of a stall window.
+struct Wait<'a> {
+    limit: Option<&'a Arc<Limit>>,
+    delay: Option<Duration>,
+    hiccup: Option<Hiccup>,
+    epoch: Instant,
+}
+
+impl Wait<'_> {
+    /// Whether a ready answer can go out now: no delay, no open stall window, a free slot
+    /// (taken and given back at once, as the answer is complete). Without a limit or a hiccup
+    /// this is two `None` checks.
+    fn passes_now(&self) -> bool {
+        if self.delay.is_some() {
+            return false;
+        }
+        if let Some(hiccup) = self.hiccup {
+            if hiccup.window_end(self.epoch, Instant::now()).is_some() {
+                return false;
+            }
+        }
+        // A ready answer never overtakes requests queued for a slot.
+        self.limit.is_none_or(|limit| limit.pass_now())
+    }
+
+    /// Waits, runs `work`, waits out any stall window, then answers; the slot is held from
+    /// before the delay until the response (with its body) is produced. Times are nominal:
+    /// the delay counts from the start the slot gives (see `Limit`), and the slot is given
+    /// back as ending at start + delay (+ the time `work` took), or at the end of the stall.
+    fn then(self, work: impl Future<Output = Outcome> + Send + 'static) -> Reply {
+        let Wait {
+            limit,
+            delay,
+            hiccup,
+            epoch,
+        } = self;
+        let limit = limit.cloned();
+        Reply::Later(Box::pin(async move {
+            let arrived = Instant::now();
+            let mut slot = match &limit {
+                Some(limit) => Some(limit.acquire(arrived).await),
+                None => None,
+            };
+            let mut end = slot.as_ref().map_or(arrived, |slot| slot.start());
+            if let Some(delay) = delay {
+                end += delay;
+                tokio::time::sleep_until(end).await;
+            }
+            let working = Instant::now();
+            let outcome = work.await;
+            end += working.elapsed();
+            if let Some(hiccup) = hiccup {
+                if let Some(stall_end) = hiccup.wait_out(epoch).await {
+                    end = end.max(stall_end);
+                }
+            }
+            if let Some(slot) = &mut slot {
+                slot.finish(end);
+            }
+            outcome
+        }))
+    }
+}
+
 impl App {
     pub(crate) fn new(options: Options) -> Self {
         Self {
             counters: Counters::default(),
             rng: Rng::new(DEFAULT_SEED),
+            limit: options.max_concurrency.map(|n| Arc::new(Limit::new(n))),
             options,
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Ordinary requests holding a slot right now (0 without `max_concurrency`).
+    fn in_service(&self) -> u64 {
+        self.limit
+            .as_ref()
+            .map_or(0, |limit| limit.in_service() as u64)
+    }
+
+    /// The counters, with the `in_service` gauge.
+    pub(crate) fn snapshot(&self) -> Stats {
+        Stats {
+            in_service: self.in_service(),
+            ..self.counters.snapshot()
+        }
+    }
+
+    /// Zeroes the counters and returns what they held (the gauge is not a counter).
+    pub(crate) fn reset(&self) -> Stats {
+        Stats {
+            in_service: self.in_service(),
+            ..self.counters.reset()
         }
     }
 
@@ -195,9 +297,9 @@ impl App {
         }
         self.counters.hit(route);
         match self.prepare(route, param, req.uri().query()) {
-            Ok((None, Work::Done(outcome))) => Reply::Ready(Some(outcome)),
-            Ok((delay, Work::Done(outcome))) => later(delay, async { outcome }),
-            Ok((delay, Work::Echo)) => later(delay, async { Ok(echo(req).await) }),
+            Ok((wait, Work::Done(outcome))) if wait.passes_now() => Reply::Ready(Some(outcome)),
+            Ok((wait, Work::Done(outcome))) => wait.then(async { outcome }),
+            Ok((wait, Work::Echo)) => wait.then(async { Ok(echo(req).await) }),
             Err(message) => Reply::Ready(Some(Ok(text(StatusCode::BAD_REQUEST, message)))),
         }
     }
@@ -207,12 +309,26 @@ impl App {
         route: Route,
         param: &str,
         query: Option<&str>,
-    ) -> Result<(Option<Duration>, Work), String> {
-        let delay = self.delay(route, param, query)?;
-        if route.is_ordinary() && self.should_fail() {
-            return Ok((delay, Work::Done(Ok(injected_failure()))));
+    ) -> Result<(Wait<'_>, Work), String> {
+        let ordinary = route.is_ordinary();
+        let wait = Wait {
+            limit: self.limit.as_ref().filter(|_| ordinary),
+            delay: self.delay(route, param, query)?,
+            hiccup: if ordinary { self.hiccup(query)? } else { None },
+            epoch: self.epoch,
+        };
+        if ordinary && self.should_fail() {
+            return Ok((wait, Work::Done(Ok(injected_failure()))));
         }
-        Ok((delay, self.work(route, param, query)?))
+        Ok((wait, self.work(route, param, query)?))
+    }
+
+    /// The `hiccup=` query, else the server's hiccup; windows always count from server start.
+    fn hiccup(&self, query: Option<&str>) -> Result<Option<Hiccup>, String> {
+        match query_param(query, "hiccup") {
+            Some(value) => parse_hiccup(&value).map(Some).map_err(|e| e.to_string()),
+            None => Ok(self.options.hiccup),
+        }
     }
 
     /// Path delay for `/delay/{d}`, else the `delay=` query, else the server default.
@@ -269,23 +385,14 @@ impl App {
     /// `GET /stats` shows the counters; `POST /stats/reset` zeroes them and shows what they held.
     fn stats(&self, method: &Method, param: &str) -> Response<ResponseBody> {
         let stats = match (method, param) {
-            (&Method::GET | &Method::HEAD, "") => self.counters.snapshot(),
-            (&Method::POST, "reset") => self.counters.reset(),
+            (&Method::GET | &Method::HEAD, "") => self.snapshot(),
+            (&Method::POST, "reset") => self.reset(),
             (_, "reset") => return text(StatusCode::METHOD_NOT_ALLOWED, "use POST /stats/reset"),
             _ => return text(StatusCode::NOT_FOUND, "not found"),
         };
         let body = ResponseBody::once(Bytes::from(stats.to_json()));
         with_type(StatusCode::OK, body, json())
     }
-}
-
-fn later(delay: Option<Duration>, work: impl Future<Output = Outcome> + Send + 'static) -> Reply {
-    Reply::Later(Box::pin(async move {
-        if let Some(delay) = delay {
-            tokio::time::sleep(delay).await;
-        }
-        work.await
-    }))
 }
 
 /// The first value of `key` in a query string, percent-decoded.

@@ -12,11 +12,11 @@ use hyper::server::conn::http1;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::conn;
 use crate::routes::{App, Options, MAX_BODY};
-use crate::{DelaySpec, Stats, UpstreamError};
+use crate::{DelaySpec, Hiccup, Stats, UpstreamError};
 
 /// How the backend listens and answers. `Default` listens on 127.0.0.1:8080 with one worker
 /// thread per core and no delay, default body or injected failures.
@@ -36,6 +36,14 @@ pub struct ServerConfig {
     pub fail_rate: f64,
     /// How long `shutdown` waits for in-flight requests before dropping them.
     pub grace: Duration,
+    /// At most this many ordinary requests are served at once, server-wide; the others wait
+    /// in arrival order (never rejected). A slot is held from before the delay until the
+    /// response is produced, so with a fixed delay `d` the capacity is `n / d` requests per
+    /// second. Fault routes, `/stats` and malformed-parameter 400s bypass it. `None`: no limit.
+    pub max_concurrency: Option<usize>,
+    /// A periodic server-wide stall (see [`Hiccup`]): ordinary answers due inside a window
+    /// wait for its end. `?hiccup=` on a request replaces it for that request.
+    pub hiccup: Option<Hiccup>,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +57,8 @@ impl Default for ServerConfig {
             status: None,
             fail_rate: 0.0,
             grace: Duration::from_secs(5),
+            max_concurrency: None,
+            hiccup: None,
         }
     }
 }
@@ -77,6 +87,17 @@ impl ServerConfig {
         if self.body_size.is_some_and(|s| s > MAX_BODY) {
             return bad("body size must be at most 1GiB");
         }
+        if self
+            .max_concurrency
+            .is_some_and(|n| !(1..=Semaphore::MAX_PERMITS).contains(&n))
+        {
+            return bad("max concurrency must be at least 1");
+        }
+        if let Some(hiccup) = self.hiccup {
+            if let Err(reason) = hiccup.check() {
+                return bad(&format!("hiccup {hiccup}: {reason}"));
+            }
+        }
         Ok(())
     }
 
@@ -86,6 +107,8 @@ impl ServerConfig {
             body_size: self.body_size,
             status: self.status,
             fail_rate: self.fail_rate,
+            max_concurrency: self.max_concurrency,
+            hiccup: self.hiccup,
         }
     }
 }
@@ -126,14 +149,19 @@ impl Server {
         self.addr
     }
 
-    /// Requests served so far, per route pattern.
+    /// Requests served so far, per route pattern, and those in service now.
     pub fn stats(&self) -> Stats {
-        self.app.counters.snapshot()
+        self.app.snapshot()
     }
 
     /// Zeroes the statistics and returns what they held (same as `POST /stats/reset`).
     pub fn reset_stats(&self) -> Stats {
-        self.app.counters.reset()
+        self.app.reset()
+    }
+
+    /// When the server started: hiccup windows open at this instant and every period after.
+    pub fn started_at(&self) -> std::time::Instant {
+        self.app.epoch.into_std()
     }
 
     /// Stops accepting, waits up to the grace period for in-flight requests, then returns.

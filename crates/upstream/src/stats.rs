@@ -1,5 +1,6 @@
 //! Requests served per route pattern. The hot path bumps one relaxed atomic in a fixed array
 //! indexed by the route enum (no map, no lock); `/stats` and `Server::stats` read a snapshot.
+//! The `in_service` gauge is read from the concurrency limit's semaphore, so it costs nothing.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +35,7 @@ impl Counters {
         Stats {
             total: routes.values().sum(),
             routes,
+            in_service: 0,
         }
     }
 }
@@ -46,6 +48,9 @@ pub struct Stats {
     pub total: u64,
     /// Every route pattern, including those with zero requests.
     pub routes: BTreeMap<&'static str, u64>,
+    /// Requests holding one of the `max_concurrency` slots at the moment of the snapshot
+    /// (waiting out their delay or a stall); always 0 without a limit. A gauge: resets keep it.
+    pub in_service: u64,
 }
 
 impl Stats {
@@ -54,9 +59,15 @@ impl Stats {
         self.routes.get(pattern).copied().unwrap_or(0)
     }
 
-    /// `{"total":123,"routes":{"/":100,"/json":23,...}}`, the body of `GET /stats`.
+    /// `{"total":123,"routes":{"/":100,"/json":23,...},"in_service":0}`, the body of
+    /// `GET /stats`.
     pub fn to_json(&self) -> String {
-        serde_json::json!({ "total": self.total, "routes": self.routes }).to_string()
+        let json = serde_json::json!({
+            "total": self.total,
+            "routes": self.routes,
+            "in_service": self.in_service,
+        });
+        json.to_string()
     }
 }
 

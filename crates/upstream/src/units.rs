@@ -46,7 +46,7 @@ const DURATION_UNITS: &[(&str, f64)] = &[
     ("h", 3600e9),
 ];
 
-const DELAY_FORMS: &str =
+pub(crate) const DELAY_FORMS: &str =
     "expected a duration like 200ms or 1s, or uniform:10ms..50ms, exp:20ms, normal:50ms,10ms";
 
 /// How long the server waits before answering: fixed, or drawn per request from a distribution.
@@ -98,11 +98,11 @@ impl fmt::Display for DelaySpec {
     }
 }
 
-struct DurationText;
+pub(crate) struct DurationText;
 
 impl DurationText {
     /// The largest unit that represents the duration exactly.
-    fn of(&self, d: Duration) -> String {
+    pub(crate) fn of(&self, d: Duration) -> String {
         let ns = d.as_nanos();
         let unit = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
             .into_iter()
@@ -166,7 +166,7 @@ fn split_number(s: &str) -> (&str, &str) {
     (&s[..end], s[end..].trim())
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = split_number(s.trim());
     let value: f64 = number.parse().map_err(|_| DELAY_FORMS.to_string())?;
     if unit.is_empty() && value != 0.0 {

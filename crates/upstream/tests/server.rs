@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use loadbench_upstream::{parse_delay, Server, ServerConfig, UpstreamError};
+use loadbench_upstream::{parse_delay, parse_hiccup, Hiccup, Server, ServerConfig, UpstreamError};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -499,6 +499,223 @@ fn invalid_options_are_refused() {
         let err = Server::start(cfg).unwrap_err();
         assert!(matches!(err, UpstreamError::InvalidConfig(_)), "{err:?}");
     }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn invalid_limits_and_hiccups_are_refused() {
+    let stall_too_long = Hiccup {
+        every: ms(100),
+        stall: ms(100),
+    };
+    let cases = [
+        ServerConfig {
+            max_concurrency: Some(0),
+            ..ServerConfig::ephemeral()
+        },
+        ServerConfig {
+            hiccup: Some(stall_too_long),
+            ..ServerConfig::ephemeral()
+        },
+    ];
+    for cfg in cases {
+        let err = Server::start(cfg).unwrap_err();
+        assert!(matches!(err, UpstreamError::InvalidConfig(_)), "{err:?}");
+    }
+}
+
+#[test]
+fn parse_hiccup_accepts_stall_slash_period_only() {
+    let h = parse_hiccup("500ms/1s").unwrap();
+    assert_eq!(
+        h,
+        Hiccup {
+            stall: ms(500),
+            every: ms(1000)
+        }
+    );
+    assert_eq!(h.to_string(), "500ms/1s");
+    assert_eq!(parse_hiccup("1.5s/1m").unwrap().stall, ms(1500));
+    for bad in [
+        "500ms",
+        "1s/500ms",
+        "1s/1s",
+        "0/1s",
+        "500/1s",
+        "x/1s",
+        "500ms/1s/2s",
+        "",
+    ] {
+        let err = parse_hiccup(bad).unwrap_err();
+        assert!(
+            matches!(err, UpstreamError::InvalidHiccup { .. }),
+            "{bad}: {err:?}"
+        );
+        assert!(
+            err.to_string().starts_with("invalid hiccup"),
+            "{bad}: {err}"
+        );
+    }
+    let err = parse_hiccup("1s/500ms").unwrap_err().to_string();
+    assert!(err.contains("shorter than the period"), "{err}");
+}
+
+/// Sends one `GET` per thread, all at once; returns each status and when it arrived.
+fn burst(addr: SocketAddr, path: &'static str, n: usize, t0: Instant) -> Vec<(u16, Duration)> {
+    let clients: Vec<_> = (0..n)
+        .map(|_| std::thread::spawn(move || (get(addr, path).status, t0.elapsed())))
+        .collect();
+    clients.into_iter().map(|c| c.join().unwrap()).collect()
+}
+
+#[test]
+fn concurrency_limit_serves_in_waves_and_never_exceeds_the_limit() {
+    let s = start(ServerConfig {
+        threads: 2,
+        max_concurrency: Some(2),
+        delay: Some(parse_delay("50ms").unwrap()),
+        ..ServerConfig::ephemeral()
+    });
+    let addr = s.local_addr();
+    let t0 = Instant::now();
+    let (answers, peak, stats_took, fault_took) = std::thread::scope(|scope| {
+        let clients = scope.spawn(|| burst(addr, "/", 8, t0));
+        let sampler = scope.spawn(|| {
+            let mut peak = 0;
+            while t0.elapsed() < ms(300) {
+                peak = peak.max(s.stats().in_service);
+                std::thread::sleep(ms(1));
+            }
+            peak
+        });
+        // While the queue is full, `/stats` and faults still answer at once.
+        std::thread::sleep(ms(20));
+        let (stats, stats_took) = timed(|| get(addr, "/stats"));
+        assert_eq!(stats.json()["in_service"], 2);
+        // `?delay=0`: the server-wide delay applies to faults too, the limit does not.
+        let fault = || send(addr, "GET", "/fault/close?delay=0").read(&mut [0; 8]);
+        let (eof, fault_took) = timed(fault);
+        assert_eq!(eof.unwrap(), 0);
+        let answers = clients.join().unwrap();
+        (answers, sampler.join().unwrap(), stats_took, fault_took)
+    });
+    assert!(stats_took < ms(40), "/stats waited: {stats_took:?}");
+    assert!(fault_took < ms(40), "a fault waited: {fault_took:?}");
+    assert!(
+        answers.iter().all(|&(status, _)| status == 200),
+        "{answers:?}"
+    );
+    let mut times: Vec<Duration> = answers.iter().map(|&(_, t)| t).collect();
+    times.sort();
+    // Two slots of 50ms each: the k-th answer cannot come before wave k/2 ends.
+    for (k, &t) in times.iter().enumerate() {
+        let wave_end = ms(50 * (k as u64 / 2 + 1));
+        assert!(t >= wave_end, "answer {k} after {t:?}: {times:?}");
+    }
+    assert!(times[7] >= ms(200) && times[7] < ms(1000), "{times:?}");
+    assert_eq!(peak, 2, "in service at most 2, and 2 while saturated");
+    assert_eq!(s.stats().in_service, 0);
+    assert_eq!(s.stats().route("/"), 8);
+}
+
+/// Where `at` falls in the current period of `every` counted from `epoch`.
+fn phase(epoch: Instant, at: Instant, every: Duration) -> Duration {
+    let nanos = at.duration_since(epoch).as_nanos() % every.as_nanos();
+    Duration::from_nanos(nanos as u64)
+}
+
+#[test]
+fn hiccup_stalls_only_requests_inside_the_windows() {
+    let s = start(ServerConfig {
+        threads: 2,
+        hiccup: Some(parse_hiccup("300ms/1s").unwrap()),
+        ..ServerConfig::ephemeral()
+    });
+    let (addr, epoch) = (s.local_addr(), s.started_at());
+    // Faults and `/stats` are not held by the first window, which opens at server start.
+    let (eof, took) = timed(|| send(addr, "GET", "/fault/close").read(&mut [0; 8]));
+    assert!(eof.unwrap() == 0 && took < ms(100), "{took:?}");
+    let (stats, took) = timed(|| get(addr, "/stats"));
+    assert!(stats.status == 200 && took < ms(100), "{took:?}");
+    // An open-model client: one new request every 20ms for 2.1s, each on its own connection.
+    let clients: Vec<_> = (0..105u32)
+        .map(|i| {
+            let due = epoch + ms(20) * i;
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            std::thread::spawn(move || {
+                let sent = Instant::now();
+                let resp = get(addr, "/json");
+                (resp.status, sent, sent.elapsed())
+            })
+        })
+        .collect();
+    let (mut stalled, mut free) = (0, 0);
+    for client in clients {
+        let (status, sent, took) = client.join().unwrap();
+        assert_eq!(status, 200);
+        let p = phase(epoch, sent, ms(1000));
+        // Too close to a window edge to tell which side the server saw.
+        if p < ms(5) || (ms(290)..ms(310)).contains(&p) || p > ms(995) {
+            continue;
+        }
+        if p < ms(300) {
+            stalled += 1;
+            let left = ms(300) - p;
+            assert!(
+                took + ms(2) >= left && took < left + ms(80),
+                "sent at phase {p:?}, {left:?} before the window ends, answered after {took:?}"
+            );
+        } else {
+            free += 1;
+            assert!(
+                took < ms(80),
+                "sent at phase {p:?}, outside the windows: {took:?}"
+            );
+        }
+    }
+    assert!(
+        stalled >= 25 && free >= 60,
+        "{stalled} stalled, {free} free"
+    );
+}
+
+#[test]
+fn hiccup_query_uses_the_server_clock_windows() {
+    let s = server();
+    let (addr, epoch) = (s.local_addr(), s.started_at());
+    let every = ms(400);
+    let at_phase = |want: Duration| {
+        let now = Instant::now();
+        let p = phase(epoch, now, every);
+        let wait = if p <= want {
+            want - p
+        } else {
+            every - p + want
+        };
+        std::thread::sleep(wait);
+    };
+    at_phase(ms(50));
+    let stalled = std::thread::spawn(move || timed(|| get(addr, "/json?hiccup=200ms/400ms")));
+    let (plain, plain_took) = timed(|| get(addr, "/json"));
+    let (resp, took) = stalled.join().unwrap();
+    assert_eq!((resp.status, plain.status), (200, 200));
+    assert!(took >= ms(140) && took < ms(260), "{took:?}");
+    assert!(
+        plain_took < ms(50),
+        "no hiccup without the query: {plain_took:?}"
+    );
+    at_phase(ms(250));
+    let (resp, took) = timed(|| get(addr, "/delay/10ms?hiccup=200ms/400ms"));
+    assert!(
+        resp.status == 200 && took < ms(100),
+        "outside a window: {took:?}"
+    );
+    let bad = get(addr, "/?hiccup=1s");
+    assert_eq!(bad.status, 400);
+    assert!(bad.text().contains("invalid hiccup"), "{}", bad.text());
 }
 
 #[test]

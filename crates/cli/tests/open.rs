@@ -131,3 +131,30 @@ fn open_model_options_are_checked() {
         );
     }
 }
+
+/// A server that stalls 500 ms once a second: the open model's latency shows it (requests due
+/// during the stall wait), service time does not (they are sent after it), and the closed model
+/// hides it (coordinated omission).
+#[test]
+fn stalls_show_in_open_model_latency_but_not_in_service_time() {
+    let server = backend();
+    let path = "/?hiccup=500ms/1s";
+    let args = [
+        "--rate",
+        "200",
+        "--max-connections",
+        "1",
+        "-d",
+        "3s",
+        "-t",
+        "1",
+    ];
+    let open = load(&server, path, &args);
+    let (latency, service) = (&open.stats.latency.hist, &open.stats.service.hist);
+    assert!(latency.percentile_ns(99.0) >= 400_000_000, "{latency:?}");
+    assert!(service.percentile_ns(99.0) < 400_000_000, "{service:?}");
+    assert!(open.stats.send_lag.hist.percentile_ns(99.0) >= 300_000_000);
+    assert!(open.stats.sent_late > 0);
+    let closed = load(&server, path, &["-c", "1", "-d", "3s", "-t", "1"]);
+    assert!(closed.stats.latency.hist.percentile_ns(99.0) < 400_000_000);
+}

@@ -23,6 +23,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Zero-setup first run: start the reference backend in-process and benchmark it.
     Demo(DemoArgs),
+    /// Search the highest rate the target sustains within an SLO (open model, step by step).
+    FindMax(Box<FindMaxArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -45,6 +47,12 @@ pub struct ServeArgs {
     /// Fraction of ordinary answers replaced by a 500, e.g. 0.01.
     #[arg(long, default_value_t = 0.0)]
     pub fail_rate: f64,
+    /// Serve at most N requests at once; more wait in line (capacity = N / delay).
+    #[arg(long)]
+    pub max_concurrency: Option<usize>,
+    /// Stall every answer during the first STALL of each EVERY, like a GC pause: 500ms/1s.
+    #[arg(long)]
+    pub hiccup: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -120,4 +128,71 @@ pub struct RunArgs {
     /// Open model: the most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct FindMaxArgs {
+    /// The URL to load, e.g. http://127.0.0.1:8080/
+    pub url: String,
+    /// Required. Conditions on latency from the intended send time, all of which must hold:
+    /// pNN<DUR, pNN<=DUR or mean<DUR, comma-separated, e.g. 'p50<10ms,p99.9<200ms'.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Largest share of attempts that may fail or get a non-2xx/3xx status: 0.1% or 0.001.
+    #[arg(long, default_value = "0.1%")]
+    pub max_errors: String,
+    /// Measured time of each step.
+    #[arg(long, default_value = "10s")]
+    pub step_duration: String,
+    /// Unmeasured traffic at the step's rate before each step's measurement.
+    #[arg(long, default_value = "1s")]
+    pub warmup: String,
+    /// The first rate tried, requests per second (doubled while steps pass).
+    #[arg(long, default_value = "100")]
+    pub start_rate: String,
+    /// The highest rate tried; the search stops when it passes.
+    #[arg(long, default_value = "1000000")]
+    pub max_rate: String,
+    /// Stop bisecting when (lowest fail - highest pass) / highest pass is below this: 5% or 0.05.
+    #[arg(long, default_value = "5%")]
+    pub precision: String,
+    /// The most steps to run.
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: u32,
+    /// Worker threads [default: number of cores].
+    #[arg(short = 't', long)]
+    pub threads: Option<u32>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request header 'Name: value' (repeatable); a Host header overrides the URL's host.
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Open a new TCP connection for every request.
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Per-request timeout; a request that takes longer counts as an error.
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Timeout for establishing a TCP connection.
+    #[arg(long, default_value = "5s")]
+    pub connect_timeout: String,
+    /// The most connections (requests in flight) to open.
+    #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: u32,
+    /// Output format on stdout: text or json.
+    #[arg(short = 'o', long, default_value = "text")]
+    pub output: String,
+    /// Also save the result as JSON to this file, rewritten atomically after every step.
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    /// No live progress on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }

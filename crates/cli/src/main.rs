@@ -3,6 +3,7 @@
 
 mod args;
 mod demo;
+mod find_max;
 mod host;
 mod progress;
 mod run;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         args::Command::Run(a) => run::run(*a),
         args::Command::Serve(a) => serve::serve(a),
         args::Command::Demo(a) => demo::demo(a.quiet),
+        args::Command::FindMax(a) => find_max::find_max(*a),
     };
     match outcome {
         Ok(code) => code,

@@ -3,7 +3,9 @@
 use crate::args::ServeArgs;
 use crate::UserError;
 use anyhow::Result;
-use loadbench_upstream::{parse_delay, parse_size, run_until_signal, ServerConfig, UpstreamError};
+use loadbench_upstream::{
+    parse_delay, parse_hiccup, parse_size, run_until_signal, ServerConfig, UpstreamError,
+};
 use std::process::ExitCode;
 
 pub fn serve(a: ServeArgs) -> Result<ExitCode> {
@@ -36,6 +38,13 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode> {
             .map_err(user)?,
         status: a.status,
         fail_rate: a.fail_rate,
+        max_concurrency: a.max_concurrency,
+        hiccup: a
+            .hiccup
+            .as_deref()
+            .map(parse_hiccup)
+            .transpose()
+            .map_err(user)?,
         ..ServerConfig::default()
     };
     run_until_signal(cfg).map_err(failure)?;

@@ -6,12 +6,17 @@
 //! Neighbours: the engine fills it, reports read it. No I/O here.
 
 pub mod errors;
+pub mod find_max;
 pub mod histogram;
 pub mod result;
 pub mod series;
 pub mod stats;
 
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
+pub use find_max::{
+    FailReason, FindMaxResult, FindMaxStep, SearchParams, SearchPhase, Slo, SloCondition, SloOp,
+    SloStat, SloValue, StopReason, Verdict,
+};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use result::{
     HostInfo, LoadModel, RateSegment, ResultKind, ResultReadError, RunConfig, RunResult, Stats,

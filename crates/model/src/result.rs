@@ -15,6 +15,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[serde(rename_all = "snake_case")]
 pub enum ResultKind {
     Run,
+    FindMax,
 }
 
 /// The machine the generator ran on.

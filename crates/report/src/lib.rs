@@ -9,9 +9,12 @@
 
 pub mod csv;
 mod distribution;
+pub mod find_max;
 pub mod json;
 pub mod text;
 pub mod units;
+
+pub use find_max::{find_max_json, find_max_step_line, find_max_text};
 
 use loadbench_model::RunResult;
 use std::fmt;

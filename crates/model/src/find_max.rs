@@ -1,0 +1,326 @@
+//! The result of `loadbench find-max`: the SLO and search parameters, every step of the search
+//! (each with its full [`RunResult`]), the highest rate that held and why the search stopped.
+//! Like [`RunResult`], this struct *is* the JSON schema; it is saved after every step, so a
+//! file read back mid-search has `stop_reason: null`.
+
+use crate::histogram::Histo;
+use crate::result::{HostInfo, ResultKind, ResultReadError, RunResult, SCHEMA_VERSION};
+use serde::{Deserialize, Serialize};
+
+/// One `loadbench find-max`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindMaxResult {
+    pub schema_version: u32,
+    /// Always [`ResultKind::FindMax`].
+    pub kind: ResultKind,
+    pub loadbench_version: String,
+    pub host: HostInfo,
+    pub url: String,
+    /// The service-level objective each step is judged against.
+    pub slo: Slo,
+    /// Largest share (0–1) of attempts that may fail or get a status outside 200–399.
+    pub max_error_share: f64,
+    pub search: SearchParams,
+    /// Wall clock when the first step started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall clock when the last finished step ended (RFC 3339, UTC).
+    pub ended_at: String,
+    /// True when Ctrl-C stopped the search; the finished steps are kept.
+    pub interrupted: bool,
+    pub steps: Vec<FindMaxStep>,
+    /// The highest rate (requests per second) that passed; `None` when none did.
+    pub max_rate: Option<f64>,
+    /// `(lowest failing rate − max_rate) / max_rate`: how far the true maximum may lie above
+    /// `max_rate`. `None` when no rate above `max_rate` failed on the target's account.
+    pub precision_reached: Option<f64>,
+    /// Why the search ended; `None` while it is still going on.
+    pub stop_reason: Option<StopReason>,
+}
+
+/// Conditions on latency measured from each request's intended send time; all must hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    /// As the user typed it, e.g. `p99<50ms,p99.9<200ms`.
+    pub text: String,
+    pub conditions: Vec<SloCondition>,
+}
+
+/// One condition, e.g. `p99<50ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloCondition {
+    /// As the user typed it, e.g. `p99<50ms`.
+    pub text: String,
+    #[serde(flatten)]
+    pub stat: SloStat,
+    pub op: SloOp,
+    /// The limit, microseconds.
+    pub limit_us: f64,
+}
+
+/// What an SLO condition measures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "stat", rename_all = "snake_case")]
+pub enum SloStat {
+    /// A percentile (0–100] of the latency distribution.
+    Percentile {
+        percentile: f64,
+    },
+    Mean,
+}
+
+/// How the measured value must compare with the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SloOp {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+}
+
+impl SloOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            SloOp::Lt => "<",
+            SloOp::Le => "<=",
+        }
+    }
+}
+
+impl SloStat {
+    /// `p99`, `p99.9`, `mean`.
+    pub fn label(self) -> String {
+        match self {
+            SloStat::Percentile { percentile } => format!("p{percentile}"),
+            SloStat::Mean => "mean".to_string(),
+        }
+    }
+
+    /// The value in µs; `None` when the histogram is empty (nothing to judge).
+    pub fn measure_us(self, hist: &Histo) -> Option<f64> {
+        if hist.is_empty() {
+            return None;
+        }
+        let ns = match self {
+            SloStat::Percentile { percentile } => hist.percentile_ns(percentile) as f64,
+            SloStat::Mean => hist.mean_ns(),
+        };
+        Some(ns / 1e3)
+    }
+}
+
+impl SloCondition {
+    /// Whether a measured value (µs) meets the condition.
+    pub fn holds(&self, value_us: f64) -> bool {
+        match self.op {
+            SloOp::Lt => value_us < self.limit_us,
+            SloOp::Le => value_us <= self.limit_us,
+        }
+    }
+}
+
+/// How the search was asked to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchParams {
+    /// The first rate tried, requests per second.
+    pub start_rate: f64,
+    /// The highest rate tried; the search stops when it passes.
+    pub max_rate: f64,
+    /// Bisection stops when `(fail − pass) / pass` is below this.
+    pub precision: f64,
+    pub max_steps: u32,
+    /// Measured time of each step.
+    pub step_duration_ms: u64,
+    /// Unmeasured traffic at the step's rate before each measured window.
+    pub warmup_ms: u64,
+    /// Generator worker threads.
+    pub threads: u32,
+}
+
+/// Which part of the search a step belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchPhase {
+    /// Doubling from the start rate while steps pass.
+    Exponential,
+    /// Halving the interval between the highest pass and the lowest fail.
+    Bisect,
+}
+
+/// The outcome of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Stopped by Ctrl-C before its end: neither pass nor fail.
+    Interrupted,
+}
+
+/// Why a step failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailReason {
+    /// An SLO condition was broken (or no response completed to judge it).
+    Slo,
+    /// The share of failed or non-2xx/3xx attempts was above the budget.
+    Errors,
+    /// The generator could not keep up (it sent too little while its CPU was saturated): the
+    /// step measured loadbench, not the target.
+    Generator,
+}
+
+/// Why the search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The highest pass and the lowest fail are within the precision.
+    Precision,
+    /// The `max_rate` itself passed.
+    MaxRatePassed,
+    /// `max_steps` steps were run.
+    MaxSteps,
+    /// The generator could not keep up; higher rates would measure the generator.
+    Generator,
+    /// The first step failed: no rate held.
+    NoRateHeld,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// One rate tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindMaxStep {
+    /// 1-based.
+    pub step: u32,
+    pub phase: SearchPhase,
+    /// The rate offered, requests per second.
+    pub target_rate: f64,
+    /// Requests actually sent per second in the measured window.
+    pub achieved_rate: f64,
+    /// Latency from the intended send time, µs; `None` when no response completed.
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    /// Every SLO condition's measured value, in the SLO's order.
+    pub slo_values: Vec<SloValue>,
+    /// Failed attempts plus non-2xx/3xx responses, over attempts (0 when there were none).
+    pub error_share: f64,
+    /// The generator's user+sys CPU over the step ÷ (wall time × threads); `None` where the
+    /// process's CPU time cannot be read.
+    pub generator_cpu_share: Option<f64>,
+    pub verdict: Verdict,
+    /// Set when the verdict is `fail`.
+    pub reason: Option<FailReason>,
+    /// Every broken condition, for people: `p99 312ms >= 50ms; errors 2.1% > 0.1%`.
+    pub detail: String,
+    /// The step's complete measurement.
+    pub run: RunResult,
+}
+
+/// One SLO condition's value in one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloValue {
+    /// The condition, as typed.
+    pub condition: String,
+    /// Measured, µs; `None` when no response completed.
+    pub value_us: Option<f64>,
+    pub ok: bool,
+}
+
+impl FindMaxResult {
+    /// Reads a saved find-max result, checking the schema version and kind.
+    pub fn from_json(text: &str) -> Result<FindMaxResult, ResultReadError> {
+        let probe: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ResultReadError::NotJson(e.to_string()))?;
+        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => return Err(ResultReadError::Version(v)),
+            None => return Err(ResultReadError::NotAResult),
+        }
+        if probe.get("kind").and_then(|k| k.as_str()) != Some("find_max") {
+            return Err(ResultReadError::Invalid(
+                "not a find-max result (kind is not \"find_max\")".into(),
+            ));
+        }
+        let mut r: FindMaxResult =
+            serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+        for s in &mut r.steps {
+            s.run.stats.series.revalidate().map_err(|e| {
+                ResultReadError::Invalid(format!("steps[{}].run.stats.series: {e}", s.step))
+            })?;
+            s.run.finalize();
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cond(stat: SloStat, op: SloOp, limit_us: f64) -> SloCondition {
+        SloCondition {
+            text: String::new(),
+            stat,
+            op,
+            limit_us,
+        }
+    }
+
+    #[test]
+    fn conditions_compare_strictly_or_not() {
+        let lt = cond(SloStat::Mean, SloOp::Lt, 50.0);
+        let le = cond(SloStat::Mean, SloOp::Le, 50.0);
+        assert!(lt.holds(49.9) && !lt.holds(50.0));
+        assert!(le.holds(50.0) && !le.holds(50.1));
+    }
+
+    #[test]
+    fn stats_measure_the_histogram_and_nothing_when_empty() {
+        let mut h = Histo::new();
+        assert_eq!(SloStat::Mean.measure_us(&h), None);
+        for _ in 0..99 {
+            h.record_ns(1_000_000);
+        }
+        h.record_ns(100_000_000);
+        let p50 = SloStat::Percentile { percentile: 50.0 };
+        let p99_9 = SloStat::Percentile { percentile: 99.9 };
+        assert!((p50.measure_us(&h).unwrap() - 1_000.0).abs() < 5.0);
+        assert!(p99_9.measure_us(&h).unwrap() > 99_000.0);
+        assert_eq!(p99_9.label(), "p99.9");
+        assert_eq!(SloStat::Mean.label(), "mean");
+    }
+
+    #[test]
+    fn conditions_serialize_flat_with_the_operator_as_typed() {
+        let c = SloCondition {
+            text: "p99.9<=200ms".into(),
+            ..cond(
+                SloStat::Percentile { percentile: 99.9 },
+                SloOp::Le,
+                200_000.0,
+            )
+        };
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["stat"], "percentile");
+        assert_eq!(v["percentile"], 99.9);
+        assert_eq!(v["op"], "<=");
+        assert_eq!(v["limit_us"], 200_000.0);
+        assert_eq!(serde_json::from_value::<SloCondition>(v).unwrap(), c);
+        let mean = serde_json::to_value(cond(SloStat::Mean, SloOp::Lt, 1.0)).unwrap();
+        assert_eq!(mean["stat"], "mean");
+        assert!(mean.get("percentile").is_none());
+    }
+
+    #[test]
+    fn from_json_rejects_a_plain_run_result() {
+        let text = r#"{"schema_version": 1, "kind": "run"}"#;
+        assert!(matches!(
+            FindMaxResult::from_json(text),
+            Err(ResultReadError::Invalid(_))
+        ));
+        assert!(matches!(
+            FindMaxResult::from_json(r#"{"schema_version": 99}"#),
+            Err(ResultReadError::Version(99))
+        ));
+    }
+}

@@ -1,0 +1,392 @@
+//! Renders a `loadbench find-max` result: a table of every step (rate offered and achieved, the
+//! latency percentiles the SLO names, errors, verdict) and one closing line with the maximum
+//! sustainable rate and why the search stopped; or the result as pretty JSON (the serde model
+//! is the schema). Pure functions of [`FindMaxResult`].
+
+use crate::units::{self, MISSING};
+use loadbench_model::{FailReason, FindMaxResult, FindMaxStep, SloStat, StopReason, Verdict};
+use std::borrow::Cow;
+
+/// The result as pretty JSON, with every step's derived summary present.
+pub fn find_max_json(result: &FindMaxResult) -> String {
+    let finalized = finalized(result);
+    let mut text =
+        serde_json::to_string_pretty(finalized.as_ref()).expect("the model serializes to JSON");
+    text.push('\n');
+    text
+}
+
+fn finalized(result: &FindMaxResult) -> Cow<'_, FindMaxResult> {
+    if result.steps.iter().all(|s| s.run.summary.is_some()) {
+        return Cow::Borrowed(result);
+    }
+    let mut owned = result.clone();
+    owned.steps.iter_mut().for_each(|s| s.run.finalize());
+    Cow::Owned(owned)
+}
+
+/// The report people read: header, the step table, the conclusion.
+pub fn find_max_text(result: &FindMaxResult) -> String {
+    let mut lines = header(result);
+    lines.push(String::new());
+    lines.extend(table(result));
+    lines.push(String::new());
+    lines.push(conclusion(result));
+    lines.join("\n") + "\n"
+}
+
+/// One line about a finished step, for live output while the search goes on.
+pub fn find_max_step_line(step: &FindMaxStep) -> String {
+    let p99 = step.p99_us.map_or(MISSING.to_string(), units::duration_us);
+    format!(
+        "step {} ({}): {} req/s offered, {} sent/s, p99 {p99}, errors {}: {}",
+        step.step,
+        phase_name(step),
+        units::rate_short(step.target_rate),
+        units::rate(step.achieved_rate),
+        units::percent(step.error_share),
+        verdict_text(step)
+    )
+}
+
+fn header(r: &FindMaxResult) -> Vec<String> {
+    let s = &r.search;
+    let mut lines = vec![
+        format!(
+            "find-max {}: SLO {} (latency from the intended send time), errors at most {}",
+            r.url,
+            r.slo.text,
+            units::percent(r.max_error_share)
+        ),
+        format!(
+            "  steps of {} after {} warm-up, {} generator thread{}; start {} req/s, max {} req/s, precision {}, at most {} steps",
+            units::duration_ms_short(s.step_duration_ms),
+            units::duration_ms_short(s.warmup_ms),
+            s.threads,
+            if s.threads == 1 { "" } else { "s" },
+            units::rate_short(s.start_rate),
+            units::rate_short(s.max_rate),
+            units::percent(s.precision),
+            s.max_steps
+        ),
+    ];
+    if r.interrupted {
+        lines.push("  INTERRUPTED: the finished steps are kept".to_string());
+    }
+    lines
+}
+
+/// The latency columns: p50 and p99, then every other statistic the SLO names.
+fn columns(r: &FindMaxResult) -> Vec<SloStat> {
+    let mut cols = vec![
+        SloStat::Percentile { percentile: 50.0 },
+        SloStat::Percentile { percentile: 99.0 },
+    ];
+    for c in &r.slo.conditions {
+        if !cols.contains(&c.stat) {
+            cols.push(c.stat);
+        }
+    }
+    cols
+}
+
+fn table(r: &FindMaxResult) -> Vec<String> {
+    let cols = columns(r);
+    let mut head = format!(
+        "  {:>3}  {:<11} {:>10} {:>11}",
+        "#", "phase", "target/s", "achieved/s"
+    );
+    for c in &cols {
+        head += &format!(" {:>10}", c.label());
+    }
+    head += &format!(" {:>8}  verdict", "errors");
+    let mut lines = vec![head];
+    for step in &r.steps {
+        lines.push(row(step, &cols));
+    }
+    if r.steps.is_empty() {
+        lines.push("  (no step finished)".to_string());
+    }
+    lines
+}
+
+fn row(step: &FindMaxStep, cols: &[SloStat]) -> String {
+    let mut line = format!(
+        "  {:>3}  {:<11} {:>10} {:>11}",
+        step.step,
+        phase_name(step),
+        units::rate_short(step.target_rate),
+        units::rate(step.achieved_rate)
+    );
+    let hist = &step.run.stats.latency.hist;
+    for c in cols {
+        let value = c
+            .measure_us(hist)
+            .map_or(MISSING.to_string(), units::duration_us);
+        line += &format!(" {value:>10}");
+    }
+    line += &format!(
+        " {:>8}  {}",
+        units::percent(step.error_share),
+        verdict_text(step)
+    );
+    line
+}
+
+fn phase_name(step: &FindMaxStep) -> &'static str {
+    match step.phase {
+        loadbench_model::SearchPhase::Exponential => "exponential",
+        loadbench_model::SearchPhase::Bisect => "bisect",
+    }
+}
+
+fn verdict_text(step: &FindMaxStep) -> String {
+    match (step.verdict, step.reason) {
+        (Verdict::Pass, _) => "pass".to_string(),
+        (Verdict::Interrupted, _) => "interrupted".to_string(),
+        (Verdict::Fail, reason) => {
+            let name = reason.map_or("fail", reason_name);
+            format!("fail: {name} ({})", step.detail)
+        }
+    }
+}
+
+fn reason_name(reason: FailReason) -> &'static str {
+    match reason {
+        FailReason::Slo => "slo",
+        FailReason::Errors => "errors",
+        FailReason::Generator => "generator",
+    }
+}
+
+/// `maximum sustainable rate: N req/s (within P%), stopped because …`, or why no rate held.
+fn conclusion(r: &FindMaxResult) -> String {
+    let Some(reason) = r.stop_reason else {
+        return "search in progress: no conclusion yet".to_string();
+    };
+    match r.max_rate {
+        Some(max) => format!(
+            "{}, stopped because {}",
+            found(r, max, reason),
+            why(r, reason)
+        ),
+        None => no_rate(r, reason),
+    }
+}
+
+fn found(r: &FindMaxResult, max: f64, reason: StopReason) -> String {
+    let label = if reason == StopReason::Interrupted {
+        "maximum sustainable rate so far"
+    } else {
+        "maximum sustainable rate"
+    };
+    match r.precision_reached {
+        Some(p) => format!(
+            "{label}: {} req/s (within {})",
+            units::rate_short(max),
+            units::percent(p)
+        ),
+        None => format!("{label}: at least {} req/s", units::rate_short(max)),
+    }
+}
+
+fn why(r: &FindMaxResult, reason: StopReason) -> String {
+    let s = &r.search;
+    match reason {
+        StopReason::Precision => format!(
+            "the highest pass and the lowest fail are within --precision {}",
+            units::percent(s.precision)
+        ),
+        StopReason::MaxRatePassed => format!(
+            "--max-rate {} req/s passed; raise --max-rate to search higher",
+            units::rate_short(s.max_rate)
+        ),
+        StopReason::MaxSteps => format!(
+            "--max-steps {} was reached; raise it to narrow the result",
+            s.max_steps
+        ),
+        StopReason::Generator => generator_limit(r),
+        StopReason::NoRateHeld => "no rate held".to_string(),
+        StopReason::Interrupted => "it was interrupted (Ctrl-C)".to_string(),
+    }
+}
+
+fn no_rate(r: &FindMaxResult, reason: StopReason) -> String {
+    let first = r.steps.first();
+    match (reason, first) {
+        (StopReason::Interrupted, _) | (_, None) => {
+            "no maximum found: interrupted (Ctrl-C) before any step passed".to_string()
+        }
+        (StopReason::Generator, _) => format!(
+            "no rate held: {}; or lower --start-rate",
+            generator_limit(r)
+        ),
+        (_, Some(step)) => format!(
+            "no rate held: the first step, {} req/s, failed ({}); try a lower --start-rate",
+            units::rate_short(step.target_rate),
+            verdict_text(step)
+        ),
+    }
+}
+
+fn generator_limit(r: &FindMaxResult) -> String {
+    let step = r
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.reason == Some(FailReason::Generator));
+    let Some(step) = step else {
+        return "the generator could not keep up".to_string();
+    };
+    let cpu = step
+        .generator_cpu_share
+        .map_or(MISSING.to_string(), units::percent);
+    format!(
+        "the generator could not keep up at {} req/s (it sent {}/s, using {cpu} of its {} thread{}): higher rates would measure loadbench, not the target; give it more threads (-t) or cores, or split the load over several generator hosts",
+        units::rate_short(step.target_rate),
+        units::rate(step.achieved_rate),
+        r.search.threads,
+        if r.search.threads == 1 { "" } else { "s" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use loadbench_model::{
+        FindMaxResult, SearchParams, SearchPhase, Slo, SloCondition, SloOp, SloValue,
+        SCHEMA_VERSION,
+    };
+
+    fn step(n: u32, rate: f64, verdict: Verdict, reason: Option<FailReason>) -> FindMaxStep {
+        let run = fixtures::busy();
+        FindMaxStep {
+            step: n,
+            phase: if n <= 2 {
+                SearchPhase::Exponential
+            } else {
+                SearchPhase::Bisect
+            },
+            target_rate: rate,
+            achieved_rate: rate * 0.999,
+            p50_us: Some(20.0),
+            p99_us: Some(5_000.0),
+            slo_values: vec![SloValue {
+                condition: "p99.9<50ms".into(),
+                value_us: Some(5_000.0),
+                ok: verdict == Verdict::Pass,
+            }],
+            error_share: 0.0,
+            generator_cpu_share: Some(0.25),
+            verdict,
+            reason,
+            detail: if verdict == Verdict::Fail {
+                "p99.9 5.00ms >= 50ms".into()
+            } else {
+                String::new()
+            },
+            run,
+        }
+    }
+
+    fn result() -> FindMaxResult {
+        FindMaxResult {
+            schema_version: SCHEMA_VERSION,
+            kind: loadbench_model::ResultKind::FindMax,
+            loadbench_version: "0.1.0".into(),
+            host: fixtures::busy().host,
+            url: "http://127.0.0.1:8080/".into(),
+            slo: Slo {
+                text: "p99.9<50ms".into(),
+                conditions: vec![SloCondition {
+                    text: "p99.9<50ms".into(),
+                    stat: SloStat::Percentile { percentile: 99.9 },
+                    op: SloOp::Lt,
+                    limit_us: 50_000.0,
+                }],
+            },
+            max_error_share: 0.001,
+            search: SearchParams {
+                start_rate: 100.0,
+                max_rate: 1e6,
+                precision: 0.05,
+                max_steps: 20,
+                step_duration_ms: 10_000,
+                warmup_ms: 1_000,
+                threads: 2,
+            },
+            started_at: "2026-11-22T10:00:00Z".into(),
+            ended_at: "2026-11-22T10:01:00Z".into(),
+            interrupted: false,
+            steps: vec![
+                step(1, 100.0, Verdict::Pass, None),
+                step(2, 200.0, Verdict::Fail, Some(FailReason::Slo)),
+                step(3, 150.0, Verdict::Pass, None),
+            ],
+            max_rate: Some(150.0),
+            precision_reached: Some(50.0 / 150.0),
+            stop_reason: Some(StopReason::MaxSteps),
+        }
+    }
+
+    #[test]
+    fn text_has_a_row_per_step_the_slo_column_and_the_conclusion() {
+        let text = find_max_text(&result());
+        let rows = text
+            .lines()
+            .filter(|l| l.contains(" exponential ") || l.contains(" bisect "))
+            .count();
+        assert_eq!(rows, 3, "{text}");
+        assert!(text.contains("p99.9"), "{text}");
+        assert!(text.contains("fail: slo (p99.9 5.00ms >= 50ms)"), "{text}");
+        assert_eq!(text.lines().filter(|l| l.ends_with("pass")).count(), 2);
+        assert!(
+            text.contains("maximum sustainable rate: 150 req/s (within 33.33%), stopped because --max-steps 20 was reached"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn text_says_when_no_rate_held() {
+        let mut r = result();
+        r.steps.truncate(2);
+        r.steps.remove(0);
+        r.max_rate = None;
+        r.precision_reached = None;
+        r.stop_reason = Some(StopReason::NoRateHeld);
+        let text = find_max_text(&r);
+        assert!(
+            text.contains("no rate held: the first step, 200 req/s, failed"),
+            "{text}"
+        );
+        assert!(text.contains("lower --start-rate"), "{text}");
+    }
+
+    #[test]
+    fn text_names_the_generator_limit() {
+        let mut r = result();
+        r.steps[1].reason = Some(FailReason::Generator);
+        r.steps[1].generator_cpu_share = Some(0.97);
+        r.precision_reached = None;
+        r.max_rate = Some(100.0);
+        r.steps.truncate(2);
+        r.stop_reason = Some(StopReason::Generator);
+        let text = find_max_text(&r);
+        assert!(text.contains("at least 100 req/s"), "{text}");
+        assert!(text.contains("could not keep up at 200 req/s"), "{text}");
+        assert!(text.contains("97.00%"), "{text}");
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let r = result();
+        let text = find_max_json(&r);
+        let back = FindMaxResult::from_json(&text).unwrap();
+        assert_eq!(back, r);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["kind"], "find_max");
+        assert_eq!(v["steps"][1]["reason"], "slo");
+        assert_eq!(v["stop_reason"], "max_steps");
+    }
+}

@@ -25,6 +25,40 @@ pub enum Command {
     Demo(DemoArgs),
     /// Search the highest rate the target sustains within an SLO (open model, step by step).
     FindMax(Box<FindMaxArgs>),
+    /// Re-render a saved result (run or find-max) as text, Markdown, CSV, JSON or HTML.
+    Report(ReportArgs),
+    /// Compare two saved run results: req/s, p50 and p99 with a significance test; exit 1 on a
+    /// regression beyond the threshold.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result saved by `loadbench run --save` (or `-o json`) or by `loadbench find-max --save`.
+    pub result: PathBuf,
+    /// text, md (Markdown), csv, json or html.
+    #[arg(short = 'f', long, default_value = "text")]
+    pub format: String,
+    /// Write to this file (atomically) instead of stdout; with html, the chart SVGs go beside it.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Percentiles of the latency tables, comma-separated [default: those of the run].
+    #[arg(long)]
+    pub percentiles: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline result (`loadbench run --save`).
+    pub base: PathBuf,
+    /// The result to judge against the baseline.
+    pub new: PathBuf,
+    /// Smallest relative change that counts: 5% or 0.05.
+    #[arg(long, default_value = "5%")]
+    pub threshold: String,
+    /// text or md (Markdown, for a pull request).
+    #[arg(short = 'f', long, default_value = "text")]
+    pub format: String,
 }
 
 #[derive(Debug, Args)]
@@ -102,12 +136,15 @@ pub struct RunArgs {
     /// Timeout for establishing a TCP connection.
     #[arg(long, default_value = "5s")]
     pub connect_timeout: String,
-    /// Output format on stdout: text, json or csv.
+    /// Output format on stdout: text, json, csv, md (Markdown) or html.
     #[arg(short = 'o', long, default_value = "text")]
     pub output: String,
     /// Also save the result as JSON to this file (written atomically).
     #[arg(long)]
     pub save: Option<PathBuf>,
+    /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
     /// Percentiles of the latency table, comma-separated.
     #[arg(long, default_value = loadbench_plan::DEFAULT_PERCENTILES)]
     pub percentiles: String,
@@ -186,12 +223,16 @@ pub struct FindMaxArgs {
     /// The most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
-    /// Output format on stdout: text or json.
+    /// Output format on stdout: text, json or md (Markdown).
     #[arg(short = 'o', long, default_value = "text")]
     pub output: String,
     /// Also save the result as JSON to this file, rewritten atomically after every step.
     #[arg(long)]
     pub save: Option<PathBuf>,
+    /// Also write the result as a self-contained HTML page to this file at the end, its chart
+    /// SVGs beside it.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -50,6 +50,9 @@ pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     update(&mut result, &search, &stop);
     setup.save(&result)?;
     print!("{}", setup.render(&result));
+    if let Some(path) = &args.html {
+        crate::report_cmd::write_html_find_max(path, &result)?;
+    }
     Ok(exit_code(&result))
 }
 
@@ -163,6 +166,9 @@ impl Setup {
     fn render(&self, result: &FindMaxResult) -> String {
         match self.format {
             Format::Json => loadbench_report::find_max_json(result),
+            Format::Markdown => {
+                loadbench_report::markdown::render_find_max(result, &Default::default())
+            }
             _ => loadbench_report::find_max_text(result),
         }
     }

@@ -2,10 +2,12 @@
 //! one line and an exit code (2 for a mistake in the input, 1 for anything else).
 
 mod args;
+mod compare_cmd;
 mod demo;
 mod find_max;
 mod host;
 mod progress;
+mod report_cmd;
 mod run;
 mod save;
 mod serve;
@@ -37,6 +39,8 @@ fn main() -> ExitCode {
         args::Command::Serve(a) => serve::serve(a),
         args::Command::Demo(a) => demo::demo(a.quiet),
         args::Command::FindMax(a) => find_max::find_max(*a),
+        args::Command::Report(a) => report_cmd::report(a),
+        args::Command::Compare(a) => compare_cmd::compare(a),
     };
     match outcome {
         Ok(code) => code,

@@ -34,6 +34,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             eprintln!("result saved to {}", path.display());
         }
     }
+    if let Some(path) = &args.html {
+        crate::report_cmd::write_html_run(path, &result, &opts)?;
+        if !args.quiet {
+            eprintln!("HTML report written to {}", path.display());
+        }
+    }
     Ok(exit_code(&result))
 }
 

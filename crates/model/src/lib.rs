@@ -23,4 +23,4 @@ pub use result::{
     Summary, SCHEMA_VERSION,
 };
 pub use series::{SecondCounts, Series, SeriesPoint};
-pub use stats::Spread;
+pub use stats::{Spread, Welch};

@@ -3,14 +3,20 @@
 //! In: a [`RunResult`] from `loadbench-model` (measured, merged, or read back from JSON) and
 //! [`RenderOptions`] (the percentiles the user asked for, colour on or off).
 //! Out: bytes on any `io::Write` — a wrk/ab/hey/berf-style text report ([`text`]), the result as
-//! pretty JSON ([`json`], the model *is* the schema), or one flat CSV row ([`csv`]).
+//! pretty JSON ([`json`], the model *is* the schema), one flat CSV row ([`csv`]), Markdown
+//! tables for a pull request ([`markdown`]), or a self-contained HTML page with SVG charts
+//! ([`html`]); and [`compare`], two results set side by side.
 //! Neighbours: the CLI picks a [`Format`] and calls [`renderer`]; nothing here does I/O of its
 //! own or changes the result. One exporter per file, all behind the [`Renderer`] trait.
 
+mod charts;
+pub mod compare;
 pub mod csv;
 mod distribution;
 pub mod find_max;
+pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod text;
 pub mod units;
 
@@ -30,16 +36,26 @@ pub enum Format {
     Text,
     Json,
     Csv,
+    Html,
+    Markdown,
 }
 
 impl Format {
-    pub const ALL: [Format; 3] = [Format::Text, Format::Json, Format::Csv];
+    pub const ALL: [Format; 5] = [
+        Format::Text,
+        Format::Json,
+        Format::Csv,
+        Format::Html,
+        Format::Markdown,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
             Format::Csv => "csv",
+            Format::Html => "html",
+            Format::Markdown => "md",
         }
     }
 }
@@ -72,6 +88,9 @@ impl FromStr for Format {
     type Err = UnknownFormat;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("markdown") {
+            return Ok(Format::Markdown);
+        }
         Format::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
@@ -113,6 +132,8 @@ pub fn renderer(format: Format) -> Box<dyn Renderer> {
         Format::Text => Box::new(text::TextRenderer),
         Format::Json => Box::new(json::JsonRenderer),
         Format::Csv => Box::new(csv::CsvRenderer),
+        Format::Html => Box::new(html::Html),
+        Format::Markdown => Box::new(markdown::Markdown),
     }
 }
 
@@ -138,6 +159,7 @@ mod tests {
             assert_eq!(f.name().parse::<Format>(), Ok(f));
         }
         assert_eq!(" JSON ".parse::<Format>(), Ok(Format::Json));
+        assert_eq!("Markdown".parse::<Format>(), Ok(Format::Markdown));
     }
 
     #[test]
@@ -145,7 +167,7 @@ mod tests {
         let err = "xml".parse::<Format>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown format 'xml': choose one of text, json, csv"
+            "unknown format 'xml': choose one of text, json, csv, html, md"
         );
     }
 

@@ -167,7 +167,7 @@ fn shape(rep: &Report) -> String {
 }
 
 /// `1000 req/s`, `1000→5000 req/s over 30s, then …`.
-fn schedule_text(segments: &[loadbench_model::RateSegment]) -> String {
+pub(crate) fn schedule_text(segments: &[loadbench_model::RateSegment]) -> String {
     let parts: Vec<String> = segments
         .iter()
         .map(|s| {

@@ -1,0 +1,94 @@
+//! `loadbench compare BASE.json NEW.json`: read two saved run results, compare them with
+//! `loadbench_report::compare` (Welch's t-test on per-second values; docs/compare.md), print the
+//! table, and turn the verdict into an exit code a CI job can gate on: 1 when req/s fell or p99
+//! rose beyond the threshold with p < 0.05, 0 otherwise, 2 for bad input.
+
+use crate::args::CompareArgs;
+use crate::report_cmd::{load, Saved};
+use crate::UserError;
+use anyhow::Result;
+use loadbench_model::RunResult;
+use loadbench_report::compare::Comparison;
+use loadbench_report::Format;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn compare(a: CompareArgs) -> Result<ExitCode> {
+    let threshold = parse_threshold(&a.threshold)?;
+    let format = parse_format(&a.format)?;
+    let base = load_run(&a.base)?;
+    let new = load_run(&a.new)?;
+    let names = [a.base.display().to_string(), a.new.display().to_string()];
+    let c = Comparison::of([&names[0], &names[1]], &base, &new, threshold);
+    match format {
+        Format::Markdown => print!("{}", c.markdown()),
+        _ => print!("{}", c.text()),
+    }
+    Ok(if c.failing().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn load_run(path: &Path) -> Result<RunResult, UserError> {
+    match load(path)? {
+        Saved::Run(r) => Ok(*r),
+        Saved::FindMax(_) => Err(UserError(format!(
+            "{} is a find-max result; compare reads `loadbench run` results: compare the runs themselves (`loadbench run --save`), or read both searches with `loadbench report`",
+            path.display()
+        ))),
+    }
+}
+
+fn parse_format(text: &str) -> Result<Format, UserError> {
+    match text.parse::<Format>() {
+        Ok(f @ (Format::Text | Format::Markdown)) => Ok(f),
+        Ok(f) => Err(UserError(format!(
+            "--format {f} is not available for compare: use text or md"
+        ))),
+        Err(e) => Err(UserError(format!("--format: {e}"))),
+    }
+}
+
+/// `5%` or `0.05`. A bare number above 1 is refused: `5` most likely means 5%, not 500%.
+fn parse_threshold(text: &str) -> Result<f64, UserError> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0).ok(),
+        None => t.parse::<f64>().ok().filter(|v| *v <= 1.0),
+    };
+    match value {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(UserError(format!(
+            "--threshold '{text}' is not a share: give a percentage such as 5% or a fraction such as 0.05"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_read_as_percent_or_fraction() {
+        assert_eq!(parse_threshold("5%").unwrap(), 0.05);
+        assert_eq!(parse_threshold(" 12.5 % ").unwrap(), 0.125);
+        assert_eq!(parse_threshold("0.05").unwrap(), 0.05);
+        assert_eq!(parse_threshold("0").unwrap(), 0.0);
+        assert_eq!(parse_threshold("150%").unwrap(), 1.5);
+        for bad in ["5", "-1%", "x", "", "NaN%", "inf"] {
+            assert!(parse_threshold(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn formats_are_text_or_markdown() {
+        assert_eq!(parse_format("md").unwrap(), Format::Markdown);
+        assert_eq!(parse_format("markdown").unwrap(), Format::Markdown);
+        assert!(parse_format("csv")
+            .unwrap_err()
+            .0
+            .contains("use text or md"));
+    }
+}

@@ -1,0 +1,446 @@
+//! `loadbench report` and `loadbench compare` end to end, on results saved by the real binary
+//! against `loadbench serve` (tests/fixtures, see its README), so no load runs here except for
+//! the `run --html` / `find-max --html` checks: snapshots of every format, round trips,
+//! regressions, noise and improvements with their exit codes, and every kind of bad input
+//! answered by one line and exit code 2.
+
+mod support;
+
+use loadbench_model::{FindMaxResult, RunResult};
+use loadbench_upstream::{Server, ServerConfig};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use support::{bin, tempdir, text};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    fixtures().join(name)
+}
+
+/// Runs `loadbench ARGS` in the fixtures directory, so file names print without a path.
+fn loadbench(args: &[&str]) -> Output {
+    bin()
+        .args(args)
+        .current_dir(fixtures())
+        .output()
+        .expect("the loadbench binary runs")
+}
+
+/// Stdout of a command that must succeed.
+fn stdout_of(args: &[&str]) -> String {
+    let out = loadbench(args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {:?}", text(&out));
+    text(&out).0
+}
+
+// ---------------------------------------------------------------- report: snapshots
+
+#[test]
+fn report_text_of_an_open_model_run() {
+    insta::assert_snapshot!(stdout_of(&["report", "run-open.json"]));
+}
+
+#[test]
+fn report_markdown_of_an_open_model_run() {
+    insta::assert_snapshot!(stdout_of(&["report", "run-open.json", "--format", "md"]));
+}
+
+#[test]
+fn report_csv_of_an_open_model_run() {
+    insta::assert_snapshot!(stdout_of(&["report", "run-open.json", "-f", "csv"]));
+}
+
+#[test]
+fn report_markdown_of_a_closed_model_run() {
+    insta::assert_snapshot!(stdout_of(&[
+        "report",
+        "compare-base.json",
+        "-f",
+        "markdown"
+    ]));
+}
+
+#[test]
+fn report_text_of_a_find_max_search() {
+    insta::assert_snapshot!(stdout_of(&["report", "find-max.json"]));
+}
+
+#[test]
+fn report_markdown_of_a_find_max_search() {
+    insta::assert_snapshot!(stdout_of(&["report", "find-max.json", "-f", "md"]));
+}
+
+// ---------------------------------------------------------------- report: round trips
+
+#[test]
+fn report_json_round_trips_both_kinds() {
+    let run = RunResult::from_json(&stdout_of(&["report", "run-open.json", "-f", "json"]));
+    let saved = std::fs::read_to_string(fixture("run-open.json")).unwrap();
+    assert_eq!(run.unwrap(), RunResult::from_json(&saved).unwrap());
+    let fm = FindMaxResult::from_json(&stdout_of(&["report", "find-max.json", "-f", "json"]));
+    let saved = std::fs::read_to_string(fixture("find-max.json")).unwrap();
+    assert_eq!(fm.unwrap(), FindMaxResult::from_json(&saved).unwrap());
+}
+
+#[test]
+fn report_renders_a_re_rendered_json_identically_in_every_format() {
+    let dir = tempdir("report-round-trip");
+    let copy = dir.join("copy.json");
+    let json = stdout_of(&["report", "run-open.json", "-f", "json"]);
+    std::fs::write(&copy, json).unwrap();
+    for format in ["text", "md", "csv", "json"] {
+        let original = stdout_of(&["report", "run-open.json", "-f", format]);
+        let again = stdout_of(&["report", copy.to_str().unwrap(), "-f", format]);
+        assert_eq!(original, again, "{format}");
+    }
+}
+
+#[test]
+fn report_output_file_holds_what_stdout_would() {
+    let dir = tempdir("report-file");
+    for format in ["text", "md", "csv", "json"] {
+        let file = dir.join(format!("out.{format}"));
+        let out = loadbench(&[
+            "report",
+            "run-open.json",
+            "-f",
+            format,
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+        assert!(out.stdout.is_empty(), "{format}: nothing on stdout with -o");
+        let expected = stdout_of(&["report", "run-open.json", "-f", format]);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            expected,
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn report_html_writes_the_page_and_its_charts_beside_it() {
+    let dir = tempdir("report-html");
+    let page = dir.join("pages/run.html");
+    let out = loadbench(&[
+        "report",
+        "run-open.json",
+        "-f",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert_page_and_charts(&page);
+    assert!(
+        text(&out).1.contains("charts beside it"),
+        "{:?}",
+        text(&out)
+    );
+    let fm_page = dir.join("fm/find-max.html");
+    let out = loadbench(&[
+        "report",
+        "find-max.json",
+        "-f",
+        "html",
+        "-o",
+        fm_page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert_page_and_charts(&fm_page);
+}
+
+fn assert_page_and_charts(page: &Path) {
+    let html = std::fs::read_to_string(page).expect("the page was written");
+    assert!(
+        html.to_ascii_lowercase().starts_with("<!doctype html"),
+        "{}",
+        &html[..80]
+    );
+    let svgs = std::fs::read_dir(page.parent().unwrap())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert!(svgs > 0, "no chart beside {}", page.display());
+}
+
+#[test]
+fn report_percentiles_default_to_the_runs_and_can_be_overridden() {
+    let md = stdout_of(&["report", "run-open.json", "-f", "md"]);
+    assert!(md.contains("| 99.9% |") && !md.contains("| 75% |"), "{md}");
+    let md = stdout_of(&["report", "run-open.json", "-f", "md", "--percentiles", "75"]);
+    assert!(md.contains("| 75% |") && !md.contains("| 99.9% |"), "{md}");
+}
+
+// ---------------------------------------------------------------- compare
+
+/// The verdict column of the row for `metric` (`req/s`, `p50`, `p99`).
+fn verdict(stdout: &str, metric: &str) -> String {
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{metric} ")))
+        .unwrap_or_else(|| panic!("no {metric} row in\n{stdout}"));
+    let tail = row.rsplit("  ").next().unwrap();
+    tail.trim().to_string()
+}
+
+#[test]
+fn compare_flags_a_real_regression_with_exit_1() {
+    let out = loadbench(&["compare", "compare-base.json", "compare-slow.json"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    for metric in ["req/s", "p50", "p99"] {
+        assert_eq!(verdict(&stdout, metric), "regression", "{stdout}");
+    }
+    assert!(stdout.contains("\nregression: req/s -"), "{stdout}");
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn compare_of_two_runs_of_the_same_is_within_noise() {
+    let out = loadbench(&["compare", "compare-base.json", "compare-same.json"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for metric in ["req/s", "p50", "p99"] {
+        assert_eq!(verdict(&stdout, metric), "within noise", "{stdout}");
+    }
+    assert!(stdout.contains("no significant change"), "{stdout}");
+}
+
+#[test]
+fn compare_swapped_is_an_improvement_with_exit_0() {
+    let out = loadbench(&["compare", "compare-slow.json", "compare-base.json"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for metric in ["req/s", "p50", "p99"] {
+        assert_eq!(verdict(&stdout, metric), "improvement", "{stdout}");
+    }
+    assert!(stdout.contains("\nimprovement: req/s +"), "{stdout}");
+}
+
+#[test]
+fn compare_threshold_above_the_change_passes() {
+    let out = loadbench(&[
+        "compare",
+        "compare-base.json",
+        "compare-slow.json",
+        "--threshold",
+        "80%",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(verdict(&stdout, "req/s"), "within threshold", "{stdout}");
+}
+
+#[test]
+fn compare_in_markdown_for_a_pull_request() {
+    let out = loadbench(&[
+        "compare",
+        "compare-base.json",
+        "compare-slow.json",
+        "-f",
+        "md",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
+    insta::assert_snapshot!(text(&out).0);
+}
+
+// ---------------------------------------------------------------- bad input
+
+/// Asserts exit code 2, nothing on stdout, one line on stderr holding `expected`, no panic.
+fn assert_user_error(args: &[&str], expected: &str) {
+    let out = loadbench(args);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
+    assert!(stdout.is_empty(), "{args:?}: {stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+}
+
+/// Writes `content` into a fresh file and returns its path.
+fn bad_file(name: &str, content: &[u8]) -> String {
+    let path = tempdir("report-bad").join(name);
+    std::fs::write(&path, content).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn bad_inputs() -> Vec<(String, &'static str)> {
+    let good = std::fs::read_to_string(fixture("compare-base.json")).unwrap();
+    vec![
+        (
+            "no-such-file.json".to_string(),
+            "cannot read no-such-file.json",
+        ),
+        (bad_file("empty.json", b""), "is empty"),
+        (
+            bad_file("text.json", b"Requests/sec: 1234\n"),
+            "is not JSON",
+        ),
+        (
+            bad_file("binary.json", &[0xff, 0xfe, 0x00, 0x81]),
+            "is not a text file",
+        ),
+        (
+            bad_file("k6.json", br#"{"metrics": {"http_reqs": {"count": 10}}}"#),
+            "is JSON but not a loadbench result",
+        ),
+        (
+            bad_file(
+                "v2.json",
+                good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1)
+                    .as_bytes(),
+            ),
+            "has schema_version 2, but this loadbench reads schema_version 1",
+        ),
+        (
+            bad_file("truncated.json", &good.as_bytes()[..good.len() / 2]),
+            "is truncated",
+        ),
+        (
+            bad_file(
+                "edited.json",
+                good.replacen("\"requests\":", "\"requestz\":", 1)
+                    .as_bytes(),
+            ),
+            "is not a valid loadbench run result",
+        ),
+    ]
+}
+
+#[test]
+fn report_answers_malformed_or_foreign_files_with_one_line_and_exit_2() {
+    for (path, expected) in bad_inputs() {
+        assert_user_error(&["report", &path], expected);
+    }
+}
+
+#[test]
+fn compare_answers_malformed_or_foreign_files_with_one_line_and_exit_2() {
+    for (path, expected) in bad_inputs() {
+        assert_user_error(&["compare", "compare-base.json", &path], expected);
+        assert_user_error(&["compare", &path, "compare-base.json"], expected);
+    }
+}
+
+#[test]
+fn bad_options_and_unsupported_combinations_exit_2() {
+    assert_user_error(
+        &["report", "run-open.json", "-f", "xml"],
+        "unknown format 'xml'",
+    );
+    assert_user_error(
+        &["report", "find-max.json", "-f", "csv"],
+        "not available for a find-max result",
+    );
+    assert_user_error(
+        &["report", "run-open.json", "--percentiles", "120"],
+        "--percentiles '120'",
+    );
+    assert_user_error(
+        &["compare", "compare-base.json", "find-max.json"],
+        "is a find-max result",
+    );
+    assert_user_error(
+        &[
+            "compare",
+            "compare-base.json",
+            "compare-same.json",
+            "--threshold",
+            "5",
+        ],
+        "--threshold '5'",
+    );
+    assert_user_error(
+        &[
+            "compare",
+            "compare-base.json",
+            "compare-same.json",
+            "-f",
+            "csv",
+        ],
+        "use text or md",
+    );
+}
+
+// ---------------------------------------------------------------- --html and -o md after a run
+
+fn backend() -> Server {
+    Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
+}
+
+#[test]
+fn run_html_writes_the_page_and_charts_and_md_goes_to_stdout() {
+    let server = backend();
+    let dir = tempdir("run-html");
+    let page = dir.join("run.html");
+    let url = format!("http://{}/", server.local_addr());
+    let out = bin()
+        .args([
+            "run", &url, "-n", "300", "-c", "2", "-t", "1", "-o", "md", "-q", "--html",
+        ])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let stdout = text(&out).0;
+    assert!(
+        stdout.starts_with("## loadbench run: `GET http://"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| 300 |"), "{stdout}");
+    assert_page_and_charts(&page);
+}
+
+#[test]
+fn find_max_html_writes_the_page_and_md_goes_to_stdout() {
+    let server = backend();
+    let dir = tempdir("find-max-html");
+    let page = dir.join("fm.html");
+    let url = format!("http://{}/", server.local_addr());
+    let out = bin()
+        .args([
+            "find-max",
+            &url,
+            "--slo",
+            "p99<1s",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "0s",
+        ])
+        .args([
+            "--start-rate",
+            "50",
+            "--max-steps",
+            "1",
+            "-t",
+            "1",
+            "-o",
+            "md",
+            "-q",
+            "--html",
+        ])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let stdout = text(&out).0;
+    assert!(
+        stdout.starts_with("## loadbench find-max: `http://"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| 1 | exponential | 50 |"), "{stdout}");
+    assert_page_and_charts(&page);
+}

@@ -1,0 +1,152 @@
+//! The report's charts, drawn by the project as SVG: what a run or a find-max search looks like
+//! as a picture. Each chart is first a [`Plot`] (lines in value space, reference lines, axes),
+//! built from the model by [`run`] or [`find_max`]; [`draw`] alone turns a plot into SVG with
+//! `plotters`. The HTML page inlines the SVG, and the same text is written as `NAME.svg` files
+//! for pasting into documents.
+
+mod axis;
+mod draw;
+mod find_max;
+mod run;
+
+use plotters::style::RGBColor;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub(crate) use axis::Axis;
+pub(crate) use find_max::stats as find_max_stats;
+
+/// A chart ready for a page or a file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Chart {
+    /// File stem and HTML id: `latency-spectrum`.
+    pub name: &'static str,
+    pub title: String,
+    /// The drawings, or a sentence saying why there is nothing to show.
+    pub svg: Result<Drawn, String>,
+}
+
+/// One chart drawn at two sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Drawn {
+    /// For laptops and documents (the `NAME.svg` file).
+    pub wide: String,
+    /// For phones.
+    pub compact: String,
+}
+
+/// What to draw, in value space.
+#[derive(Debug, Clone)]
+pub(crate) struct Plot {
+    pub name: &'static str,
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub lines: Vec<Line>,
+    /// Horizontal reference lines (an SLO limit), at a y value.
+    pub y_marks: Vec<Mark>,
+    /// Vertical reference lines (the maximum sustainable rate), at an x value.
+    pub x_marks: Vec<Mark>,
+    /// Shown instead of the chart when no line has a point.
+    pub empty_note: &'static str,
+}
+
+/// One data series.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    pub label: String,
+    pub color: RGBColor,
+    pub style: Style,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// A line, with a dot at each point when there are few enough to tell apart.
+    Solid {
+        markers: bool,
+    },
+    Dashed,
+    /// Dots only.
+    Markers,
+}
+
+/// A labelled reference line across the plot.
+#[derive(Debug, Clone)]
+pub(crate) struct Mark {
+    pub label: String,
+    pub color: RGBColor,
+    pub at: f64,
+}
+
+pub(crate) const BLUE: RGBColor = RGBColor(31, 119, 180);
+pub(crate) const ORANGE: RGBColor = RGBColor(255, 127, 14);
+pub(crate) const GREEN: RGBColor = RGBColor(44, 160, 44);
+pub(crate) const RED: RGBColor = RGBColor(214, 39, 40);
+pub(crate) const PURPLE: RGBColor = RGBColor(148, 103, 189);
+pub(crate) const BROWN: RGBColor = RGBColor(140, 86, 75);
+pub(crate) const GREY: RGBColor = RGBColor(110, 110, 110);
+/// Colours for lines that have no colour of their own, in order.
+pub(crate) const PALETTE: [RGBColor; 5] = [BLUE, ORANGE, PURPLE, BROWN, GREEN];
+
+/// Lines with at most this many points get a dot at each.
+const MARKERS_UP_TO: usize = 40;
+
+/// A solid line, dotted at each point when the points are few.
+pub(crate) fn solid(label: impl Into<String>, color: RGBColor, points: Vec<(f64, f64)>) -> Line {
+    Line {
+        label: label.into(),
+        color,
+        style: Style::Solid {
+            markers: points.len() <= MARKERS_UP_TO,
+        },
+        points,
+    }
+}
+
+impl Plot {
+    fn has_points(&self) -> bool {
+        self.lines.iter().any(|l| !l.points.is_empty())
+    }
+
+    /// The chart: drawn, or the note saying why not.
+    pub fn chart(&self) -> Chart {
+        let svg = if self.has_points() {
+            let drawn = draw::svg(self, draw::WIDE).and_then(|wide| {
+                let compact = draw::svg(self, draw::COMPACT)?;
+                Ok(Drawn { wide, compact })
+            });
+            drawn.map_err(|e| format!("the chart could not be drawn: {e}"))
+        } else {
+            Err(self.empty_note.to_string())
+        };
+        Chart {
+            name: self.name,
+            title: self.title.clone(),
+            svg,
+        }
+    }
+}
+
+/// The charts of one run: latency by percentile, requests per second, latency per second.
+pub(crate) fn run_charts(result: &loadbench_model::RunResult) -> Vec<Chart> {
+    run::plots(result).iter().map(Plot::chart).collect()
+}
+
+/// The charts of a find-max search: achieved rate and latency against the offered rate.
+pub(crate) fn find_max_charts(result: &loadbench_model::FindMaxResult) -> Vec<Chart> {
+    find_max::plots(result).iter().map(Plot::chart).collect()
+}
+
+/// Writes every drawn chart as `NAME.svg` into `dir`; charts with nothing to show are skipped.
+pub(crate) fn write_files(charts: &[Chart], dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for chart in charts {
+        if let Ok(drawn) = &chart.svg {
+            let path = dir.join(format!("{}.svg", chart.name));
+            std::fs::write(&path, &drawn.wide)?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}

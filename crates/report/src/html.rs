@@ -1,0 +1,664 @@
+//! A self-contained HTML page of a run or a find-max search: one file that works offline and
+//! reads on a laptop or a phone. What needs attention comes first (errors, an interrupted run, a
+//! generator that fell behind), then the headline figures, the charts (SVG drawn by
+//! [`crate::charts`], inline), the details, and last the scenario and the host. Pure: the page is
+//! a `String`; [`write_chart_files`] is the one function here that touches the disk, so that the
+//! same charts can be pasted into documents.
+
+mod find_max;
+mod page;
+
+use crate::charts;
+use crate::units::{self, MISSING};
+use crate::{RenderOptions, Renderer};
+use loadbench_model::{FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Stats, Summary};
+use page::{alert, esc, key_values, row, section, Alert, Level, Row};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub use find_max::render_find_max;
+
+/// The HTML page of a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Html;
+
+impl Renderer for Html {
+    fn render(
+        &self,
+        result: &RunResult,
+        opts: &RenderOptions,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        out.write_all(render_run(result, opts).as_bytes())
+    }
+}
+
+/// Writes a run's charts as `NAME.svg` files into `dir` (beside the page) and returns their
+/// paths. Charts with nothing to show (no response completed) are not written.
+pub fn write_chart_files(result: &RunResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    charts::write_files(&charts::run_charts(result), dir)
+}
+
+/// [`write_chart_files`] for a find-max search.
+pub fn write_find_max_chart_files(result: &FindMaxResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    charts::write_files(&charts::find_max_charts(result), dir)
+}
+
+/// The page of a run, as a string.
+pub fn render_run(result: &RunResult, opts: &RenderOptions) -> String {
+    let r = result;
+    // Recomputed rather than trusted: a hand-built result may carry a stale summary.
+    let summary = r.stats.summary();
+    let mut body = header(r);
+    body += &page::alerts(&run_alerts(r, &summary));
+    body += &summary_section(r, &summary, opts);
+    body += &section("charts", "Charts", &page::figures(&charts::run_charts(r)));
+    body += &details_section(r);
+    body += &section("scenario", "Scenario", &key_values(&scenario(r)));
+    body += &section("host", "Host", &key_values(&host(r)));
+    body += &footer(&r.loadbench_version);
+    page::document(&format!("loadbench: {}", target_line(r)), &body)
+}
+
+fn is_open(r: &RunResult) -> bool {
+    matches!(r.config.load, LoadModel::Open { .. })
+}
+
+/// `GET http://…`.
+fn target_line(r: &RunResult) -> String {
+    format!("{} {}", r.config.method, r.config.url)
+}
+
+fn header(r: &RunResult) -> String {
+    let c = &r.config;
+    let length = match (c.requests, c.duration_ms) {
+        (Some(n), _) => format!("{n} requests"),
+        (None, Some(ms)) => format!("{} test", units::duration_ms_short(ms)),
+        (None, None) => "test".to_string(),
+    };
+    let up_to = if is_open(r) { "up to " } else { "" };
+    let shape = format!(
+        "{length}, {} threads, {up_to}{} connections ({}, {})",
+        c.threads,
+        c.connections,
+        model_name(&c.load),
+        if c.keepalive {
+            "keep-alive"
+        } else {
+            "no keep-alive"
+        }
+    );
+    format!(
+        "<header>\n<h1>loadbench run</h1>\n<p class=\"target mono\">{}</p>\n<p class=\"muted\">{} · started {}</p>\n</header>\n",
+        esc(&target_line(r)),
+        esc(&shape),
+        esc(&r.started_at)
+    )
+}
+
+fn model_name(load: &LoadModel) -> String {
+    match load {
+        LoadModel::Closed => "closed model".to_string(),
+        LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+    }
+}
+
+/// `1000 req/s for 30s`, `1000→5000 req/s over 30s, then …`.
+fn schedule_text(segments: &[RateSegment]) -> String {
+    let parts: Vec<String> = segments
+        .iter()
+        .map(|s| {
+            let d = units::duration_ms_short(s.duration_ms);
+            let (a, b) = (units::rate_short(s.from_rate), units::rate_short(s.to_rate));
+            if s.from_rate == s.to_rate {
+                format!("{a} req/s for {d}")
+            } else {
+                format!("{a}→{b} req/s over {d}")
+            }
+        })
+        .collect();
+    parts.join(", then ")
+}
+
+/// What needs attention before the figures are read.
+fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
+    let s = &r.stats;
+    let mut list = Vec::new();
+    if r.interrupted {
+        let after = units::duration_us(s.elapsed_us as f64);
+        list.push(alert(
+            Level::Warn,
+            format!("Interrupted after {after}: these are partial results."),
+        ));
+    }
+    if s.requests == 0 {
+        list.push(alert(
+            Level::Error,
+            "No response completed: there is no latency to report.",
+        ));
+    }
+    if sum.errors > 0 {
+        list.push(alert(Level::Error, errors_text(s, sum.errors)));
+    }
+    if sum.non_success_responses > 0 {
+        list.push(alert(
+            Level::Warn,
+            statuses_text(s, sum.non_success_responses),
+        ));
+    }
+    list.extend(generator_alert(s, sum));
+    if s.abandoned > 0 {
+        let n = s.abandoned;
+        list.push(alert(Level::Note, format!("{n} requests were still in flight when the run ended; they are counted neither as completed nor as failed.")));
+    }
+    list.push(alert(Level::Note, model_note(&r.config.load)));
+    list
+}
+
+fn errors_text(s: &Stats, errors: u64) -> String {
+    let share = units::percent(errors as f64 / s.attempts().max(1) as f64);
+    let kinds: Vec<String> = s
+        .errors
+        .0
+        .iter()
+        .map(|(k, n)| format!("{n} {}", k.describe()))
+        .collect();
+    format!(
+        "{errors} requests failed ({share} of attempts): {}.",
+        kinds.join(", ")
+    )
+}
+
+fn statuses_text(s: &Stats, n: u64) -> String {
+    let codes: Vec<String> = s
+        .status
+        .0
+        .iter()
+        .filter(|(c, _)| !(200..400).contains(*c))
+        .map(|(c, n)| format!("{n} × {c}"))
+        .collect();
+    format!(
+        "{n} responses had a status outside 200–399: {}.",
+        codes.join(", ")
+    )
+}
+
+/// Open model: the generator sent less than the schedule asked for, or sent late.
+fn generator_alert(s: &Stats, sum: &Summary) -> Option<Alert> {
+    let target = sum.target_per_sec?;
+    let short = target > 0.0 && sum.sent_per_sec < target * 0.99;
+    if !short && s.sent_late == 0 {
+        return None;
+    }
+    let share = if target > 0.0 {
+        sum.sent_per_sec / target
+    } else {
+        0.0
+    };
+    let late = s.sent_late;
+    Some(alert(
+        Level::Warn,
+        format!(
+            "The generator fell behind: it sent {} req/s of the {} req/s target ({}), and {late} requests went out more than 1 ms after their intended time. Latency still counts from the intended time, but the target load was not offered as planned: add threads or cores, or lower the rate.",
+            units::rate(sum.sent_per_sec),
+            units::rate(target),
+            units::percent(share),
+        ),
+    ))
+}
+
+fn model_note(load: &LoadModel) -> &'static str {
+    match load {
+        LoadModel::Closed => "Closed model: each connection waits for its response before sending the next, so stalls are understated (coordinated omission); --rate runs the open model.",
+        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
+    }
+}
+
+fn summary_section(r: &RunResult, sum: &Summary, opts: &RenderOptions) -> String {
+    let left = format!("<div>\n{}</div>\n", key_values(&headline(r, sum)));
+    let right = format!(
+        "<div>\n<h3>Latency distribution</h3>\n{}</div>\n",
+        percentile_table(r, opts)
+    );
+    section(
+        "summary",
+        "Summary",
+        &format!("<div class=\"grid\">\n{left}{right}</div>\n"),
+    )
+}
+
+fn headline(r: &RunResult, sum: &Summary) -> Vec<(&'static str, String)> {
+    let (s, h) = (&r.stats, &r.stats.latency.hist);
+    let mut pairs = vec![("Requests/sec", units::rate(sum.requests_per_sec))];
+    if let Some(target) = sum.target_per_sec {
+        pairs.push(("Target rate", format!("{} req/s", units::rate(target))));
+        pairs.push((
+            "Achieved rate (sent)",
+            format!("{} req/s", units::rate(sum.sent_per_sec)),
+        ));
+    }
+    for (label, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9)] {
+        pairs.push((label, at(h, p)));
+    }
+    pairs.push(("Max", ns_or_missing(h, h.max_ns() as f64)));
+    pairs.push(("Errors", errors_cell(s, sum.errors)));
+    pairs.push((
+        "Non-2xx/3xx responses",
+        sum.non_success_responses.to_string(),
+    ));
+    pairs.push(("Requests completed", s.requests.to_string()));
+    pairs.push(("Elapsed", units::duration_us(s.elapsed_us as f64)));
+    pairs.push((
+        "Transfer/sec",
+        format!(
+            "{}/s read, {}/s written",
+            units::bytes(sum.read_bytes_per_sec),
+            units::bytes(sum.written_bytes_per_sec)
+        ),
+    ));
+    pairs.push(("Connections opened", s.connections_opened.to_string()));
+    if is_open(r) {
+        pairs.push(("Sent late (>1ms)", s.sent_late.to_string()));
+    }
+    pairs
+}
+
+fn errors_cell(s: &Stats, errors: u64) -> String {
+    if errors == 0 {
+        return "0".to_string();
+    }
+    let share = errors as f64 / s.attempts().max(1) as f64;
+    format!("{errors} ({} of attempts)", units::percent(share))
+}
+
+fn at(h: &Histo, p: f64) -> String {
+    ns_or_missing(h, h.percentile_ns(p) as f64)
+}
+
+fn ns_or_missing(h: &Histo, ns: f64) -> String {
+    if h.is_empty() {
+        MISSING.to_string()
+    } else {
+        units::duration_ns(ns)
+    }
+}
+
+/// The user's percentiles: latency, and service time beside it in the open model.
+fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
+    let s = &r.stats;
+    let mut head = vec!["Percentile".to_string(), "Latency".to_string()];
+    if is_open(r) {
+        head.push("Service time".to_string());
+    }
+    let rows: Vec<Row> = opts
+        .percentiles
+        .iter()
+        .map(|&p| {
+            let mut cells = vec![units::percentile_label(p), at(&s.latency.hist, p)];
+            if is_open(r) {
+                cells.push(at(&s.service.hist, p));
+            }
+            row(cells)
+        })
+        .collect();
+    page::table("percentiles", &head, &rows)
+}
+
+/// Status codes, errors by class, and each phase's distribution.
+fn details_section(r: &RunResult) -> String {
+    let s = &r.stats;
+    let statuses: Vec<Row> = s
+        .status
+        .0
+        .iter()
+        .map(|(&code, &n)| {
+            let class = if (200..400).contains(&code) {
+                ""
+            } else {
+                "bad"
+            };
+            Row {
+                class,
+                cells: vec![code.to_string(), n.to_string()],
+            }
+        })
+        .collect();
+    let errors: Vec<Row> = s
+        .errors
+        .0
+        .iter()
+        .map(|(k, &n)| Row {
+            class: "bad",
+            cells: vec![k.describe().to_string(), n.to_string()],
+        })
+        .collect();
+    let mut body = String::from("<div class=\"grid\">\n<div>\n<h3>Status codes</h3>\n");
+    body += &counts_table(&["Status", "Responses"], &statuses);
+    body += "</div>\n<div>\n<h3>Errors</h3>\n";
+    body += &counts_table(&["Error", "Requests"], &errors);
+    body += "</div>\n</div>\n<h3>Phases</h3>\n";
+    body += &phases_table(r);
+    section("details", "Details", &body)
+}
+
+fn counts_table(head: &[&str], rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return "<p class=\"muted\">none</p>\n".to_string();
+    }
+    let head: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+    page::table("counts", &head, rows)
+}
+
+fn phases_table(r: &RunResult) -> String {
+    let s = &r.stats;
+    let head = ["Phase", "Min", "Mean", "Stdev", "p50", "p99", "Max"].map(String::from);
+    let mut phases = vec![
+        ("connect", &s.connect.hist),
+        ("first byte", &s.first_byte.hist),
+    ];
+    if is_open(r) {
+        phases.push(("send lag", &s.send_lag.hist));
+        phases.push(("service", &s.service.hist));
+    }
+    phases.push(("total", &s.latency.hist));
+    let rows: Vec<Row> = phases
+        .iter()
+        .map(|&(name, h)| {
+            row(vec![
+                name.to_string(),
+                ns_or_missing(h, h.min_ns() as f64),
+                ns_or_missing(h, h.mean_ns()),
+                ns_or_missing(h, h.stdev_ns()),
+                at(h, 50.0),
+                at(h, 99.0),
+                ns_or_missing(h, h.max_ns() as f64),
+            ])
+        })
+        .collect();
+    page::table("phases", &head, &rows)
+}
+
+/// The run's configuration, as resolved.
+fn scenario(r: &RunResult) -> Vec<(&'static str, String)> {
+    let c = &r.config;
+    let mut pairs = vec![
+        ("URL", c.url.clone()),
+        ("Address", c.address.clone()),
+        ("Method", c.method.clone()),
+    ];
+    pairs.extend(c.headers.iter().map(|h| ("Header", h.clone())));
+    pairs.push(("Body", units::bytes(c.body_bytes as f64)));
+    pairs.push(("Load model", model_name(&c.load)));
+    let conns = if is_open(r) {
+        "Max connections"
+    } else {
+        "Connections"
+    };
+    pairs.push((conns, c.connections.to_string()));
+    pairs.push(("Threads", c.threads.to_string()));
+    if let Some(n) = c.requests {
+        pairs.push(("Requests", n.to_string()));
+    }
+    if let Some(ms) = c.duration_ms {
+        pairs.push(("Duration", units::duration_ms_short(ms)));
+    }
+    pairs.push(("Warm-up", units::duration_ms_short(c.warmup_ms)));
+    pairs.push((
+        "Keep-alive",
+        if c.keepalive { "yes" } else { "no" }.to_string(),
+    ));
+    pairs.push(("Timeout", units::duration_ms_short(c.timeout_ms)));
+    pairs.push((
+        "Connect timeout",
+        units::duration_ms_short(c.connect_timeout_ms),
+    ));
+    pairs
+}
+
+fn host(r: &RunResult) -> Vec<(&'static str, String)> {
+    let mut pairs = host_facts(&r.host);
+    pairs.push(("Started", r.started_at.clone()));
+    pairs.push(("Ended", r.ended_at.clone()));
+    pairs.push((
+        "Interrupted",
+        if r.interrupted { "yes" } else { "no" }.to_string(),
+    ));
+    pairs
+}
+
+fn host_facts(h: &loadbench_model::HostInfo) -> Vec<(&'static str, String)> {
+    vec![
+        ("Hostname", h.hostname.clone()),
+        ("OS", h.os.clone()),
+        ("Kernel", h.kernel.clone()),
+        ("Architecture", h.arch.clone()),
+        ("CPU", h.cpu_model.clone()),
+        ("Cores", h.cores.to_string()),
+    ]
+}
+
+fn footer(version: &str) -> String {
+    format!(
+        "<footer>Generated by loadbench {}. Charts are SVG drawn by loadbench; this page loads nothing from the network.</footer>\n",
+        esc(version)
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::{fixtures, render_to_string, Format};
+    use loadbench_model::{ErrorKind, RateSegment};
+
+    /// The HTML of one chart's `<figure>`.
+    pub(crate) fn figure<'a>(html: &'a str, name: &str) -> &'a str {
+        let start = html
+            .find(&format!("data-chart=\"{name}\""))
+            .unwrap_or_else(|| panic!("no chart {name}"));
+        let end = start + html[start..].find("</figure>").unwrap();
+        &html[start..end]
+    }
+
+    /// The point counts of every `<polyline>` in some SVG.
+    pub(crate) fn polylines(svg: &str) -> Vec<usize> {
+        svg.split("<polyline")
+            .skip(1)
+            .map(|p| {
+                let points = p.split("points=\"").nth(1).unwrap();
+                points[..points.find('"').unwrap()]
+                    .split_whitespace()
+                    .count()
+            })
+            .collect()
+    }
+
+    fn page(r: &RunResult) -> String {
+        render_run(r, &RenderOptions::default())
+    }
+
+    /// The busy fixture as an open-model run: a target per second, service time, late sends.
+    fn open_run() -> RunResult {
+        let mut r = fixtures::busy();
+        r.config.load = LoadModel::Open {
+            schedule: vec![RateSegment {
+                duration_ms: 10_000,
+                from_rate: 4_000.0,
+                to_rate: 4_000.0,
+            }],
+            max_connections: 500,
+        };
+        r.stats.scheduled = Some(40_000);
+        r.stats.sent = 35_200;
+        r.stats.sent_late = 1_234;
+        r.stats.service = r.stats.first_byte.clone();
+        for p in &mut r.stats.series.0 {
+            p.target = Some(4_000);
+            p.sent = p.requests + 20;
+        }
+        r.finalize();
+        r
+    }
+
+    #[test]
+    fn page_has_the_summary_percentile_detail_scenario_and_host_tables() {
+        let html = page(&fixtures::busy());
+        for needle in [
+            "<!DOCTYPE html>",
+            "<section id=\"summary\">",
+            "<table class=\"kv\">",
+            "<table class=\"percentiles\">",
+            "<th scope=\"row\">99.9%</th>",
+            "<table class=\"phases\">",
+            "<section id=\"scenario\">",
+            "<section id=\"host\">",
+            "<th scope=\"row\">CPU</th><td>Test CPU</td>",
+            "<th scope=\"row\">Requests/sec</th><td>3512.00</td>",
+            "<th scope=\"row\">p99.9</th>",
+        ] {
+            assert!(html.contains(needle), "missing {needle}");
+        }
+        assert!(html.find("id=\"summary\"") < html.find("id=\"charts\""));
+        assert!(html.find("id=\"charts\"") < html.find("id=\"scenario\""));
+        assert!(html.find("id=\"scenario\"") < html.find("id=\"host\""));
+    }
+
+    #[test]
+    fn every_run_chart_is_inline_svg_with_its_data_points() {
+        let html = page(&fixtures::busy());
+        let spectrum = polylines(figure(&html, "latency-spectrum"));
+        assert!(spectrum.iter().any(|&n| n > 200), "{spectrum:?}");
+        for name in ["rate-over-time", "latency-over-time"] {
+            let f = figure(&html, name);
+            assert!(f.contains("<svg role=\"img\""), "{name}");
+            assert!(polylines(f).contains(&10), "{name}: {:?}", polylines(f));
+            assert!(
+                f.matches("<circle").count() >= 10,
+                "{name}: a dot per second"
+            );
+        }
+        assert!(figure(&html, "latency-spectrum").contains(">\n99.9%\n</text>"));
+    }
+
+    #[test]
+    fn open_model_charts_show_service_time_and_the_target() {
+        let html = page(&open_run());
+        let spectrum = figure(&html, "latency-spectrum");
+        let long = polylines(spectrum).iter().filter(|&&n| n > 200).count();
+        assert_eq!(
+            long,
+            2 * 2,
+            "two lines, in the wide and the compact drawing"
+        );
+        assert!(spectrum.contains("service time (from actual send)"));
+        let rate = figure(&html, "rate-over-time");
+        assert!(rate.contains("target/s") && rate.contains("sent/s"));
+        assert!(html.contains("<th scope=\"col\">Service time</th>"));
+    }
+
+    #[test]
+    fn warnings_come_first_for_errors_statuses_interruption_and_a_slow_generator() {
+        let mut r = open_run();
+        r.interrupted = true;
+        let html = page(&r);
+        let alerts = &html[..html.find("id=\"summary\"").unwrap()];
+        for needle in [
+            "class=\"alert error\"",
+            "5 requests failed",
+            "3 connect refused, 2 read timeout",
+            "20 responses had a status outside 200–399",
+            "Interrupted after 10.00s",
+            "The generator fell behind",
+            "1234 requests went out more than 1 ms after",
+        ] {
+            assert!(alerts.contains(needle), "missing {needle} in {alerts}");
+        }
+        assert!(alerts.find("alert error") < alerts.find("alert warn"));
+    }
+
+    #[test]
+    fn a_clean_run_has_only_the_model_note() {
+        let mut r = fixtures::busy();
+        r.stats.errors = Default::default();
+        r.stats.status = Default::default();
+        r.stats.status.add(200, r.stats.requests);
+        r.stats.abandoned = 0;
+        let html = page(&r);
+        assert_eq!(html.matches("<li class=\"alert").count(), 1, "{html}");
+        assert!(html.contains("alert note\"><strong>Note:</strong> Closed model"));
+    }
+
+    #[test]
+    fn user_text_is_escaped() {
+        let mut r = fixtures::busy();
+        r.config.url = "http://127.0.0.1:8080/<script>alert('x')</script>?a=1&b=2".into();
+        r.config.headers = vec!["X-Evil: \"><img src=x onerror=alert(1)>".into()];
+        r.host.hostname = "<b>host</b>".into();
+        r.stats.errors.add(ErrorKind::Reset, 1);
+        let html = page(&r);
+        assert!(!html.contains("<script"), "a script tag got through");
+        assert!(!html.contains("<img"), "an img tag got through");
+        assert!(!html.contains("<b>host"));
+        assert!(html.contains("/&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;?a=1&amp;b=2"));
+        assert!(html.contains("X-Evil: &quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    }
+
+    #[test]
+    fn the_page_loads_nothing() {
+        let html = page(&open_run());
+        for banned in [
+            "<script", "<link", "<img", "<iframe", "src=", "href=", "url(", "@import",
+        ] {
+            assert!(!html.contains(banned), "{banned}");
+        }
+        assert!(html.contains(&format!("content=\"{}\"", page::CSP)));
+        let outside = html.matches("http").count();
+        let allowed = html.matches("http://www.w3.org/2000/svg").count()
+            + html.matches("http-equiv").count()
+            + html.matches("http://127.0.0.1:8080/").count();
+        assert_eq!(outside, allowed);
+    }
+
+    #[test]
+    fn an_empty_run_explains_its_empty_charts() {
+        let html = page(&fixtures::empty());
+        assert_eq!(html.matches("class=\"chart empty\"").count(), 3);
+        assert!(html.contains("No response completed"));
+        assert!(!html.contains("<svg"));
+    }
+
+    #[test]
+    fn the_renderer_writes_the_page() {
+        let r = fixtures::busy();
+        assert_eq!(
+            render_to_string(Format::Html, &r, &RenderOptions::default()),
+            page(&r)
+        );
+    }
+
+    #[test]
+    fn chart_files_are_the_inline_charts() {
+        let dir = std::env::temp_dir().join(format!("loadbench-html-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let r = fixtures::busy();
+        let paths = write_chart_files(&r, &dir).unwrap();
+        let names: Vec<String> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "latency-spectrum.svg",
+                "rate-over-time.svg",
+                "latency-over-time.svg"
+            ]
+        );
+        let svg = std::fs::read_to_string(&paths[0]).unwrap();
+        assert!(svg.starts_with("<svg width=\"800\" height=\"420\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(write_chart_files(&fixtures::empty(), &dir)
+            .unwrap()
+            .is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,544 @@
+//! GitHub-flavoured Markdown for pull requests and issues: a run (or a find-max search) as a
+//! few tables a reviewer reads in the page — the headline figures, the latency percentiles,
+//! status codes, errors by class — and the configuration and host as a short list. Everything
+//! that came from the user (URL, headers, file names) goes into code spans, and every table
+//! cell has its `|` escaped, so no input can break the layout. Pure functions of the result.
+
+use crate::units::{self, MISSING};
+use crate::{RenderOptions, Renderer};
+use loadbench_model::{
+    FailReason, FindMaxResult, FindMaxStep, Histo, LoadModel, RunResult, SloStat, Summary, Verdict,
+};
+use std::io::Write;
+
+/// The percentiles of the summary table; the full table follows `--percentiles`.
+const SUMMARY_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// A run as Markdown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Markdown;
+
+impl Renderer for Markdown {
+    fn render(
+        &self,
+        result: &RunResult,
+        opts: &RenderOptions,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        out.write_all(render_run(result, opts).as_bytes())
+    }
+}
+
+/// A run as Markdown, as a string.
+pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
+    let summary = r.stats.summary();
+    let mut out = format!(
+        "## loadbench run: {}\n\n",
+        code(&format!("{} {}", r.config.method, r.config.url))
+    );
+    if r.interrupted {
+        let after = units::duration_us(r.stats.elapsed_us as f64);
+        out += &format!("> **Interrupted** after {after}: partial results.\n\n");
+    }
+    out += &summary_table(r, &summary);
+    out += &format!("\n{}\n", model_note(&r.config.load));
+    out += &percentile_table(&r.stats.latency.hist, &opts.percentiles);
+    out += &status_table(r);
+    out += &error_table(r);
+    out += "\n### Configuration\n\n";
+    out += &list(&configuration(r));
+    out
+}
+
+fn summary_table(r: &RunResult, sum: &Summary) -> String {
+    let h = &r.stats.latency.hist;
+    let mut head = vec!["requests".to_string(), "req/s".to_string()];
+    let mut row = vec![
+        r.stats.requests.to_string(),
+        units::rate(sum.requests_per_sec),
+    ];
+    if let Some(target) = sum.target_per_sec {
+        head.extend(["target/s", "sent/s"].map(String::from));
+        row.extend([units::rate(target), units::rate(sum.sent_per_sec)]);
+    }
+    for p in SUMMARY_PERCENTILES {
+        head.push(format!("p{p}"));
+        row.push(latency(h, p));
+    }
+    head.extend(["errors", "non-2xx/3xx"].map(String::from));
+    row.push(errors_cell(sum.errors, r.stats.attempts()));
+    row.push(sum.non_success_responses.to_string());
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(&head, &vec![Align::Right; head.len()], &[row])
+}
+
+fn latency(h: &Histo, p: f64) -> String {
+    if h.is_empty() {
+        MISSING.to_string()
+    } else {
+        units::duration_ns(h.percentile_ns(p) as f64)
+    }
+}
+
+fn errors_cell(errors: u64, attempts: u64) -> String {
+    if errors == 0 {
+        return "0".to_string();
+    }
+    let share = units::percent(errors as f64 / attempts as f64);
+    format!("{errors} ({share})")
+}
+
+fn model_note(load: &LoadModel) -> &'static str {
+    match load {
+        LoadModel::Closed => "Closed model: each connection waits for its response, so latency under overload is understated (coordinated omission).",
+        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission).",
+    }
+}
+
+fn percentile_table(h: &Histo, percentiles: &[f64]) -> String {
+    if percentiles.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = percentiles
+        .iter()
+        .map(|&p| vec![units::percentile_label(p), latency(h, p)])
+        .collect();
+    let table = table(&["percentile", "latency"], &[Align::Right; 2], &rows);
+    format!("\n### Latency percentiles\n\n{table}")
+}
+
+fn status_table(r: &RunResult) -> String {
+    let status = &r.stats.status.0;
+    if status.is_empty() {
+        return "\n### Status codes\n\nnone\n".to_string();
+    }
+    let total: u64 = status.values().sum();
+    let rows: Vec<Vec<String>> = status
+        .iter()
+        .map(|(code, &n)| vec![code.to_string(), n.to_string(), share(n, total)])
+        .collect();
+    let table = table(
+        &["status", "responses", "share"],
+        &[Align::Left, Align::Right, Align::Right],
+        &rows,
+    );
+    format!("\n### Status codes\n\n{table}")
+}
+
+fn error_table(r: &RunResult) -> String {
+    let errors = &r.stats.errors.0;
+    if errors.is_empty() {
+        return "\n### Errors\n\nnone\n".to_string();
+    }
+    let attempts = r.stats.attempts();
+    let rows: Vec<Vec<String>> = errors
+        .iter()
+        .map(|(k, &n)| vec![k.describe().to_string(), n.to_string(), share(n, attempts)])
+        .collect();
+    let table = table(
+        &["error", "count", "share of attempts"],
+        &[Align::Left, Align::Right, Align::Right],
+        &rows,
+    );
+    format!("\n### Errors\n\n{table}")
+}
+
+fn share(n: u64, total: u64) -> String {
+    if total == 0 {
+        MISSING.to_string()
+    } else {
+        units::percent(n as f64 / total as f64)
+    }
+}
+
+/// `(label, value)` pairs for the configuration list; values are Markdown already.
+fn configuration(r: &RunResult) -> Vec<(&'static str, String)> {
+    let c = &r.config;
+    let mut items = vec![
+        (
+            "Target",
+            format!("{} at {}", code(&c.url), code(&c.address)),
+        ),
+        ("Load", load_text(r)),
+        ("Length", length_text(r)),
+        (
+            "Timeouts",
+            format!(
+                "request {}, connect {}",
+                units::duration_ms_short(c.timeout_ms),
+                units::duration_ms_short(c.connect_timeout_ms)
+            ),
+        ),
+    ];
+    if !c.headers.is_empty() || c.body_bytes > 0 {
+        let mut parts = vec![c.method.clone()];
+        if !c.headers.is_empty() {
+            let headers: Vec<String> = c.headers.iter().map(|h| code(h)).collect();
+            parts.push(format!("headers {}", headers.join(" ")));
+        }
+        if c.body_bytes > 0 {
+            parts.push(format!("body {}", units::bytes(c.body_bytes as f64)));
+        }
+        items.push(("Request", parts.join(", ")));
+    }
+    items.push((
+        "Started",
+        format!("{}, loadbench {}", r.started_at, r.loadbench_version),
+    ));
+    items.push(("Host", host_text(&r.host)));
+    items
+}
+
+fn load_text(r: &RunResult) -> String {
+    let c = &r.config;
+    let threads = plural(u64::from(c.threads), "thread");
+    let keepalive = if c.keepalive {
+        "keep-alive"
+    } else {
+        "no keep-alive"
+    };
+    match &c.load {
+        LoadModel::Closed => format!(
+            "closed model, {}, {threads}, {keepalive}",
+            plural(u64::from(c.connections), "connection")
+        ),
+        LoadModel::Open {
+            schedule,
+            max_connections,
+        } => format!(
+            "open model, {}, up to {max_connections} connections, {threads}, {keepalive}",
+            crate::text::schedule_text(schedule)
+        ),
+    }
+}
+
+fn length_text(r: &RunResult) -> String {
+    let c = &r.config;
+    let planned = match (c.requests, c.duration_ms) {
+        (Some(n), _) => format!("{n} requests"),
+        (None, Some(ms)) => units::duration_ms_short(ms),
+        (None, None) => MISSING.to_string(),
+    };
+    let measured = units::duration_us(r.stats.elapsed_us as f64);
+    let mut text = format!("{planned} (measured {measured})");
+    if c.warmup_ms > 0 {
+        text += &format!(", warm-up {}", units::duration_ms_short(c.warmup_ms));
+    }
+    text
+}
+
+fn host_text(h: &loadbench_model::HostInfo) -> String {
+    format!(
+        "{}: {} {} ({}), {}, {} cores",
+        code(&h.hostname),
+        escape_text(&h.os),
+        escape_text(&h.kernel),
+        escape_text(&h.arch),
+        escape_text(&h.cpu_model),
+        h.cores
+    )
+}
+
+/// A find-max search as Markdown: the conclusion, a row per step, the search and the host.
+pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
+    let mut out = format!("## loadbench find-max: {}\n\n", code(&r.url));
+    out += &format!(
+        "SLO {} (latency from the intended send time), errors at most {}.\n\n",
+        code(&r.slo.text),
+        units::percent(r.max_error_share)
+    );
+    if r.interrupted {
+        out += "> **Interrupted:** the finished steps are kept.\n\n";
+    }
+    let text = crate::find_max_text(r);
+    let conclusion = text.lines().last().unwrap_or_default();
+    out += &format!("**{}**\n\n", escape_text(conclusion));
+    out += &steps_table(r);
+    out += "\n### Configuration\n\n";
+    out += &list(&search_items(r));
+    out
+}
+
+/// p50 and p99, then every other statistic the SLO names.
+fn slo_columns(r: &FindMaxResult) -> Vec<SloStat> {
+    let mut cols = vec![
+        SloStat::Percentile { percentile: 50.0 },
+        SloStat::Percentile { percentile: 99.0 },
+    ];
+    for c in &r.slo.conditions {
+        if !cols.contains(&c.stat) {
+            cols.push(c.stat);
+        }
+    }
+    cols
+}
+
+fn steps_table(r: &FindMaxResult) -> String {
+    if r.steps.is_empty() {
+        return "No step finished.\n".to_string();
+    }
+    let cols = slo_columns(r);
+    let mut head: Vec<String> = ["#", "phase", "target/s", "achieved/s"]
+        .map(String::from)
+        .to_vec();
+    head.extend(cols.iter().map(|c| c.label()));
+    head.extend(["errors", "verdict"].map(String::from));
+    let mut align = vec![Align::Right; head.len()];
+    align[1] = Align::Left;
+    align[head.len() - 1] = Align::Left;
+    let rows: Vec<Vec<String>> = r.steps.iter().map(|s| step_row(s, &cols)).collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(&head, &align, &rows)
+}
+
+fn step_row(s: &FindMaxStep, cols: &[SloStat]) -> Vec<String> {
+    let phase = match s.phase {
+        loadbench_model::SearchPhase::Exponential => "exponential",
+        loadbench_model::SearchPhase::Bisect => "bisect",
+    };
+    let mut row = vec![
+        s.step.to_string(),
+        phase.to_string(),
+        units::rate_short(s.target_rate),
+        units::rate(s.achieved_rate),
+    ];
+    let hist = &s.run.stats.latency.hist;
+    row.extend(cols.iter().map(|c| {
+        c.measure_us(hist)
+            .map_or(MISSING.to_string(), units::duration_us)
+    }));
+    row.push(units::percent(s.error_share));
+    row.push(match s.verdict {
+        Verdict::Pass => "pass".to_string(),
+        Verdict::Interrupted => "interrupted".to_string(),
+        Verdict::Fail => {
+            let reason = match s.reason {
+                Some(FailReason::Slo) => " (slo)",
+                Some(FailReason::Errors) => " (errors)",
+                Some(FailReason::Generator) => " (generator)",
+                None => "",
+            };
+            format!("**fail**{reason}: {}", escape_text(&s.detail))
+        }
+    });
+    row
+}
+
+fn search_items(r: &FindMaxResult) -> Vec<(&'static str, String)> {
+    let s = &r.search;
+    vec![
+        (
+            "Search",
+            format!(
+                "start {} req/s, max {} req/s, precision {}, at most {} steps",
+                units::rate_short(s.start_rate),
+                units::rate_short(s.max_rate),
+                units::percent(s.precision),
+                s.max_steps
+            ),
+        ),
+        (
+            "Steps",
+            format!(
+                "{} each after {} warm-up, {}",
+                units::duration_ms_short(s.step_duration_ms),
+                units::duration_ms_short(s.warmup_ms),
+                plural(u64::from(s.threads), "thread")
+            ),
+        ),
+        (
+            "Started",
+            format!("{}, loadbench {}", r.started_at, r.loadbench_version),
+        ),
+        ("Host", host_text(&r.host)),
+    ]
+}
+
+/// How a column's cells line up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A GFM table. Cells are escaped here (`|`, line breaks); they may hold inline Markdown.
+pub fn table(head: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(head.iter().map(|h| cell(h)).collect());
+    let rule: Vec<&str> = align
+        .iter()
+        .map(|a| match a {
+            Align::Left => ":---",
+            Align::Right => "---:",
+        })
+        .collect();
+    out += &format!("|{}|\n", rule.join("|"));
+    for row in rows {
+        out += &line(row.iter().map(|c| cell(c)).collect());
+    }
+    out
+}
+
+/// A table cell: a `|` would end the cell (even inside a code span), a line break the row.
+pub fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// An inline code span that holds any text: the fence is longer than any run of backticks in
+/// it, and padded when the text starts or ends with one.
+pub fn code(text: &str) -> String {
+    let text = text.replace(['\r', '\n'], " ");
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') || text.is_empty() {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// Plain text with Markdown's inline syntax characters escaped, so it renders as written.
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~'
+        ) {
+            out.push('\\');
+        }
+        out.push(if c == '\n' || c == '\r' { ' ' } else { c });
+    }
+    out
+}
+
+/// `1 thread`, `2 threads`.
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `- **Label:** value` lines.
+fn list(items: &[(&str, String)]) -> String {
+    items
+        .iter()
+        .map(|(k, v)| format!("- **{k}:** {v}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{fixtures, render_to_string, Format};
+
+    fn render(r: &RunResult) -> String {
+        render_to_string(Format::Markdown, r, &RenderOptions::default())
+    }
+
+    #[test]
+    fn snapshot_busy() {
+        insta::assert_snapshot!(render(&fixtures::busy()));
+    }
+
+    #[test]
+    fn snapshot_empty() {
+        insta::assert_snapshot!(render(&fixtures::empty()));
+    }
+
+    #[test]
+    fn every_table_row_has_as_many_cells_as_its_header() {
+        let mut r = fixtures::busy();
+        r.config.url = "http://h/a|b?x=`1`".into();
+        r.config.headers = vec!["X-Pipe: a|b".into()];
+        let md = render(&r);
+        let mut columns = None;
+        for line in md.lines() {
+            if !line.starts_with('|') {
+                columns = None;
+                continue;
+            }
+            let n = unescaped_pipes(line);
+            assert_eq!(*columns.get_or_insert(n), n, "{line}\n{md}");
+        }
+        assert!(
+            md.contains("## loadbench run: `` GET http://h/a|b?x=`1` ``"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- **Request:** GET, headers `X-Pipe: a|b`\n"),
+            "{md}"
+        );
+    }
+
+    fn unescaped_pipes(line: &str) -> usize {
+        let bytes = line.as_bytes();
+        (0..bytes.len())
+            .filter(|&i| bytes[i] == b'|' && (i == 0 || bytes[i - 1] != b'\\'))
+            .count()
+    }
+
+    #[test]
+    fn cells_escape_pipes_and_line_breaks() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        let t = table(&["x|y"], &[Align::Left], &[vec!["1|2".into()]]);
+        assert_eq!(t, "| x\\|y |\n|:---|\n| 1\\|2 |\n");
+    }
+
+    #[test]
+    fn code_spans_survive_backticks() {
+        assert_eq!(code("plain"), "`plain`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`x`"), "`` `x` ``");
+        assert_eq!(code("two\nlines"), "`two lines`");
+    }
+
+    #[test]
+    fn text_escapes_inline_syntax() {
+        assert_eq!(
+            escape_text("a_b *c* <d> [e]"),
+            "a\\_b \\*c\\* \\<d\\> \\[e\\]"
+        );
+    }
+
+    #[test]
+    fn open_model_shows_target_and_sent_rates() {
+        let mut r = fixtures::busy();
+        r.config.load = LoadModel::Open {
+            schedule: vec![loadbench_model::RateSegment {
+                duration_ms: 10_000,
+                from_rate: 3_500.0,
+                to_rate: 3_500.0,
+            }],
+            max_connections: 100,
+        };
+        r.stats.scheduled = Some(35_000);
+        r.stats.sent = 34_900;
+        let md = render(&r);
+        assert!(
+            md.contains("| requests | req/s | target/s | sent/s | p50 |"),
+            "{md}"
+        );
+        assert!(md.contains("| 3500.00 | 3490.00 |"), "{md}");
+        assert!(
+            md.contains("open model, 3500 req/s for 10s, up to 100 connections"),
+            "{md}"
+        );
+        assert!(md.contains("Open model: latency counts from"), "{md}");
+    }
+
+    #[test]
+    fn interrupted_runs_say_so_first() {
+        let mut r = fixtures::busy();
+        r.interrupted = true;
+        let md = render(&r);
+        let second_block = md.split("\n\n").nth(1).unwrap();
+        assert!(
+            second_block.starts_with("> **Interrupted** after 10.00s"),
+            "{md}"
+        );
+    }
+}

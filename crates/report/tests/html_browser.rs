@@ -1,0 +1,703 @@
+//! The HTML report as a person sees it: pages rendered from deterministic results are opened in
+//! headless Chromium (Debian's `chromium`, installed by `.ci/run`), and a small script added to
+//! the test's copy of each page reports from inside the browser what was drawn: every chart an
+//! SVG of real size with its data points, the tables, no horizontal overflow at laptop or phone
+//! width, no script error, no blocked or attempted fetch. Chromium's own console log is checked
+//! too, and screenshots are kept under the target directory for a person to look at.
+//!
+//! Without Chromium the tests skip with a message, unless `CI` is set: CI installs it.
+
+use loadbench_model::{
+    ErrorKind, FailReason, FindMaxResult, FindMaxStep, Histo, HostInfo, Latency, LoadModel,
+    RateSegment, ResultKind, RunConfig, RunResult, SearchParams, SearchPhase, SecondCounts, Series,
+    SeriesPoint, Slo, SloCondition, SloOp, SloStat, SloValue, Stats, StopReason, Verdict,
+    SCHEMA_VERSION,
+};
+use loadbench_report::html;
+use loadbench_report::{render_to_string, Format, RenderOptions};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Page widths, CSS pixels.
+const LAPTOP: u32 = 1200;
+const PHONE: u32 = 400;
+/// Tall enough that no page needs a vertical scrollbar inside the probe's frame.
+const FRAME_HEIGHT: u32 = 12_000;
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
+
+// ---------------------------------------------------------------------------------------------
+// Chromium
+
+struct Chromium {
+    path: PathBuf,
+}
+
+/// What one headless Chromium run printed.
+struct BrowserOutput {
+    stdout: String,
+    stderr: String,
+}
+
+impl Chromium {
+    /// The browser, or `None` (with a message) when it is not installed outside CI.
+    fn find() -> Option<Chromium> {
+        let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
+        if let Some(path) = candidates.iter().map(PathBuf::from).find(|p| p.exists()) {
+            return Some(Chromium { path });
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is not installed, but CI is set: .ci/run installs Debian's chromium"
+        );
+        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        None
+    }
+
+    /// Runs headless Chromium with a fresh profile on `page`, with `extra` flags.
+    fn run(&self, page: &Path, window: (u32, u32), extra: &[String]) -> BrowserOutput {
+        let profile = scratch_dir("profile");
+        let mut cmd = Command::new(&self.path);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--window-size={},{}", window.0, window.1))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let out = wait_with_timeout(cmd.spawn().expect("start chromium"));
+        let _ = std::fs::remove_dir_all(&profile);
+        out
+    }
+}
+
+/// Waits for the browser, killing it (by its own pid) if it hangs.
+fn wait_with_timeout(mut child: std::process::Child) -> BrowserOutput {
+    use std::io::Read;
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        stdout.read_to_string(&mut s).map(|_| s)
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        stderr.read_to_string(&mut s).map(|_| s)
+    });
+    let start = Instant::now();
+    while child.try_wait().expect("wait for chromium").is_none() {
+        if start.elapsed() > BROWSER_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {BROWSER_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    BrowserOutput {
+        stdout: out.join().unwrap().unwrap_or_default(),
+        stderr: err.join().unwrap().unwrap_or_default(),
+    }
+}
+
+/// Where the pages, chart files and screenshots of this test run are kept.
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A new empty directory under the target directory.
+fn scratch_dir(what: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("html_browser_scratch")
+        .join(format!("{what}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks that run inside the page
+
+/// Gathers, inside the browser, what a person would see, and writes it into the DOM as JSON.
+/// Only the test's copy of a page carries it (the real page runs no script at all).
+const PROBE: &str = r#"<script>
+(function () {
+  var out = { charts: [], tables: [], errors: window.__errors || [] };
+  document.querySelectorAll('figure.chart').forEach(function (f) {
+    // The drawing this window shows: the wide one on a laptop, the compact one on a phone.
+    var svg = Array.prototype.find.call(f.querySelectorAll('svg'), function (s) {
+      return s.getClientRects().length > 0;
+    });
+    var c = { name: f.dataset.chart, svg: !!svg, width: 0, height: 0, polylines: 0,
+              max_points: 0, circles: 0, texts: 0, inside: 0 };
+    if (svg) {
+      var box = svg.getBoundingClientRect();
+      c.width = box.width; c.height = box.height;
+      var vb = svg.viewBox.baseVal;
+      svg.querySelectorAll('polyline').forEach(function (p) {
+        c.polylines++;
+        c.max_points = Math.max(c.max_points, p.points.numberOfItems);
+        for (var i = 0; i < p.points.numberOfItems; i++) {
+          var pt = p.points.getItem(i);
+          if (pt.x >= 0 && pt.x <= vb.width && pt.y >= 0 && pt.y <= vb.height) c.inside++;
+        }
+      });
+      c.circles = svg.querySelectorAll('circle').length;
+      c.texts = Array.prototype.filter.call(svg.querySelectorAll('text'), function (t) {
+        return t.getComputedTextLength() > 0;
+      }).length;
+    }
+    out.charts.push(c);
+  });
+  document.querySelectorAll('table').forEach(function (t) {
+    out.tables.push({ cls: t.className, rows: t.rows.length,
+                      width: t.getBoundingClientRect().width });
+  });
+  out.alerts = Array.prototype.map.call(document.querySelectorAll('.alert'),
+                                        function (a) { return a.className; });
+  out.viewport = window.innerWidth;
+  out.page_width = document.documentElement.scrollWidth;
+  // Of the content: the frame's viewport is taller than any page.
+  out.page_height = Math.ceil(document.body.getBoundingClientRect().bottom);
+  out.resources = performance.getEntriesByType('resource').map(function (e) { return e.name; });
+  var pre = document.createElement('pre');
+  pre.id = 'browser-checks';
+  pre.textContent = JSON.stringify(out);
+  // Inside the probe's frame, the findings go to the frame's parent, the page that is dumped.
+  (window.parent !== window ? parent.document : document).body.appendChild(pre);
+})();
+</script>
+"#;
+
+/// Catches script errors and blocked loads from the very start of the page.
+const CATCHER: &str = r#"<script>
+window.__errors = [];
+window.addEventListener('error', function (e) { window.__errors.push('error: ' + e.message); });
+document.addEventListener('securitypolicyviolation', function (e) {
+  window.__errors.push('blocked: ' + e.violatedDirective + ' ' + e.blockedURI);
+});
+</script>
+"#;
+
+/// The test's copy of a page: the same HTML, plus the probe, and a policy that lets the probe
+/// (and only inline scripts) run; everything else stays forbidden.
+fn probed(page: &str) -> String {
+    let policy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+    assert!(
+        page.contains(policy),
+        "the page's Content-Security-Policy changed"
+    );
+    page.replacen(policy, &format!("{policy}; script-src 'unsafe-inline'"), 1)
+        .replacen("<head>\n", &format!("<head>\n{CATCHER}"), 1)
+        .replacen("</body>", &format!("{PROBE}</body>"), 1)
+}
+
+/// The probed page inside a frame `width` pixels wide (same-origin `srcdoc`), so that the page
+/// lays out at that width: a headless window is never narrower than 500 pixels.
+fn harness(name: &str, page: &str, width: u32) -> PathBuf {
+    let srcdoc = probed(page)
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let html = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>probe</title></head>\n<body style=\"margin:0\"><iframe style=\"width:{width}px;height:{FRAME_HEIGHT}px;border:0\" srcdoc=\"{srcdoc}\"></iframe></body></html>\n"
+    );
+    let path = artifacts().join(format!("{name}-{width}.probe.html"));
+    std::fs::write(&path, html).unwrap();
+    path
+}
+
+/// What the probe found in the page laid out `width` pixels wide.
+fn inspect(chromium: &Chromium, name: &str, page: &str, width: u32) -> Value {
+    let path = harness(name, page, width);
+    let out = chromium.run(&path, (LAPTOP + 80, 1000), &["--dump-dom".to_string()]);
+    console_is_clean(&out.stderr);
+    let start = out
+        .stdout
+        .find("<pre id=\"browser-checks\">")
+        .unwrap_or_else(|| {
+            panic!(
+                "the probe did not run; stdout:\n{}\nstderr:\n{}",
+                out.stdout, out.stderr
+            )
+        });
+    let json = &out.stdout[start + "<pre id=\"browser-checks\">".len()..];
+    let json = &json[..json.find("</pre>").unwrap()];
+    let json = json
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("probe output {json}: {e}"))
+}
+
+/// Chromium logs every console message of the page (errors, CSP refusals) as `CONSOLE`.
+fn console_is_clean(stderr: &str) {
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(
+        console.is_empty(),
+        "console messages:\n{}",
+        console.join("\n")
+    );
+}
+
+/// A full-page screenshot at a window width; returns its path.
+fn screenshot(chromium: &Chromium, page: &Path, width: u32, height: u32, name: &str) -> PathBuf {
+    let path = artifacts().join(name);
+    let _ = std::fs::remove_file(&path);
+    let arg = format!("--screenshot={}", path.display());
+    let out = chromium.run(page, (width, height), &[arg]);
+    assert!(
+        path.exists(),
+        "no screenshot at {}; stderr:\n{}",
+        path.display(),
+        out.stderr
+    );
+    eprintln!("screenshot: {}", path.display());
+    path
+}
+
+/// Writes the page, as rendered, into the artifacts; returns its path.
+fn save(name: &str, page: &str) -> PathBuf {
+    let path = artifacts().join(format!("{name}.html"));
+    std::fs::write(&path, page).unwrap();
+    path
+}
+
+/// The checks every page must pass at a width; returns the probe's findings.
+fn check_page(
+    chromium: &Chromium,
+    (name, page): (&str, &str),
+    width: u32,
+    charts: &[(&str, u64)],
+) -> Value {
+    let v = inspect(chromium, name, page, width);
+    let errors = v["errors"].as_array().unwrap();
+    assert!(errors.is_empty(), "errors in the page: {errors:?}");
+    assert_eq!(
+        v["resources"].as_array().unwrap().len(),
+        0,
+        "the page fetched something"
+    );
+    let viewport = v["viewport"].as_f64().unwrap();
+    assert_eq!(viewport, f64::from(width), "laid out at the wrong width");
+    let page_width = v["page_width"].as_f64().unwrap();
+    assert!(
+        page_width <= viewport,
+        "the page is wider ({page_width}) than the window ({viewport}): something does not wrap or scroll"
+    );
+    let drawn = v["charts"].as_array().unwrap();
+    assert_eq!(drawn.len(), charts.len(), "{drawn:?}");
+    for (c, &(name, min_points)) in drawn.iter().zip(charts) {
+        assert_eq!(c["name"], name);
+        assert_eq!(c["svg"], true, "{name} has no SVG");
+        assert!(c["width"].as_f64().unwrap() > 200.0, "{name}: {c}");
+        assert!(c["height"].as_f64().unwrap() > 100.0, "{name}: {c}");
+        assert!(
+            c["texts"].as_u64().unwrap() >= 8,
+            "{name}: labels not rendered: {c}"
+        );
+        assert!(
+            c["max_points"].as_u64().unwrap() >= min_points,
+            "{name}: too few points: {c}"
+        );
+        assert!(
+            c["inside"].as_u64().unwrap() >= min_points,
+            "{name}: points off the drawing: {c}"
+        );
+    }
+    v
+}
+
+fn table_rows(v: &Value, class: &str) -> u64 {
+    let tables = v["tables"].as_array().unwrap();
+    let t = tables.iter().find(|t| t["cls"] == class);
+    t.unwrap_or_else(|| panic!("no table {class} in {tables:?}"))["rows"]
+        .as_u64()
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic results
+
+/// Uniform numbers in [0, 1) from a fixed LCG.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn host() -> HostInfo {
+    HostInfo {
+        hostname: "bench-1".into(),
+        os: "Debian GNU/Linux 12 (bookworm)".into(),
+        arch: "x86_64".into(),
+        kernel: "6.1.0".into(),
+        cpu_model: "AMD EPYC 7B13".into(),
+        cores: 2,
+    }
+}
+
+fn open_config(rate: f64, seconds: u64) -> RunConfig {
+    RunConfig {
+        url: "http://127.0.0.1:8080/api/items?page=2&size=50".into(),
+        address: "127.0.0.1:8080".into(),
+        method: "GET".into(),
+        headers: vec!["Accept: application/json".into()],
+        body_bytes: 0,
+        connections: 1_000,
+        threads: 2,
+        duration_ms: Some(seconds * 1_000),
+        requests: None,
+        warmup_ms: 2_000,
+        keepalive: true,
+        timeout_ms: 2_000,
+        connect_timeout_ms: 1_000,
+        percentiles: vec![50.0, 90.0, 99.0, 99.9, 99.99],
+        load: LoadModel::Open {
+            schedule: vec![RateSegment {
+                duration_ms: seconds * 1_000,
+                from_rate: rate,
+                to_rate: rate,
+            }],
+            max_connections: 1_000,
+        },
+    }
+}
+
+/// A 30 s open-model run at 1000 req/s with a stall from second 19 to 22: late sends, errors,
+/// 503s and a latency tail that service time does not show.
+fn open_run() -> RunResult {
+    let mut rng = Lcg(7);
+    let mut s = Stats {
+        elapsed_us: 30_000_000,
+        scheduled: Some(30_000),
+        ..Stats::default()
+    };
+    let mut points = Vec::new();
+    for second in 0..30u32 {
+        let stalled = (19..=22).contains(&second);
+        let errors = if stalled { 25 } else { 0 };
+        let sent = if stalled { 940 } else { 1_000 };
+        let mut hist = Histo::new();
+        for _ in 0..sent - errors {
+            let service = 1_500_000 + (rng.next().powi(4) * 9e6) as u64;
+            let lag = if stalled {
+                (rng.next() * 180e6) as u64
+            } else {
+                (rng.next() * 40e3) as u64
+            };
+            hist.record_ns(service + lag);
+            s.service.hist.record_ns(service);
+            s.send_lag.hist.record_ns(lag);
+            s.first_byte.hist.record_ns(service * 9 / 10);
+        }
+        s.latency.hist.merge(&hist);
+        let counts = SecondCounts {
+            requests: sent - errors,
+            errors,
+            sent,
+            bytes_read: (sent - errors) * 230,
+            bytes_written: sent * 90,
+        };
+        let mut p = SeriesPoint::new(second, counts, &hist);
+        p.target = Some(1_000);
+        s.requests += counts.requests;
+        s.sent += sent;
+        s.bytes_read += counts.bytes_read;
+        s.bytes_written += counts.bytes_written;
+        points.push(p);
+    }
+    for _ in 0..40 {
+        s.connect
+            .hist
+            .record_ns(60_000 + (rng.next() * 200e3) as u64);
+    }
+    s.connections_opened = 40;
+    s.sent_late = 3_120;
+    s.errors.add(ErrorKind::ReadTimeout, 70);
+    s.errors.add(ErrorKind::Reset, 30);
+    s.status.add(200, s.requests - 12);
+    s.status.add(503, 12);
+    s.series = Series(points);
+    let mut r = RunResult {
+        schema_version: SCHEMA_VERSION,
+        kind: ResultKind::Run,
+        loadbench_version: "0.1.0".into(),
+        host: host(),
+        config: open_config(1_000.0, 30),
+        started_at: "2026-11-22T10:00:02Z".into(),
+        ended_at: "2026-11-22T10:00:32Z".into(),
+        interrupted: false,
+        summary: None,
+        stats: s,
+    };
+    r.finalize();
+    r
+}
+
+/// One find-max step against a target whose capacity is about 3400 req/s.
+fn step(n: u32, phase: SearchPhase, rate: f64, slo: &Slo) -> FindMaxStep {
+    let mut rng = Lcg(u64::from(n));
+    let load = rate / 3_400.0;
+    let mut latency = Latency::default();
+    let samples = (rate as u64).min(5_000);
+    for _ in 0..samples {
+        let queueing = if load < 1.0 {
+            1.0 / (1.0 - load)
+        } else {
+            400.0
+        };
+        let ns = 800_000.0 + rng.next().powi(6) * 4e6 * queueing + rng.next() * 2e5;
+        latency.hist.record_ns(ns as u64);
+    }
+    let achieved = if load > 1.0 {
+        rate * 0.97
+    } else {
+        rate * 0.999
+    };
+    let mut run = RunResult {
+        schema_version: SCHEMA_VERSION,
+        kind: ResultKind::Run,
+        loadbench_version: "0.1.0".into(),
+        host: host(),
+        config: open_config(rate, 10),
+        started_at: "2026-11-22T10:00:00Z".into(),
+        ended_at: "2026-11-22T10:00:10Z".into(),
+        interrupted: false,
+        summary: None,
+        stats: Stats {
+            elapsed_us: 10_000_000,
+            requests: samples,
+            sent: samples,
+            latency,
+            ..Stats::default()
+        },
+    };
+    run.finalize();
+    let hist = &run.stats.latency.hist;
+    let slo_values: Vec<SloValue> = slo
+        .conditions
+        .iter()
+        .map(|c| {
+            let value = c.stat.measure_us(hist);
+            SloValue {
+                condition: c.text.clone(),
+                value_us: value,
+                ok: value.is_some_and(|v| c.holds(v)),
+            }
+        })
+        .collect();
+    let broken: Vec<String> = slo
+        .conditions
+        .iter()
+        .zip(&slo_values)
+        .filter(|(_, v)| !v.ok)
+        .map(|(c, v)| {
+            let value = v.value_us.unwrap_or(0.0) / 1e3;
+            format!("{} {value:.1}ms >= {}ms", c.stat.label(), c.limit_us / 1e3)
+        })
+        .collect();
+    let pass = broken.is_empty();
+    FindMaxStep {
+        step: n,
+        phase,
+        target_rate: rate,
+        achieved_rate: achieved,
+        p50_us: SloStat::Percentile { percentile: 50.0 }.measure_us(hist),
+        p99_us: SloStat::Percentile { percentile: 99.0 }.measure_us(hist),
+        slo_values,
+        error_share: 0.0,
+        generator_cpu_share: Some(0.2 + 0.15 * load.min(1.0)),
+        verdict: if pass { Verdict::Pass } else { Verdict::Fail },
+        reason: (!pass).then_some(FailReason::Slo),
+        detail: broken.join("; "),
+        run,
+    }
+}
+
+fn find_max() -> FindMaxResult {
+    let slo = Slo {
+        text: "p99<20ms,p99.9<50ms".into(),
+        conditions: vec![
+            SloCondition {
+                text: "p99<20ms".into(),
+                stat: SloStat::Percentile { percentile: 99.0 },
+                op: SloOp::Lt,
+                limit_us: 20_000.0,
+            },
+            SloCondition {
+                text: "p99.9<50ms".into(),
+                stat: SloStat::Percentile { percentile: 99.9 },
+                op: SloOp::Lt,
+                limit_us: 50_000.0,
+            },
+        ],
+    };
+    let rates = [
+        (SearchPhase::Exponential, 500.0),
+        (SearchPhase::Exponential, 1_000.0),
+        (SearchPhase::Exponential, 2_000.0),
+        (SearchPhase::Exponential, 4_000.0),
+        (SearchPhase::Bisect, 3_000.0),
+        (SearchPhase::Bisect, 3_500.0),
+        (SearchPhase::Bisect, 3_250.0),
+    ];
+    let steps: Vec<FindMaxStep> = rates
+        .iter()
+        .enumerate()
+        .map(|(i, &(phase, rate))| step(i as u32 + 1, phase, rate, &slo))
+        .collect();
+    let max_rate = steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Pass)
+        .map(|s| s.target_rate)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    let lowest_fail = steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Fail)
+        .map(|s| s.target_rate)
+        .fold(f64::INFINITY, f64::min);
+    let precision_reached = max_rate.map(|max| (lowest_fail - max) / max);
+    FindMaxResult {
+        schema_version: SCHEMA_VERSION,
+        kind: ResultKind::FindMax,
+        loadbench_version: "0.1.0".into(),
+        host: host(),
+        url: "http://127.0.0.1:8080/api/items?page=2&size=50".into(),
+        slo,
+        max_error_share: 0.001,
+        search: SearchParams {
+            start_rate: 500.0,
+            max_rate: 100_000.0,
+            precision: 0.1,
+            max_steps: 7,
+            step_duration_ms: 10_000,
+            warmup_ms: 2_000,
+            threads: 2,
+        },
+        started_at: "2026-11-22T10:00:00Z".into(),
+        ended_at: "2026-11-22T10:01:30Z".into(),
+        interrupted: false,
+        steps,
+        max_rate,
+        precision_reached,
+        stop_reason: Some(StopReason::MaxSteps),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests
+
+/// Spectrum samples, one point per second for 30 s, one per second again.
+const RUN_CHARTS: [(&str, u64); 3] = [
+    ("latency-spectrum", 200),
+    ("rate-over-time", 30),
+    ("latency-over-time", 30),
+];
+
+#[test]
+fn run_page_renders_every_chart_and_table_at_laptop_and_phone_width() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let result = open_run();
+    let page = render_to_string(Format::Html, &result, &RenderOptions::default());
+    let path = save("run", &page);
+    let files = html::write_chart_files(&result, &artifacts()).unwrap();
+    assert_eq!(files.len(), 3);
+    for (width, shot) in [(LAPTOP, "run-laptop.png"), (PHONE, "run-phone.png")] {
+        let v = check_page(&chromium, ("run", &page), width, &RUN_CHARTS);
+        assert_eq!(
+            table_rows(&v, "percentiles"),
+            1 + 7,
+            "header + the default percentiles"
+        );
+        assert_eq!(table_rows(&v, "phases"), 1 + 5);
+        assert!(table_rows(&v, "kv") >= 10);
+        let alerts: Vec<&str> = v["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(
+            alerts.contains(&"alert error") && alerts.contains(&"alert warn"),
+            "{alerts:?}"
+        );
+        let height = v["page_height"].as_f64().unwrap() as u32;
+        screenshot(&chromium, &path, width, height, shot);
+    }
+}
+
+#[test]
+fn saved_v1_result_renders_in_the_browser() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/result-v1.json");
+    let result = RunResult::from_json(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let page = render_to_string(Format::Html, &result, &RenderOptions::default());
+    save("result-v1", &page);
+    // One second of series: one point per per-second chart.
+    let v = check_page(
+        &chromium,
+        ("result-v1", &page),
+        LAPTOP,
+        &[
+            ("latency-spectrum", 200),
+            ("rate-over-time", 1),
+            ("latency-over-time", 1),
+        ],
+    );
+    assert!(table_rows(&v, "counts") >= 2);
+}
+
+#[test]
+fn find_max_page_renders_steps_and_charts_with_the_slo_lines() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let result = find_max();
+    let page = html::render_find_max(&result, &RenderOptions::default());
+    assert!(page.contains("SLO p99&lt;20ms"), "the SLO line is labelled");
+    let path = save("find-max", &page);
+    let files = html::write_find_max_chart_files(&result, &artifacts()).unwrap();
+    assert_eq!(files.len(), 2);
+    let charts = [("find-max-rate", 7), ("find-max-latency", 7)];
+    for (width, shot) in [
+        (LAPTOP, "find-max-laptop.png"),
+        (PHONE, "find-max-phone.png"),
+    ] {
+        let v = check_page(&chromium, ("find-max", &page), width, &charts);
+        assert_eq!(table_rows(&v, "steps"), 1 + 7);
+        let height = v["page_height"].as_f64().unwrap() as u32;
+        screenshot(&chromium, &path, width, height, shot);
+    }
+}

@@ -115,27 +115,8 @@ pub struct RunArgs {
     /// Send traffic for this long first and leave it out of the statistics, e.g. 2s.
     #[arg(long)]
     pub warmup: Option<String>,
-    /// HTTP method.
-    #[arg(short = 'm', long, default_value = "GET")]
-    pub method: String,
-    /// Request header 'Name: value' (repeatable); a Host header overrides the URL's host.
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
-    /// Request body.
-    #[arg(long)]
-    pub body: Option<String>,
-    /// Request body read from a file.
-    #[arg(long)]
-    pub body_file: Option<PathBuf>,
-    /// Open a new TCP connection for every request (like ab without -k).
-    #[arg(long)]
-    pub no_keepalive: bool,
-    /// Per-request timeout; a request that takes longer counts as a timeout and its connection is replaced.
-    #[arg(long, default_value = "10s")]
-    pub timeout: String,
-    /// Timeout for establishing a TCP connection.
-    #[arg(long, default_value = "5s")]
-    pub connect_timeout: String,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Output format on stdout: text, json, csv, md (Markdown) or html.
     #[arg(short = 'o', long, default_value = "text")]
     pub output: String,
@@ -199,27 +180,8 @@ pub struct FindMaxArgs {
     /// Worker threads [default: number of cores].
     #[arg(short = 't', long)]
     pub threads: Option<u32>,
-    /// HTTP method.
-    #[arg(short = 'm', long, default_value = "GET")]
-    pub method: String,
-    /// Request header 'Name: value' (repeatable); a Host header overrides the URL's host.
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
-    /// Request body.
-    #[arg(long)]
-    pub body: Option<String>,
-    /// Request body read from a file.
-    #[arg(long)]
-    pub body_file: Option<PathBuf>,
-    /// Open a new TCP connection for every request.
-    #[arg(long)]
-    pub no_keepalive: bool,
-    /// Per-request timeout; a request that takes longer counts as an error.
-    #[arg(long, default_value = "10s")]
-    pub timeout: String,
-    /// Timeout for establishing a TCP connection.
-    #[arg(long, default_value = "5s")]
-    pub connect_timeout: String,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// The most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
@@ -236,4 +198,30 @@ pub struct FindMaxArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// The request and connection options `run` and `find-max` share.
+#[derive(Debug, Args)]
+pub struct RequestArgs {
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request header 'Name: value' (repeatable); a Host header overrides the URL's host.
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Open a new TCP connection for every request (like ab without -k).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Per-request timeout; a request that takes longer counts as a timeout and its connection is replaced.
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Timeout for establishing a TCP connection.
+    #[arg(long, default_value = "5s")]
+    pub connect_timeout: String,
 }

@@ -191,15 +191,8 @@ fn base_spec(a: &FindMaxArgs) -> RunSpec {
         threads: a.threads,
         duration: Some(a.step_duration.clone()),
         warmup: Some(a.warmup.clone()),
-        method: a.method.clone(),
-        headers: a.headers.clone(),
-        body: a.body.clone(),
-        body_file: a.body_file.clone(),
-        keepalive: !a.no_keepalive,
-        timeout: a.timeout.clone(),
-        connect_timeout: a.connect_timeout.clone(),
         max_connections: a.max_connections,
-        ..RunSpec::default()
+        ..crate::run::request_spec(&a.request)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `loadbench run`: resolve the plan, check the target, run the engine with live progress and
 //! Ctrl-C handling, then print and save the result. The exit code is decided at the end.
 
-use crate::args::RunArgs;
+use crate::args::{RequestArgs, RunArgs};
 use crate::progress::{Goal, Progress};
 use crate::{host, save, UserError};
 use anyhow::Result;
@@ -62,6 +62,20 @@ pub fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
     save::write_atomic(path, json.as_bytes())
 }
 
+/// The request and connection options shared with `find-max`, on top of the defaults.
+pub fn request_spec(r: &RequestArgs) -> RunSpec {
+    RunSpec {
+        method: r.method.clone(),
+        headers: r.headers.clone(),
+        body: r.body.clone(),
+        body_file: r.body_file.clone(),
+        keepalive: !r.no_keepalive,
+        timeout: r.timeout.clone(),
+        connect_timeout: r.connect_timeout.clone(),
+        ..RunSpec::default()
+    }
+}
+
 fn spec(a: &RunArgs) -> RunSpec {
     RunSpec {
         url: a.url.clone(),
@@ -70,18 +84,12 @@ fn spec(a: &RunArgs) -> RunSpec {
         duration: a.duration.clone(),
         requests: a.requests,
         warmup: a.warmup.clone(),
-        method: a.method.clone(),
-        headers: a.headers.clone(),
-        body: a.body.clone(),
-        body_file: a.body_file.clone(),
-        keepalive: !a.no_keepalive,
-        timeout: a.timeout.clone(),
-        connect_timeout: a.connect_timeout.clone(),
         percentiles: a.percentiles.clone(),
         rate: a.rate.clone(),
         ramp: a.ramp.clone(),
         stages: a.stages.clone(),
         max_connections: a.max_connections,
+        ..request_spec(&a.request)
     }
 }
 

@@ -1,0 +1,745 @@
+//! Resource sampling: what the seeds read off htop, recorded instead of eyeballed.
+//!
+//! A [`Sampler`] runs one background thread that, every interval (100 ms by default in the
+//! bench), reads `/proc` once and records for each target its whole process tree's CPU (cores
+//! used since the previous sample) and RSS, the generator's own CPU (this process) and each host
+//! core's busy share. Trees are re-resolved at every sample, so workers forked after start (nginx,
+//! php-fpm, gunicorn) are counted. [`Sampler::mark`] records step boundaries; [`Samples`] answers
+//! per-step questions: a [`ResourceSummary`] per target and a bottleneck [`Verdict`].
+//!
+//! Memory stays bounded: the series holds at most `max_samples` entries ([`DEFAULT_MAX_SAMPLES`]
+//! = one hour at 10 samples/s). When full, neighbouring samples are merged pairwise and the
+//! sampling interval doubles, so any run length fits and the whole run stays covered, at a
+//! coarser resolution (see [`Samples::interval_ms`]).
+//!
+//! Accounting limits: CPU time of a process that exits between two samples is lost for its last
+//! partial interval (at most one interval per exiting process); RSS sums resident pages per
+//! process, so pages shared between workers (copy-on-write after fork) are counted once per
+//! process, as htop's RES column does.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use procfs::process::Process;
+use procfs::{CpuTime, CurrentSI, KernelStats};
+use serde::{Deserialize, Serialize};
+
+/// One hour of samples at 10 samples/s; beyond that the series is downsampled.
+pub const DEFAULT_MAX_SAMPLES: usize = 36_000;
+
+/// Share of the available cores above which a side counts as saturated in [`Samples::bottleneck`].
+pub const SATURATION_SHARE: f64 = 0.9;
+
+/// Errors when summarising a series.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SampleError {
+    #[error("no mark named `{0}` was recorded")]
+    UnknownMark(String),
+    #[error("mark `{to}` does not follow mark `{from}`")]
+    MarksOutOfOrder { from: String, to: String },
+    #[error("no target named `{0}` was sampled")]
+    UnknownTarget(String),
+    #[error("no samples between {from_ms} ms and {to_ms} ms")]
+    EmptyWindow { from_ms: u64, to_ms: u64 },
+}
+
+/// One process as read from `/proc/PID/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProcEntry {
+    pid: u32,
+    ppid: u32,
+    /// Start time in ticks since boot: with the pid it identifies a process across pid reuse.
+    start_ticks: u64,
+    cpu_ticks: u64,
+    rss_pages: u64,
+}
+
+impl ProcEntry {
+    fn read(process: &Process) -> Option<Self> {
+        let stat = process.stat().ok()?;
+        Some(Self {
+            pid: u32::try_from(stat.pid).ok()?,
+            ppid: u32::try_from(stat.ppid).unwrap_or(0),
+            start_ticks: stat.starttime,
+            cpu_ticks: stat.utime + stat.stime,
+            rss_pages: stat.rss,
+        })
+    }
+}
+
+/// Every process on the host at one instant; read once per sample and shared by all targets.
+#[derive(Debug, Default)]
+struct ProcTable {
+    entries: HashMap<u32, ProcEntry>,
+    children: HashMap<u32, Vec<u32>>,
+}
+
+impl ProcTable {
+    fn read() -> Self {
+        let mut table = Self::default();
+        let Ok(all) = procfs::process::all_processes() else {
+            return table;
+        };
+        // Processes vanish between listing and reading: skip them.
+        for entry in all.flatten().filter_map(|p| ProcEntry::read(&p)) {
+            table
+                .children
+                .entry(entry.ppid)
+                .or_default()
+                .push(entry.pid);
+            table.entries.insert(entry.pid, entry);
+        }
+        table
+    }
+
+    fn tree(&self, root: u32) -> Vec<ProcEntry> {
+        let mut found = Vec::new();
+        let mut stack = vec![root];
+        while let Some(pid) = stack.pop() {
+            let Some(entry) = self.entries.get(&pid) else {
+                continue;
+            };
+            found.push(*entry);
+            stack.extend(self.children.get(&pid).into_iter().flatten());
+        }
+        found
+    }
+}
+
+/// A process and all its descendants, resolved through the `ppid` links in `/proc/*/stat`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessTree {
+    pub root: u32,
+    /// The root first (if it is alive), then descendants; empty when the root is gone.
+    pub pids: Vec<u32>,
+}
+
+impl ProcessTree {
+    /// Resolves the tree now; call again to see processes forked since.
+    pub fn of(root: u32) -> Self {
+        let pids = ProcTable::read().tree(root).iter().map(|e| e.pid).collect();
+        Self { root, pids }
+    }
+}
+
+/// One target's resources at one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetSample {
+    pub name: String,
+    /// CPU time of the whole tree since the previous sample ÷ wall time: 1.0 = one core busy.
+    pub cpu_cores: f64,
+    /// Sum of resident memory over the tree.
+    pub rss_bytes: u64,
+    /// Processes in the tree (0 once the target is gone).
+    pub processes: u32,
+}
+
+/// Everything read at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Milliseconds since the sampler started.
+    pub t_ms: u64,
+    pub targets: Vec<TargetSample>,
+    /// CPU used by this process (the generator) since the previous sample, in cores.
+    pub generator_cpu_cores: f64,
+    /// Per host core, busy share (0..=1) since the previous sample: what htop's bars show.
+    pub core_busy: Vec<f64>,
+}
+
+/// A step boundary such as `ready`, `load:start`, `load:end`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub label: String,
+    pub t_ms: u64,
+}
+
+/// The recorded series and marks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Samples {
+    /// The interval between samples at the end of the run: the requested one, doubled once per
+    /// downsampling of a full series.
+    pub interval_ms: u64,
+    pub samples: Vec<Sample>,
+    pub marks: Vec<Mark>,
+}
+
+/// Per target and step: memory at start, peak and trough; mean and max CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSummary {
+    /// RSS of the last sample at or before the window start (the `ready` state before load);
+    /// the first sample in the window when none precedes it.
+    pub rss_start_bytes: u64,
+    pub rss_peak_bytes: u64,
+    pub rss_trough_bytes: u64,
+    pub cpu_mean_cores: f64,
+    pub cpu_max_cores: f64,
+}
+
+/// Who ran out of CPU during a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The generator used ≥ [`SATURATION_SHARE`] of its cores while the targets did not: the
+    /// measured throughput is the generator's limit, not the target's.
+    GeneratorBound,
+    /// The targets used ≥ [`SATURATION_SHARE`] of their cores while the generator did not.
+    TargetBound,
+    /// Neither side saturated, or both did (then CPU does not tell who limited).
+    Neither,
+}
+
+/// A span of the series, in milliseconds since start: samples with `from_ms < t_ms <= to_ms`
+/// cover it (each sample's CPU figure is for the interval ending at its `t_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub from_ms: u64,
+    pub to_ms: u64,
+}
+
+impl Samples {
+    /// The window from the first mark `from` to the first mark `to` at or after it.
+    pub fn window(&self, from: &str, to: &str) -> Result<Window, SampleError> {
+        let start = self.marks.iter().position(|m| m.label == from);
+        let start = start.ok_or_else(|| SampleError::UnknownMark(from.into()))?;
+        let from_ms = self.marks[start].t_ms;
+        let end = self.marks[start..].iter().find(|m| m.label == to);
+        match end {
+            Some(m) => Ok(Window {
+                from_ms,
+                to_ms: m.t_ms,
+            }),
+            None if self.marks.iter().any(|m| m.label == to) => Err(SampleError::MarksOutOfOrder {
+                from: from.into(),
+                to: to.into(),
+            }),
+            None => Err(SampleError::UnknownMark(to.into())),
+        }
+    }
+
+    /// Summarises `target` between two marks (see [`Samples::window`]).
+    pub fn summary(
+        &self,
+        target: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<ResourceSummary, SampleError> {
+        self.summary_in(target, self.window(from, to)?)
+    }
+
+    /// Summarises `target` over a window.
+    pub fn summary_in(&self, target: &str, window: Window) -> Result<ResourceSummary, SampleError> {
+        let idx = self.target_index(target)?;
+        let inside: Vec<&TargetSample> = self.in_window(window).map(|s| &s.targets[idx]).collect();
+        let first = inside.first().ok_or(SampleError::EmptyWindow {
+            from_ms: window.from_ms,
+            to_ms: window.to_ms,
+        })?;
+        let before = self.samples.iter().rev().find(|s| s.t_ms <= window.from_ms);
+        let cpu: Vec<f64> = inside.iter().map(|t| t.cpu_cores).collect();
+        Ok(ResourceSummary {
+            rss_start_bytes: before.map_or(first.rss_bytes, |s| s.targets[idx].rss_bytes),
+            rss_peak_bytes: inside.iter().map(|t| t.rss_bytes).max().unwrap_or(0),
+            rss_trough_bytes: inside.iter().map(|t| t.rss_bytes).min().unwrap_or(0),
+            cpu_mean_cores: mean(&cpu),
+            cpu_max_cores: cpu.iter().copied().fold(0.0, f64::max),
+        })
+    }
+
+    /// Decides who was CPU-bound over `window`, from mean CPU use: the generator's against
+    /// `generator_cores`, all targets' together against `target_cores`. A side is saturated at
+    /// ≥ [`SATURATION_SHARE`] (90 %) of its cores; see [`Verdict`] for the outcomes.
+    pub fn bottleneck(&self, generator_cores: f64, target_cores: f64, window: Window) -> Verdict {
+        let generator: Vec<f64> = self
+            .in_window(window)
+            .map(|s| s.generator_cpu_cores)
+            .collect();
+        let targets: Vec<f64> = self
+            .in_window(window)
+            .map(|s| s.targets.iter().map(|t| t.cpu_cores).sum())
+            .collect();
+        let saturated =
+            |used: &[f64], cores: f64| cores > 0.0 && mean(used) >= SATURATION_SHARE * cores;
+        match (
+            saturated(&generator, generator_cores),
+            saturated(&targets, target_cores),
+        ) {
+            (true, false) => Verdict::GeneratorBound,
+            (false, true) => Verdict::TargetBound,
+            _ => Verdict::Neither,
+        }
+    }
+
+    fn in_window(&self, window: Window) -> impl Iterator<Item = &Sample> {
+        self.samples
+            .iter()
+            .filter(move |s| s.t_ms > window.from_ms && s.t_ms <= window.to_ms)
+    }
+
+    fn target_index(&self, target: &str) -> Result<usize, SampleError> {
+        let first = self.samples.first();
+        first
+            .and_then(|s| s.targets.iter().position(|t| t.name == target))
+            .ok_or_else(|| SampleError::UnknownTarget(target.into()))
+    }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Cumulative counters at one instant; two of them make a [`Sample`].
+#[derive(Debug)]
+struct Reading {
+    at: Instant,
+    /// Per target: CPU ticks per process, keyed by (pid, start time) to survive pid reuse.
+    targets: Vec<HashMap<(u32, u64), u64>>,
+    rss_pages: Vec<(u64, u32)>,
+    generator_ticks: u64,
+    cores: Vec<CoreTicks>,
+}
+
+impl Reading {
+    fn take(roots: &[u32]) -> Self {
+        let table = ProcTable::read();
+        let trees: Vec<Vec<ProcEntry>> = roots.iter().map(|&r| table.tree(r)).collect();
+        let generator = Process::myself().and_then(|p| p.stat());
+        Self {
+            at: Instant::now(),
+            targets: trees
+                .iter()
+                .map(|t| {
+                    t.iter()
+                        .map(|e| ((e.pid, e.start_ticks), e.cpu_ticks))
+                        .collect()
+                })
+                .collect(),
+            rss_pages: trees
+                .iter()
+                .map(|t| (t.iter().map(|e| e.rss_pages).sum(), t.len() as u32))
+                .collect(),
+            generator_ticks: generator.map_or(0, |s| s.utime + s.stime),
+            cores: read_cores(),
+        }
+    }
+}
+
+/// Host constants for turning counters into units.
+#[derive(Debug, Clone, Copy)]
+struct Units {
+    ticks_per_second: f64,
+    page_bytes: u64,
+}
+
+impl Units {
+    fn host() -> Self {
+        Self {
+            ticks_per_second: procfs::ticks_per_second() as f64,
+            page_bytes: procfs::page_size(),
+        }
+    }
+
+    fn cores(self, ticks: u64, wall: Duration) -> f64 {
+        let secs = wall.as_secs_f64();
+        if secs <= 0.0 {
+            return 0.0;
+        }
+        ticks as f64 / self.ticks_per_second / secs
+    }
+}
+
+/// Ticks a tree spent since `prev`; processes not seen before count from zero (they started
+/// after `prev`), processes gone since are dropped.
+fn tree_ticks_since(prev: &HashMap<(u32, u64), u64>, now: &HashMap<(u32, u64), u64>) -> u64 {
+    now.iter()
+        .map(|(key, &ticks)| ticks.saturating_sub(prev.get(key).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// Busy and total ticks of one core; iowait counts as idle, as in htop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct CoreTicks {
+    busy: u64,
+    total: u64,
+}
+
+impl CoreTicks {
+    fn of(c: &CpuTime) -> Self {
+        let idle = c.idle + c.iowait.unwrap_or(0);
+        let busy = c.user + c.nice + c.system;
+        let busy = busy + c.irq.unwrap_or(0) + c.softirq.unwrap_or(0) + c.steal.unwrap_or(0);
+        Self {
+            busy,
+            total: busy + idle,
+        }
+    }
+}
+
+fn read_cores() -> Vec<CoreTicks> {
+    let stats = KernelStats::current();
+    stats.map_or_else(
+        |_| Vec::new(),
+        |k| k.cpu_time.iter().map(CoreTicks::of).collect(),
+    )
+}
+
+fn core_busy(prev: &[CoreTicks], now: &[CoreTicks]) -> Vec<f64> {
+    let share = |p: &CoreTicks, n: &CoreTicks| {
+        let total = n.total.saturating_sub(p.total);
+        if total == 0 {
+            return 0.0;
+        }
+        n.busy.saturating_sub(p.busy) as f64 / total as f64
+    };
+    prev.iter().zip(now).map(|(p, n)| share(p, n)).collect()
+}
+
+fn make_sample(
+    names: &[String],
+    units: Units,
+    start: Instant,
+    prev: &Reading,
+    now: &Reading,
+) -> Sample {
+    let wall = now.at.duration_since(prev.at);
+    let targets = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| TargetSample {
+            name: name.clone(),
+            cpu_cores: units.cores(tree_ticks_since(&prev.targets[i], &now.targets[i]), wall),
+            rss_bytes: now.rss_pages[i].0 * units.page_bytes,
+            processes: now.rss_pages[i].1,
+        })
+        .collect();
+    Sample {
+        t_ms: now.at.duration_since(start).as_millis() as u64,
+        targets,
+        generator_cpu_cores: units.cores(
+            now.generator_ticks.saturating_sub(prev.generator_ticks),
+            wall,
+        ),
+        core_busy: core_busy(&prev.cores, &now.cores),
+    }
+}
+
+/// Merges two neighbouring samples into the later one: CPU figures are averaged weighted by the
+/// time each covers, memory keeps the later instant's value.
+fn merge_pair(prev_t_ms: u64, a: &Sample, mut b: Sample) -> Sample {
+    let wa = a.t_ms.saturating_sub(prev_t_ms) as f64;
+    let wb = b.t_ms.saturating_sub(a.t_ms) as f64;
+    let blend = |x: f64, y: f64| {
+        if wa + wb > 0.0 {
+            (x * wa + y * wb) / (wa + wb)
+        } else {
+            y
+        }
+    };
+    b.generator_cpu_cores = blend(a.generator_cpu_cores, b.generator_cpu_cores);
+    for (tb, ta) in b.targets.iter_mut().zip(&a.targets) {
+        tb.cpu_cores = blend(ta.cpu_cores, tb.cpu_cores);
+    }
+    for (cb, ca) in b.core_busy.iter_mut().zip(&a.core_busy) {
+        *cb = blend(*ca, *cb);
+    }
+    b
+}
+
+/// Halves a full series by merging pairs; an odd last sample stays as it is.
+fn downsample(samples: &mut Vec<Sample>) {
+    let old = std::mem::take(samples);
+    let mut prev_t = 0;
+    let mut iter = old.into_iter();
+    while let Some(a) = iter.next() {
+        let merged = match iter.next() {
+            Some(b) => merge_pair(prev_t, &a, b),
+            None => a,
+        };
+        prev_t = merged.t_ms;
+        samples.push(merged);
+    }
+}
+
+/// What the sampling thread owns.
+struct Recorder {
+    names: Vec<String>,
+    roots: Vec<u32>,
+    units: Units,
+    start: Instant,
+    interval: Duration,
+    max_samples: usize,
+    samples: Vec<Sample>,
+}
+
+impl Recorder {
+    fn run(mut self, stop: mpsc::Receiver<()>) -> (Vec<Sample>, Duration) {
+        let mut prev = Reading::take(&self.roots);
+        let mut next = prev.at + self.interval;
+        loop {
+            let wait = next.saturating_duration_since(Instant::now());
+            if !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout)) {
+                return (self.samples, self.interval);
+            }
+            let now = Reading::take(&self.roots);
+            self.push(make_sample(
+                &self.names,
+                self.units,
+                self.start,
+                &prev,
+                &now,
+            ));
+            prev = now;
+            // Absolute deadlines keep the rate steady; after a stall, resume from now.
+            next = (next + self.interval).max(Instant::now());
+        }
+    }
+
+    fn push(&mut self, sample: Sample) {
+        if self.samples.len() >= self.max_samples {
+            downsample(&mut self.samples);
+            self.interval *= 2;
+        }
+        self.samples.push(sample);
+    }
+}
+
+/// A running background sampler; [`Sampler::stop`] ends it and returns the series. Dropping it
+/// without `stop` also ends the thread.
+pub struct Sampler {
+    start: Instant,
+    marks: Arc<Mutex<Vec<Mark>>>,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<(Vec<Sample>, Duration)>>,
+}
+
+impl std::fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler")
+            .field("start", &self.start)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sampler {
+    /// Starts sampling `targets` (name, root pid) every `interval`, keeping at most
+    /// [`DEFAULT_MAX_SAMPLES`] samples.
+    pub fn start(targets: Vec<(String, u32)>, interval: Duration) -> Self {
+        Self::start_with_capacity(targets, interval, DEFAULT_MAX_SAMPLES)
+    }
+
+    /// As [`Sampler::start`], with an explicit cap on the series (at least 2).
+    pub fn start_with_capacity(
+        targets: Vec<(String, u32)>,
+        interval: Duration,
+        max_samples: usize,
+    ) -> Self {
+        let max_samples = max_samples.max(2);
+        let start = Instant::now();
+        let (names, roots) = targets.into_iter().unzip();
+        let recorder = Recorder {
+            names,
+            roots,
+            units: Units::host(),
+            start,
+            interval: interval.max(Duration::from_millis(1)),
+            max_samples,
+            samples: Vec::with_capacity(max_samples.min(DEFAULT_MAX_SAMPLES)),
+        };
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("loadbench-sampler".into())
+            .spawn(move || recorder.run(rx))
+            .expect("spawning the sampler thread");
+        Self {
+            start,
+            marks: Arc::default(),
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Records a step boundary now.
+    pub fn mark(&self, label: impl Into<String>) {
+        let t_ms = self.start.elapsed().as_millis() as u64;
+        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        marks.push(Mark {
+            label: label.into(),
+            t_ms,
+        });
+    }
+
+    /// Stops the thread and returns the series and marks.
+    pub fn stop(mut self) -> Samples {
+        let (samples, interval) = self.finish().unwrap_or_default();
+        let marks = std::mem::take(&mut *self.marks.lock().unwrap_or_else(|e| e.into_inner()));
+        Samples {
+            interval_ms: interval.as_millis() as u64,
+            samples,
+            marks,
+        }
+    }
+
+    fn finish(&mut self) -> Option<(Vec<Sample>, Duration)> {
+        drop(self.stop.take());
+        self.thread.take()?.join().ok()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t_ms: u64, generator: f64, target: f64, rss: u64) -> Sample {
+        Sample {
+            t_ms,
+            targets: vec![TargetSample {
+                name: "app".into(),
+                cpu_cores: target,
+                rss_bytes: rss,
+                processes: 1,
+            }],
+            generator_cpu_cores: generator,
+            core_busy: vec![generator, target],
+        }
+    }
+
+    fn series(points: &[(f64, f64)]) -> Samples {
+        let samples = points
+            .iter()
+            .enumerate()
+            .map(|(i, &(g, t))| sample(100 * (i as u64 + 1), g, t, 1000 + i as u64))
+            .collect();
+        Samples {
+            interval_ms: 100,
+            samples,
+            marks: vec![],
+        }
+    }
+
+    const WHOLE: Window = Window {
+        from_ms: 0,
+        to_ms: u64::MAX,
+    };
+
+    #[test]
+    fn generator_saturated_target_not_is_generator_bound() {
+        let s = series(&[(0.95, 0.3), (0.98, 0.4), (0.9, 0.2)]);
+        assert_eq!(s.bottleneck(1.0, 1.0, WHOLE), Verdict::GeneratorBound);
+    }
+
+    #[test]
+    fn target_saturated_generator_not_is_target_bound() {
+        let s = series(&[(0.5, 1.9), (0.6, 1.95), (0.4, 1.85)]);
+        assert_eq!(s.bottleneck(1.0, 2.0, WHOLE), Verdict::TargetBound);
+    }
+
+    #[test]
+    fn neither_or_both_saturated_is_neither() {
+        assert_eq!(
+            series(&[(0.5, 0.5)]).bottleneck(1.0, 1.0, WHOLE),
+            Verdict::Neither
+        );
+        assert_eq!(
+            series(&[(0.99, 0.99)]).bottleneck(1.0, 1.0, WHOLE),
+            Verdict::Neither
+        );
+        assert_eq!(series(&[]).bottleneck(1.0, 1.0, WHOLE), Verdict::Neither);
+    }
+
+    #[test]
+    fn bottleneck_only_looks_inside_the_window() {
+        let s = series(&[(1.0, 0.1), (1.0, 0.1), (0.1, 1.0), (0.1, 1.0)]);
+        let late = Window {
+            from_ms: 200,
+            to_ms: 400,
+        };
+        assert_eq!(s.bottleneck(1.0, 1.0, late), Verdict::TargetBound);
+    }
+
+    #[test]
+    fn summary_uses_sample_before_window_as_start() {
+        let mut s = series(&[(0.0, 0.1), (0.0, 0.5), (0.0, 1.5)]);
+        s.samples[2].targets[0].rss_bytes = 900;
+        s.marks = vec![
+            Mark {
+                label: "load:start".into(),
+                t_ms: 150,
+            },
+            Mark {
+                label: "load:end".into(),
+                t_ms: 300,
+            },
+        ];
+        let sum = s.summary("app", "load:start", "load:end").unwrap();
+        assert_eq!(sum.rss_start_bytes, 1000);
+        assert_eq!((sum.rss_peak_bytes, sum.rss_trough_bytes), (1001, 900));
+        assert!((sum.cpu_mean_cores - 1.0).abs() < 1e-9);
+        assert!((sum.cpu_max_cores - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn summary_reports_unknown_names() {
+        let s = series(&[(0.0, 0.1)]);
+        assert_eq!(
+            s.summary("nope", "a", "b"),
+            Err(SampleError::UnknownMark("a".into()))
+        );
+        assert_eq!(
+            s.summary_in("nope", WHOLE),
+            Err(SampleError::UnknownTarget("nope".into()))
+        );
+    }
+
+    #[test]
+    fn downsample_halves_and_weights_cpu_by_time() {
+        let mut samples = series(&[(1.0, 0.0), (0.0, 1.0), (0.5, 0.5)]).samples;
+        downsample(&mut samples);
+        assert_eq!(
+            samples.iter().map(|s| s.t_ms).collect::<Vec<_>>(),
+            vec![200, 300]
+        );
+        assert!((samples[0].generator_cpu_cores - 0.5).abs() < 1e-9);
+        assert!((samples[0].targets[0].cpu_cores - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn full_recorder_downsamples_and_doubles_interval() {
+        let mut rec = Recorder {
+            names: vec!["app".into()],
+            roots: vec![],
+            units: Units::host(),
+            start: Instant::now(),
+            interval: Duration::from_millis(100),
+            max_samples: 4,
+            samples: vec![],
+        };
+        for s in series(&[(0.0, 0.0); 9]).samples {
+            rec.push(s);
+        }
+        assert!(rec.samples.len() <= 4);
+        // Three halvings (at the 5th, 7th and 9th push): 100 ms → 800 ms.
+        assert_eq!(rec.interval, Duration::from_millis(800));
+        assert_eq!(rec.samples.last().unwrap().t_ms, 900);
+    }
+
+    #[test]
+    fn core_busy_is_share_of_non_idle_ticks() {
+        let at = |busy, idle| CoreTicks {
+            busy,
+            total: busy + idle,
+        };
+        let busy = core_busy(&[at(0, 0), at(0, 0)], &[at(30, 10), at(0, 0)]);
+        assert_eq!(busy, vec![0.75, 0.0]);
+    }
+}

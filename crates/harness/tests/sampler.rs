@@ -1,0 +1,217 @@
+//! The sampler against real processes: busy, idle, forking and memory-hungry children.
+//!
+//! The machine has 2 cores and may be busy with other work, so CPU bounds are loose: they check
+//! that CPU is attributed to the right tree, not how fast the machine is.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use loadbench_harness::sampler::{ProcessTree, Sampler, Samples, Verdict};
+
+const INTERVAL: Duration = Duration::from_millis(100);
+const MIB: u64 = 1 << 20;
+
+/// Tests that measure CPU run one at a time, so they do not compete for the 2 cores.
+static CPU: Mutex<()> = Mutex::new(());
+
+fn cpu_exclusive() -> MutexGuard<'static, ()> {
+    CPU.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A child in its own process group; the whole group is killed on drop, even when an assertion
+/// fails, so no busy loop outlives the test.
+struct Guard(Child);
+
+impl Guard {
+    fn spawn(program: &str, args: &[&str]) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(program)
+            .args(args)
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawning a test child");
+        Self(child)
+    }
+
+    fn sh(script: &str) -> Self {
+        Self::spawn("sh", &["-c", script])
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Waits for the child to print a line (its "ready" signal).
+    fn wait_line(&mut self) -> String {
+        let stdout = self.0.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("reading child output");
+        line
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Samples `pid` as target "t" for `duration` between marks "from" and "to".
+fn sample_for(pid: u32, duration: Duration) -> Samples {
+    let sampler = Sampler::start(vec![("t".into(), pid)], INTERVAL);
+    sampler.mark("from");
+    std::thread::sleep(duration);
+    sampler.mark("to");
+    sampler.stop()
+}
+
+/// Polls until the tree of `pid` has `n` processes, or gives up after 3 s.
+fn wait_for_tree(pid: u32, n: usize) -> ProcessTree {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let tree = ProcessTree::of(pid);
+        if tree.pids.len() >= n || Instant::now() > deadline {
+            return tree;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn busy_child_uses_about_one_core() {
+    let _cpu = cpu_exclusive();
+    let child = Guard::sh("while :; do :; done");
+    let samples = sample_for(child.pid(), Duration::from_millis(1200));
+    let summary = samples.summary("t", "from", "to").unwrap();
+    // A busy loop takes at most one core; the lower bound leaves room for a loaded machine.
+    assert!(summary.cpu_mean_cores > 0.3, "{summary:?}");
+    assert!(summary.cpu_mean_cores < 1.1, "{summary:?}");
+    assert!(summary.rss_trough_bytes > 0, "{summary:?}");
+    assert!(
+        samples.samples.len() >= 8,
+        "{} samples",
+        samples.samples.len()
+    );
+}
+
+#[test]
+fn idle_child_uses_no_cpu() {
+    let _cpu = cpu_exclusive();
+    let child = Guard::spawn("sleep", &["30"]);
+    let samples = sample_for(child.pid(), Duration::from_millis(800));
+    let summary = samples.summary("t", "from", "to").unwrap();
+    assert!(summary.cpu_mean_cores < 0.05, "{summary:?}");
+    assert!(summary.rss_start_bytes > 0, "{summary:?}");
+}
+
+#[test]
+fn forked_children_are_part_of_the_tree() {
+    let child = Guard::sh("sleep 30 & sleep 30 & wait");
+    let tree = wait_for_tree(child.pid(), 3);
+    assert_eq!(tree.pids.len(), 3, "{tree:?}");
+    assert_eq!(tree.pids[0], child.pid());
+    let samples = sample_for(child.pid(), Duration::from_millis(300));
+    let last = samples.samples.last().expect("samples");
+    assert_eq!(last.targets[0].processes, 3);
+}
+
+#[test]
+fn cpu_of_busy_grandchildren_is_counted() {
+    let _cpu = cpu_exclusive();
+    let child = Guard::sh("(while :; do :; done) & (while :; do :; done) & wait");
+    wait_for_tree(child.pid(), 3);
+    let samples = sample_for(child.pid(), Duration::from_millis(1500));
+    let summary = samples.summary("t", "from", "to").unwrap();
+    // The shell itself only waits: any real CPU here is the grandchildren's. Two free cores
+    // would show ~2.0, but the machine may be busy, so only require more than half a core.
+    assert!(summary.cpu_mean_cores > 0.5, "{summary:?}");
+    assert!(summary.cpu_mean_cores < 2.2, "{summary:?}");
+}
+
+#[test]
+fn memory_hungry_child_shows_rss_between_marks() {
+    let script = "import sys, time\n\
+                  b = bytearray(b'\\x01') * (100 * 2**20)\n\
+                  print('ready', flush=True)\n\
+                  time.sleep(30)";
+    let mut child = Guard::spawn("python3", &["-c", script]);
+    let sampler = Sampler::start(vec![("py".into(), child.pid())], INTERVAL);
+    assert_eq!(child.wait_line().trim(), "ready");
+    std::thread::sleep(2 * INTERVAL);
+    sampler.mark("ready");
+    std::thread::sleep(5 * INTERVAL);
+    sampler.mark("load:end");
+    let samples = sampler.stop();
+    let summary = samples.summary("py", "ready", "load:end").unwrap();
+    assert!(summary.rss_start_bytes >= 90 * MIB, "{summary:?}");
+    assert!(summary.rss_trough_bytes >= 90 * MIB, "{summary:?}");
+    assert!(
+        summary.rss_peak_bytes >= summary.rss_trough_bytes,
+        "{summary:?}"
+    );
+}
+
+#[test]
+fn generator_cpu_and_core_busy_are_recorded() {
+    let _cpu = cpu_exclusive();
+    let sampler = Sampler::start(vec![], INTERVAL);
+    sampler.mark("spin:start");
+    let until = Instant::now() + Duration::from_millis(800);
+    let mut x = 0u64;
+    while Instant::now() < until {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+    sampler.mark("spin:end");
+    let samples = sampler.stop();
+    let window = samples.window("spin:start", "spin:end").unwrap();
+    let inside: Vec<_> = samples
+        .samples
+        .iter()
+        .filter(|s| s.t_ms > window.from_ms && s.t_ms <= window.to_ms)
+        .collect();
+    assert!(!inside.is_empty());
+    let mean = inside.iter().map(|s| s.generator_cpu_cores).sum::<f64>() / inside.len() as f64;
+    assert!(mean > 0.3 && mean < 1.2, "generator mean {mean}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for s in &inside {
+        assert!(s.core_busy.len() >= cores, "{:?}", s.core_busy);
+        assert!(s.core_busy.iter().all(|b| (0.0..=1.0).contains(b)));
+    }
+    // The spinning generator on a 2-core host cannot leave a zero-target step target-bound.
+    assert_ne!(samples.bottleneck(1.0, 1.0, window), Verdict::TargetBound);
+}
+
+#[test]
+fn vanished_target_reads_as_empty() {
+    let mut child = Guard::spawn("true", &[]);
+    let pid = child.pid();
+    child.0.wait().unwrap();
+    assert!(ProcessTree::of(pid).pids.is_empty());
+    let samples = sample_for(pid, Duration::from_millis(250));
+    let last = samples.samples.last().expect("samples");
+    assert_eq!(
+        (last.targets[0].processes, last.targets[0].rss_bytes),
+        (0, 0)
+    );
+}
+
+#[test]
+fn samples_round_trip_through_json() {
+    let child = Guard::spawn("sleep", &["30"]);
+    let samples = sample_for(child.pid(), Duration::from_millis(250));
+    let json = serde_json::to_string(&samples).unwrap();
+    assert!(json.contains("\"rss_bytes\"") && json.contains("\"cpu_cores\""));
+    let back: Samples = serde_json::from_str(&json).unwrap();
+    // Floats may differ in the last bit after parsing; the structure must not.
+    assert_eq!(back.marks, samples.marks);
+    let times = |s: &Samples| s.samples.iter().map(|x| x.t_ms).collect::<Vec<_>>();
+    assert_eq!(times(&back), times(&samples));
+}

@@ -76,8 +76,9 @@ fn header(r: &FindMaxResult) -> Vec<String> {
     lines
 }
 
-/// The latency columns: p50 and p99, then every other statistic the SLO names.
-fn columns(r: &FindMaxResult) -> Vec<SloStat> {
+/// The latency columns of every find-max format: p50 and p99, then every other statistic the
+/// SLO names, once each.
+pub(crate) fn slo_columns(r: &FindMaxResult) -> Vec<SloStat> {
     let mut cols = vec![
         SloStat::Percentile { percentile: 50.0 },
         SloStat::Percentile { percentile: 99.0 },
@@ -91,7 +92,7 @@ fn columns(r: &FindMaxResult) -> Vec<SloStat> {
 }
 
 fn table(r: &FindMaxResult) -> Vec<String> {
-    let cols = columns(r);
+    let cols = slo_columns(r);
     let mut head = format!(
         "  {:>3}  {:<11} {:>10} {:>11}",
         "#", "phase", "target/s", "achieved/s"
@@ -254,80 +255,10 @@ fn generator_limit(r: &FindMaxResult) -> String {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use loadbench_model::{
-        FindMaxResult, SearchParams, SearchPhase, Slo, SloCondition, SloOp, SloValue,
-        SCHEMA_VERSION,
-    };
-
-    fn step(n: u32, rate: f64, verdict: Verdict, reason: Option<FailReason>) -> FindMaxStep {
-        let run = fixtures::busy();
-        FindMaxStep {
-            step: n,
-            phase: if n <= 2 {
-                SearchPhase::Exponential
-            } else {
-                SearchPhase::Bisect
-            },
-            target_rate: rate,
-            achieved_rate: rate * 0.999,
-            p50_us: Some(20.0),
-            p99_us: Some(5_000.0),
-            slo_values: vec![SloValue {
-                condition: "p99.9<50ms".into(),
-                value_us: Some(5_000.0),
-                ok: verdict == Verdict::Pass,
-            }],
-            error_share: 0.0,
-            generator_cpu_share: Some(0.25),
-            verdict,
-            reason,
-            detail: if verdict == Verdict::Fail {
-                "p99.9 5.00ms >= 50ms".into()
-            } else {
-                String::new()
-            },
-            run,
-        }
-    }
+    use loadbench_model::FindMaxResult;
 
     fn result() -> FindMaxResult {
-        FindMaxResult {
-            schema_version: SCHEMA_VERSION,
-            kind: loadbench_model::ResultKind::FindMax,
-            loadbench_version: "0.1.0".into(),
-            host: fixtures::busy().host,
-            url: "http://127.0.0.1:8080/".into(),
-            slo: Slo {
-                text: "p99.9<50ms".into(),
-                conditions: vec![SloCondition {
-                    text: "p99.9<50ms".into(),
-                    stat: SloStat::Percentile { percentile: 99.9 },
-                    op: SloOp::Lt,
-                    limit_us: 50_000.0,
-                }],
-            },
-            max_error_share: 0.001,
-            search: SearchParams {
-                start_rate: 100.0,
-                max_rate: 1e6,
-                precision: 0.05,
-                max_steps: 20,
-                step_duration_ms: 10_000,
-                warmup_ms: 1_000,
-                threads: 2,
-            },
-            started_at: "2026-11-22T10:00:00Z".into(),
-            ended_at: "2026-11-22T10:01:00Z".into(),
-            interrupted: false,
-            steps: vec![
-                step(1, 100.0, Verdict::Pass, None),
-                step(2, 200.0, Verdict::Fail, Some(FailReason::Slo)),
-                step(3, 150.0, Verdict::Pass, None),
-            ],
-            max_rate: Some(150.0),
-            precision_reached: Some(50.0 / 150.0),
-            stop_reason: Some(StopReason::MaxSteps),
-        }
+        fixtures::find_max()
     }
 
     #[test]

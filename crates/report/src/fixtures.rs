@@ -1,9 +1,14 @@
 //! Deterministic results for the tests: a busy run with errors, odd statuses and a tail, and an
-//! empty one (nothing connected, nothing recorded). No network, no clock, no randomness.
+//! empty one (nothing connected, nothing recorded), and a short find-max search. No network, no
+//! clock, no randomness.
 
 use loadbench_model::{
     ErrorKind, HostInfo, LoadModel, ResultKind, RunConfig, RunResult, SecondCounts, Series,
     SeriesPoint, Stats, SCHEMA_VERSION,
+};
+use loadbench_model::{
+    FailReason, FindMaxResult, FindMaxStep, SearchParams, SearchPhase, Slo, SloCondition, SloOp,
+    SloStat, SloValue, StopReason, Verdict,
 };
 use loadbench_model::{Histo, Latency};
 
@@ -111,4 +116,76 @@ fn series() -> Series {
         )
     });
     Series(points.collect())
+}
+fn find_max_step(n: u32, rate: f64, verdict: Verdict, reason: Option<FailReason>) -> FindMaxStep {
+    let run = busy();
+    FindMaxStep {
+        step: n,
+        phase: if n <= 2 {
+            SearchPhase::Exponential
+        } else {
+            SearchPhase::Bisect
+        },
+        target_rate: rate,
+        achieved_rate: rate * 0.999,
+        p50_us: Some(20.0),
+        p99_us: Some(5_000.0),
+        slo_values: vec![SloValue {
+            condition: "p99.9<50ms".into(),
+            value_us: Some(5_000.0),
+            ok: verdict == Verdict::Pass,
+        }],
+        error_share: 0.0,
+        generator_cpu_share: Some(0.25),
+        verdict,
+        reason,
+        detail: if verdict == Verdict::Fail {
+            "p99.9 5.00ms >= 50ms".into()
+        } else {
+            String::new()
+        },
+        run,
+    }
+}
+
+/// A three-step find-max search over [`busy`] runs: pass at 100, fail (SLO) at 200, pass at
+/// 150, stopped by the step limit.
+pub fn find_max() -> FindMaxResult {
+    FindMaxResult {
+        schema_version: SCHEMA_VERSION,
+        kind: loadbench_model::ResultKind::FindMax,
+        loadbench_version: "0.1.0".into(),
+        host: busy().host,
+        url: "http://127.0.0.1:8080/".into(),
+        slo: Slo {
+            text: "p99.9<50ms".into(),
+            conditions: vec![SloCondition {
+                text: "p99.9<50ms".into(),
+                stat: SloStat::Percentile { percentile: 99.9 },
+                op: SloOp::Lt,
+                limit_us: 50_000.0,
+            }],
+        },
+        max_error_share: 0.001,
+        search: SearchParams {
+            start_rate: 100.0,
+            max_rate: 1e6,
+            precision: 0.05,
+            max_steps: 20,
+            step_duration_ms: 10_000,
+            warmup_ms: 1_000,
+            threads: 2,
+        },
+        started_at: "2026-11-22T10:00:00Z".into(),
+        ended_at: "2026-11-22T10:01:00Z".into(),
+        interrupted: false,
+        steps: vec![
+            find_max_step(1, 100.0, Verdict::Pass, None),
+            find_max_step(2, 200.0, Verdict::Fail, Some(FailReason::Slo)),
+            find_max_step(3, 150.0, Verdict::Pass, None),
+        ],
+        max_rate: Some(150.0),
+        precision_reached: Some(50.0 / 150.0),
+        stop_reason: Some(StopReason::MaxSteps),
+    }
 }

@@ -259,25 +259,11 @@ pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     out
 }
 
-/// p50 and p99, then every other statistic the SLO names.
-fn slo_columns(r: &FindMaxResult) -> Vec<SloStat> {
-    let mut cols = vec![
-        SloStat::Percentile { percentile: 50.0 },
-        SloStat::Percentile { percentile: 99.0 },
-    ];
-    for c in &r.slo.conditions {
-        if !cols.contains(&c.stat) {
-            cols.push(c.stat);
-        }
-    }
-    cols
-}
-
 fn steps_table(r: &FindMaxResult) -> String {
     if r.steps.is_empty() {
         return "No step finished.\n".to_string();
     }
-    let cols = slo_columns(r);
+    let cols = crate::find_max::slo_columns(r);
     let mut head: Vec<String> = ["#", "phase", "target/s", "achieved/s"]
         .map(String::from)
         .to_vec();

@@ -6,7 +6,7 @@
 use super::axis::{Axis, Scale, Unit};
 use super::{solid, Line, Mark, Plot, Style, GREEN, GREY, PALETTE, RED};
 use crate::units;
-use loadbench_model::{FindMaxResult, FindMaxStep, SloStat, Verdict};
+use loadbench_model::{FindMaxResult, FindMaxStep, Verdict};
 use plotters::style::RGBColor;
 
 /// SLO limits are reds, told apart by shade.
@@ -97,7 +97,7 @@ fn rates(r: &FindMaxResult) -> Plot {
 /// maximum rate is often orders of magnitude above it.
 fn latency(r: &FindMaxResult) -> Plot {
     let steps = steps(r);
-    let lines = stats(r)
+    let lines = crate::find_max::slo_columns(r)
         .into_iter()
         .zip(PALETTE.iter().cycle())
         .map(|(stat, &color)| {
@@ -128,18 +128,4 @@ fn latency(r: &FindMaxResult) -> Plot {
         x_marks: max_rate_mark(r),
         empty_note: "No step completed a response: there is no latency to show.",
     }
-}
-
-/// p50 and p99, then every other statistic the SLO names, once each.
-pub(crate) fn stats(r: &FindMaxResult) -> Vec<SloStat> {
-    let mut stats = vec![
-        SloStat::Percentile { percentile: 50.0 },
-        SloStat::Percentile { percentile: 99.0 },
-    ];
-    for c in &r.slo.conditions {
-        if !stats.contains(&c.stat) {
-            stats.push(c.stat);
-        }
-    }
-    stats
 }

@@ -14,7 +14,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub(crate) use axis::Axis;
-pub(crate) use find_max::stats as find_max_stats;
 
 /// A chart ready for a page or a file.
 #[derive(Debug, Clone, PartialEq)]

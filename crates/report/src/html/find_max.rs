@@ -89,7 +89,7 @@ fn steps_table(r: &FindMaxResult) -> String {
     if r.steps.is_empty() {
         return "<p class=\"muted\">No step finished.</p>\n".to_string();
     }
-    let stats = charts::find_max_stats(r);
+    let stats = crate::find_max::slo_columns(r);
     let mut head: Vec<String> = ["#", "Phase", "Target/s", "Achieved/s"]
         .map(String::from)
         .to_vec();
@@ -197,73 +197,12 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use crate::html::tests::{figure, polylines};
-    use loadbench_model::{SearchParams, Slo, SloCondition, SloOp, SloValue, SCHEMA_VERSION};
 
-    fn step(n: u32, rate: f64, verdict: Verdict) -> FindMaxStep {
-        let run = fixtures::busy();
-        FindMaxStep {
-            step: n,
-            phase: SearchPhase::Exponential,
-            target_rate: rate,
-            achieved_rate: rate * 0.99,
-            p50_us: Some(20.0),
-            p99_us: Some(5_000.0),
-            slo_values: vec![SloValue {
-                condition: "p99.9<50ms".into(),
-                value_us: Some(5_000.0),
-                ok: verdict == Verdict::Pass,
-            }],
-            error_share: 0.0,
-            generator_cpu_share: None,
-            verdict,
-            reason: (verdict == Verdict::Fail).then_some(FailReason::Slo),
-            detail: if verdict == Verdict::Fail {
-                "p99.9 5.00ms >= 50ms".into()
-            } else {
-                String::new()
-            },
-            run,
-        }
-    }
-
+    /// The shared find-max fixture, with a URL that must come out escaped.
     fn result() -> FindMaxResult {
-        FindMaxResult {
-            schema_version: SCHEMA_VERSION,
-            kind: loadbench_model::ResultKind::FindMax,
-            loadbench_version: "0.1.0".into(),
-            host: fixtures::busy().host,
-            url: "http://127.0.0.1:8080/<script>x</script>".into(),
-            slo: Slo {
-                text: "p99.9<50ms".into(),
-                conditions: vec![SloCondition {
-                    text: "p99.9<50ms".into(),
-                    stat: SloStat::Percentile { percentile: 99.9 },
-                    op: SloOp::Lt,
-                    limit_us: 50_000.0,
-                }],
-            },
-            max_error_share: 0.001,
-            search: SearchParams {
-                start_rate: 100.0,
-                max_rate: 1e6,
-                precision: 0.05,
-                max_steps: 20,
-                step_duration_ms: 10_000,
-                warmup_ms: 1_000,
-                threads: 2,
-            },
-            started_at: "2026-11-22T10:00:00Z".into(),
-            ended_at: "2026-11-22T10:01:00Z".into(),
-            interrupted: false,
-            steps: vec![
-                step(1, 100.0, Verdict::Pass),
-                step(2, 200.0, Verdict::Fail),
-                step(3, 150.0, Verdict::Pass),
-            ],
-            max_rate: Some(150.0),
-            precision_reached: Some(50.0 / 150.0),
-            stop_reason: Some(StopReason::MaxSteps),
-        }
+        let mut r = fixtures::find_max();
+        r.url = "http://127.0.0.1:8080/<script>x</script>".into();
+        r
     }
 
     fn page(r: &FindMaxResult) -> String {

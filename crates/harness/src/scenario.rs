@@ -14,8 +14,12 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Placeholders that templates, args, env values, URLs and ready checks may use.
+/// Placeholders that templates, args, env values, URLs and ready checks may use; besides these,
+/// `{port:NAME}` is the port of the target called NAME (for load balancers with several backends).
 pub const PLACEHOLDERS: [&str; 4] = ["port", "upstream", "dir", "name"];
+
+/// Prefix of the placeholder naming another target's port: `{port:backend-2}`.
+pub const PORT_OF: &str = "port:";
 
 const DOCS: &str = "see docs/scenarios.md";
 
@@ -416,15 +420,18 @@ impl Scenario {
         t: &TargetSpec,
         ports: &HashMap<String, u16>,
         dir: &Path,
-    ) -> HashMap<&'static str, String> {
+    ) -> HashMap<String, String> {
         let mut map = HashMap::new();
-        map.insert("name", t.name.clone());
-        map.insert("dir", dir.display().to_string());
+        map.insert("name".into(), t.name.clone());
+        map.insert("dir".into(), dir.display().to_string());
         if let Some(p) = ports.get(&t.name) {
-            map.insert("port", p.to_string());
+            map.insert("port".into(), p.to_string());
         }
         if let Some(p) = t.proxy_to.as_ref().and_then(|u| ports.get(u)) {
-            map.insert("upstream", format!("127.0.0.1:{p}"));
+            map.insert("upstream".into(), format!("127.0.0.1:{p}"));
+        }
+        for (name, p) in ports {
+            map.insert(format!("{PORT_OF}{name}"), p.to_string());
         }
         map
     }
@@ -473,7 +480,7 @@ fn check_target(
     for (i, c) in t.config.iter_mut().enumerate() {
         load_template(c, &format!("{key}.config[{i}]"), base, file)?;
     }
-    check_placeholders(t, key, file)
+    check_placeholders(t, key, names, file)
 }
 
 fn check_limits(l: &Limits, key: &str, file: &Path) -> Result<(), ScenarioError> {
@@ -528,7 +535,12 @@ fn load_template(
 }
 
 /// Every text that gets rendered must use known placeholders, and `{upstream}` needs `proxy_to`.
-fn check_placeholders(t: &TargetSpec, key: &str, file: &Path) -> Result<(), ScenarioError> {
+fn check_placeholders(
+    t: &TargetSpec,
+    key: &str,
+    names: &HashSet<String>,
+    file: &Path,
+) -> Result<(), ScenarioError> {
     let mut texts: Vec<(String, &str)> = Vec::new();
     texts.extend(
         t.command
@@ -570,9 +582,24 @@ fn check_placeholders(t: &TargetSpec, key: &str, file: &Path) -> Result<(), Scen
     }
     for (k, text) in texts {
         let used = placeholders_in(text).map_err(|e| {
-            let fix = "use {port}, {upstream}, {dir} or {name}; write {{ and }} for literal braces";
+            let fix = "use {port}, {port:TARGET}, {upstream}, {dir} or {name}; write {{ and }} for literal braces";
             ScenarioError::new(file, format!("{key}.{k}"), e.to_string(), fix)
         })?;
+        if let Some(other) = used
+            .iter()
+            .filter_map(|u| u.strip_prefix(PORT_OF))
+            .find(|n| !names.contains(*n))
+        {
+            let mut known: Vec<&str> = names.iter().map(String::as_str).collect();
+            known.sort_unstable();
+            let fix = format!("name one of the targets: {}", known.join(", "));
+            return Err(ScenarioError::new(
+                file,
+                format!("{key}.{k}"),
+                format!("{{port:{other}}} names no target"),
+                &fix,
+            ));
+        }
         if used.iter().any(|u| u == "upstream") && t.proxy_to.is_none() {
             let fix = "add proxy_to = \"<backend target name>\" to this target";
             return Err(ScenarioError::new(
@@ -714,7 +741,7 @@ fn index_parents(header: &str, counts: &HashMap<String, usize>) -> String {
 /// do not enclose a placeholder name (`events { ... }`) are kept, so config files read naturally.
 pub fn render_template(
     text: &str,
-    values: &HashMap<&str, String>,
+    values: &HashMap<String, String>,
 ) -> Result<String, TemplateError> {
     scan(text, |name| values.get(name).cloned())
 }
@@ -724,7 +751,8 @@ pub fn placeholders_in(text: &str) -> Result<Vec<String>, TemplateError> {
     let mut used = Vec::new();
     scan(text, |name| {
         used.push(name.to_string());
-        PLACEHOLDERS.contains(&name).then(String::new)
+        let known = PLACEHOLDERS.contains(&name) || name.strip_prefix(PORT_OF).is_some();
+        known.then(String::new)
     })?;
     Ok(used)
 }
@@ -758,15 +786,26 @@ fn scan(
     Ok(out)
 }
 
-/// `name` if `tail` starts with `{name}` and name is lowercase letters, digits or `_`.
+/// `name` if `tail` starts with `{name}` and name is lowercase letters, digits or `_`, or
+/// `port:` followed by a target name (letters, digits, `_`, `-`, `.`).
 fn placeholder_name(tail: &str) -> Option<&str> {
     let body = tail.strip_prefix('{')?;
     let end = body.find('}')?;
     let name = &body[..end];
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let ok = match name.strip_prefix(PORT_OF) {
+        Some(target) => {
+            !target.is_empty()
+                && target
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        }
+        None => {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        }
+    };
     ok.then_some(name)
 }
 
@@ -1110,7 +1149,10 @@ mod tests {
 
     #[test]
     fn template_substitutes_and_escapes() {
-        let values = HashMap::from([("port", "8080".to_string()), ("name", "n".to_string())]);
+        let values = HashMap::from([
+            ("port".to_string(), "8080".to_string()),
+            ("name".to_string(), "n".to_string()),
+        ]);
         let out = render_template("{{port}} {port} {name} { x } }}{{ {}", &values).unwrap();
         assert_eq!(out, "{port} 8080 n { x } }{ {}");
     }
@@ -1125,6 +1167,19 @@ mod tests {
             ["port", "upstream"]
         );
         assert!(placeholders_in("{nope}").is_err());
+    }
+
+    #[test]
+    fn port_of_another_target_renders_and_unknown_names_are_errors() {
+        let lb = MINI.replace(
+            "[[load]]",
+            "[[target]]\nname = \"lb\"\ncommand = \"x\"\nargs = [\"{port:b-2}\"]\n\n[[load]]",
+        );
+        assert_error(&lb, "target[1].args[0]", "name one of the targets");
+        let s = parse(&lb.replace("b-2", "lb")).unwrap();
+        let ports = HashMap::from([("lb".to_string(), 7001)]);
+        let values = s.placeholders(&s.targets[1], &ports, Path::new("/d"));
+        assert_eq!(render_template("{port:lb}", &values).unwrap(), "7001");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! used since the previous sample) and RSS, the generator's own CPU (this process) and each host
 //! core's busy share. Trees are re-resolved at every sample, so workers forked after start (nginx,
 //! php-fpm, gunicorn) are counted. [`Sampler::mark`] records step boundaries; [`Samples`] answers
-//! per-step questions: a [`ResourceSummary`] per target and a bottleneck [`Verdict`].
+//! per-step questions: a [`ResourceSummary`] per target and a bottleneck [`Bottleneck`].
 //!
 //! Memory stays bounded: the series holds at most `max_samples` entries ([`DEFAULT_MAX_SAMPLES`]
 //! = one hour at 10 samples/s). When full, neighbouring samples are merged pairwise and the
@@ -25,26 +25,14 @@ use std::time::{Duration, Instant};
 
 use procfs::process::Process;
 use procfs::{CpuTime, CurrentSI, KernelStats};
-use serde::{Deserialize, Serialize};
+
+pub use loadbench_model::resources::{
+    Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
+    SATURATION_SHARE,
+};
 
 /// One hour of samples at 10 samples/s; beyond that the series is downsampled.
 pub const DEFAULT_MAX_SAMPLES: usize = 36_000;
-
-/// Share of the available cores above which a side counts as saturated in [`Samples::bottleneck`].
-pub const SATURATION_SHARE: f64 = 0.9;
-
-/// Errors when summarising a series.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SampleError {
-    #[error("no mark named `{0}` was recorded")]
-    UnknownMark(String),
-    #[error("mark `{to}` does not follow mark `{from}`")]
-    MarksOutOfOrder { from: String, to: String },
-    #[error("no target named `{0}` was sampled")]
-    UnknownTarget(String),
-    #[error("no samples between {from_ms} ms and {to_ms} ms")]
-    EmptyWindow { from_ms: u64, to_ms: u64 },
-}
 
 /// One process as read from `/proc/PID/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,174 +111,6 @@ impl ProcessTree {
         let pids = ProcTable::read().tree(root).iter().map(|e| e.pid).collect();
         Self { root, pids }
     }
-}
-
-/// One target's resources at one sample.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetSample {
-    pub name: String,
-    /// CPU time of the whole tree since the previous sample ÷ wall time: 1.0 = one core busy.
-    pub cpu_cores: f64,
-    /// Sum of resident memory over the tree.
-    pub rss_bytes: u64,
-    /// Processes in the tree (0 once the target is gone).
-    pub processes: u32,
-}
-
-/// Everything read at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Milliseconds since the sampler started.
-    pub t_ms: u64,
-    pub targets: Vec<TargetSample>,
-    /// CPU used by this process (the generator) since the previous sample, in cores.
-    pub generator_cpu_cores: f64,
-    /// Per host core, busy share (0..=1) since the previous sample: what htop's bars show.
-    pub core_busy: Vec<f64>,
-}
-
-/// A step boundary such as `ready`, `load:start`, `load:end`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mark {
-    pub label: String,
-    pub t_ms: u64,
-}
-
-/// The recorded series and marks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Samples {
-    /// The interval between samples at the end of the run: the requested one, doubled once per
-    /// downsampling of a full series.
-    pub interval_ms: u64,
-    pub samples: Vec<Sample>,
-    pub marks: Vec<Mark>,
-}
-
-/// Per target and step: memory at start, peak and trough; mean and max CPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResourceSummary {
-    /// RSS of the last sample at or before the window start (the `ready` state before load);
-    /// the first sample in the window when none precedes it.
-    pub rss_start_bytes: u64,
-    pub rss_peak_bytes: u64,
-    pub rss_trough_bytes: u64,
-    pub cpu_mean_cores: f64,
-    pub cpu_max_cores: f64,
-}
-
-/// Who ran out of CPU during a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The generator used ≥ [`SATURATION_SHARE`] of its cores while the targets did not: the
-    /// measured throughput is the generator's limit, not the target's.
-    GeneratorBound,
-    /// The targets used ≥ [`SATURATION_SHARE`] of their cores while the generator did not.
-    TargetBound,
-    /// Neither side saturated, or both did (then CPU does not tell who limited).
-    Neither,
-}
-
-/// A span of the series, in milliseconds since start: samples with `from_ms < t_ms <= to_ms`
-/// cover it (each sample's CPU figure is for the interval ending at its `t_ms`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Window {
-    pub from_ms: u64,
-    pub to_ms: u64,
-}
-
-impl Samples {
-    /// The window from the first mark `from` to the first mark `to` at or after it.
-    pub fn window(&self, from: &str, to: &str) -> Result<Window, SampleError> {
-        let start = self.marks.iter().position(|m| m.label == from);
-        let start = start.ok_or_else(|| SampleError::UnknownMark(from.into()))?;
-        let from_ms = self.marks[start].t_ms;
-        let end = self.marks[start..].iter().find(|m| m.label == to);
-        match end {
-            Some(m) => Ok(Window {
-                from_ms,
-                to_ms: m.t_ms,
-            }),
-            None if self.marks.iter().any(|m| m.label == to) => Err(SampleError::MarksOutOfOrder {
-                from: from.into(),
-                to: to.into(),
-            }),
-            None => Err(SampleError::UnknownMark(to.into())),
-        }
-    }
-
-    /// Summarises `target` between two marks (see [`Samples::window`]).
-    pub fn summary(
-        &self,
-        target: &str,
-        from: &str,
-        to: &str,
-    ) -> Result<ResourceSummary, SampleError> {
-        self.summary_in(target, self.window(from, to)?)
-    }
-
-    /// Summarises `target` over a window.
-    pub fn summary_in(&self, target: &str, window: Window) -> Result<ResourceSummary, SampleError> {
-        let idx = self.target_index(target)?;
-        let inside: Vec<&TargetSample> = self.in_window(window).map(|s| &s.targets[idx]).collect();
-        let first = inside.first().ok_or(SampleError::EmptyWindow {
-            from_ms: window.from_ms,
-            to_ms: window.to_ms,
-        })?;
-        let before = self.samples.iter().rev().find(|s| s.t_ms <= window.from_ms);
-        let cpu: Vec<f64> = inside.iter().map(|t| t.cpu_cores).collect();
-        Ok(ResourceSummary {
-            rss_start_bytes: before.map_or(first.rss_bytes, |s| s.targets[idx].rss_bytes),
-            rss_peak_bytes: inside.iter().map(|t| t.rss_bytes).max().unwrap_or(0),
-            rss_trough_bytes: inside.iter().map(|t| t.rss_bytes).min().unwrap_or(0),
-            cpu_mean_cores: mean(&cpu),
-            cpu_max_cores: cpu.iter().copied().fold(0.0, f64::max),
-        })
-    }
-
-    /// Decides who was CPU-bound over `window`, from mean CPU use: the generator's against
-    /// `generator_cores`, all targets' together against `target_cores`. A side is saturated at
-    /// ≥ [`SATURATION_SHARE`] (90 %) of its cores; see [`Verdict`] for the outcomes.
-    pub fn bottleneck(&self, generator_cores: f64, target_cores: f64, window: Window) -> Verdict {
-        let generator: Vec<f64> = self
-            .in_window(window)
-            .map(|s| s.generator_cpu_cores)
-            .collect();
-        let targets: Vec<f64> = self
-            .in_window(window)
-            .map(|s| s.targets.iter().map(|t| t.cpu_cores).sum())
-            .collect();
-        let saturated =
-            |used: &[f64], cores: f64| cores > 0.0 && mean(used) >= SATURATION_SHARE * cores;
-        match (
-            saturated(&generator, generator_cores),
-            saturated(&targets, target_cores),
-        ) {
-            (true, false) => Verdict::GeneratorBound,
-            (false, true) => Verdict::TargetBound,
-            _ => Verdict::Neither,
-        }
-    }
-
-    fn in_window(&self, window: Window) -> impl Iterator<Item = &Sample> {
-        self.samples
-            .iter()
-            .filter(move |s| s.t_ms > window.from_ms && s.t_ms <= window.to_ms)
-    }
-
-    fn target_index(&self, target: &str) -> Result<usize, SampleError> {
-        let first = self.samples.first();
-        first
-            .and_then(|s| s.targets.iter().position(|t| t.name == target))
-            .ok_or_else(|| SampleError::UnknownTarget(target.into()))
-    }
-}
-
-fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// Cumulative counters at one instant; two of them make a [`Sample`].
@@ -465,6 +285,13 @@ fn downsample(samples: &mut Vec<Sample>) {
     }
 }
 
+/// What the sampling thread is asked to do besides sampling.
+enum Request {
+    /// Send a copy of the series so far (for results saved while the run goes on).
+    Snapshot(mpsc::Sender<(Vec<Sample>, Duration)>),
+    Stop,
+}
+
 /// What the sampling thread owns.
 struct Recorder {
     names: Vec<String>,
@@ -477,13 +304,20 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn run(mut self, stop: mpsc::Receiver<()>) -> (Vec<Sample>, Duration) {
+    fn run(mut self, requests: mpsc::Receiver<Request>) -> (Vec<Sample>, Duration) {
         let mut prev = Reading::take(&self.roots);
         let mut next = prev.at + self.interval;
         loop {
             let wait = next.saturating_duration_since(Instant::now());
-            if !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout)) {
-                return (self.samples, self.interval);
+            match requests.recv_timeout(wait) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(Request::Snapshot(reply)) => {
+                    let _ = reply.send((self.samples.clone(), self.interval));
+                    continue;
+                }
+                Ok(Request::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    return (self.samples, self.interval);
+                }
             }
             let now = Reading::take(&self.roots);
             self.push(make_sample(
@@ -513,7 +347,7 @@ impl Recorder {
 pub struct Sampler {
     start: Instant,
     marks: Arc<Mutex<Vec<Mark>>>,
-    stop: Option<mpsc::Sender<()>>,
+    requests: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<(Vec<Sample>, Duration)>>,
 }
 
@@ -558,7 +392,7 @@ impl Sampler {
         Self {
             start,
             marks: Arc::default(),
-            stop: Some(tx),
+            requests: Some(tx),
             thread: Some(thread),
         }
     }
@@ -573,6 +407,25 @@ impl Sampler {
         });
     }
 
+    /// The series and marks so far, while sampling goes on.
+    pub fn snapshot(&self) -> Samples {
+        let (tx, rx) = mpsc::channel();
+        let sent = self
+            .requests
+            .as_ref()
+            .map(|r| r.send(Request::Snapshot(tx)));
+        let (samples, interval) = match sent {
+            Some(Ok(())) => rx.recv().unwrap_or_default(),
+            _ => Default::default(),
+        };
+        let marks = self.marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Samples {
+            interval_ms: interval.as_millis() as u64,
+            samples,
+            marks,
+        }
+    }
+
     /// Stops the thread and returns the series and marks.
     pub fn stop(mut self) -> Samples {
         let (samples, interval) = self.finish().unwrap_or_default();
@@ -585,7 +438,9 @@ impl Sampler {
     }
 
     fn finish(&mut self) -> Option<(Vec<Sample>, Duration)> {
-        drop(self.stop.take());
+        if let Some(r) = self.requests.take() {
+            let _ = r.send(Request::Stop);
+        }
         self.thread.take()?.join().ok()
     }
 }
@@ -635,26 +490,26 @@ mod tests {
     #[test]
     fn generator_saturated_target_not_is_generator_bound() {
         let s = series(&[(0.95, 0.3), (0.98, 0.4), (0.9, 0.2)]);
-        assert_eq!(s.bottleneck(1.0, 1.0, WHOLE), Verdict::GeneratorBound);
+        assert_eq!(s.bottleneck(1.0, 1.0, WHOLE), Bottleneck::GeneratorBound);
     }
 
     #[test]
     fn target_saturated_generator_not_is_target_bound() {
         let s = series(&[(0.5, 1.9), (0.6, 1.95), (0.4, 1.85)]);
-        assert_eq!(s.bottleneck(1.0, 2.0, WHOLE), Verdict::TargetBound);
+        assert_eq!(s.bottleneck(1.0, 2.0, WHOLE), Bottleneck::TargetBound);
     }
 
     #[test]
     fn neither_or_both_saturated_is_neither() {
         assert_eq!(
             series(&[(0.5, 0.5)]).bottleneck(1.0, 1.0, WHOLE),
-            Verdict::Neither
+            Bottleneck::Neither
         );
         assert_eq!(
             series(&[(0.99, 0.99)]).bottleneck(1.0, 1.0, WHOLE),
-            Verdict::Neither
+            Bottleneck::Neither
         );
-        assert_eq!(series(&[]).bottleneck(1.0, 1.0, WHOLE), Verdict::Neither);
+        assert_eq!(series(&[]).bottleneck(1.0, 1.0, WHOLE), Bottleneck::Neither);
     }
 
     #[test]
@@ -664,7 +519,7 @@ mod tests {
             from_ms: 200,
             to_ms: 400,
         };
-        assert_eq!(s.bottleneck(1.0, 1.0, late), Verdict::TargetBound);
+        assert_eq!(s.bottleneck(1.0, 1.0, late), Bottleneck::TargetBound);
     }
 
     #[test]

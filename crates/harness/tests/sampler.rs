@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use loadbench_harness::sampler::{ProcessTree, Sampler, Samples, Verdict};
+use loadbench_harness::sampler::{Bottleneck, ProcessTree, Sampler, Samples};
 
 const INTERVAL: Duration = Duration::from_millis(100);
 const MIB: u64 = 1 << 20;
@@ -186,7 +186,10 @@ fn generator_cpu_and_core_busy_are_recorded() {
         assert!(s.core_busy.iter().all(|b| (0.0..=1.0).contains(b)));
     }
     // The spinning generator on a 2-core host cannot leave a zero-target step target-bound.
-    assert_ne!(samples.bottleneck(1.0, 1.0, window), Verdict::TargetBound);
+    assert_ne!(
+        samples.bottleneck(1.0, 1.0, window),
+        Bottleneck::TargetBound
+    );
 }
 
 #[test]
@@ -214,4 +217,19 @@ fn samples_round_trip_through_json() {
     assert_eq!(back.marks, samples.marks);
     let times = |s: &Samples| s.samples.iter().map(|x| x.t_ms).collect::<Vec<_>>();
     assert_eq!(times(&back), times(&samples));
+}
+
+#[test]
+fn snapshot_returns_the_series_so_far_and_sampling_goes_on() {
+    let child = Guard::spawn("sleep", &["30"]);
+    let sampler = Sampler::start(vec![("t".into(), child.pid())], Duration::from_millis(20));
+    sampler.mark("a");
+    std::thread::sleep(Duration::from_millis(200));
+    let early = sampler.snapshot();
+    assert!(!early.samples.is_empty(), "{early:?}");
+    assert_eq!(early.marks.len(), 1);
+    std::thread::sleep(Duration::from_millis(200));
+    let end = sampler.stop();
+    assert!(end.samples.len() > early.samples.len());
+    assert_eq!(end.samples[..early.samples.len()], early.samples[..]);
 }

@@ -5,13 +5,20 @@
 //! `merge` per type, used for per-worker, per-round and per-shard aggregation alike.
 //! Neighbours: the engine fills it, reports read it. No I/O here.
 
+pub mod bench;
+pub mod bench_stats;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
+pub mod resources;
 pub mod result;
 pub mod series;
 pub mod stats;
 
+pub use bench::{
+    AppliedLimits, BenchCell, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget,
+    BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo,
+};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, SearchParams, SearchPhase, Slo, SloCondition, SloOp,

@@ -16,6 +16,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub enum ResultKind {
     Run,
     FindMax,
+    Bench,
 }
 
 /// The machine the generator ran on.

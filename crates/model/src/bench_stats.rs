@@ -5,7 +5,7 @@
 //!
 //! Pure functions: no I/O, no clocks. Units are the caller's throughout.
 
-use loadbench_model::stats::{t_two_sided_p, Spread};
+use crate::stats::{t_two_sided_p, Spread};
 use serde::{Deserialize, Serialize};
 
 /// One run of the matrix: round `round` of target `target` at load level `load` (all indices

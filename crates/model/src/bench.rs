@@ -1,0 +1,449 @@
+//! The result of `loadbench bench`: a scenario's targets (with the limits that were enforced),
+//! its loads, every finished round (each holding the same [`RunResult`] or [`FindMaxResult`]
+//! that `run` and `find-max` save, plus that step's resources and bottleneck), the resource
+//! series of the whole run, and the per-cell statistics across rounds.
+//!
+//! The harness saves this after every round, so `cells` and `relative` are derived data:
+//! [`BenchResult::recompute`] rebuilds them from `rounds`, and readers may call it again.
+
+use crate::bench_stats::{cell_stats, relative_speed, CellStats};
+use crate::find_max::FindMaxResult;
+use crate::resources::{Bottleneck, ResourceSummary, Samples, Window};
+use crate::result::{HostInfo, ResultKind, ResultReadError, RunResult, SCHEMA_VERSION};
+use serde::{Deserialize, Serialize};
+
+/// Latency percentiles summarised per cell.
+pub const CELL_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// A cell whose req/s varies more than this (coefficient of variation) across rounds is noisy.
+pub const NOISY_CV: f64 = 0.10;
+
+/// One `loadbench bench` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub schema_version: u32,
+    /// Always [`ResultKind::Bench`].
+    pub kind: ResultKind,
+    pub loadbench_version: String,
+    pub host: HostInfo,
+    pub scenario: ScenarioInfo,
+    /// The run folder (`results/<timestamp>-<scenario>`) holding this file, logs and configs.
+    pub run_dir: String,
+    /// Wall clock when the first target was started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall clock when the last finished round ended (RFC 3339, UTC).
+    pub ended_at: String,
+    /// True when Ctrl-C stopped the bench; finished rounds are kept.
+    pub interrupted: bool,
+    /// Steps planned (targets × loads × levels × rounds) and steps finished so far.
+    pub steps_planned: u32,
+    pub steps_done: u32,
+    pub targets: Vec<BenchTarget>,
+    pub loads: Vec<BenchLoad>,
+    /// Every finished round in the order it ran (for `together` loads: one entry per target
+    /// plus one combined entry per step).
+    pub rounds: Vec<BenchRound>,
+    /// Per load × level × target, statistics across rounds (derived from `rounds`).
+    pub cells: Vec<BenchCell>,
+    /// Per load × level, each target's throughput against the load's first target.
+    pub relative: Vec<RelativeSpeed>,
+    /// CPU and RSS of every target, the generator's CPU and each core's load, every sample
+    /// interval through the whole run, with marks at step boundaries.
+    pub resources: Samples,
+    /// Limits that were not enforced and other facts a reader must know.
+    pub warnings: Vec<String>,
+}
+
+/// The scenario as run (after command-line overrides).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The scenario file as given on the command line.
+    pub file: String,
+    pub rounds: u32,
+    pub cooldown_ms: u64,
+    /// CPUs the generator was pinned to; `None`: all.
+    pub generator_cpuset: Option<Vec<usize>>,
+    pub generator_threads: u32,
+    /// Cores the generator could use (its CPU set, or the host's cores).
+    pub generator_cores: f64,
+}
+
+/// A started target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchTarget {
+    pub name: String,
+    /// `command` or `upstream` (the reference backend).
+    pub kind: String,
+    /// The command line as started (placeholders rendered).
+    pub command: String,
+    /// The URL loads were sent to (before the load's path is appended).
+    pub url: String,
+    pub port: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_to: Option<String>,
+    pub limits: AppliedLimits,
+    /// From start to ready.
+    pub ready_ms: u64,
+    /// Target output and rendered config files, relative to the run folder.
+    pub stdout_log: String,
+    pub stderr_log: String,
+    pub configs: Vec<String>,
+}
+
+/// What was enforced for a target; anything asked for but not enforced is in the warnings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppliedLimits {
+    pub cpuset: Option<Vec<usize>>,
+    pub cpu_quota_cores: Option<f64>,
+    pub memory_bytes: Option<u64>,
+    /// The cgroup directory the target ran in.
+    pub cgroup: Option<String>,
+    /// Cores the target could use: the quota, else its CPU set, else the host's cores.
+    pub cores: f64,
+}
+
+/// How a bench load offers load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchModel {
+    /// Levels are connection counts.
+    Closed,
+    /// Levels are request rates per second.
+    Open,
+    /// One level: a search for the highest rate within the SLO.
+    FindMax,
+}
+
+/// One `[[load]]` of the scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchLoad {
+    /// The scenario's name for it, or one made from the model.
+    pub name: String,
+    pub model: BenchModel,
+    pub targets: Vec<String>,
+    /// All targets loaded at the same time in each step.
+    pub together: bool,
+    /// Connection counts (closed) or rates (open); `[0]` for find-max.
+    pub levels: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
+    pub duration_ms: u64,
+    pub warmup_ms: u64,
+    pub method: String,
+    pub path: String,
+}
+
+impl BenchLoad {
+    /// `c=10`, `1000/s` or `find-max`: how a level is shown.
+    pub fn level_label(&self, level: usize) -> String {
+        let v = self.levels.get(level).copied().unwrap_or(0.0);
+        match self.model {
+            BenchModel::Closed => format!("c={v}"),
+            BenchModel::Open => format!("{v}/s"),
+            BenchModel::FindMax => "find-max".into(),
+        }
+    }
+}
+
+/// One finished round of one target (or the combination of a `together` step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRound {
+    /// Position in the run (1-based); the entries of a `together` step share it.
+    pub step: u32,
+    /// Indices into `loads` and that load's `levels`; `round` from 0.
+    pub load: u32,
+    pub level: u32,
+    pub round: u32,
+    /// The target's name; for the combined entry of a `together` step, the names joined by `+`.
+    pub target: String,
+    /// True for the combined entry of a `together` step (its result is the exact merge).
+    pub combined: bool,
+    /// The measured window on the `resources` timeline.
+    pub window: Window,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find_max: Option<FindMaxResult>,
+    /// The target's memory and CPU during the window (`None` for combined entries, or when no
+    /// sample fell in the window).
+    pub resources: Option<ResourceSummary>,
+    pub generator_cpu_mean_cores: f64,
+    pub bottleneck: Bottleneck,
+    /// Why the round has no result (e.g. the target stopped answering), when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl BenchRound {
+    /// Completed requests per second (find-max: the highest rate that held).
+    pub fn throughput(&self) -> Option<f64> {
+        if let Some(r) = &self.result {
+            return Some(r.stats.summary().requests_per_sec);
+        }
+        self.find_max.as_ref().and_then(|f| f.max_rate)
+    }
+}
+
+/// Statistics of one load × level × target across its rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchCell {
+    pub load: u32,
+    pub level: u32,
+    pub target: String,
+    pub combined: bool,
+    /// Rounds with a result.
+    pub rounds: u32,
+    /// Completed requests per second; for find-max, the highest rate that held.
+    pub requests_per_sec: Option<CellStats>,
+    /// Latency from the intended send time, per percentile of [`CELL_PERCENTILES`].
+    pub latency_us: Vec<CellPercentile>,
+    pub mean_latency_us: Option<CellStats>,
+    /// Over all rounds: completed requests, and failed ones plus non-2xx/3xx responses.
+    pub requests: u64,
+    pub errors: u64,
+    /// `errors / (requests + failed)`.
+    pub error_share: f64,
+    /// Memory at start (the lowest start over rounds), peak (highest) and trough (lowest).
+    pub rss_start_bytes: Option<u64>,
+    pub rss_peak_bytes: Option<u64>,
+    pub rss_trough_bytes: Option<u64>,
+    /// Mean CPU of each round, summarised; and the highest sample of any round.
+    pub cpu_mean_cores: Option<CellStats>,
+    pub cpu_max_cores: Option<f64>,
+    pub generator_cpu_mean_cores: Option<CellStats>,
+    pub bottlenecks: BottleneckCounts,
+    /// req/s varied more than [`NOISY_CV`] across rounds.
+    pub noisy: bool,
+}
+
+/// One latency percentile of a cell across rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CellPercentile {
+    pub p: f64,
+    pub stats: CellStats,
+}
+
+/// How many rounds of a cell ended with each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BottleneckCounts {
+    pub generator_bound: u32,
+    pub target_bound: u32,
+    pub neither: u32,
+}
+
+impl BottleneckCounts {
+    fn add(&mut self, b: Bottleneck) {
+        match b {
+            Bottleneck::GeneratorBound => self.generator_bound += 1,
+            Bottleneck::TargetBound => self.target_bound += 1,
+            Bottleneck::Neither => self.neither += 1,
+        }
+    }
+
+    /// The verdict of most rounds (ties: generator-bound first, as the one to warn about).
+    pub fn majority(&self) -> Bottleneck {
+        let g = self.generator_bound;
+        let t = self.target_bound;
+        if g > 0 && g >= t && g >= self.neither {
+            Bottleneck::GeneratorBound
+        } else if t > 0 && t >= self.neither {
+            Bottleneck::TargetBound
+        } else {
+            Bottleneck::Neither
+        }
+    }
+}
+
+/// A target's throughput against the baseline (the load's first target) at one level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelativeSpeed {
+    pub load: u32,
+    pub level: u32,
+    pub baseline: String,
+    pub target: String,
+    /// `mean(target req/s) / mean(baseline req/s)`, with hyperfine's propagated error.
+    pub ratio: f64,
+    pub ratio_err: f64,
+    /// "nginx: 1.80 ± 0.10 times faster than direct".
+    pub text: String,
+}
+
+impl BenchResult {
+    /// Reads a saved bench result, checking the schema version.
+    pub fn from_json(text: &str) -> Result<BenchResult, ResultReadError> {
+        let probe: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ResultReadError::NotJson(e.to_string()))?;
+        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => return Err(ResultReadError::Version(v)),
+            None => return Err(ResultReadError::NotAResult),
+        }
+        let mut r: BenchResult =
+            serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+        for (i, round) in r.rounds.iter_mut().enumerate() {
+            if let Some(run) = &mut round.result {
+                run.stats.series.revalidate().map_err(|e| {
+                    ResultReadError::Invalid(format!("rounds[{i}].result.stats.series: {e}"))
+                })?;
+                run.finalize();
+            }
+        }
+        r.recompute();
+        Ok(r)
+    }
+
+    /// Rebuilds `cells` and `relative` from `rounds`.
+    pub fn recompute(&mut self) {
+        self.cells = self.cell_keys().map(|k| self.cell(&k)).collect();
+        self.relative = self.relative_speeds();
+    }
+
+    /// The rounds of one cell.
+    pub fn rounds_of<'a>(
+        &'a self,
+        load: u32,
+        level: u32,
+        target: &'a str,
+    ) -> impl Iterator<Item = &'a BenchRound> + 'a {
+        self.rounds
+            .iter()
+            .filter(move |r| r.load == load && r.level == level && r.target == target)
+    }
+
+    /// The cell of one load × level × target, if any round of it finished.
+    pub fn cell_of(&self, load: u32, level: u32, target: &str) -> Option<&BenchCell> {
+        self.cells
+            .iter()
+            .find(|c| c.load == load && c.level == level && c.target == target)
+    }
+
+    /// Distinct (load, level, target, combined) in the order of first appearance, sorted by load
+    /// and level so tables read top to bottom.
+    fn cell_keys(&self) -> impl Iterator<Item = (u32, u32, String, bool)> {
+        let mut keys: Vec<(u32, u32, String, bool)> = Vec::new();
+        for r in &self.rounds {
+            let k = (r.load, r.level, r.target.clone(), r.combined);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys.sort_by_key(|k| (k.0, k.1));
+        keys.into_iter()
+    }
+
+    fn cell(&self, key: &(u32, u32, String, bool)) -> BenchCell {
+        let (load, level, target, combined) = key;
+        let rounds: Vec<&BenchRound> = self.rounds_of(*load, *level, target).collect();
+        let runs: Vec<&RunResult> = rounds.iter().filter_map(|r| r.result.as_ref()).collect();
+        let throughput: Vec<f64> = rounds.iter().filter_map(|r| r.throughput()).collect();
+        let res: Vec<&ResourceSummary> =
+            rounds.iter().filter_map(|r| r.resources.as_ref()).collect();
+        let requests: u64 = runs.iter().map(|r| r.stats.requests).sum();
+        let failed: u64 = runs.iter().map(|r| r.stats.errors.total()).sum();
+        let non_success: u64 = runs.iter().map(|r| r.stats.status.non_success()).sum();
+        let attempts = requests + failed;
+        let mut bottlenecks = BottleneckCounts::default();
+        rounds.iter().for_each(|r| bottlenecks.add(r.bottleneck));
+        let rps = cell_stats(&throughput, true);
+        BenchCell {
+            load: *load,
+            level: *level,
+            target: target.clone(),
+            combined: *combined,
+            rounds: throughput.len() as u32,
+            latency_us: latency_cells(&runs),
+            mean_latency_us: cell_stats(
+                &runs
+                    .iter()
+                    .filter(|r| !r.stats.latency.hist.is_empty())
+                    .map(|r| r.stats.latency.hist.mean_ns() / 1e3)
+                    .collect::<Vec<_>>(),
+                false,
+            ),
+            requests,
+            errors: failed + non_success,
+            error_share: if attempts == 0 {
+                0.0
+            } else {
+                (failed + non_success) as f64 / attempts as f64
+            },
+            rss_start_bytes: res.iter().map(|r| r.rss_start_bytes).min(),
+            rss_peak_bytes: res.iter().map(|r| r.rss_peak_bytes).max(),
+            rss_trough_bytes: res.iter().map(|r| r.rss_trough_bytes).min(),
+            cpu_mean_cores: cell_stats(
+                &res.iter().map(|r| r.cpu_mean_cores).collect::<Vec<_>>(),
+                false,
+            ),
+            cpu_max_cores: res.iter().map(|r| r.cpu_max_cores).reduce(f64::max),
+            generator_cpu_mean_cores: cell_stats(
+                &rounds
+                    .iter()
+                    .map(|r| r.generator_cpu_mean_cores)
+                    .collect::<Vec<_>>(),
+                false,
+            ),
+            bottlenecks,
+            noisy: rps.is_some_and(|s| s.n > 1 && s.mean > 0.0 && s.stddev / s.mean > NOISY_CV),
+            requests_per_sec: rps,
+        }
+    }
+
+    fn relative_speeds(&self) -> Vec<RelativeSpeed> {
+        let mut out = Vec::new();
+        for (li, load) in self.loads.iter().enumerate() {
+            let Some(baseline) = load.targets.first() else {
+                continue;
+            };
+            for level in 0..load.levels.len() as u32 {
+                let values = |t: &str| -> Vec<f64> {
+                    self.rounds_of(li as u32, level, t)
+                        .filter_map(BenchRound::throughput)
+                        .collect()
+                };
+                let base = values(baseline);
+                for t in load.targets.iter().skip(1) {
+                    if let Some(rel) = relative_speed(&base, &values(t)) {
+                        out.push(RelativeSpeed {
+                            load: li as u32,
+                            level,
+                            baseline: baseline.clone(),
+                            target: t.clone(),
+                            ratio: rel.ratio,
+                            ratio_err: rel.ratio_err,
+                            text: rel.describe(t, baseline),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Steps whose bottleneck was the generator: their throughput is loadbench's limit.
+    pub fn generator_bound_rounds(&self) -> usize {
+        self.rounds
+            .iter()
+            .filter(|r| !r.combined && r.bottleneck == Bottleneck::GeneratorBound)
+            .count()
+    }
+}
+
+fn latency_cells(runs: &[&RunResult]) -> Vec<CellPercentile> {
+    let runs: Vec<&&RunResult> = runs
+        .iter()
+        .filter(|r| !r.stats.latency.hist.is_empty())
+        .collect();
+    CELL_PERCENTILES
+        .iter()
+        .filter_map(|&p| {
+            let values: Vec<f64> = runs
+                .iter()
+                .map(|r| r.stats.latency.hist.percentile_ns(p) as f64 / 1e3)
+                .collect();
+            cell_stats(&values, false).map(|stats| CellPercentile { p, stats })
+        })
+        .collect()
+}

@@ -1,0 +1,194 @@
+//! Resource samples of targets and the generator, as recorded by the harness's sampler, and the
+//! questions a bench asks of them: memory at start, peak and trough and CPU per step, and who
+//! ran out of CPU (the bottleneck). Pure data and arithmetic; the sampler that reads `/proc`
+//! lives in the harness.
+
+use serde::{Deserialize, Serialize};
+/// Share of the available cores above which a side counts as saturated in [`Samples::bottleneck`].
+pub const SATURATION_SHARE: f64 = 0.9;
+
+/// Errors when summarising a series.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SampleError {
+    #[error("no mark named `{0}` was recorded")]
+    UnknownMark(String),
+    #[error("mark `{to}` does not follow mark `{from}`")]
+    MarksOutOfOrder { from: String, to: String },
+    #[error("no target named `{0}` was sampled")]
+    UnknownTarget(String),
+    #[error("no samples between {from_ms} ms and {to_ms} ms")]
+    EmptyWindow { from_ms: u64, to_ms: u64 },
+}
+
+/// One target's resources at one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetSample {
+    pub name: String,
+    /// CPU time of the whole tree since the previous sample ÷ wall time: 1.0 = one core busy.
+    pub cpu_cores: f64,
+    /// Sum of resident memory over the tree.
+    pub rss_bytes: u64,
+    /// Processes in the tree (0 once the target is gone).
+    pub processes: u32,
+}
+
+/// Everything read at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Milliseconds since the sampler started.
+    pub t_ms: u64,
+    pub targets: Vec<TargetSample>,
+    /// CPU used by this process (the generator) since the previous sample, in cores.
+    pub generator_cpu_cores: f64,
+    /// Per host core, busy share (0..=1) since the previous sample: what htop's bars show.
+    pub core_busy: Vec<f64>,
+}
+
+/// A step boundary such as `ready`, `load:start`, `load:end`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub label: String,
+    pub t_ms: u64,
+}
+
+/// The recorded series and marks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Samples {
+    /// The interval between samples at the end of the run: the requested one, doubled once per
+    /// downsampling of a full series.
+    pub interval_ms: u64,
+    pub samples: Vec<Sample>,
+    pub marks: Vec<Mark>,
+}
+
+/// Per target and step: memory at start, peak and trough; mean and max CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSummary {
+    /// RSS of the last sample at or before the window start (the `ready` state before load);
+    /// the first sample in the window when none precedes it.
+    pub rss_start_bytes: u64,
+    pub rss_peak_bytes: u64,
+    pub rss_trough_bytes: u64,
+    pub cpu_mean_cores: f64,
+    pub cpu_max_cores: f64,
+}
+
+/// Who ran out of CPU during a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bottleneck {
+    /// The generator used ≥ [`SATURATION_SHARE`] of its cores while the targets did not: the
+    /// measured throughput is the generator's limit, not the target's.
+    GeneratorBound,
+    /// The targets used ≥ [`SATURATION_SHARE`] of their cores while the generator did not.
+    TargetBound,
+    /// Neither side saturated, or both did (then CPU does not tell who limited).
+    Neither,
+}
+
+/// A span of the series, in milliseconds since start: samples with `from_ms < t_ms <= to_ms`
+/// cover it (each sample's CPU figure is for the interval ending at its `t_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub from_ms: u64,
+    pub to_ms: u64,
+}
+
+impl Samples {
+    /// The window from the first mark `from` to the first mark `to` at or after it.
+    pub fn window(&self, from: &str, to: &str) -> Result<Window, SampleError> {
+        let start = self.marks.iter().position(|m| m.label == from);
+        let start = start.ok_or_else(|| SampleError::UnknownMark(from.into()))?;
+        let from_ms = self.marks[start].t_ms;
+        let end = self.marks[start..].iter().find(|m| m.label == to);
+        match end {
+            Some(m) => Ok(Window {
+                from_ms,
+                to_ms: m.t_ms,
+            }),
+            None if self.marks.iter().any(|m| m.label == to) => Err(SampleError::MarksOutOfOrder {
+                from: from.into(),
+                to: to.into(),
+            }),
+            None => Err(SampleError::UnknownMark(to.into())),
+        }
+    }
+
+    /// Summarises `target` between two marks (see [`Samples::window`]).
+    pub fn summary(
+        &self,
+        target: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<ResourceSummary, SampleError> {
+        self.summary_in(target, self.window(from, to)?)
+    }
+
+    /// Summarises `target` over a window.
+    pub fn summary_in(&self, target: &str, window: Window) -> Result<ResourceSummary, SampleError> {
+        let idx = self.target_index(target)?;
+        let inside: Vec<&TargetSample> = self.in_window(window).map(|s| &s.targets[idx]).collect();
+        let first = inside.first().ok_or(SampleError::EmptyWindow {
+            from_ms: window.from_ms,
+            to_ms: window.to_ms,
+        })?;
+        let before = self.samples.iter().rev().find(|s| s.t_ms <= window.from_ms);
+        let cpu: Vec<f64> = inside.iter().map(|t| t.cpu_cores).collect();
+        Ok(ResourceSummary {
+            rss_start_bytes: before.map_or(first.rss_bytes, |s| s.targets[idx].rss_bytes),
+            rss_peak_bytes: inside.iter().map(|t| t.rss_bytes).max().unwrap_or(0),
+            rss_trough_bytes: inside.iter().map(|t| t.rss_bytes).min().unwrap_or(0),
+            cpu_mean_cores: mean(&cpu),
+            cpu_max_cores: cpu.iter().copied().fold(0.0, f64::max),
+        })
+    }
+
+    /// Decides who was CPU-bound over `window`, from mean CPU use: the generator's against
+    /// `generator_cores`, all targets' together against `target_cores`. A side is saturated at
+    /// ≥ [`SATURATION_SHARE`] (90 %) of its cores; see [`Bottleneck`] for the outcomes.
+    pub fn bottleneck(
+        &self,
+        generator_cores: f64,
+        target_cores: f64,
+        window: Window,
+    ) -> Bottleneck {
+        let generator: Vec<f64> = self
+            .in_window(window)
+            .map(|s| s.generator_cpu_cores)
+            .collect();
+        let targets: Vec<f64> = self
+            .in_window(window)
+            .map(|s| s.targets.iter().map(|t| t.cpu_cores).sum())
+            .collect();
+        let saturated =
+            |used: &[f64], cores: f64| cores > 0.0 && mean(used) >= SATURATION_SHARE * cores;
+        match (
+            saturated(&generator, generator_cores),
+            saturated(&targets, target_cores),
+        ) {
+            (true, false) => Bottleneck::GeneratorBound,
+            (false, true) => Bottleneck::TargetBound,
+            _ => Bottleneck::Neither,
+        }
+    }
+
+    fn in_window(&self, window: Window) -> impl Iterator<Item = &Sample> {
+        self.samples
+            .iter()
+            .filter(move |s| s.t_ms > window.from_ms && s.t_ms <= window.to_ms)
+    }
+
+    fn target_index(&self, target: &str) -> Result<usize, SampleError> {
+        let first = self.samples.first();
+        first
+            .and_then(|s| s.targets.iter().position(|t| t.name == target))
+            .ok_or_else(|| SampleError::UnknownTarget(target.into()))
+    }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}

@@ -25,11 +25,38 @@ pub enum Command {
     Demo(DemoArgs),
     /// Search the highest rate the target sustains within an SLO (open model, step by step).
     FindMax(Box<FindMaxArgs>),
+    /// Run a scenario file: start targets with limits, run loads × rounds, sample CPU and
+    /// memory, and compare the targets.
+    Bench(BenchArgs),
     /// Re-render a saved result (run or find-max) as text, Markdown, CSV, JSON or HTML.
     Report(ReportArgs),
     /// Compare two saved run results: req/s, p50 and p99 with a significance test; exit 1 on a
     /// regression beyond the threshold.
     Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The scenario file (TOML; every key is documented in docs/scenarios.md).
+    pub scenario: PathBuf,
+    /// Folder under which the run folder `<timestamp>-<scenario>` is created.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Override every load's measured duration, e.g. 2s.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Override every load's warm-up, e.g. 0s.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Override the number of rounds.
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Override the pause between steps, e.g. 0s.
+    #[arg(long)]
+    pub cooldown: Option<String>,
+    /// No live progress on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +225,13 @@ pub struct FindMaxArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// `find-max`'s flags on their own, for the searches a bench scenario asks for.
+#[derive(Debug, Parser)]
+pub struct FindMaxOnly {
+    #[command(flatten)]
+    pub args: FindMaxArgs,
 }
 
 /// The request and connection options `run` and `find-max` share.

@@ -9,6 +9,7 @@
 use crate::args::FindMaxArgs;
 use crate::{host, save, UserError};
 use anyhow::Result;
+use clap::Parser;
 use loadbench_model::{
     FailReason, FindMaxResult, FindMaxStep, ResultKind, SearchParams, SearchPhase, Slo,
     SloCondition, SloOp, SloStat, SloValue, Stats, StopReason, Verdict, SCHEMA_VERSION,
@@ -30,6 +31,27 @@ const USER_HZ: f64 = 100.0;
 pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let setup = Setup::parse(&args)?;
     let stop = crate::signals::stop_flag()?;
+    let result = search(&setup, &stop)?;
+    print!("{}", setup.render(&result));
+    if let Some(path) = &args.html {
+        crate::report_cmd::write_html_find_max(path, &result)?;
+    }
+    Ok(exit_code(&result))
+}
+
+/// Runs the search for `bench`: the same flags as the command (so the same defaults), quiet,
+/// nothing saved; the result is returned.
+pub fn search_for_bench(argv: &[String], stop: &Arc<AtomicBool>) -> Result<FindMaxResult> {
+    let args = std::iter::once("find-max".to_string()).chain(argv.iter().cloned());
+    let a = crate::args::FindMaxOnly::try_parse_from(args)
+        .map_err(|e| UserError(e.render().to_string().lines().next().unwrap_or("").into()))?;
+    let mut setup = Setup::parse(&a.args)?;
+    setup.quiet = true;
+    search(&setup, stop)
+}
+
+/// Steps until the search ends, saving the result after every step when asked.
+fn search(setup: &Setup, stop: &Arc<AtomicBool>) -> Result<FindMaxResult> {
     let mut result = setup.empty_result();
     let mut search = Search::new(&setup.params);
     loop {
@@ -38,22 +60,18 @@ pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
             Ok(_) => break search.stop(StopReason::Interrupted),
             Err(_) => break,
         };
-        let step = run_step(&setup, rate, phase, result.steps.len() as u32 + 1, &stop)?;
+        let step = run_step(setup, rate, phase, result.steps.len() as u32 + 1, stop)?;
         search.record(rate, step.verdict, step.reason);
         if !setup.quiet {
             eprintln!("{}", loadbench_report::find_max_step_line(&step));
         }
         result.steps.push(step);
-        update(&mut result, &search, &stop);
+        update(&mut result, &search, stop);
         setup.save(&result)?;
     }
-    update(&mut result, &search, &stop);
+    update(&mut result, &search, stop);
     setup.save(&result)?;
-    print!("{}", setup.render(&result));
-    if let Some(path) = &args.html {
-        crate::report_cmd::write_html_find_max(path, &result)?;
-    }
-    Ok(exit_code(&result))
+    Ok(result)
 }
 
 /// Carries the search's state into the result that is saved after every step.

@@ -2,6 +2,7 @@
 //! one line and an exit code (2 for a mistake in the input, 1 for anything else).
 
 mod args;
+mod bench;
 mod compare_cmd;
 mod demo;
 mod find_max;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         args::Command::Serve(a) => serve::serve(a),
         args::Command::Demo(a) => demo::demo(a.quiet),
         args::Command::FindMax(a) => find_max::find_max(*a),
+        args::Command::Bench(a) => bench::bench(a),
         args::Command::Report(a) => report_cmd::report(a),
         args::Command::Compare(a) => compare_cmd::compare(a),
     };

@@ -5,8 +5,10 @@
 //! ([`sampler`]). Neighbours: the CLI will drive rounds with the engine and save the results in
 //! the model; this crate may depend on plan, engine and model, never on the CLI.
 
+pub mod bench;
 pub use loadbench_model::bench_stats;
 pub mod limits;
 pub mod process;
 pub mod sampler;
 pub mod scenario;
+pub mod targets;

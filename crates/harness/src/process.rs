@@ -197,6 +197,15 @@ pub struct TargetProcess {
 impl TargetProcess {
     /// Starts the target in its own process group, with output to the spec's files.
     pub fn spawn(spec: &ProcessSpec) -> Result<TargetProcess, ProcessError> {
+        Self::spawn_with(spec, |_| {})
+    }
+
+    /// As [`TargetProcess::spawn`], letting `configure` adjust the command first (e.g. to join
+    /// a cgroup and set CPU affinity in the child before exec, so no worker escapes the limits).
+    pub fn spawn_with(
+        spec: &ProcessSpec,
+        configure: impl FnOnce(&mut Command),
+    ) -> Result<TargetProcess, ProcessError> {
         let stdout = open_output(spec, &spec.stdout_path)?;
         let stderr = open_output(spec, &spec.stderr_path)?;
         let mut cmd = Command::new(&spec.command);
@@ -210,6 +219,7 @@ impl TargetProcess {
             cmd.current_dir(cwd);
         }
         die_with_parent(&mut cmd);
+        configure(&mut cmd);
         let child = cmd.spawn().map_err(|source| ProcessError::Spawn {
             name: spec.name.clone(),
             command: spec.command_line(),

@@ -376,7 +376,7 @@ impl Scenario {
         for (i, l) in self.loads.iter().enumerate() {
             check_load(l, &format!("load[{i}]"), &names, file)?;
         }
-        Ok(())
+        self.start_order(file).map(|_| ())
     }
 
     fn check_names_and_ports(&self, file: &Path) -> Result<(), ScenarioError> {
@@ -407,6 +407,36 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// Target indices in the order they start: every target after those it depends on
+    /// ([`dependencies`]), otherwise in file order.
+    pub fn start_order(&self, file: &Path) -> Result<Vec<usize>, ScenarioError> {
+        let deps: Vec<Vec<String>> = self.targets.iter().map(dependencies).collect();
+        let mut order: Vec<usize> = Vec::new();
+        while order.len() < self.targets.len() {
+            let ready = (0..self.targets.len()).find(|&i| {
+                !order.contains(&i)
+                    && deps[i].iter().all(|d| {
+                        order.iter().any(|&j| self.targets[j].name == *d)
+                            || self.target(d).is_none()
+                    })
+            });
+            match ready {
+                Some(i) => order.push(i),
+                None => {
+                    let i = (0..self.targets.len()).find(|i| !order.contains(i));
+                    let i = i.unwrap_or(0);
+                    return Err(ScenarioError::new(
+                        file,
+                        format!("target[{i}]"),
+                        "targets depend on each other in a circle (proxy_to or {port:NAME})",
+                        "let backends not refer to the proxies in front of them",
+                    ));
+                }
+            }
+        }
+        Ok(order)
     }
 
     /// The target called `name`.
@@ -534,13 +564,23 @@ fn load_template(
     Ok(())
 }
 
-/// Every text that gets rendered must use known placeholders, and `{upstream}` needs `proxy_to`.
-fn check_placeholders(
-    t: &TargetSpec,
-    key: &str,
-    names: &HashSet<String>,
-    file: &Path,
-) -> Result<(), ScenarioError> {
+/// The targets `t` needs running before it starts: its `proxy_to` and every `{port:NAME}`.
+pub fn dependencies(t: &TargetSpec) -> Vec<String> {
+    let mut deps: Vec<String> = t.proxy_to.iter().cloned().collect();
+    for (_, text) in rendered_texts(t) {
+        for name in placeholders_in(text).unwrap_or_default() {
+            if let Some(other) = name.strip_prefix(PORT_OF) {
+                if other != t.name && !deps.iter().any(|d| d == other) {
+                    deps.push(other.to_string());
+                }
+            }
+        }
+    }
+    deps
+}
+
+/// Every text of a target that is rendered, with its key.
+fn rendered_texts(t: &TargetSpec) -> Vec<(String, &str)> {
     let mut texts: Vec<(String, &str)> = Vec::new();
     texts.extend(
         t.command
@@ -580,7 +620,17 @@ fn check_placeholders(
         };
         texts.push((format!("config[{i}].{k}"), c.text.as_str()));
     }
-    for (k, text) in texts {
+    texts
+}
+
+/// Every text that gets rendered must use known placeholders, and `{upstream}` needs `proxy_to`.
+fn check_placeholders(
+    t: &TargetSpec,
+    key: &str,
+    names: &HashSet<String>,
+    file: &Path,
+) -> Result<(), ScenarioError> {
+    for (k, text) in rendered_texts(t) {
         let used = placeholders_in(text).map_err(|e| {
             let fix = "use {port}, {port:TARGET}, {upstream}, {dir} or {name}; write {{ and }} for literal braces";
             ScenarioError::new(file, format!("{key}.{k}"), e.to_string(), fix)
@@ -1167,6 +1217,19 @@ mod tests {
             ["port", "upstream"]
         );
         assert!(placeholders_in("{nope}").is_err());
+    }
+
+    #[test]
+    fn targets_start_after_what_they_depend_on_and_circles_are_errors() {
+        let lb = MINI.replace(
+            "[[target]]\nname = \"a\"",
+            "[[target]]\nname = \"lb\"\ncommand = \"x\"\nargs = [\"{port:a}\"]\nproxy_to = \"a\"\n\n[[target]]\nname = \"a\"",
+        );
+        let s = parse(&lb).unwrap();
+        assert_eq!(s.targets[0].name, "lb");
+        assert_eq!(s.start_order(Path::new("t")).unwrap(), [1, 0]);
+        let circle = lb.replace("kind = \"upstream\"", "command = \"y\"\nproxy_to = \"lb\"");
+        assert_error(&circle, "target[", "circle");
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub use find_max::{
     SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use resources::{
+    Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
+};
 pub use result::{
     HostInfo, LoadModel, RateSegment, ResultKind, ResultReadError, RunConfig, RunResult, Stats,
     Summary, SCHEMA_VERSION,

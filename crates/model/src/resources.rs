@@ -52,7 +52,7 @@ pub struct Mark {
 }
 
 /// The recorded series and marks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Samples {
     /// The interval between samples at the end of the run: the requested one, doubled once per
     /// downsampling of a full series.
@@ -170,6 +170,24 @@ impl Samples {
             (false, true) => Bottleneck::TargetBound,
             _ => Bottleneck::Neither,
         }
+    }
+
+    /// The generator's mean CPU (cores) over `window`; 0 without samples.
+    pub fn generator_cpu_mean(&self, window: Window) -> f64 {
+        let used: Vec<f64> = self
+            .in_window(window)
+            .map(|s| s.generator_cpu_cores)
+            .collect();
+        mean(&used)
+    }
+
+    /// RSS of `target` at the last sample at or before `t_ms` (its first sample when none is).
+    pub fn rss_at(&self, target: &str, t_ms: u64) -> Option<u64> {
+        let idx = self.target_index(target).ok()?;
+        let before = self.samples.iter().rev().find(|s| s.t_ms <= t_ms);
+        before
+            .or(self.samples.first())
+            .map(|s| s.targets[idx].rss_bytes)
     }
 
     fn in_window(&self, window: Window) -> impl Iterator<Item = &Sample> {

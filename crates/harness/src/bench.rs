@@ -1,0 +1,444 @@
+//! The bench matrix: every load × level × round × target of a scenario, run against started
+//! targets while the sampler records their CPU and memory, each finished round added to the
+//! [`BenchResult`] and handed to the caller (who saves it) before the next begins.
+//!
+//! Order: for each load and level, round after round, every target in turn (A B C A B C …), so
+//! machine drift spreads evenly over the targets (see [`crate::bench_stats::interleave`]). A
+//! `together` load runs all its targets at the same time in one step, one engine each; it records
+//! one round per target and a combined round whose result is the exact merge of theirs.
+//!
+//! Running the engine is the caller's: a [`StepRunner`] turns run specs into results, so the
+//! progress display and the find-max search stay in the CLI.
+
+use crate::sampler::Sampler;
+use crate::scenario::{LoadModel, LoadSpec, Scenario};
+use crate::targets::Targets;
+use loadbench_model::{
+    BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult, ResourceSummary,
+    RunResult, Samples, Window,
+};
+use loadbench_plan::RunSpec;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs load for the matrix.
+pub trait StepRunner {
+    /// Runs every spec at the same time (one for a normal step, several for `together`) and
+    /// returns their results in the same order; an `Err` is a step that could not run.
+    fn run(&mut self, specs: &[RunSpec]) -> Vec<Result<RunResult, String>>;
+    /// Searches the highest rate within `slo`; `base` holds the URL, request, step duration
+    /// and warm-up.
+    fn find_max(&mut self, base: &RunSpec, slo: &str) -> Result<FindMaxResult, String>;
+}
+
+/// One step of the matrix: a load level, a round, and the targets loaded together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub load: usize,
+    pub level: usize,
+    pub round: u32,
+    pub targets: Vec<String>,
+}
+
+/// The steps of a scenario in the order they run.
+pub fn steps(s: &Scenario) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (li, l) in s.loads.iter().enumerate() {
+        for level in 0..levels(l).len() {
+            for round in 0..s.rounds {
+                let groups: Vec<Vec<String>> = if l.together {
+                    vec![l.targets.clone()]
+                } else {
+                    l.targets.iter().map(|t| vec![t.clone()]).collect()
+                };
+                steps.extend(groups.into_iter().map(|targets| Step {
+                    load: li,
+                    level,
+                    round,
+                    targets,
+                }));
+            }
+        }
+    }
+    steps
+}
+
+/// The levels of a load: connection counts, rates, or the single find-max search.
+pub fn levels(l: &LoadSpec) -> Vec<f64> {
+    match l.model {
+        LoadModel::Closed => l.connections.iter().map(|&c| f64::from(c)).collect(),
+        LoadModel::Open => l.rate.clone(),
+        LoadModel::FindMax => vec![0.0],
+    }
+}
+
+/// The loads as recorded in the result.
+pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
+    s.loads
+        .iter()
+        .enumerate()
+        .map(|(i, l)| BenchLoad {
+            name: l.name.clone().unwrap_or_else(|| match l.model {
+                LoadModel::Closed => format!("closed-{}", i + 1),
+                LoadModel::Open => format!("open-{}", i + 1),
+                LoadModel::FindMax => format!("find-max-{}", i + 1),
+            }),
+            model: match l.model {
+                LoadModel::Closed => BenchModel::Closed,
+                LoadModel::Open => BenchModel::Open,
+                LoadModel::FindMax => BenchModel::FindMax,
+            },
+            targets: l.targets.clone(),
+            together: l.together,
+            levels: levels(l),
+            slo: l.slo.clone(),
+            duration_ms: l.duration.as_millis() as u64,
+            warmup_ms: l.warmup.as_millis() as u64,
+            method: l.request.method.clone(),
+            path: l.request.path.clone(),
+        })
+        .collect()
+}
+
+/// Everything one matrix run needs.
+pub struct Matrix<'a> {
+    pub scenario: &'a Scenario,
+    pub targets: &'a mut Targets,
+    pub sampler: &'a Sampler,
+    pub runner: &'a mut dyn StepRunner,
+    pub stop: &'a AtomicBool,
+    /// Generator worker threads (`None`: one per core) and the cores it may use.
+    pub threads: Option<u32>,
+    pub generator_cores: f64,
+}
+
+impl Matrix<'_> {
+    /// Runs every step, adding its rounds to `result` and calling `saved` after each; stops
+    /// early (keeping what finished) when `stop` is set.
+    pub fn run(
+        &mut self,
+        result: &mut BenchResult,
+        saved: &mut dyn FnMut(&BenchResult, &[BenchRound]),
+    ) {
+        let all = steps(self.scenario);
+        for (n, step) in all.iter().enumerate() {
+            if self.stop.load(Ordering::Relaxed) {
+                result.interrupted = true;
+                break;
+            }
+            if n > 0 {
+                self.cooldown();
+            }
+            let rounds = self.step(n as u32 + 1, step, &mut result.warnings);
+            result.rounds.extend(rounds.iter().cloned());
+            result.steps_done += 1;
+            result.resources = self.sampler.snapshot();
+            result.recompute();
+            saved(result, &rounds);
+        }
+        if self.stop.load(Ordering::Relaxed) {
+            result.interrupted = true;
+        }
+    }
+
+    fn cooldown(&self) {
+        let until = Instant::now() + self.scenario.cooldown;
+        while Instant::now() < until && !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20).min(self.scenario.cooldown));
+        }
+    }
+
+    fn step(&mut self, n: u32, step: &Step, warnings: &mut Vec<String>) -> Vec<BenchRound> {
+        let load = &self.scenario.loads[step.load];
+        let level = levels(load)[step.level];
+        let dead: Vec<String> = self.targets.exited();
+        let (start, end) = (format!("step:{n}:start"), format!("step:{n}:end"));
+        self.sampler.mark(&start);
+        let outcomes: Vec<Outcome> = if let Some(d) = step.targets.iter().find(|t| dead.contains(t))
+        {
+            let e = format!("target '{d}' is no longer running (see its log under logs/)");
+            step.targets
+                .iter()
+                .map(|_| Outcome::Failed(e.clone()))
+                .collect()
+        } else {
+            self.load(load, level, &step.targets)
+        };
+        self.sampler.mark(&end);
+        let samples = self.sampler.snapshot();
+        let window = measured_window(&samples, &start, &end, load.warmup);
+        let mut rounds: Vec<BenchRound> = step
+            .targets
+            .iter()
+            .zip(outcomes)
+            .map(|(t, o)| self.round(n, step, t, o, &samples, window))
+            .collect();
+        for r in rounds.iter().filter(|r| r.error.is_some()) {
+            warnings.push(format!(
+                "step {n}, target '{}': {}",
+                r.target,
+                r.error.as_deref().unwrap_or_default()
+            ));
+        }
+        if step.targets.len() > 1 {
+            rounds.extend(combined(n, step, &rounds, &samples, window));
+        }
+        rounds
+    }
+
+    fn load(&mut self, load: &LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {
+        let specs: Vec<RunSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
+        if load.model == LoadModel::FindMax {
+            let slo = load.slo.as_deref().unwrap_or_default();
+            return specs
+                .iter()
+                .map(|s| match self.runner.find_max(s, slo) {
+                    Ok(f) => Outcome::FindMax(Box::new(f)),
+                    Err(e) => Outcome::Failed(e),
+                })
+                .collect();
+        }
+        self.runner
+            .run(&specs)
+            .into_iter()
+            .map(|r| match r {
+                Ok(run) => Outcome::Run(Box::new(run)),
+                Err(e) => Outcome::Failed(e),
+            })
+            .collect()
+    }
+
+    fn spec(&self, load: &LoadSpec, level: f64, target: &str) -> RunSpec {
+        let base = self
+            .targets
+            .get(target)
+            .map(|r| r.info.url.clone())
+            .unwrap_or_default();
+        let req = &load.request;
+        let mut spec = RunSpec {
+            url: join_url(&base, &req.path),
+            threads: self.threads,
+            duration: Some(format!("{}ms", load.duration.as_millis())),
+            warmup: Some(format!("{}ms", load.warmup.as_millis())),
+            method: req.method.clone(),
+            headers: req
+                .headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect(),
+            body: req.body.clone(),
+            ..RunSpec::default()
+        };
+        match load.model {
+            LoadModel::Closed => spec.connections = level as u32,
+            LoadModel::Open => spec.rate = Some(level.to_string()),
+            LoadModel::FindMax => {}
+        }
+        spec
+    }
+
+    fn round(
+        &self,
+        n: u32,
+        step: &Step,
+        target: &str,
+        outcome: Outcome,
+        samples: &Samples,
+        window: Window,
+    ) -> BenchRound {
+        let resources = samples.summary_in(target, window).ok().map(|mut r| {
+            let at_start = samples.window(&format!("step:{n}:start"), &format!("step:{n}:end"));
+            if let Some(rss) = at_start
+                .ok()
+                .and_then(|w| samples.rss_at(target, w.from_ms))
+            {
+                r.rss_start_bytes = rss;
+            }
+            r
+        });
+        let (result, find_max, error) = match outcome {
+            Outcome::Run(r) => (Some(*r), None, None),
+            Outcome::FindMax(f) => (None, Some(*f), None),
+            Outcome::Failed(e) => (None, None, Some(e)),
+        };
+        BenchRound {
+            step: n,
+            load: step.load as u32,
+            level: step.level as u32,
+            round: step.round,
+            target: target.to_string(),
+            combined: false,
+            window,
+            result,
+            find_max,
+            resources,
+            generator_cpu_mean_cores: samples.generator_cpu_mean(window),
+            bottleneck: samples.bottleneck(self.generator_cores, self.target_cores(), window),
+            error,
+        }
+    }
+
+    /// Cores all targets together may use: the union of their CPU sets (capped by the sum of
+    /// quotas); the host's cores when any target is unpinned.
+    fn target_cores(&self) -> f64 {
+        let mut cpus: Vec<usize> = Vec::new();
+        let mut host = 0.0_f64;
+        let mut quota = 0.0;
+        let mut all_quota = true;
+        for r in &self.targets.running {
+            let l = &r.info.limits;
+            host = host.max(l.cores);
+            match &l.cpuset {
+                Some(set) => cpus.extend(set),
+                None => host = f64::INFINITY,
+            }
+            match l.cpu_quota_cores {
+                Some(q) => quota += q,
+                None => all_quota = false,
+            }
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        let cores = if host.is_infinite() {
+            std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+        } else {
+            cpus.len() as f64
+        };
+        if all_quota {
+            cores.min(quota)
+        } else {
+            cores
+        }
+    }
+}
+
+enum Outcome {
+    Run(Box<RunResult>),
+    FindMax(Box<FindMaxResult>),
+    Failed(String),
+}
+
+/// The step's window without its warm-up (the resources of the measured part).
+fn measured_window(samples: &Samples, start: &str, end: &str, warmup: Duration) -> Window {
+    let w = samples.window(start, end).unwrap_or(Window {
+        from_ms: 0,
+        to_ms: 0,
+    });
+    Window {
+        from_ms: (w.from_ms + warmup.as_millis() as u64).min(w.to_ms),
+        to_ms: w.to_ms,
+    }
+}
+
+/// The combined round of a `together` step: the exact merge of the targets' results.
+fn combined(
+    n: u32,
+    step: &Step,
+    rounds: &[BenchRound],
+    samples: &Samples,
+    window: Window,
+) -> Option<BenchRound> {
+    let mut runs = rounds.iter().filter_map(|r| r.result.as_ref());
+    let mut merged: RunResult = runs.next()?.clone();
+    for r in runs {
+        merged.stats.merge(&r.stats);
+    }
+    merged.config.url = step.targets.join(" + ");
+    merged.finalize();
+    Some(BenchRound {
+        step: n,
+        load: step.load as u32,
+        level: step.level as u32,
+        round: step.round,
+        target: step.targets.join("+"),
+        combined: true,
+        window,
+        result: Some(merged),
+        find_max: None,
+        resources: None::<ResourceSummary>,
+        generator_cpu_mean_cores: samples.generator_cpu_mean(window),
+        bottleneck: rounds.first().map_or(Bottleneck::Neither, |r| r.bottleneck),
+        error: None,
+    })
+}
+
+/// `http://host:port` + `/path` without doubling or dropping the slash.
+fn join_url(base: &str, path: &str) -> String {
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    format!("{}{path}", base.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const TWO: &str = r#"
+name = "two"
+rounds = 2
+[[target]]
+name = "a"
+kind = "upstream"
+[[target]]
+name = "b"
+kind = "upstream"
+[[load]]
+model = "closed"
+targets = ["a", "b"]
+connections = [1, 4]
+[[load]]
+model = "open"
+targets = ["a", "b"]
+together = true
+rate = [100]
+"#;
+
+    #[test]
+    fn steps_interleave_targets_within_rounds_and_together_is_one_step() {
+        let s = Scenario::parse(TWO, Path::new("two.toml")).unwrap();
+        let order: Vec<(usize, usize, u32, String)> = steps(&s)
+            .into_iter()
+            .map(|st| (st.load, st.level, st.round, st.targets.join("+")))
+            .collect();
+        let expect = [
+            (0, 0, 0, "a"),
+            (0, 0, 0, "b"),
+            (0, 0, 1, "a"),
+            (0, 0, 1, "b"),
+            (0, 1, 0, "a"),
+            (0, 1, 0, "b"),
+            (0, 1, 1, "a"),
+            (0, 1, 1, "b"),
+            (1, 0, 0, "a+b"),
+            (1, 0, 1, "a+b"),
+        ];
+        let expect: Vec<(usize, usize, u32, String)> = expect
+            .iter()
+            .map(|&(l, v, r, t)| (l, v, r, t.to_string()))
+            .collect();
+        assert_eq!(order, expect);
+    }
+
+    #[test]
+    fn loads_record_levels_and_names() {
+        let s = Scenario::parse(TWO, Path::new("two.toml")).unwrap();
+        let loads = bench_loads(&s);
+        assert_eq!(loads[0].levels, [1.0, 4.0]);
+        assert_eq!(loads[0].name, "closed-1");
+        assert_eq!(loads[1].model, BenchModel::Open);
+        assert!(loads[1].together);
+        assert_eq!(loads[0].level_label(1), "c=4");
+        assert_eq!(loads[1].level_label(0), "100/s");
+    }
+
+    #[test]
+    fn urls_join_with_one_slash() {
+        assert_eq!(join_url("http://h:1", "/x"), "http://h:1/x");
+        assert_eq!(join_url("http://h:1/", "x"), "http://h:1/x");
+        assert_eq!(join_url("http://h:1/", "/"), "http://h:1/");
+    }
+}

@@ -1,0 +1,359 @@
+//! Starting a scenario's targets: ports, rendered config files, limits, readiness, and stopping
+//! them again. Targets start in dependency order (backends before the proxies in front of them)
+//! and stop in reverse. Each runs in its own process group with a parent-death signal and is
+//! killed on drop, so none outlives loadbench ([`crate::process`]).
+//!
+//! Files, under the run folder: `targets/<name>/` is `{dir}` of the target (its rendered config
+//! files and whatever it writes there); `logs/<name>.stdout.log` and `.stderr.log` its output.
+
+use crate::limits::{self, Applied, CgroupGuard};
+use crate::process::{ProcessError, ProcessSpec, Readiness, TargetProcess};
+use crate::scenario::{
+    allocate_ports, render_template, Scenario, ScenarioError, TargetKind, TargetSpec,
+};
+use loadbench_model::{AppliedLimits, BenchTarget};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What [`Targets::start`] needs besides the scenario.
+#[derive(Debug, Clone)]
+pub struct StartOptions {
+    /// The scenario file (named in errors).
+    pub file: PathBuf,
+    /// The run folder.
+    pub run_dir: PathBuf,
+    /// The `loadbench` executable, started as `loadbench serve` for `kind = "upstream"` targets.
+    pub upstream_exe: PathBuf,
+    /// Cores of the host (for targets without a CPU set or quota).
+    pub host_cores: usize,
+}
+
+/// One started target.
+#[derive(Debug)]
+pub struct Running {
+    pub info: BenchTarget,
+    /// The target's index in the scenario.
+    pub index: usize,
+    pub process: TargetProcess,
+    /// Kept alive for as long as the target runs; drop removes the cgroup.
+    cgroup: Option<CgroupGuard>,
+}
+
+/// The scenario's running targets; dropping it stops them (in reverse start order).
+#[derive(Debug, Default)]
+pub struct Targets {
+    pub running: Vec<Running>,
+    /// One line per limit that could not be enforced.
+    pub warnings: Vec<String>,
+}
+
+impl Targets {
+    /// Starts every target of `s` in dependency order and waits until each is ready. On any
+    /// failure the targets started so far are stopped and the error names the target's key in
+    /// the scenario file and the fix.
+    pub fn start(s: &Scenario, opts: &StartOptions) -> Result<Targets, ScenarioError> {
+        let ports = allocate_ports(s, &opts.file)?;
+        let mut targets = Targets::default();
+        for i in s.start_order(&opts.file)? {
+            let t = &s.targets[i];
+            let running = start_one(s, t, i, &ports, opts, &mut targets.warnings)?;
+            targets.running.push(running);
+        }
+        Ok(targets)
+    }
+
+    /// The running target called `name`.
+    pub fn get(&self, name: &str) -> Option<&Running> {
+        self.running.iter().find(|r| r.info.name == name)
+    }
+
+    /// (name, pid) of every target, for the sampler.
+    pub fn roots(&self) -> Vec<(String, u32)> {
+        self.running
+            .iter()
+            .map(|r| (r.info.name.clone(), r.process.pid()))
+            .collect()
+    }
+
+    /// Names of targets whose main process has exited.
+    pub fn exited(&mut self) -> Vec<String> {
+        self.running
+            .iter_mut()
+            .filter_map(|r| (!r.process.is_running()).then(|| r.info.name.clone()))
+            .collect()
+    }
+
+    /// Stops every target in reverse start order (stop signal, then kill after its timeout).
+    pub fn stop(&mut self) {
+        while let Some(mut r) = self.running.pop() {
+            let _ = r.process.stop();
+            drop(r.cgroup.take());
+        }
+    }
+}
+
+impl Drop for Targets {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn start_one(
+    s: &Scenario,
+    t: &TargetSpec,
+    index: usize,
+    ports: &HashMap<String, u16>,
+    opts: &StartOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Running, ScenarioError> {
+    let key = format!("target[{index}]");
+    let dir = opts.run_dir.join("targets").join(&t.name);
+    let io_err = |what: &str, e: std::io::Error| {
+        ScenarioError::new(
+            &opts.file,
+            &key,
+            format!("cannot {what}: {e}"),
+            "check that the results folder is writable",
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io_err("create the target's folder", e))?;
+    let values = s.placeholders(t, ports, &dir);
+    let render = |k: &str, text: &str| {
+        render_template(text, &values).map_err(|e| {
+            ScenarioError::new(
+                &opts.file,
+                format!("{key}.{k}"),
+                e.to_string(),
+                "see the placeholders in docs/scenarios.md",
+            )
+        })
+    };
+    let mut configs = Vec::new();
+    for (i, c) in t.config.iter().enumerate() {
+        let text = render(&format!("config[{i}]"), &c.text)?;
+        let path = dir.join(&c.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_err("create a config folder", e))?;
+        }
+        std::fs::write(&path, text).map_err(|e| io_err("write a config file", e))?;
+        configs.push(relative(&opts.run_dir, &path));
+    }
+    let port = ports[&t.name];
+    let (command, args) = command_line(t, port, opts, &render)?;
+    let logs = opts.run_dir.join("logs");
+    let mut spec = ProcessSpec::new(
+        &t.name,
+        &command,
+        logs.join(format!("{}.stdout.log", t.name)),
+        logs.join(format!("{}.stderr.log", t.name)),
+    )
+    .args(args);
+    spec.cwd = Some(match &t.workdir {
+        Some(w) => PathBuf::from(render("workdir", w)?),
+        None => dir.clone(),
+    });
+    for (k, v) in &t.env {
+        spec.env.push((k.clone(), render(&format!("env.{k}"), v)?));
+    }
+    spec.stop_signal = t.stop_signal;
+    spec.stop_timeout = t.stop_timeout;
+    let url = match &t.url {
+        Some(u) => render("url", u)?,
+        None => format!("http://127.0.0.1:{port}"),
+    };
+    let readiness = readiness(t, port, &url, &render).map_err(|e| ScenarioError {
+        file: opts.file.clone(),
+        key: format!("{key}.{}", e.key),
+        ..e
+    })?;
+
+    let (cgroup, mut applied) = limits::prepare(&t.name, &t.limits);
+    let cpus = applied.cpuset.clone();
+    let started = Instant::now();
+    let mut process = TargetProcess::spawn_with(&spec, |cmd| {
+        limits::join_in_child(cmd, cgroup.as_ref(), cpus.as_deref())
+    })
+    .map_err(|e| process_error(opts, &key, t, e))?;
+    limits::apply_to_pid(&t.name, cgroup.as_ref(), &mut applied, process.pid());
+    process
+        .wait_ready(&readiness, t.ready.timeout)
+        .map_err(|e| process_error(opts, &key, t, e))?;
+    let ready_ms = started.elapsed().as_millis() as u64;
+    warnings.extend(applied.warnings.iter().cloned());
+    Ok(Running {
+        info: BenchTarget {
+            name: t.name.clone(),
+            kind: match t.kind {
+                TargetKind::Command => "command".into(),
+                TargetKind::Upstream => "upstream".into(),
+            },
+            command: spec_line(&spec),
+            url,
+            port,
+            proxy_to: t.proxy_to.clone(),
+            limits: applied_limits(&applied, opts.host_cores),
+            ready_ms,
+            stdout_log: relative(&opts.run_dir, &spec.stdout_path),
+            stderr_log: relative(&opts.run_dir, &spec.stderr_path),
+            configs,
+        },
+        index,
+        process,
+        cgroup,
+    })
+}
+
+/// The program and arguments: the scenario's command, or `loadbench serve` for the backend.
+fn command_line(
+    t: &TargetSpec,
+    port: u16,
+    opts: &StartOptions,
+    render: &dyn Fn(&str, &str) -> Result<String, ScenarioError>,
+) -> Result<(PathBuf, Vec<String>), ScenarioError> {
+    if t.kind == TargetKind::Upstream {
+        let mut args = vec![
+            "serve".to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+        ];
+        if let Some(u) = &t.upstream {
+            if let Some(d) = &u.delay {
+                args.extend(["--delay".into(), d.clone()]);
+            }
+            if let Some(b) = u.body_size {
+                args.extend(["--body-size".into(), b.to_string()]);
+            }
+            if let Some(n) = u.threads {
+                args.extend(["--threads".into(), n.to_string()]);
+            }
+        }
+        return Ok((opts.upstream_exe.clone(), args));
+    }
+    let command = render("command", t.command.as_deref().unwrap_or_default())?;
+    let args = t
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| render(&format!("args[{i}]"), a))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((PathBuf::from(command), args))
+}
+
+/// The readiness check: `ready.http`, `ready.tcp`, the backend's first route, or a TCP connect.
+fn readiness(
+    t: &TargetSpec,
+    port: u16,
+    url: &str,
+    render: &dyn Fn(&str, &str) -> Result<String, ScenarioError>,
+) -> Result<Readiness, ScenarioError> {
+    if let Some(u) = &t.ready.http {
+        return Ok(Readiness::Http {
+            url: render("ready.http", u)?,
+        });
+    }
+    if let Some(a) = &t.ready.tcp {
+        let text = render("ready.tcp", a)?;
+        return match text.parse::<SocketAddr>() {
+            Ok(addr) => Ok(Readiness::Tcp { addr }),
+            Err(_) => Err(ScenarioError::new(
+                Path::new(""),
+                "ready.tcp",
+                format!("'{text}' is not an address"),
+                "write it as 127.0.0.1:{port}",
+            )),
+        };
+    }
+    if t.kind == TargetKind::Upstream {
+        let route = t
+            .upstream
+            .as_ref()
+            .and_then(|u| u.routes.first().cloned())
+            .unwrap_or_else(|| "/".into());
+        return Ok(Readiness::Http {
+            url: format!("{}{route}", url.trim_end_matches('/')),
+        });
+    }
+    Ok(Readiness::Tcp {
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+    })
+}
+
+/// A target that cannot start or never gets ready: one line with the key, the cause, the tail
+/// of its stderr and the fix.
+fn process_error(opts: &StartOptions, key: &str, t: &TargetSpec, e: ProcessError) -> ScenarioError {
+    let one_line = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let (k, problem, fix) = match &e {
+        ProcessError::Spawn { command, source, .. } => (
+            "command",
+            format!("cannot start `{command}`: {source}"),
+            "install the program or correct the command (a full path works best)",
+        ),
+        ProcessError::ExitedEarly {
+            status,
+            stderr_tail,
+            ..
+        } => (
+            "command",
+            format!(
+                "'{}' exited at once ({status}); its stderr: {}",
+                t.name,
+                one_line(stderr_tail)
+            ),
+            "run the command by hand with the rendered config (under targets/) to see why",
+        ),
+        ProcessError::NotReady {
+            check,
+            timeout,
+            stderr_tail,
+            ..
+        } => (
+            "ready",
+            format!(
+                "'{}' was not ready after {timeout:?} ({check} never succeeded); its stderr: {}",
+                t.name,
+                one_line(stderr_tail)
+            ),
+            "check that it listens on {port} (or set ready.http / ready.tcp), or raise ready.timeout",
+        ),
+        _ => ("", one_line(&e.to_string()), "see the message"),
+    };
+    let key = if k.is_empty() {
+        key.to_string()
+    } else {
+        format!("{key}.{k}")
+    };
+    ScenarioError::new(&opts.file, key, problem, fix)
+}
+
+fn applied_limits(a: &Applied, host_cores: usize) -> AppliedLimits {
+    let set_cores = a.cpuset.as_ref().map_or(host_cores, Vec::len) as f64;
+    AppliedLimits {
+        cpuset: a.cpuset.clone(),
+        cpu_quota_cores: a.cpu_quota_cores,
+        memory_bytes: a.memory_bytes,
+        cgroup: a.cgroup.as_ref().map(|p| p.display().to_string()),
+        cores: a.cpu_quota_cores.map_or(set_cores, |q| q.min(set_cores)),
+    }
+}
+
+fn spec_line(spec: &ProcessSpec) -> String {
+    std::iter::once(spec.command.display().to_string())
+        .chain(spec.args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn relative(base: &Path, path: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

@@ -297,7 +297,10 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     if let Some(run) = &round.result {
         let h = &run.stats.latency.hist;
         if !h.is_empty() {
-            parts.push(format!("p99 {}", units::duration_ns(h.percentile_ns(99.0) as f64)));
+            parts.push(format!(
+                "p99 {}",
+                units::duration_ns(h.percentile_ns(99.0) as f64)
+            ));
         }
         let errors = run.stats.errors.total() + run.stats.status.non_success();
         if errors > 0 {

@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub use loadbench_model::bench_stats;
+pub mod guardian;
 pub mod limits;
 pub mod process;
 pub mod sampler;

@@ -11,12 +11,12 @@
 //!   process the target forked (nginx master + workers, `sh -c 'a & b'`);
 //! - the direct child gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies even when loadbench itself
 //!   is `SIGKILL`ed (no destructor runs then);
-//! - `Drop` kills the group, so a panic or an early return leaves nothing behind.
+//! - `Drop` kills the group, so a panic or an early return leaves nothing behind;
+//! - the [`crate::guardian`] kills the whole group when loadbench dies without cleaning up
+//!   (`SIGKILL`): the parent-death signal alone reaches only the direct child, not the workers
+//!   it forked.
 //!
 //! Limits:
-//! - when loadbench is `SIGKILL`ed, only the direct child is killed by the kernel; processes the
-//!   target forked survive (they are not its children for `PR_SET_PDEATHSIG`). Graceful exits,
-//!   errors, panics and Ctrl-C (which unwinds to `Drop`) do cover the whole group.
 //! - a process that leaves the target's process group (`setsid`, daemonizing) escapes all of this.
 //! - `PR_SET_PDEATHSIG` fires when the *thread* that spawned the target exits: spawn targets from
 //!   a thread that outlives them (the main thread or the bench driver thread).
@@ -226,6 +226,7 @@ impl TargetProcess {
             source,
         })?;
         let pgid = child.id();
+        crate::guardian::watch(pgid);
         Ok(TargetProcess {
             spec: spec.clone(),
             child,
@@ -305,10 +306,11 @@ impl TargetProcess {
             }
             thread::sleep(POLL_INTERVAL / 2);
         };
-        let status = self.reap()?;
         if forced {
             wait_group_gone(self.pgid, KILL_GRACE);
         }
+        crate::guardian::forget(self.pgid);
+        let status = self.reap()?;
         let outcome = StopOutcome { status, forced };
         self.finished = Some(outcome);
         Ok(outcome)
@@ -370,6 +372,7 @@ impl Drop for TargetProcess {
         }
         // Kill before reaping: while the leader is unreaped its pid (= pgid) cannot be reused.
         let _ = signal_group(self.pgid, libc::SIGKILL);
+        crate::guardian::forget(self.pgid);
         if self.status.is_none() {
             let _ = self.child.wait();
         }

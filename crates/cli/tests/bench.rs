@@ -1,0 +1,408 @@
+//! `loadbench bench` end to end: the real binary starts real nginx and HAProxy in front of the
+//! reference backend, runs the matrix, and the saved result is checked round by round; limits
+//! are enforced and recorded (or warned about); SIGKILLing loadbench leaves no target behind;
+//! bad scenario files each give one line naming the file, the key and the fix. Traffic goes
+//! only to 127.0.0.1.
+
+mod support;
+
+use loadbench_model::BenchResult;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+use support::{bin, have, tempdir, text as output_text};
+
+const NGINX: &str = r#"
+[[target]]
+name = "nginx"
+command = "/usr/sbin/nginx"
+args = ["-p", "{dir}", "-c", "{dir}/nginx.conf", "-e", "stderr"]
+proxy_to = "backend"
+stop_signal = "QUIT"
+[[target.config]]
+path = "nginx.conf"
+template = """
+daemon off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log stderr;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  upstream be { server {upstream}; keepalive 16; }
+  server {
+    listen 127.0.0.1:{port};
+    location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+"""
+[target.ready]
+http = "http://127.0.0.1:{port}/"
+"#;
+
+const HAPROXY: &str = r#"
+[[target]]
+name = "haproxy"
+command = "/usr/sbin/haproxy"
+args = ["-db", "-f", "{dir}/haproxy.cfg"]
+proxy_to = "backend"
+[[target.config]]
+path = "haproxy.cfg"
+template = """
+global
+  nbthread 1
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+frontend fe
+  bind 127.0.0.1:{port}
+  default_backend be
+backend be
+  http-reuse always
+  server s1 {upstream}
+"""
+"#;
+
+const BACKEND: &str = r#"
+[[target]]
+name = "backend"
+kind = "upstream"
+[target.upstream]
+threads = 1
+"#;
+
+/// Writes `text` as a scenario file in `dir`.
+fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `loadbench bench FILE ARGS --results DIR -q`; returns the output and the saved result.
+fn bench(file: &Path, results: &Path, args: &[&str]) -> (Output, Option<BenchResult>) {
+    let out = bin()
+        .arg("bench")
+        .arg(file)
+        .arg("--results")
+        .arg(results)
+        .args(args)
+        .arg("--quiet")
+        .output()
+        .expect("loadbench runs");
+    (out, saved(results))
+}
+
+/// The result.json of the (only) run folder under `results`.
+fn saved(results: &Path) -> Option<BenchResult> {
+    let dir = run_folder(results)?;
+    let text = std::fs::read_to_string(dir.join("result.json")).ok()?;
+    Some(BenchResult::from_json(&text).expect("the saved bench result reads back"))
+}
+
+fn run_folder(results: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(results)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+}
+
+#[test]
+fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
+    if !have("nginx") || !have("haproxy") {
+        return;
+    }
+    let dir = tempdir("bench-proxies");
+    let text = format!(
+        "name = \"proxies\"\nrounds = 2\n{BACKEND}{NGINX}{HAPROXY}\n\
+         [[load]]\nname = \"sweep\"\nmodel = \"closed\"\n\
+         targets = [\"nginx\", \"haproxy\", \"backend\"]\nconnections = [2, 8]\n\n\
+         [[load]]\nname = \"both\"\nmodel = \"open\"\ntargets = [\"nginx\", \"haproxy\"]\n\
+         together = true\nrate = [300]\n"
+    );
+    let file = scenario(&dir, "proxies.toml", &text);
+    let results = dir.join("results");
+    let (out, result) = bench(
+        &file,
+        &results,
+        &["--duration", "1s", "--warmup", "200ms", "--cooldown", "0s"],
+    );
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = result.expect("result.json saved");
+    // 3 targets × 2 levels × 2 rounds, then 2 rounds of the together step.
+    assert_eq!((r.steps_planned, r.steps_done), (14, 14));
+    assert!(!r.interrupted);
+    let names: Vec<&str> = r.targets.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["backend", "nginx", "haproxy"],
+        "backend starts first"
+    );
+    for target in ["nginx", "haproxy", "backend"] {
+        for level in 0..2 {
+            let rounds: Vec<_> = r.rounds_of(0, level, target).collect();
+            assert_eq!(rounds.len(), 2, "{target} level {level}");
+            for round in rounds {
+                let run = round.result.as_ref().expect("a run result");
+                assert!(run.stats.requests > 0, "{target}: no requests");
+                assert_eq!(run.stats.errors.total(), 0, "{target}: errors");
+                let res = round.resources.as_ref().expect("resources in the window");
+                assert!(res.cpu_mean_cores > 0.0, "{target}: {res:?}");
+                assert!(
+                    res.rss_start_bytes > 0 && res.rss_trough_bytes > 0,
+                    "{res:?}"
+                );
+                assert!(res.rss_peak_bytes >= res.rss_trough_bytes, "{res:?}");
+                assert!(round.generator_cpu_mean_cores > 0.0);
+            }
+            let cell = r.cell_of(0, level, target).expect("a cell");
+            let rps = cell.requests_per_sec.expect("req/s statistics");
+            assert_eq!(rps.n, 2);
+            assert!(rps.min <= rps.median && rps.median <= rps.max, "{rps:?}");
+            assert!(
+                rps.ci95_low <= rps.mean && rps.mean <= rps.ci95_high,
+                "{rps:?}"
+            );
+            assert_eq!(cell.latency_us.len(), 4, "p50, p90, p99, p99.9");
+            let counted = cell.bottlenecks.generator_bound
+                + cell.bottlenecks.target_bound
+                + cell.bottlenecks.neither;
+            assert_eq!(counted, 2, "one verdict per round");
+        }
+    }
+    // The together step: one round per target and a combined one that is their exact merge.
+    for round in 0..2 {
+        let of = |t: &str| {
+            r.rounds
+                .iter()
+                .find(|x| x.load == 1 && x.round == round && x.target == t)
+                .and_then(|x| x.result.as_ref())
+                .map(|x| x.stats.requests)
+                .unwrap_or_else(|| panic!("no together round for {t}"))
+        };
+        assert_eq!(of("nginx+haproxy"), of("nginx") + of("haproxy"));
+    }
+    assert!(r
+        .relative
+        .iter()
+        .any(|x| x.baseline == "nginx" && x.target == "backend"));
+    // The resource series covers the run, every target with memory.
+    assert!(r.resources.samples.len() >= 10);
+    for (i, t) in r.resources.samples[0].targets.iter().enumerate() {
+        let max_rss = r.resources.samples.iter().map(|s| s.targets[i].rss_bytes);
+        assert!(max_rss.max().unwrap() > 0, "{}", t.name);
+    }
+    assert!(r.resources.marks.iter().any(|m| m.label == "step:14:end"));
+    // The run folder keeps the scenario, the rendered configs and the logs.
+    let folder = run_folder(&results).unwrap();
+    assert!(folder.join("scenario.toml").is_file());
+    let nginx = &r.targets[1];
+    let conf = std::fs::read_to_string(folder.join(&nginx.configs[0])).unwrap();
+    let backend_port = r.targets[0].port;
+    assert!(
+        conf.contains(&format!("server 127.0.0.1:{backend_port};")),
+        "{conf}"
+    );
+    assert!(folder.join(&nginx.stderr_log).is_file());
+    assert!(
+        stdout.contains("times"),
+        "relative speed on stdout: {stdout}"
+    );
+}
+
+#[test]
+fn cpu_quota_and_memory_limit_are_enforced_and_recorded() {
+    let dir = tempdir("bench-limits");
+    let text = "name = \"limits\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+                [target.upstream]\nthreads = 2\n[target.limits]\ncpus = 0.5\nmemory = \"256MiB\"\n\
+                [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [32]\n";
+    let file = scenario(&dir, "limits.toml", text);
+    let (out, result) = bench(&file, &dir.join("results"), &["--duration", "2s"]);
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = result.expect("result saved");
+    let limits = &r.targets[0].limits;
+    if limits.cpu_quota_cores.is_none() {
+        // A host without cgroup controllers we may use: the result must say so.
+        assert!(
+            r.warnings.iter().any(|w| w.contains("not enforced")),
+            "{:?}",
+            r.warnings
+        );
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with cgroups: {r:?}"
+        );
+        return;
+    }
+    assert_eq!(limits.cpu_quota_cores, Some(0.5));
+    assert_eq!(limits.memory_bytes, Some(256 << 20));
+    assert_eq!(limits.cores, 0.5);
+    let res = r.rounds[0].resources.as_ref().unwrap();
+    // Loaded flat out, the backend would use up to 2 cores; the quota holds it near 0.5.
+    assert!(res.cpu_mean_cores <= 0.6, "{res:?}");
+    assert!(res.cpu_mean_cores >= 0.2, "the backend was busy: {res:?}");
+}
+
+#[test]
+fn a_cpu_set_that_cannot_be_applied_is_a_warning_in_the_result() {
+    let dir = tempdir("bench-warn");
+    let text = "name = \"warn\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+                [target.limits]\ncpuset = \"4095\"\n\
+                [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [2]\n";
+    let file = scenario(&dir, "warn.toml", text);
+    let (out, result) = bench(&file, &dir.join("results"), &["--duration", "300ms"]);
+    assert!(out.status.success(), "{:?}", output_text(&out));
+    let r = result.unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("backend") && w.contains("CPU set 4095 not enforced")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(r.targets[0].limits.cpuset, None);
+}
+
+/// Pids of live processes whose working directory lies under `dir`.
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cwd = std::fs::read_link(entry.path().join("cwd"));
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(true);
+        if cwd.is_ok_and(|c| c.starts_with(dir)) && !zombie {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn sigkill_of_loadbench_mid_run_leaves_no_target_behind() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempdir("bench-kill");
+    let text = format!(
+        "name = \"kill\"\n{BACKEND}{NGINX}\n[[load]]\nmodel = \"closed\"\n\
+         targets = [\"nginx\"]\nconnections = [4]\nduration = \"60s\"\n"
+    );
+    let file = scenario(&dir, "kill.toml", &text);
+    let results = dir.join("results");
+    let mut child = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .arg("--quiet")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // result.json appears once every target is ready; then the load runs for a minute.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let folder = loop {
+        if let Some(f) = run_folder(&results).filter(|f| f.join("result.json").is_file()) {
+            break f;
+        }
+        assert!(Instant::now() < deadline, "targets never became ready");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let folder = std::fs::canonicalize(folder).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = processes_in(&folder);
+    assert!(before.len() >= 2, "nginx and the backend run: {before:?}");
+    child.kill().unwrap(); // SIGKILL: no handler, no cleanup in loadbench
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_in(&folder);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "targets outlived loadbench: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs a bad scenario: exit code 2 and one line naming the file, the key and the fix.
+fn rejected(name: &str, text: &str, key: &str, words: &str) {
+    let dir = tempdir(name);
+    let file = scenario(&dir, &format!("{name}.toml"), text);
+    let (out, _) = bench(&file, &dir.join("results"), &["--duration", "300ms"]);
+    let (_, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "one line: {line}");
+    assert!(
+        line.contains(&format!("{name}.toml")),
+        "names the file: {line}"
+    );
+    assert!(line.contains(key), "names {key}: {line}");
+    assert!(line.contains("fix:"), "names the fix: {line}");
+    assert!(line.contains(words), "says {words}: {line}");
+    assert!(!line.contains("panicked"), "{line}");
+}
+
+const LOAD: &str = "[[load]]\nmodel = \"closed\"\ntargets = [\"t\"]\nconnections = [1]\n";
+
+#[test]
+fn bad_scenarios_give_one_line_with_file_key_and_fix() {
+    rejected(
+        "unknown-key",
+        &format!("name = \"x\"\n[[target]]\nname = \"t\"\nkind = \"upstream\"\ncolour = 1\n{LOAD}"),
+        "target[0].colour",
+        "unknown field",
+    );
+    rejected(
+        "no-command",
+        &format!("name = \"x\"\n[[target]]\nname = \"t\"\n{LOAD}"),
+        "target[0].command",
+        "missing",
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    rejected(
+        "port-clash",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\nkind = \"upstream\"\nport = {port}\n{LOAD}"
+        ),
+        "target[0].port",
+        &format!("port {port} is not free"),
+    );
+    rejected(
+        "exits-at-once",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\ncommand = \"/bin/sh\"\n\
+             args = [\"-c\", \"echo cannot bind >&2; exit 3\"]\n{LOAD}"
+        ),
+        "target[0].command",
+        "cannot bind",
+    );
+    rejected(
+        "never-ready",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\ncommand = \"/bin/sleep\"\nargs = [\"30\"]\n\
+             [target.ready]\ntimeout = \"700ms\"\n{LOAD}"
+        ),
+        "target[0].ready",
+        "not ready after",
+    );
+}

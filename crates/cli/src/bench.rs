@@ -27,7 +27,15 @@ use std::time::{Duration, SystemTime};
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 pub fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let scenario = load(&a)?;
+    let (result, path) = run(&a)?;
+    print!("{}", summary(&result));
+    eprintln!("result saved to {}", path.display());
+    Ok(exit_code(&result))
+}
+
+/// Runs the scenario of `a`; returns the finished result and where it is saved.
+pub fn run(a: &BenchArgs) -> Result<(BenchResult, PathBuf)> {
+    let scenario = load(a)?;
     let run_dir = run_dir(&a.results, &scenario.name)?;
     std::fs::copy(&a.scenario, run_dir.join("scenario.toml")).ok();
     let stop = crate::signals::stop_flag()?;
@@ -84,9 +92,7 @@ pub fn bench(a: BenchArgs) -> Result<ExitCode> {
     if let Some(e) = save_error {
         return Err(e);
     }
-    print!("{}", summary(&result));
-    eprintln!("result saved to {}", path.display());
-    Ok(exit_code(&result))
+    Ok((result, path))
 }
 
 /// Reads the scenario and applies the command-line overrides.
@@ -155,6 +161,8 @@ fn empty_result(s: &Scenario, file: &Path, run_dir: &Path) -> BenchResult {
     let cpuset = s.generator.cpuset.as_ref().map(|c| c.0.clone());
     let cores = cpuset.as_ref().map_or(host_cores(), Vec::len);
     let threads = s.generator.threads.unwrap_or(cores as u32);
+    // The generator's workers can keep at most `threads` cores busy.
+    let cores = cores.min(threads.max(1) as usize);
     let loads = bench_loads(s);
     BenchResult {
         schema_version: SCHEMA_VERSION,
@@ -319,7 +327,7 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
 }
 
 /// A short summary on stdout: one line per cell and the relative speeds.
-fn summary(r: &BenchResult) -> String {
+pub fn summary(r: &BenchResult) -> String {
     let mut out = String::new();
     for c in &r.cells {
         let load = &r.loads[c.load as usize];
@@ -351,7 +359,7 @@ fn summary(r: &BenchResult) -> String {
 }
 
 /// 130 when interrupted, 1 when a round failed, else 0.
-fn exit_code(r: &BenchResult) -> ExitCode {
+pub fn exit_code(r: &BenchResult) -> ExitCode {
     if r.interrupted {
         ExitCode::from(130)
     } else if r.rounds.iter().any(|x| x.error.is_some()) {

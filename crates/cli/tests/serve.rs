@@ -280,7 +280,7 @@ fn serve_rejects_bad_flags_with_one_line() {
 }
 
 #[test]
-fn demo_runs_with_no_setup_and_saves_results() {
+fn demo_runs_the_quickstart_scenario_with_no_setup_and_saves_the_run_folder() {
     let dir = tempdir("demo");
     let out = bin()
         .arg("demo")
@@ -291,24 +291,30 @@ fn demo_runs_with_no_setup_and_saves_results() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     for needle in [
-        "Requests/sec",
-        "Comparison",
-        "/json",
-        "/delay/20ms",
-        "JSON results saved in",
+        "plaintext c=32 direct",
+        "delay-20ms c=50 direct",
+        "run folder",
     ] {
         assert!(stdout.contains(needle), "missing {needle}:\n{stdout}");
     }
-    let runs = std::fs::read_dir(dir.join("results"))
+    let folder = std::fs::read_dir(dir.join("results"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    for name in ["plaintext", "json", "delay-20ms"] {
-        let text = std::fs::read_to_string(runs.join(format!("{name}.json"))).unwrap();
-        let r = RunResult::from_json(&text).unwrap();
-        assert!(r.stats.requests > 0, "{name}");
-        assert_eq!(r.stats.errors.total(), 0, "{name}");
+    let text = std::fs::read_to_string(folder.join("result.json")).unwrap();
+    let r = loadbench_model::BenchResult::from_json(&text).unwrap();
+    let with_nginx = r.targets.iter().any(|t| t.name == "nginx");
+    assert_eq!(with_nginx, std::path::Path::new("/usr/sbin/nginx").is_file());
+    assert_eq!(r.steps_done, r.steps_planned);
+    assert_eq!(r.rounds.len(), if with_nginx { 12 } else { 6 });
+    for round in &r.rounds {
+        let run = round.result.as_ref().expect("every round has a result");
+        assert!(run.stats.requests > 0, "{}", round.target);
+        assert_eq!(run.stats.errors.total(), 0, "{}", round.target);
+    }
+    if with_nginx {
+        assert!(stdout.contains("than direct"), "relative speed: {stdout}");
     }
 }

@@ -1,0 +1,91 @@
+//! `loadbench demo`: the zero-setup first run. Runs the bundled quickstart scenario
+//! (quickstart.toml) through the bench harness: the reference backend started as
+//! `loadbench serve`, loaded directly and, when nginx is installed, through nginx; two routes,
+//! three rounds each. Prints the comparison and leaves the run folder under `results/`.
+
+use crate::args::BenchArgs;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const QUICKSTART: &str = include_str!("quickstart.toml");
+
+pub fn demo(quiet: bool) -> Result<ExitCode> {
+    let nginx = find_nginx();
+    match &nginx {
+        Some(p) => eprintln!(
+            "demo: the reference backend, direct and behind nginx ({})",
+            p.display()
+        ),
+        None => {
+            eprintln!("demo: the reference backend (install nginx to compare it behind a proxy)")
+        }
+    }
+    let file = std::env::temp_dir().join(format!("loadbench-demo-{}.toml", std::process::id()));
+    std::fs::write(&file, scenario_text(nginx.as_deref()))?;
+    let args = BenchArgs {
+        scenario: file.clone(),
+        results: PathBuf::from("results"),
+        duration: None,
+        warmup: None,
+        rounds: None,
+        cooldown: None,
+        quiet,
+    };
+    let outcome = crate::bench::run(&args);
+    let _ = std::fs::remove_file(&file);
+    let (result, _) = outcome?;
+    print!("{}", crate::bench::summary(&result));
+    println!(
+        "\nrun folder: {} (result.json: docs/result-schema.md; scenario.toml: docs/scenarios.md)",
+        Path::new(&result.run_dir).display()
+    );
+    Ok(crate::bench::exit_code(&result))
+}
+
+/// The quickstart with nginx's path filled in, or without the nginx target.
+fn scenario_text(nginx: Option<&Path>) -> String {
+    match nginx {
+        Some(p) => QUICKSTART
+            .replace("@NGINX@", &p.display().to_string())
+            .replace("] #NGINX-TARGETS", ", \"nginx\"]"),
+        None => {
+            let start = QUICKSTART.find("#NGINX-BEGIN").unwrap_or(0);
+            let end = QUICKSTART
+                .find("#NGINX-END")
+                .map_or(start, |e| e + "#NGINX-END".len());
+            format!("{}{}", &QUICKSTART[..start], &QUICKSTART[end..]).replace(" #NGINX-TARGETS", "")
+        }
+    }
+}
+
+/// nginx on PATH or in the sbin directories Debian installs it to.
+fn find_nginx() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
+        .map(|d| d.join("nginx"))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadbench_harness::scenario::Scenario;
+
+    #[test]
+    fn quickstart_parses_with_and_without_nginx() {
+        let with = Scenario::parse(
+            &scenario_text(Some(Path::new("/usr/sbin/nginx"))),
+            Path::new("q"),
+        )
+        .unwrap();
+        assert_eq!(with.targets.len(), 2);
+        assert_eq!(with.loads[0].targets, ["direct", "nginx"]);
+        assert_eq!(with.targets[1].command.as_deref(), Some("/usr/sbin/nginx"));
+        let without = Scenario::parse(&scenario_text(None), Path::new("q")).unwrap();
+        assert_eq!(without.targets.len(), 1);
+        assert_eq!(without.loads[1].targets, ["direct"]);
+        assert_eq!(without.loads[1].request.path, "/delay/20ms");
+    }
+}

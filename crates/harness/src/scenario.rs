@@ -189,6 +189,18 @@ pub struct UpstreamSpec {
     pub body_size: Option<u64>,
     #[serde(default)]
     pub threads: Option<u32>,
+    /// Serve at most this many requests at once; more wait in line (a known capacity).
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    /// Status code of `/` instead of 200.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Share of answers replaced by a 500, e.g. 0.01.
+    #[serde(default)]
+    pub fail_rate: Option<f64>,
+    /// Periodic stalls like a GC pause, `STALL/EVERY`, e.g. `500ms/1s`.
+    #[serde(default)]
+    pub hiccup: Option<String>,
 }
 
 /// How load is applied.

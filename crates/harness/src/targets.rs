@@ -225,8 +225,17 @@ fn command_line(
             if let Some(b) = u.body_size {
                 args.extend(["--body-size".into(), b.to_string()]);
             }
-            if let Some(n) = u.threads {
-                args.extend(["--threads".into(), n.to_string()]);
+            let flags = [
+                ("--threads", u.threads.map(|n| n.to_string())),
+                ("--max-concurrency", u.max_concurrency.map(|n| n.to_string())),
+                ("--status", u.status.map(|n| n.to_string())),
+                ("--fail-rate", u.fail_rate.map(|n| n.to_string())),
+                ("--hiccup", u.hiccup.clone()),
+            ];
+            for (flag, value) in flags {
+                if let Some(v) = value {
+                    args.extend([flag.to_string(), v]);
+                }
             }
         }
         return Ok((opts.upstream_exe.clone(), args));

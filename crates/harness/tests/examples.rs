@@ -549,6 +549,22 @@ fn scale_out_spreads_requests_over_the_three_backends() {
 fn concurrency_sweep_targets_answer() {
     let run = start(&examples_dir().join("concurrency-sweep.toml"));
     get_through(&run, &["app", "backend"], 42);
+    if run.skipped("app").is_none() {
+        // One request at a time, 7 ms each: 5 requests sent at once take at least 35 ms.
+        let port = run.ports["app"];
+        let t0 = Instant::now();
+        let clients: Vec<_> = (0..5)
+            .map(|_| std::thread::spawn(move || get(port, "/").0))
+            .collect();
+        for c in clients {
+            assert_eq!(c.join().unwrap(), 200);
+        }
+        assert!(
+            t0.elapsed() >= Duration::from_millis(35),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod support;
 
-use loadbench_model::BenchResult;
+use loadbench_model::{BenchResult, Verdict};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -216,10 +216,17 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
 #[test]
 fn cpu_quota_and_memory_limit_are_enforced_and_recorded() {
     let dir = tempdir("bench-limits");
-    let text = "name = \"limits\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
-                [target.upstream]\nthreads = 2\n[target.limits]\ncpus = 0.5\nmemory = \"256MiB\"\n\
-                [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [32]\n";
-    let file = scenario(&dir, "limits.toml", text);
+    // Two busy loops beside the backend would keep two cores busy; the quota allows half of one.
+    let serve = format!(
+        "(while :; do :; done) & (while :; do :; done) & exec {} serve --listen 127.0.0.1:{{port}}",
+        env!("CARGO_BIN_EXE_loadbench")
+    );
+    let text = format!(
+        "name = \"limits\"\n[[target]]\nname = \"busy\"\ncommand = \"/bin/sh\"\n\
+         args = [\"-c\", \"{serve}\"]\n[target.limits]\ncpus = 0.5\nmemory = \"256MiB\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"busy\"]\nconnections = [2]\n"
+    );
+    let file = scenario(&dir, "limits.toml", &text);
     let (out, result) = bench(&file, &dir.join("results"), &["--duration", "2s"]);
     let (stdout, stderr) = output_text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -242,9 +249,8 @@ fn cpu_quota_and_memory_limit_are_enforced_and_recorded() {
     assert_eq!(limits.memory_bytes, Some(256 << 20));
     assert_eq!(limits.cores, 0.5);
     let res = r.rounds[0].resources.as_ref().unwrap();
-    // Loaded flat out, the backend would use up to 2 cores; the quota holds it near 0.5.
-    assert!(res.cpu_mean_cores <= 0.6, "{res:?}");
-    assert!(res.cpu_mean_cores >= 0.2, "the backend was busy: {res:?}");
+    assert!(res.cpu_mean_cores <= 0.6, "the quota holds: {res:?}");
+    assert!(res.cpu_mean_cores >= 0.2, "the loops were busy: {res:?}");
 }
 
 #[test]
@@ -405,4 +411,163 @@ fn bad_scenarios_give_one_line_with_file_key_and_fix() {
         "target[0].ready",
         "not ready after",
     );
+}
+
+#[test]
+fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
+    let dir = tempdir("bench-find-max");
+    // 4 requests at once, 10 ms each: the backend's capacity is 400 req/s.
+    let text = "name = \"fm\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+                [target.upstream]\ndelay = \"10ms\"\nmax_concurrency = 4\n\
+                [[load]]\nmodel = \"find-max\"\ntargets = [\"backend\"]\nslo = \"p99<100ms\"\n";
+    let file = scenario(&dir, "fm.toml", text);
+    let (out, result) = bench(
+        &file,
+        &dir.join("results"),
+        &["--duration", "1s", "--warmup", "300ms"],
+    );
+    assert!(out.status.success(), "{:?}", output_text(&out));
+    let r = result.unwrap();
+    let round = &r.rounds[0];
+    let search = round.find_max.as_ref().expect("a find-max result");
+    let max = search.max_rate.expect("a rate held");
+    assert!(
+        (200.0..=460.0).contains(&max),
+        "max {max} for a 400 req/s backend"
+    );
+    assert!(search.steps.len() >= 3, "{:?}", search.steps.len());
+    let cell = r.cell_of(0, 0, "backend").unwrap();
+    assert_eq!(cell.requests_per_sec.unwrap().median, max);
+    assert!(round.resources.is_some());
+}
+
+/// Runs `examples/NAME.toml` briefly; checks that every planned step ran and every closed/open
+/// round measured requests without errors, with the target's resources.
+fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {
+    if !programs.iter().all(|p| have(p)) {
+        return None;
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}.toml"));
+    let dir = tempdir(&format!("example-{name}"));
+    let args = [
+        "--duration",
+        "1s",
+        "--warmup",
+        "500ms",
+        "--rounds",
+        "1",
+        "--cooldown",
+        "0s",
+    ];
+    let (out, result) = bench(&file, &dir.join("results"), &args);
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{name}: {stdout}\n{stderr}");
+    let r = result.expect("result saved");
+    assert_eq!(r.steps_done, r.steps_planned, "{name}");
+    for round in r.rounds.iter().filter(|x| !x.combined) {
+        assert!(round.error.is_none(), "{name}: {:?}", round.error);
+        if let Some(run) = &round.result {
+            assert!(
+                run.stats.requests > 0,
+                "{name}: {} measured nothing",
+                round.target
+            );
+            assert_eq!(run.stats.errors.total(), 0, "{name}: {}", round.target);
+            assert!(round.resources.is_some(), "{name}: {}", round.target);
+        } else {
+            assert!(round.find_max.is_some(), "{name}: {}", round.target);
+        }
+    }
+    Some(r)
+}
+
+#[test]
+fn example_reverse_proxies_runs_nginx_haproxy_and_caddy_end_to_end() {
+    let Some(r) = run_example("reverse-proxies", &["nginx", "haproxy", "caddy"]) else {
+        return;
+    };
+    let names: Vec<&str> = r.targets.iter().map(|t| t.name.as_str()).collect();
+    for t in ["nginx", "haproxy", "caddy", "backend"] {
+        assert!(names.contains(&t), "{names:?}");
+        assert!(
+            r.cells.iter().any(|c| c.target == t && c.rounds == 1),
+            "{t}"
+        );
+    }
+    assert!(r.relative.iter().any(|x| x.target == "caddy"));
+}
+
+#[test]
+fn example_gateway_overhead_adds_nginx_before_a_200ms_backend() {
+    let Some(r) = run_example("gateway-overhead", &["nginx"]) else {
+        return;
+    };
+    for round in &r.rounds {
+        let p50 = round
+            .result
+            .as_ref()
+            .unwrap()
+            .stats
+            .latency
+            .hist
+            .percentile_ns(50.0);
+        assert!(p50 >= 200_000_000, "{}: p50 {p50} ns", round.target);
+    }
+}
+
+#[test]
+fn example_scale_out_spreads_load_over_three_backends() {
+    let Some(r) = run_example("scale-out", &["nginx"]) else {
+        return;
+    };
+    // While lb-3 is loaded, each of its three backends works.
+    let lb3: Vec<_> = r.rounds.iter().filter(|x| x.target == "lb-3").collect();
+    assert!(!lb3.is_empty());
+    let index = |name: &str| {
+        r.resources.samples[0]
+            .targets
+            .iter()
+            .position(|t| t.name == name)
+            .unwrap()
+    };
+    for backend in ["backend-1", "backend-2", "backend-3"] {
+        let i = index(backend);
+        let busy = lb3.iter().all(|round| {
+            r.resources
+                .samples
+                .iter()
+                .filter(|s| s.t_ms > round.window.from_ms && s.t_ms <= round.window.to_ms)
+                .any(|s| s.targets[i].cpu_cores > 0.0)
+        });
+        assert!(busy, "{backend} did no work behind lb-3");
+    }
+}
+
+#[test]
+fn example_concurrency_sweep_shows_the_serializing_app_saturate() {
+    let Some(r) = run_example("concurrency-sweep", &[]) else {
+        return;
+    };
+    // One request at a time, 7 ms each: never much above 143 req/s, whatever the concurrency.
+    for level in 0..4 {
+        let cell = r.cell_of(0, level, "app").unwrap();
+        let rps = cell.requests_per_sec.unwrap().median;
+        assert!(rps <= 160.0, "app at level {level}: {rps} req/s");
+    }
+}
+
+#[test]
+fn example_find_max_searches_each_target() {
+    let Some(r) = run_example("find-max", &["nginx"]) else {
+        return;
+    };
+    for round in &r.rounds {
+        let search = round.find_max.as_ref().unwrap();
+        assert!(!search.steps.is_empty(), "{}", round.target);
+        assert_eq!(search.steps[0].target_rate, search.search.start_rate);
+        // A step that passed met the SLO (p99 < 20 ms).
+        for step in search.steps.iter().filter(|s| s.verdict == Verdict::Pass) {
+            assert!(step.p99_us.is_some_and(|p| p < 20_000.0), "{step:?}");
+        }
+    }
 }

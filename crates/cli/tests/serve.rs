@@ -306,7 +306,10 @@ fn demo_runs_the_quickstart_scenario_with_no_setup_and_saves_the_run_folder() {
     let text = std::fs::read_to_string(folder.join("result.json")).unwrap();
     let r = loadbench_model::BenchResult::from_json(&text).unwrap();
     let with_nginx = r.targets.iter().any(|t| t.name == "nginx");
-    assert_eq!(with_nginx, std::path::Path::new("/usr/sbin/nginx").is_file());
+    assert_eq!(
+        with_nginx,
+        std::path::Path::new("/usr/sbin/nginx").is_file()
+    );
     assert_eq!(r.steps_done, r.steps_planned);
     assert_eq!(r.rounds.len(), if with_nginx { 12 } else { 6 });
     for round in &r.rounds {

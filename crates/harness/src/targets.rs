@@ -227,7 +227,10 @@ fn command_line(
             }
             let flags = [
                 ("--threads", u.threads.map(|n| n.to_string())),
-                ("--max-concurrency", u.max_concurrency.map(|n| n.to_string())),
+                (
+                    "--max-concurrency",
+                    u.max_concurrency.map(|n| n.to_string()),
+                ),
                 ("--status", u.status.map(|n| n.to_string())),
                 ("--fail-rate", u.fail_rate.map(|n| n.to_string())),
                 ("--hiccup", u.hiccup.clone()),

@@ -571,3 +571,41 @@ fn example_find_max_searches_each_target() {
         }
     }
 }
+
+#[test]
+fn a_target_that_dies_mid_run_fails_its_later_rounds_and_keeps_the_finished_ones() {
+    let dir = tempdir("bench-dies");
+    let script = format!(
+        "{} serve --listen 127.0.0.1:{{port}} & pid=$!; sleep 2; kill $pid; wait",
+        env!("CARGO_BIN_EXE_loadbench")
+    );
+    let text = format!(
+        "name = \"dies\"\nrounds = 3\n[[target]]\nname = \"t\"\ncommand = \"/bin/sh\"\n\
+         args = [\"-c\", \"{script}\"]\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"t\"]\nconnections = [2]\nduration = \"1200ms\"\n"
+    );
+    let file = scenario(&dir, "dies.toml", &text);
+    let (out, result) = bench(&file, &dir.join("results"), &[]);
+    let (_, stderr) = output_text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed round exits 1: {stderr}"
+    );
+    let r = result.expect("the result is kept");
+    assert_eq!(r.steps_done, 3);
+    let first = r.rounds[0]
+        .result
+        .as_ref()
+        .expect("round 1 ran while the target lived");
+    assert!(first.stats.requests > 0);
+    let last = &r.rounds[2];
+    assert!(last.result.is_none(), "{last:?}");
+    let error = last.error.as_deref().unwrap_or_default();
+    assert!(error.contains("no longer running"), "{error}");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("step 3")),
+        "{:?}",
+        r.warnings
+    );
+}

@@ -5,17 +5,21 @@
 //! a `String`; [`write_chart_files`] is the one function here that touches the disk, so that the
 //! same charts can be pasted into documents.
 
+mod bench;
 mod find_max;
 mod page;
 
 use crate::charts;
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
-use loadbench_model::{FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Stats, Summary};
+use loadbench_model::{
+    BenchResult, FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Stats, Summary,
+};
 use page::{alert, esc, key_values, row, section, Alert, Level, Row};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+pub use bench::render_bench;
 pub use find_max::render_find_max;
 
 /// The HTML page of a run.
@@ -42,6 +46,11 @@ pub fn write_chart_files(result: &RunResult, dir: &Path) -> io::Result<Vec<PathB
 /// [`write_chart_files`] for a find-max search.
 pub fn write_find_max_chart_files(result: &FindMaxResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
     charts::write_files(&charts::find_max_charts(result), dir)
+}
+
+/// [`write_chart_files`] for a bench.
+pub fn write_bench_chart_files(result: &BenchResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    charts::write_files(&charts::bench_charts(result), dir)
 }
 
 /// The page of a run, as a string.

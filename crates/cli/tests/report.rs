@@ -304,6 +304,9 @@ fn report_html_of_a_bench_writes_the_page_and_every_chart_beside_it() {
             .unwrap_or_else(|e| panic!("{chart}.svg: {e}"));
         assert!(svg.starts_with("<svg"), "{chart}");
         assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
+        let png = std::fs::read(dir.join(format!("bench/{chart}.png")))
+            .unwrap_or_else(|e| panic!("{chart}.png: {e}"));
+        assert_eq!(&png[1..4], b"PNG", "{chart}");
     }
 }
 

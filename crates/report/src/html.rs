@@ -654,14 +654,30 @@ pub(crate) mod tests {
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
+        let svgs: Vec<&String> = names.iter().filter(|n| n.ends_with(".svg")).collect();
         assert_eq!(
-            names,
+            svgs,
             [
                 "latency-spectrum.svg",
                 "rate-over-time.svg",
                 "latency-over-time.svg"
             ]
         );
+        // A PNG beside each SVG, drawn at twice the size, wherever a font is installed.
+        let pngs: Vec<&String> = names.iter().filter(|n| n.ends_with(".png")).collect();
+        if !pngs.is_empty() || std::env::var_os("CI").is_some() {
+            assert_eq!(
+                pngs,
+                [
+                    "latency-spectrum.png",
+                    "rate-over-time.png",
+                    "latency-over-time.png"
+                ]
+            );
+            let png = std::fs::read(dir.join("latency-spectrum.png")).unwrap();
+            assert_eq!(&png[1..4], b"PNG");
+            assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 1600);
+        }
         let svg = std::fs::read_to_string(&paths[0]).unwrap();
         assert!(svg.starts_with("<svg width=\"800\" height=\"420\""));
         assert!(svg.trim_end().ends_with("</svg>"));

@@ -329,6 +329,27 @@ fn check_page(
     v
 }
 
+/// `n` SVG chart files, and a PNG of each (Chromium needs fonts, so they are installed here):
+/// a PNG file with the SVG's size doubled, not blank.
+fn assert_chart_files(files: &[PathBuf], n: usize) {
+    let with = |ext: &str| -> Vec<&PathBuf> {
+        files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect()
+    };
+    assert_eq!(with("svg").len(), n, "{files:?}");
+    let pngs = with("png");
+    assert_eq!(pngs.len(), n, "{files:?}");
+    for png in pngs {
+        let bytes = std::fs::read(png).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG", "{}", png.display());
+        let size = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((size(16), size(20)), (1600, 840), "{}", png.display());
+        assert!(bytes.len() > 20_000, "{} looks blank", png.display());
+    }
+}
+
 fn table_rows(v: &Value, class: &str) -> u64 {
     let tables = v["tables"].as_array().unwrap();
     let t = tables.iter().find(|t| t["cls"] == class);
@@ -631,7 +652,7 @@ fn run_page_renders_every_chart_and_table_at_laptop_and_phone_width() {
     let page = render_to_string(Format::Html, &result, &RenderOptions::default());
     let path = save("run", &page);
     let files = html::write_chart_files(&result, &artifacts()).unwrap();
-    assert_eq!(files.len(), 3);
+    assert_chart_files(&files, 3);
     for (width, shot) in [(LAPTOP, "run-laptop.png"), (PHONE, "run-phone.png")] {
         let v = check_page(&chromium, ("run", &page), width, &RUN_CHARTS);
         assert_eq!(
@@ -690,7 +711,7 @@ fn find_max_page_renders_steps_and_charts_with_the_slo_lines() {
     assert!(page.contains("SLO p99&lt;20ms"), "the SLO line is labelled");
     let path = save("find-max", &page);
     let files = html::write_find_max_chart_files(&result, &artifacts()).unwrap();
-    assert_eq!(files.len(), 2);
+    assert_chart_files(&files, 2);
     let charts = [("find-max-rate", 7), ("find-max-latency", 7)];
     for (width, shot) in [
         (LAPTOP, "find-max-laptop.png"),
@@ -720,7 +741,7 @@ fn bench_page_renders_the_summary_and_every_chart_at_laptop_and_phone_width() {
     let page = html::render_bench(&result);
     let path = save("bench", &page);
     let files = html::write_bench_chart_files(&result, &artifacts()).unwrap();
-    assert_eq!(files.len(), 5);
+    assert_chart_files(&files, 5);
     // Bars carry their figures as rectangles, and their confidence intervals as 2-point strokes;
     // the resource charts have a point per sample (216).
     let charts = [

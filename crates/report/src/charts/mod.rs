@@ -8,6 +8,7 @@ mod axis;
 mod bench;
 mod draw;
 mod find_max;
+mod png;
 mod run;
 
 use plotters::style::RGBColor;
@@ -177,13 +178,24 @@ pub(crate) fn bench_charts(result: &loadbench_model::BenchResult) -> Vec<Chart> 
     bench::plots(result).iter().map(Plot::chart).collect()
 }
 
-/// Writes every drawn chart as `NAME.svg` into `dir`; charts with nothing to show are skipped.
+/// Writes every drawn chart as `NAME.svg` into `dir`, and as `NAME.png` beside it when the
+/// system has a font to draw its text with; charts with nothing to show are skipped.
 pub(crate) fn write_files(charts: &[Chart], dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let png = png::Rasterizer::with_system_fonts();
     let mut written = Vec::new();
     for chart in charts {
-        if let Ok(drawn) = &chart.svg {
-            let path = dir.join(format!("{}.svg", chart.name));
-            std::fs::write(&path, &drawn.wide)?;
+        let Ok(drawn) = &chart.svg else {
+            continue;
+        };
+        let path = dir.join(format!("{}.svg", chart.name));
+        std::fs::write(&path, &drawn.wide)?;
+        written.push(path);
+        if let Some(r) = &png {
+            let bytes = r
+                .png(&drawn.wide)
+                .map_err(|e| io::Error::other(format!("cannot render {}.png: {e}", chart.name)))?;
+            let path = dir.join(format!("{}.png", chart.name));
+            std::fs::write(&path, bytes)?;
             written.push(path);
         }
     }

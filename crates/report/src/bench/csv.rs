@@ -1,7 +1,6 @@
 //! A bench as CSV: one flat row per round (target × load × level × round), in the order the
 //! rounds ran, with plain numbers in the units the column names say, for a spreadsheet.
 
-use super::bottleneck_name;
 use crate::csv::quote;
 use loadbench_model::{BenchResult, BenchRound};
 
@@ -48,6 +47,12 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
+/// An enum value as the JSON spells it (`closed`, `generator_bound`), so both files agree.
+fn json_name(value: impl serde::Serialize) -> String {
+    let v = serde_json::to_value(value).unwrap_or_default();
+    v.as_str().unwrap_or_default().to_string()
+}
+
 fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
     let load = r.loads.get(round.load as usize);
     let run = round.result.as_ref();
@@ -58,11 +63,7 @@ fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
     vec![
         round.step.to_string(),
         opt(load.map(|l| l.name.clone())),
-        opt(load.map(|l| {
-            serde_json::to_value(l.model).map_or(String::new(), |v| {
-                v.as_str().unwrap_or_default().to_string()
-            })
-        })),
+        opt(load.map(|l| json_name(l.model))),
         opt(load.map(|l| l.level_label(round.level as usize))),
         opt(load.and_then(|l| l.levels.get(round.level as usize))),
         round.target.clone(),
@@ -81,7 +82,7 @@ fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
         opt(res.map(|x| x.rss_peak_bytes)),
         opt(res.map(|x| x.rss_trough_bytes)),
         format!("{:.3}", round.generator_cpu_mean_cores),
-        bottleneck_name(round.bottleneck).to_string(),
+        json_name(round.bottleneck),
         round.error.clone().unwrap_or_default(),
     ]
 }

@@ -180,3 +180,27 @@ fn cli_fixture_files_are_the_fixtures_saved() {
         );
     }
 }
+
+/// A file edited by hand may point rounds at loads, levels or targets that do not exist, and
+/// hold samples without targets: every format still renders, with `-` where a figure is missing.
+#[test]
+fn rounds_pointing_nowhere_render_without_panicking() {
+    let mut r = fixture();
+    r.rounds[0].load = 7;
+    r.rounds[1].level = 9;
+    r.rounds[2].target = "ghost".into();
+    r.rounds[3].result = None;
+    r.rounds[3].error = Some("target stopped answering".into());
+    r.resources.samples[5].targets.clear();
+    r.recompute();
+    for f in Format::ALL {
+        assert!(!render_bench(f, &r).is_empty(), "{f}");
+    }
+    let text = render_bench(Format::Text, &r);
+    assert!(
+        text.contains("error: step 4 (direct): no result: target stopped answering"),
+        "{text}"
+    );
+    let c = crate::compare::BenchComparison::of(["a", "b"], &r, &fixture(), 0.05);
+    assert!(c.text().contains("ghost at c=50 (closed)"), "{}", c.text());
+}

@@ -54,6 +54,13 @@ pub struct BenchArgs {
     /// Override the pause between steps, e.g. 0s.
     #[arg(long)]
     pub cooldown: Option<String>,
+    /// What goes to stdout at the end: text, md (Markdown), csv or json.
+    #[arg(short = 'o', long, default_value = "text")]
+    pub output: String,
+    /// Also write the HTML report to this file, its chart SVGs and PNGs beside it (the run
+    /// folder always gets report.html).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -16,7 +16,7 @@ use loadbench_model::{
     BenchResult, BenchRound, FindMaxResult, ResultKind, RunResult, ScenarioInfo, SCHEMA_VERSION,
 };
 use loadbench_plan::{Plan, RunSpec};
-use loadbench_report::units;
+use loadbench_report::{units, Format};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -27,10 +27,26 @@ use std::time::{Duration, SystemTime};
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 pub fn bench(a: BenchArgs) -> Result<ExitCode> {
+    let format = output_format(&a.output)?;
     let (result, path) = run(&a)?;
-    print!("{}", summary(&result));
+    print!("{}", crate::report_cmd::render_bench(format, &result));
+    if let Some(html) = &a.html {
+        crate::report_cmd::write_html_bench(html, &result)?;
+        eprintln!("HTML report written to {}", html.display());
+    }
     eprintln!("result saved to {}", path.display());
     Ok(exit_code(&result))
+}
+
+fn output_format(text: &str) -> Result<Format, UserError> {
+    match text.parse::<Format>() {
+        Ok(Format::Html) => Err(UserError(
+            "-o html: use --html FILE for the HTML page (report.html is always in the run folder)"
+                .into(),
+        )),
+        Ok(f) => Ok(f),
+        Err(e) => Err(UserError(format!("-o: {e}"))),
+    }
 }
 
 /// Runs the scenario of `a`; returns the finished result and where it is saved.
@@ -92,6 +108,7 @@ pub fn run(a: &BenchArgs) -> Result<(BenchResult, PathBuf)> {
     if let Some(e) = save_error {
         return Err(e);
     }
+    crate::report_cmd::write_html_bench(&run_dir.join("report.html"), &result)?;
     Ok((result, path))
 }
 
@@ -324,38 +341,6 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     }
     parts.push(format!("{:?}", round.bottleneck).to_lowercase());
     format!("{head} {}", parts.join(", "))
-}
-
-/// A short summary on stdout: one line per cell and the relative speeds.
-pub fn summary(r: &BenchResult) -> String {
-    let mut out = String::new();
-    for c in &r.cells {
-        let load = &r.loads[c.load as usize];
-        let rps = c.requests_per_sec.map_or("-".into(), |s| {
-            format!(
-                "{} ± {}",
-                units::rate(s.median),
-                units::rate((s.ci95_high - s.ci95_low) / 2.0)
-            )
-        });
-        out.push_str(&format!(
-            "{} {} {}: {rps} req/s over {} rounds\n",
-            load.name,
-            load.level_label(c.level as usize),
-            c.target,
-            c.rounds
-        ));
-    }
-    for rel in &r.relative {
-        let load = &r.loads[rel.load as usize];
-        out.push_str(&format!(
-            "{} {}: {}\n",
-            load.name,
-            load.level_label(rel.level as usize),
-            rel.text
-        ));
-    }
-    out
 }
 
 /// 130 when interrupted, 1 when a round failed, else 0.

@@ -1,14 +1,14 @@
-//! `loadbench compare BASE.json NEW.json`: read two saved run results, compare them with
-//! `loadbench_report::compare` (Welch's t-test on per-second values; docs/compare.md), print the
-//! table, and turn the verdict into an exit code a CI job can gate on: 1 when req/s fell or p99
+//! `loadbench compare BASE.json NEW.json`: read two saved run results (or two bench results),
+//! compare them with `loadbench_report::compare` (Welch's t-test on per-second values of runs,
+//! across rounds of benches; docs/compare.md), print the table, and turn the verdict into an exit code a CI job can gate on: 1 when req/s fell or p99
 //! rose beyond the threshold with p < 0.05, 0 otherwise, 2 for bad input.
 
 use crate::args::CompareArgs;
 use crate::report_cmd::{load, Saved};
 use crate::UserError;
 use anyhow::Result;
-use loadbench_model::RunResult;
-use loadbench_report::compare::Comparison;
+use loadbench_model::{BenchResult, RunResult};
+use loadbench_report::compare::{BenchComparison, Comparison};
 use loadbench_report::Format;
 use std::path::Path;
 use std::process::ExitCode;
@@ -16,26 +16,71 @@ use std::process::ExitCode;
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     let threshold = parse_threshold(&a.threshold)?;
     let format = parse_format(&a.format)?;
-    let base = load_run(&a.base)?;
-    let new = load_run(&a.new)?;
     let names = [a.base.display().to_string(), a.new.display().to_string()];
-    let c = Comparison::of([&names[0], &names[1]], &base, &new, threshold);
-    match format {
-        Format::Markdown => print!("{}", c.markdown()),
-        _ => print!("{}", c.text()),
-    }
-    Ok(if c.failing().is_empty() {
-        ExitCode::SUCCESS
-    } else {
+    let names = [names[0].as_str(), names[1].as_str()];
+    let (report, failing) = match (comparable(&a.base)?, comparable(&a.new)?) {
+        (Side::Run(base), Side::Run(new)) => {
+            let c = Comparison::of(names, &base, &new, threshold);
+            (
+                pick(format, c.text(), c.markdown()),
+                !c.failing().is_empty(),
+            )
+        }
+        (Side::Bench(base), Side::Bench(new)) => {
+            let c = BenchComparison::of(names, &base, &new, threshold);
+            (
+                pick(format, c.text(), c.markdown()),
+                !c.failing().is_empty(),
+            )
+        }
+        (base, new) => return Err(mixed(names, &base, &new).into()),
+    };
+    print!("{report}");
+    Ok(if failing {
         ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
-fn load_run(path: &Path) -> Result<RunResult, UserError> {
+fn pick(format: Format, text: String, markdown: String) -> String {
+    match format {
+        Format::Markdown => markdown,
+        _ => text,
+    }
+}
+
+/// A result compare can read: a run or a bench.
+enum Side {
+    Run(Box<RunResult>),
+    Bench(Box<BenchResult>),
+}
+
+impl Side {
+    fn kind(&self) -> &'static str {
+        match self {
+            Side::Run(_) => "run",
+            Side::Bench(_) => "bench",
+        }
+    }
+}
+
+fn mixed(names: [&str; 2], base: &Side, new: &Side) -> UserError {
+    UserError(format!(
+        "{} is a {} result but {} is a {} result: compare two runs or two benches",
+        names[0],
+        base.kind(),
+        names[1],
+        new.kind()
+    ))
+}
+
+fn comparable(path: &Path) -> Result<Side, UserError> {
     match load(path)? {
-        Saved::Run(r) => Ok(*r),
+        Saved::Run(r) => Ok(Side::Run(r)),
+        Saved::Bench(r) => Ok(Side::Bench(r)),
         Saved::FindMax(_) => Err(UserError(format!(
-            "{} is a find-max result; compare reads `loadbench run` results: compare the runs themselves (`loadbench run --save`), or read both searches with `loadbench report`",
+            "{} is a find-max result; compare reads `loadbench run` and `loadbench bench` results: compare the runs themselves (`loadbench run --save`), or read both searches with `loadbench report`",
             path.display()
         ))),
     }

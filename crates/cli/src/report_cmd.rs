@@ -1,13 +1,14 @@
-//! `loadbench report RESULT.json`: re-render a saved result (a `run` or a `find-max`, told apart
-//! by the file's `kind`) in any format, to stdout or atomically to a file; with HTML, the
+//! `loadbench report RESULT.json`: re-render a saved result (a `run`, a `find-max` or a
+//! `bench`, told apart by the file's `kind`) in any format, to stdout or atomically to a file; with HTML, the
 //! chart SVGs go beside the page. Also the one place that reads result files for the CLI
 //! (`compare` uses [`load`]), so every malformed or foreign file gets the same one-line
-//! diagnosis and exit code 2, and [`write_html_run`] / [`write_html_find_max`] for `--html`.
+//! diagnosis and exit code 2, and [`write_html_run`] / [`write_html_find_max`] /
+//! [`write_html_bench`] for `--html`, and [`render_bench`] for what `bench` prints.
 
 use crate::args::ReportArgs;
 use crate::{save, UserError};
 use anyhow::Result;
-use loadbench_model::{FindMaxResult, ResultReadError, RunResult, SCHEMA_VERSION};
+use loadbench_model::{BenchResult, FindMaxResult, ResultReadError, RunResult, SCHEMA_VERSION};
 use loadbench_report::{html, markdown, Format, RenderOptions, DEFAULT_PERCENTILES};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 pub enum Saved {
     Run(Box<RunResult>),
     FindMax(Box<FindMaxResult>),
+    Bench(Box<BenchResult>),
 }
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
@@ -35,6 +37,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     let charts = match (&saved, format) {
         (Saved::Run(r), Format::Html) => html::write_chart_files(r, beside(path))?,
         (Saved::FindMax(r), Format::Html) => html::write_find_max_chart_files(r, beside(path))?,
+        (Saved::Bench(r), Format::Html) => html::write_bench_chart_files(r, beside(path))?,
         _ => Vec::new(),
     };
     eprintln!("{}", written(path, &charts));
@@ -59,6 +62,7 @@ fn options(saved: &Saved, percentiles: Option<&str>) -> Result<RenderOptions, Us
 fn render(saved: &Saved, format: Format, opts: &RenderOptions) -> Result<String, UserError> {
     let r = match saved {
         Saved::Run(r) => return Ok(loadbench_report::render_to_string(format, r, opts)),
+        Saved::Bench(r) => return Ok(render_bench(format, r)),
         Saved::FindMax(r) => r,
     };
     Ok(match format {
@@ -117,9 +121,23 @@ pub fn write_html_find_max(path: &Path, result: &FindMaxResult) -> Result<()> {
     Ok(())
 }
 
-/// What a run or find-max writes, for the hints below.
+/// Writes a bench's HTML page to `path` (atomically) and its chart SVGs and PNGs beside it.
+pub fn write_html_bench(path: &Path, result: &BenchResult) -> Result<()> {
+    let page = render_bench(Format::Html, result);
+    save::write_atomic(path, page.as_bytes())?;
+    html::write_bench_chart_files(result, beside(path))
+        .map_err(|e| anyhow::anyhow!("cannot write the charts beside {}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// A bench result in any format (text for the end of `loadbench bench`).
+pub fn render_bench(format: Format, result: &BenchResult) -> String {
+    loadbench_report::render_bench(format, result)
+}
+
+/// What a run, find-max or bench writes, for the hints below.
 const WRITERS: &str =
-    "`loadbench run --save FILE` (or `-o json`) or `loadbench find-max --save FILE`";
+    "`loadbench run --save FILE` (or `-o json`), `loadbench find-max --save FILE` or `loadbench bench`";
 
 /// Reads a saved result of either kind. Every way a file can be wrong is one line naming the
 /// file, the problem and the fix.
@@ -137,6 +155,7 @@ pub fn load(path: &Path) -> Result<Saved, UserError> {
     let read = match kind {
         "run" => RunResult::from_json(&text).map(|r| Saved::Run(Box::new(r))),
         "find_max" => FindMaxResult::from_json(&text).map(|r| Saved::FindMax(Box::new(r))),
+        "bench" => BenchResult::from_json(&text).map(|r| Saved::Bench(Box::new(r))),
         other => {
             let what = if other.is_empty() {
                 "has no \"kind\"".to_string()
@@ -144,7 +163,7 @@ pub fn load(path: &Path) -> Result<Saved, UserError> {
                 format!("is of kind \"{other}\"")
             };
             return Err(UserError(format!(
-                "{name} {what}, which this loadbench cannot read (it reads \"run\" and \"find_max\"): give a file written by {WRITERS}"
+                "{name} {what}, which this loadbench cannot read (it reads \"run\", \"find_max\" and \"bench\"): give a file written by {WRITERS}"
             )));
         }
     };
@@ -219,7 +238,9 @@ mod tests {
         );
         assert!(message(r#"{"name": "wrk", "requests": 10}"#).contains("not a loadbench result"));
         assert!(message(r#"{"schema_version": 9, "kind": "run"}"#).contains("schema_version 9"));
-        assert!(message(r#"{"schema_version": 1, "kind": "bench"}"#).contains("kind \"bench\""));
+        assert!(message(r#"{"schema_version": 1, "kind": "nope"}"#).contains("kind \"nope\""));
+        let m = message(r#"{"schema_version": 1, "kind": "bench", "rounds": 3}"#);
+        assert!(m.contains("not a valid loadbench bench result ("), "{m}");
         assert!(message(r#"{"schema_version": 1}"#).contains("has no \"kind\""));
         let m = message(r#"{"schema_version": 1, "kind": "run"}"#);
         assert!(

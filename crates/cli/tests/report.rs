@@ -6,7 +6,7 @@
 
 mod support;
 
-use loadbench_model::{FindMaxResult, RunResult};
+use loadbench_model::{BenchResult, FindMaxResult, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -253,6 +253,156 @@ fn compare_in_markdown_for_a_pull_request() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
     insta::assert_snapshot!(text(&out).0);
+}
+
+// ---------------------------------------------------------------- bench results
+
+#[test]
+fn report_text_of_a_bench() {
+    insta::assert_snapshot!(stdout_of(&["report", "bench-base.json"]));
+}
+
+#[test]
+fn report_of_a_bench_in_every_format() {
+    let md = stdout_of(&["report", "bench-base.json", "-f", "md"]);
+    assert!(md.starts_with("## loadbench bench proxies:"), "{md}");
+    assert_eq!(md.matches("| c=200 |").count(), 3, "{md}");
+    let csv = stdout_of(&["report", "bench-base.json", "-f", "csv"]);
+    assert_eq!(csv.lines().count(), 1 + 18, "{csv}");
+    assert!(csv.starts_with("step,load,model,level,"), "{csv}");
+    let json = stdout_of(&["report", "bench-base.json", "-f", "json"]);
+    let back = BenchResult::from_json(&json).expect("report -f json reads back");
+    assert_eq!(back.rounds.len(), 18);
+    let original = std::fs::read_to_string(fixture("bench-base.json")).unwrap();
+    assert_eq!(json, original, "the JSON of a bench is the model as saved");
+}
+
+#[test]
+fn report_html_of_a_bench_writes_the_page_and_every_chart_beside_it() {
+    let dir = tempdir("report-bench-html");
+    let page = dir.join("bench/index.html");
+    let out = loadbench(&[
+        "report",
+        "bench-base.json",
+        "-f",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert_page_and_charts(&page);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<table class=\"bench\">"));
+    for chart in [
+        "bench-rps-closed",
+        "bench-latency-closed-1",
+        "bench-latency-closed-2",
+        "bench-cpu",
+        "bench-rss",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(format!("bench/{chart}.svg")))
+            .unwrap_or_else(|e| panic!("{chart}.svg: {e}"));
+        assert!(svg.starts_with("<svg"), "{chart}");
+        assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
+        let png = std::fs::read(dir.join(format!("bench/{chart}.png")))
+            .unwrap_or_else(|e| panic!("{chart}.png: {e}"));
+        assert_eq!(&png[1..4], b"PNG", "{chart}");
+    }
+}
+
+#[test]
+fn compare_of_a_regressed_bench_exits_1_and_names_the_cells() {
+    let out = loadbench(&["compare", "bench-base.json", "bench-regressed.json"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let regressions: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.ends_with("regression"))
+        .collect();
+    assert!(!regressions.is_empty(), "{stdout}");
+    assert!(
+        regressions.iter().all(|l| l.contains(" nginx ")),
+        "{stdout}"
+    );
+    assert!(
+        regressions
+            .iter()
+            .any(|l| l.contains(" req/s ") && l.contains("-20.00%")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Welch's t-test across rounds"), "{stdout}");
+    assert!(
+        stdout.contains("regression: nginx at c=50 (closed) req/s -20.00%"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn compare_of_the_same_bench_exits_0_and_swapped_is_an_improvement() {
+    let out = loadbench(&["compare", "bench-base.json", "bench-base.json"]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    assert!(
+        text(&out).0.contains("no significant change"),
+        "{:?}",
+        text(&out)
+    );
+    let out = loadbench(&[
+        "compare",
+        "bench-regressed.json",
+        "bench-base.json",
+        "-f",
+        "md",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let md = text(&out).0;
+    assert!(md.contains("| load | level | target | metric |"), "{md}");
+    assert!(
+        md.contains("**improvement: nginx at c=50 (closed) req/s +25.00%"),
+        "{md}"
+    );
+}
+
+#[test]
+fn compare_of_a_run_and_a_bench_is_one_clear_line() {
+    assert_user_error(
+        &["compare", "compare-base.json", "bench-base.json"],
+        "compare-base.json is a run result but bench-base.json is a bench result: compare two runs or two benches",
+    );
+    assert_user_error(
+        &["compare", "bench-base.json", "compare-base.json"],
+        "is a bench result but compare-base.json is a run result",
+    );
+}
+
+#[test]
+fn malformed_bench_files_are_one_line_and_exit_2() {
+    let good = std::fs::read_to_string(fixture("bench-base.json")).unwrap();
+    let cases = [
+        (
+            bad_file(
+                "bench-edited.json",
+                good.replacen("\"steps_done\":", "\"steps_dome\":", 1)
+                    .as_bytes(),
+            ),
+            "is not a valid loadbench bench result (missing field `steps_done`",
+        ),
+        (
+            bad_file("bench-cut.json", &good.as_bytes()[..good.len() / 3]),
+            "is truncated",
+        ),
+        (
+            bad_file(
+                "bench-badtype.json",
+                good.replacen("\"rounds\": [", "\"rounds\": 3, \"x\": [", 1)
+                    .as_bytes(),
+            ),
+            "is not a valid loadbench bench result",
+        ),
+    ];
+    for (path, expected) in &cases {
+        assert_user_error(&["report", path], expected);
+        assert_user_error(&["compare", "bench-base.json", path], expected);
+    }
 }
 
 // ---------------------------------------------------------------- bad input

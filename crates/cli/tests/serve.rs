@@ -291,8 +291,9 @@ fn demo_runs_the_quickstart_scenario_with_no_setup_and_saves_the_run_folder() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     for needle in [
-        "plaintext c=32 direct",
-        "delay-20ms c=50 direct",
+        "load plaintext",
+        "load delay-20ms",
+        "direct  c=50",
         "run folder",
     ] {
         assert!(stdout.contains(needle), "missing {needle}:\n{stdout}");
@@ -303,6 +304,7 @@ fn demo_runs_the_quickstart_scenario_with_no_setup_and_saves_the_run_folder() {
         .unwrap()
         .unwrap()
         .path();
+    assert!(folder.join("report.html").is_file());
     let text = std::fs::read_to_string(folder.join("result.json")).unwrap();
     let r = loadbench_model::BenchResult::from_json(&text).unwrap();
     let with_nginx = r.targets.iter().any(|t| t.name == "nginx");

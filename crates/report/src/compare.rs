@@ -6,8 +6,12 @@
 //! direction. docs/compare.md explains the choice of test and its limits. Pure: results in,
 //! a [`Comparison`] and its text or Markdown out.
 
+mod bench;
+
 use crate::units::{self, MISSING};
 use loadbench_model::{LoadModel, RunResult, Welch};
+
+pub use bench::{BenchComparison, BenchRow};
 
 /// Below this p-value a difference counts as significant.
 pub const ALPHA: f64 = 0.05;

@@ -189,3 +189,343 @@ pub fn find_max() -> FindMaxResult {
         stop_reason: Some(StopReason::MaxSteps),
     }
 }
+
+// ---------------------------------------------------------------- bench
+
+use loadbench_model::resources::{Mark, Sample, Samples, TargetSample, Window};
+use loadbench_model::{
+    AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget, ScenarioInfo,
+};
+
+const BENCH_TARGETS: [&str; 3] = ["direct", "nginx", "haproxy"];
+const BENCH_LEVELS: [f64; 2] = [50.0, 200.0];
+const STEP_MS: u64 = 12_000;
+const WINDOW_MS: u64 = 10_000;
+
+/// Per target (index) and level: req/s of rounds 0, 1, 2. haproxy's second round at c=200 was
+/// generator-bound (the generator saturated its one core), so it is low and the cell is noisy.
+fn bench_rps(target: usize, level: usize) -> [f64; 3] {
+    match (target, level) {
+        (0, 0) => [40_120.0, 40_480.0, 39_870.0],
+        (0, _) => [43_050.0, 43_610.0, 42_740.0],
+        (1, 0) => [24_210.0, 24_530.0, 24_090.0],
+        (1, _) => [25_880.0, 26_240.0, 25_610.0],
+        (2, 0) => [27_940.0, 28_310.0, 27_720.0],
+        _ => [30_150.0, 21_400.0, 29_820.0],
+    }
+}
+
+fn bench_generator_bound(target: usize, level: usize, round: usize) -> bool {
+    (target, level, round) == (2, 1, 1)
+}
+
+/// A bench of three targets (the reference backend and two proxies in front of it) under a
+/// closed load at c=50 and c=200, three rounds each, with the resource series of the whole run.
+pub fn bench() -> BenchResult {
+    let mut b = BenchResult {
+        schema_version: SCHEMA_VERSION,
+        kind: ResultKind::Bench,
+        loadbench_version: "0.1.0".into(),
+        host: busy().host,
+        scenario: bench_scenario(),
+        run_dir: "results/20261122T100000Z-proxies".into(),
+        started_at: "2026-11-22T10:00:00Z".into(),
+        ended_at: "2026-11-22T10:03:36Z".into(),
+        interrupted: false,
+        steps_planned: 18,
+        steps_done: 18,
+        targets: BENCH_TARGETS.iter().map(|t| bench_target(t)).collect(),
+        loads: vec![bench_load()],
+        rounds: Vec::new(),
+        cells: Vec::new(),
+        relative: Vec::new(),
+        resources: bench_samples(),
+        warnings: vec![
+            "haproxy: memory limit 256MiB not enforced: the cgroup v2 memory controller is not delegated to this user".into(),
+        ],
+    };
+    b.rounds = bench_rounds(&b.resources);
+    b.recompute();
+    b
+}
+
+fn bench_scenario() -> ScenarioInfo {
+    ScenarioInfo {
+        name: "proxies".into(),
+        description: Some("the reference backend, direct and behind nginx and haproxy".into()),
+        file: "scenarios/proxies.toml".into(),
+        rounds: 3,
+        cooldown_ms: 2_000,
+        generator_cpuset: Some(vec![0]),
+        generator_threads: 1,
+        generator_cores: 1.0,
+    }
+}
+
+fn bench_target(name: &str) -> BenchTarget {
+    let (kind, command, port, proxy_to) = match name {
+        "direct" => (
+            "upstream",
+            "loadbench serve --port 18080".to_string(),
+            18080,
+            None,
+        ),
+        "nginx" => (
+            "command",
+            "nginx -c results/20261122T100000Z-proxies/nginx.conf -g 'daemon off;'".to_string(),
+            18081,
+            Some("direct".to_string()),
+        ),
+        _ => (
+            "command",
+            "haproxy -f results/20261122T100000Z-proxies/haproxy.cfg".to_string(),
+            18082,
+            Some("direct".to_string()),
+        ),
+    };
+    BenchTarget {
+        name: name.into(),
+        kind: kind.into(),
+        command,
+        url: format!("http://127.0.0.1:{port}"),
+        port,
+        proxy_to,
+        limits: AppliedLimits {
+            cpuset: Some(vec![1]),
+            cpu_quota_cores: Some(1.0),
+            memory_bytes: (name != "haproxy").then_some(256 << 20),
+            cgroup: Some(format!("/sys/fs/cgroup/loadbench/{name}")),
+            cores: 1.0,
+        },
+        ready_ms: 40 + port as u64 % 10 * 15,
+        stdout_log: format!("{name}.stdout.log"),
+        stderr_log: format!("{name}.stderr.log"),
+        configs: if kind == "command" {
+            vec![format!("{name}.conf")]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn bench_load() -> BenchLoad {
+    BenchLoad {
+        name: "closed".into(),
+        model: BenchModel::Closed,
+        targets: BENCH_TARGETS.map(String::from).to_vec(),
+        together: false,
+        levels: BENCH_LEVELS.to_vec(),
+        slo: None,
+        duration_ms: WINDOW_MS,
+        warmup_ms: 2_000,
+        method: "GET".into(),
+        path: "/plaintext".into(),
+    }
+}
+
+/// Steps in the harness's order: per level, per round, every target.
+fn bench_steps() -> Vec<(u32, usize, usize, usize)> {
+    let mut steps = Vec::new();
+    for level in 0..BENCH_LEVELS.len() {
+        for round in 0..3 {
+            for target in 0..BENCH_TARGETS.len() {
+                steps.push((steps.len() as u32 + 1, target, level, round));
+            }
+        }
+    }
+    steps
+}
+
+fn step_window(step: u32) -> Window {
+    let from_ms = u64::from(step - 1) * STEP_MS + 1_000;
+    Window {
+        from_ms,
+        to_ms: from_ms + WINDOW_MS,
+    }
+}
+
+/// CPU of each target and of the generator during a step, in cores.
+fn step_cpu(target: usize, level: usize, round: usize) -> (f64, f64) {
+    if bench_generator_bound(target, level, round) {
+        (0.62, 0.97)
+    } else if level == 1 {
+        (0.95, 0.58 + 0.04 * target as f64)
+    } else {
+        (0.71 + 0.03 * target as f64, 0.47)
+    }
+}
+
+fn bench_samples() -> Samples {
+    let steps = bench_steps();
+    let end = u64::from(steps.len() as u32) * STEP_MS;
+    let mut marks = vec![Mark {
+        label: "ready".into(),
+        t_ms: 500,
+    }];
+    for &(step, ..) in &steps {
+        let w = step_window(step);
+        marks.push(Mark {
+            label: format!("step:{step}:start"),
+            t_ms: w.from_ms,
+        });
+        marks.push(Mark {
+            label: format!("step:{step}:end"),
+            t_ms: w.to_ms,
+        });
+    }
+    let samples = (1..=end / 1_000)
+        .map(|s| bench_sample(s * 1_000, &steps))
+        .collect();
+    Samples {
+        interval_ms: 1_000,
+        samples,
+        marks,
+    }
+}
+
+fn bench_sample(t_ms: u64, steps: &[(u32, usize, usize, usize)]) -> Sample {
+    let active = steps.iter().find(|&&(step, ..)| {
+        let w = step_window(step);
+        t_ms > w.from_ms && t_ms <= w.to_ms
+    });
+    let wobble = ((t_ms / 1_000) % 5) as f64 * 0.004;
+    let targets = BENCH_TARGETS
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let busy = active.filter(|a| a.1 == i);
+            let cpu = round3(busy.map_or(0.01, |a| step_cpu(a.1, a.2, a.3).0 - wobble));
+            let base: u64 = [22, 9, 14][i] << 20;
+            let growth = (t_ms / 1_000) * ([40, 12, 20][i] << 10);
+            let load = busy.map_or(0, |a| ([6, 3, 4][i] << 20) * (a.2 as u64 + 1));
+            TargetSample {
+                name: (*name).into(),
+                cpu_cores: cpu,
+                rss_bytes: base + growth + load,
+                processes: [1, 3, 2][i],
+            }
+        })
+        .collect();
+    let generator = round3(active.map_or(0.02, |a| step_cpu(a.1, a.2, a.3).1 + wobble));
+    let target_busy: f64 = active.map_or(0.0, |a| step_cpu(a.1, a.2, a.3).0);
+    Sample {
+        t_ms,
+        targets,
+        generator_cpu_cores: generator,
+        core_busy: vec![generator.min(1.0), round3(target_busy + 0.01).min(1.0)],
+    }
+}
+
+/// Short decimals, so that the saved fixture reads back bit for bit.
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn bench_rounds(samples: &Samples) -> Vec<BenchRound> {
+    bench_steps()
+        .into_iter()
+        .map(|(step, target, level, round)| {
+            let window = step_window(step);
+            let name = BENCH_TARGETS[target];
+            let rps = bench_rps(target, level)[round];
+            let mut run = bench_run(name, target, level, rps);
+            run.started_at = format!("2026-11-22T10:{:02}:{:02}Z", step * 12 / 60, step * 12 % 60);
+            let generator: Vec<f64> = samples
+                .samples
+                .iter()
+                .filter(|s| s.t_ms > window.from_ms && s.t_ms <= window.to_ms)
+                .map(|s| s.generator_cpu_cores)
+                .collect();
+            BenchRound {
+                step,
+                load: 0,
+                level: level as u32,
+                round: round as u32,
+                target: name.into(),
+                combined: false,
+                window,
+                result: Some(run),
+                find_max: None,
+                resources: samples.summary_in(name, window).ok().map(|mut s| {
+                    s.cpu_mean_cores = round3(s.cpu_mean_cores);
+                    s
+                }),
+                generator_cpu_mean_cores: round3(
+                    generator.iter().sum::<f64>() / generator.len() as f64,
+                ),
+                bottleneck: samples.bottleneck(1.0, 1.0, window),
+                error: None,
+            }
+        })
+        .collect()
+}
+
+/// One round's run: `rps` over 10 s, latency about `connections / rps` with a tail.
+fn bench_run(name: &str, target: usize, level: usize, rps: f64) -> RunResult {
+    let mut r = empty();
+    let connections = BENCH_LEVELS[level];
+    let port = 18080 + target;
+    r.config.url = format!("http://127.0.0.1:{port}/plaintext");
+    r.config.address = format!("127.0.0.1:{port}");
+    r.config.connections = connections as u32;
+    r.config.threads = 1;
+    let mean_ns = connections / rps * 1e9;
+    let requests = (rps * 10.0).round() as u64;
+    let per_second = requests / 10;
+    let points = (0..10u32).map(|i| {
+        let n = per_second + u64::from(i % 3) * 40 - 40;
+        let h = latency(200, (mean_ns * 0.6) as u64, (mean_ns * 2.0) as u64).hist;
+        let counts = SecondCounts {
+            requests: n,
+            sent: n,
+            bytes_read: n * 130,
+            ..Default::default()
+        };
+        SeriesPoint::new(i, counts, &h)
+    });
+    r.stats = Stats {
+        elapsed_us: 10_000_000,
+        requests,
+        sent: requests,
+        bytes_read: requests * 130,
+        bytes_written: requests * 40,
+        connections_opened: connections as u64,
+        latency: latency(4_000, (mean_ns * 0.6) as u64, (mean_ns * 2.0) as u64),
+        series: Series(points.collect()),
+        ..Stats::default()
+    };
+    if name == "nginx" && level == 1 {
+        r.stats.status.add(200, requests - 12);
+        r.stats.status.add(502, 12);
+        r.stats.errors.add(ErrorKind::ReadTimeout, 3);
+    } else {
+        r.stats.status.add(200, requests);
+    }
+    r.finalize();
+    r
+}
+
+/// [`bench`] after a change that made nginx 20% slower and 400 µs later at every level.
+pub fn bench_regressed() -> BenchResult {
+    let mut r = bench();
+    for round in r.rounds.iter_mut().filter(|x| x.target == "nginx") {
+        let Some(run) = round.result.as_mut() else {
+            continue;
+        };
+        run.stats.requests = (run.stats.requests as f64 * 0.8) as u64;
+        let mut h = Histo::new();
+        for (v, n) in run
+            .stats
+            .latency
+            .hist
+            .recorded_buckets()
+            .collect::<Vec<_>>()
+        {
+            (0..n).for_each(|_| h.record_ns(v + 400_000));
+        }
+        run.stats.latency.hist = h;
+        run.finalize();
+    }
+    r.recompute();
+    r
+}

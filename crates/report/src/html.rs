@@ -5,17 +5,21 @@
 //! a `String`; [`write_chart_files`] is the one function here that touches the disk, so that the
 //! same charts can be pasted into documents.
 
+mod bench;
 mod find_max;
 mod page;
 
 use crate::charts;
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
-use loadbench_model::{FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Stats, Summary};
+use loadbench_model::{
+    BenchResult, FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Stats, Summary,
+};
 use page::{alert, esc, key_values, row, section, Alert, Level, Row};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+pub use bench::render_bench;
 pub use find_max::render_find_max;
 
 /// The HTML page of a run.
@@ -42,6 +46,11 @@ pub fn write_chart_files(result: &RunResult, dir: &Path) -> io::Result<Vec<PathB
 /// [`write_chart_files`] for a find-max search.
 pub fn write_find_max_chart_files(result: &FindMaxResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
     charts::write_files(&charts::find_max_charts(result), dir)
+}
+
+/// [`write_chart_files`] for a bench.
+pub fn write_bench_chart_files(result: &BenchResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    charts::write_files(&charts::bench_charts(result), dir)
 }
 
 /// The page of a run, as a string.
@@ -645,14 +654,30 @@ pub(crate) mod tests {
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
+        let svgs: Vec<&String> = names.iter().filter(|n| n.ends_with(".svg")).collect();
         assert_eq!(
-            names,
+            svgs,
             [
                 "latency-spectrum.svg",
                 "rate-over-time.svg",
                 "latency-over-time.svg"
             ]
         );
+        // A PNG beside each SVG, drawn at twice the size, wherever a font is installed.
+        let pngs: Vec<&String> = names.iter().filter(|n| n.ends_with(".png")).collect();
+        if !pngs.is_empty() || std::env::var_os("CI").is_some() {
+            assert_eq!(
+                pngs,
+                [
+                    "latency-spectrum.png",
+                    "rate-over-time.png",
+                    "latency-over-time.png"
+                ]
+            );
+            let png = std::fs::read(dir.join("latency-spectrum.png")).unwrap();
+            assert_eq!(&png[1..4], b"PNG");
+            assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 1600);
+        }
         let svg = std::fs::read_to_string(&paths[0]).unwrap();
         assert!(svg.starts_with("<svg width=\"800\" height=\"420\""));
         assert!(svg.trim_end().ends_with("</svg>"));

@@ -9,6 +9,7 @@
 //! Neighbours: the CLI picks a [`Format`] and calls [`renderer`]; nothing here does I/O of its
 //! own or changes the result. One exporter per file, all behind the [`Renderer`] trait.
 
+pub mod bench;
 mod charts;
 pub mod compare;
 pub mod csv;
@@ -20,6 +21,7 @@ pub mod markdown;
 pub mod text;
 pub mod units;
 
+pub use bench::{bench_json, render_bench};
 pub use find_max::{find_max_json, find_max_step_line, find_max_text};
 
 use loadbench_model::RunResult;

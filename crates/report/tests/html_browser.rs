@@ -8,10 +8,10 @@
 //! Without Chromium the tests skip with a message, unless `CI` is set: CI installs it.
 
 use loadbench_model::{
-    ErrorKind, FailReason, FindMaxResult, FindMaxStep, Histo, HostInfo, Latency, LoadModel,
-    RateSegment, ResultKind, RunConfig, RunResult, SearchParams, SearchPhase, SecondCounts, Series,
-    SeriesPoint, Slo, SloCondition, SloOp, SloStat, SloValue, Stats, StopReason, Verdict,
-    SCHEMA_VERSION,
+    BenchResult, ErrorKind, FailReason, FindMaxResult, FindMaxStep, Histo, HostInfo, Latency,
+    LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SearchParams, SearchPhase,
+    SecondCounts, Series, SeriesPoint, Slo, SloCondition, SloOp, SloStat, SloValue, Stats,
+    StopReason, Verdict, SCHEMA_VERSION,
 };
 use loadbench_report::html;
 use loadbench_report::{render_to_string, Format, RenderOptions};
@@ -147,7 +147,7 @@ const PROBE: &str = r#"<script>
       return s.getClientRects().length > 0;
     });
     var c = { name: f.dataset.chart, svg: !!svg, width: 0, height: 0, polylines: 0,
-              max_points: 0, circles: 0, texts: 0, inside: 0 };
+              max_points: 0, circles: 0, rects: 0, texts: 0, inside: 0 };
     if (svg) {
       var box = svg.getBoundingClientRect();
       c.width = box.width; c.height = box.height;
@@ -161,6 +161,7 @@ const PROBE: &str = r#"<script>
         }
       });
       c.circles = svg.querySelectorAll('circle').length;
+      c.rects = svg.querySelectorAll('rect').length;
       c.texts = Array.prototype.filter.call(svg.querySelectorAll('text'), function (t) {
         return t.getComputedTextLength() > 0;
       }).length;
@@ -326,6 +327,27 @@ fn check_page(
         );
     }
     v
+}
+
+/// `n` SVG chart files, and a PNG of each (Chromium needs fonts, so they are installed here):
+/// a PNG file with the SVG's size doubled, not blank.
+fn assert_chart_files(files: &[PathBuf], n: usize) {
+    let with = |ext: &str| -> Vec<&PathBuf> {
+        files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect()
+    };
+    assert_eq!(with("svg").len(), n, "{files:?}");
+    let pngs = with("png");
+    assert_eq!(pngs.len(), n, "{files:?}");
+    for png in pngs {
+        let bytes = std::fs::read(png).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG", "{}", png.display());
+        let size = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((size(16), size(20)), (1600, 840), "{}", png.display());
+        assert!(bytes.len() > 20_000, "{} looks blank", png.display());
+    }
 }
 
 fn table_rows(v: &Value, class: &str) -> u64 {
@@ -630,7 +652,7 @@ fn run_page_renders_every_chart_and_table_at_laptop_and_phone_width() {
     let page = render_to_string(Format::Html, &result, &RenderOptions::default());
     let path = save("run", &page);
     let files = html::write_chart_files(&result, &artifacts()).unwrap();
-    assert_eq!(files.len(), 3);
+    assert_chart_files(&files, 3);
     for (width, shot) in [(LAPTOP, "run-laptop.png"), (PHONE, "run-phone.png")] {
         let v = check_page(&chromium, ("run", &page), width, &RUN_CHARTS);
         assert_eq!(
@@ -689,7 +711,7 @@ fn find_max_page_renders_steps_and_charts_with_the_slo_lines() {
     assert!(page.contains("SLO p99&lt;20ms"), "the SLO line is labelled");
     let path = save("find-max", &page);
     let files = html::write_find_max_chart_files(&result, &artifacts()).unwrap();
-    assert_eq!(files.len(), 2);
+    assert_chart_files(&files, 2);
     let charts = [("find-max-rate", 7), ("find-max-latency", 7)];
     for (width, shot) in [
         (LAPTOP, "find-max-laptop.png"),
@@ -697,6 +719,63 @@ fn find_max_page_renders_steps_and_charts_with_the_slo_lines() {
     ] {
         let v = check_page(&chromium, ("find-max", &page), width, &charts);
         assert_eq!(table_rows(&v, "steps"), 1 + 7);
+        let height = v["page_height"].as_f64().unwrap() as u32;
+        screenshot(&chromium, &path, width, height, shot);
+    }
+}
+
+/// The bench fixture the CLI tests use (crates/cli/tests/fixtures/bench-base.json, written from
+/// the report crate's fixture): 3 targets, a closed load at 2 levels, 3 rounds, one of them
+/// generator-bound, and the resource series of the whole run.
+fn bench() -> BenchResult {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/fixtures/bench-base.json");
+    BenchResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn bench_page_renders_the_summary_and_every_chart_at_laptop_and_phone_width() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let result = bench();
+    let page = html::render_bench(&result);
+    let path = save("bench", &page);
+    let files = html::write_bench_chart_files(&result, &artifacts()).unwrap();
+    assert_chart_files(&files, 5);
+    // Bars carry their figures as rectangles, and their confidence intervals as 2-point strokes;
+    // the resource charts have a point per sample (216).
+    let charts = [
+        ("bench-rps-closed", 2),
+        ("bench-latency-closed-1", 4),
+        ("bench-latency-closed-2", 4),
+        ("bench-cpu", 216),
+        ("bench-rss", 216),
+    ];
+    for (width, shot) in [(LAPTOP, "bench-laptop.png"), (PHONE, "bench-phone.png")] {
+        let v = check_page(&chromium, ("bench", &page), width, &charts);
+        assert_eq!(
+            table_rows(&v, "bench"),
+            1 + 6,
+            "header + 3 targets × 2 levels"
+        );
+        assert!(table_rows(&v, "kv") >= 6);
+        let drawn = v["charts"].as_array().unwrap();
+        // Background, plot area and one bar per target × level at least.
+        assert!(drawn[0]["rects"].as_u64().unwrap() >= 6, "{}", drawn[0]);
+        for resource in &drawn[3..] {
+            // 18 shaded steps behind the lines.
+            assert!(resource["rects"].as_u64().unwrap() >= 18, "{resource}");
+        }
+        let alerts: Vec<&str> = v["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(
+            alerts.contains(&"alert error") && alerts.contains(&"alert warn"),
+            "{alerts:?}"
+        );
         let height = v["page_height"].as_f64().unwrap() as u32;
         screenshot(&chromium, &path, width, height, shot);
     }

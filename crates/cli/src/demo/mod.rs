@@ -30,14 +30,19 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
         warmup: None,
         rounds: None,
         cooldown: None,
+        output: "text".into(),
+        html: None,
         quiet,
     };
     let outcome = crate::bench::run(&args);
     let _ = std::fs::remove_file(&file);
     let (result, _) = outcome?;
-    print!("{}", crate::bench::summary(&result));
+    print!(
+        "{}",
+        crate::report_cmd::render_bench(loadbench_report::Format::Text, &result)
+    );
     println!(
-        "\nrun folder: {} (result.json: docs/result-schema.md; scenario.toml: docs/scenarios.md)",
+        "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)",
         Path::new(&result.run_dir).display()
     );
     Ok(crate::bench::exit_code(&result))

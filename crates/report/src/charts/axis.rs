@@ -28,6 +28,10 @@ pub(crate) enum Unit {
     Seconds,
     /// A percentile, 0–100.
     Percentile,
+    /// CPU use in cores (1 = one core busy), labelled `0.5`.
+    Cores,
+    /// Mebibytes (values already divided by 2^20, so ticks fall on round MiB), `20MiB`.
+    Mebibytes,
 }
 
 /// One axis: its scale, what it measures and its title.
@@ -95,6 +99,8 @@ impl Axis {
             Unit::Rate => trim_zeros(&units::si(v)),
             Unit::Seconds => format!("{}s", trim_zeros(&format!("{v:.2}"))),
             Unit::Percentile => units::percentile_label(v),
+            Unit::Cores => trim_zeros(&format!("{v:.2}")),
+            Unit::Mebibytes => format!("{}MiB", trim_zeros(&format!("{v:.2}"))),
         }
     }
 }

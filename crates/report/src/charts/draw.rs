@@ -44,7 +44,13 @@ pub(crate) fn svg(plot: &Plot, size: (u32, u32)) -> Result<String, String> {
     let mut ys = mark_coords(&plot.y_marks, &plot.y);
     xs.extend(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)));
     ys.extend(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
-    let (xspan, yspan) = (plot.x.span(&xs, false), plot.y.span(&ys, true));
+    let whiskers = plot.extras.whiskers.iter();
+    ys.extend(
+        whiskers
+            .flat_map(|w| [plot.y.coord(w.low), plot.y.coord(w.high)])
+            .flatten(),
+    );
+    let (xspan, yspan) = (x_span(plot, &xs), plot.y.span(&ys, true));
     let marks = map_marks(plot, &xspan, &yspan);
     let mut buf = String::new();
     {
@@ -60,6 +66,19 @@ pub(crate) fn svg(plot: &Plot, size: (u32, u32)) -> Result<String, String> {
             .map_err(|e| e.to_string())?;
     }
     Ok(buf)
+}
+
+/// A categorical axis holds each category in a slot of width 1; others fit the values.
+fn x_span(plot: &Plot, xs: &[f64]) -> Span {
+    let n = plot.extras.categories.len();
+    if n == 0 {
+        return plot.x.span(xs, false);
+    }
+    Span {
+        lo: -0.5,
+        hi: n as f64 - 0.5,
+        ticks: (0..n).map(|i| i as f64).collect(),
+    }
 }
 
 fn map_lines(plot: &Plot) -> Vec<Mapped<'_>> {
@@ -114,15 +133,52 @@ fn draw<'p>(
         .x_label_area_size(50)
         .y_label_area_size(Y_LABELS_PX)
         .build_cartesian_2d(x.clone(), y.clone())?;
-    mesh(&mut ctx, &plot.x, &plot.y)?;
+    bands(&mut ctx, plot, y)?;
+    mesh(&mut ctx, plot)?;
+    let half = plot.extras.bar_half_width;
     for line in lines {
-        series(&mut ctx, line)?;
+        series(&mut ctx, line, (half, y.lo))?;
+    }
+    whiskers(&mut ctx, plot)
+}
+
+/// Shaded stretches behind everything else.
+fn bands(ctx: &mut Ctx<'_, '_>, plot: &Plot, y: &Span) -> DrawResult<()> {
+    let coords = plot.extras.bands.iter().filter_map(|b| {
+        let (from, to) = (plot.x.coord(b.from)?, plot.x.coord(b.to)?);
+        Some(Rectangle::new(
+            [(from, y.lo), (to, y.hi)],
+            b.color.mix(0.13).filled(),
+        ))
+    });
+    ctx.draw_series(coords)?;
+    Ok(())
+}
+
+/// Confidence intervals: a vertical stroke with a cap at each end.
+fn whiskers(ctx: &mut Ctx<'_, '_>, plot: &Plot) -> DrawResult<()> {
+    let cap = plot.extras.bar_half_width * 0.35;
+    let stroke = BLACK.mix(0.75).stroke_width(LINE_WIDTH);
+    for w in &plot.extras.whiskers {
+        let (Some(lo), Some(hi)) = (plot.y.coord(w.low), plot.y.coord(w.high)) else {
+            continue;
+        };
+        let paths = [
+            vec![(w.x, lo), (w.x, hi)],
+            vec![(w.x - cap, lo), (w.x + cap, lo)],
+            vec![(w.x - cap, hi), (w.x + cap, hi)],
+        ];
+        ctx.draw_series(paths.into_iter().map(|p| PathElement::new(p, stroke)))?;
     }
     Ok(())
 }
 
-fn mesh(ctx: &mut Ctx<'_, '_>, x: &Axis, y: &Axis) -> DrawResult<()> {
-    let x_label = |c: &f64| x.label(*c);
+fn mesh(ctx: &mut Ctx<'_, '_>, plot: &Plot) -> DrawResult<()> {
+    let (x, y, categories) = (&plot.x, &plot.y, &plot.extras.categories);
+    let x_label = |c: &f64| match categories.get(c.round().max(0.0) as usize) {
+        Some(name) if !categories.is_empty() => name.clone(),
+        _ => x.label(*c),
+    };
     let y_label = |c: &f64| y.label(*c);
     ctx.configure_mesh()
         .x_desc(x.title)
@@ -136,7 +192,9 @@ fn mesh(ctx: &mut Ctx<'_, '_>, x: &Axis, y: &Axis) -> DrawResult<()> {
         .draw()
 }
 
-fn series(ctx: &mut Ctx<'_, '_>, line: &Mapped<'_>) -> DrawResult<()> {
+/// One line; bars stand on `base` (the bottom of the y span, or zero above it) and are
+/// `half` wide either side of their x.
+fn series(ctx: &mut Ctx<'_, '_>, line: &Mapped<'_>, (half, base): (f64, f64)) -> DrawResult<()> {
     let color = line.color;
     let stroke = color.stroke_width(LINE_WIDTH);
     let points = line.points.iter().copied();
@@ -150,6 +208,13 @@ fn series(ctx: &mut Ctx<'_, '_>, line: &Mapped<'_>) -> DrawResult<()> {
         }
         Style::Markers => {
             ctx.draw_series(points.map(|p| Circle::new(p, 5, color.filled())))?;
+        }
+        Style::Bars => {
+            let base = base.max(0.0);
+            let bars = points.map(|(x, y)| {
+                Rectangle::new([(x - half, base), (x + half, y)], color.mix(0.85).filled())
+            });
+            ctx.draw_series(bars)?;
         }
     }
     Ok(())
@@ -221,6 +286,10 @@ fn swatch(area: &Area<'_>, line: &Mapped<'_>, (x, y): (i32, i32)) -> DrawResult<
             area.draw(&PathElement::new([(x + 15, y), (x + SWATCH_PX, y)], stroke))?;
         }
         Style::Markers => area.draw(&Circle::new((mid, y), 5, line.color.filled()))?,
+        Style::Bars => area.draw(&Rectangle::new(
+            [(x + 4, y - 7), (x + SWATCH_PX - 4, y + 7)],
+            line.color.mix(0.85).filled(),
+        ))?,
     }
     Ok(())
 }

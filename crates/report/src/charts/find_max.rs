@@ -4,7 +4,7 @@
 //! vertical one. Steps cut short by Ctrl-C measured a partial window and are left out.
 
 use super::axis::{Axis, Scale, Unit};
-use super::{solid, Line, Mark, Plot, Style, GREEN, GREY, PALETTE, RED};
+use super::{solid, Extras, Line, Mark, Plot, Style, GREEN, GREY, PALETTE, RED};
 use crate::units;
 use loadbench_model::{FindMaxResult, FindMaxStep, Verdict};
 use plotters::style::RGBColor;
@@ -78,7 +78,7 @@ fn rates(r: &FindMaxResult) -> Plot {
         points: failed.map(|s| (s.target_rate, s.achieved_rate)).collect(),
     });
     Plot {
-        name: "find-max-rate",
+        name: "find-max-rate".into(),
         title: "Achieved rate by target rate".into(),
         x: target_axis(),
         y: Axis {
@@ -90,6 +90,7 @@ fn rates(r: &FindMaxResult) -> Plot {
         y_marks: vec![],
         x_marks: max_rate_mark(r),
         empty_note: "No step finished: there is nothing to show.",
+        extras: Extras::default(),
     }
 }
 
@@ -115,7 +116,7 @@ fn latency(r: &FindMaxResult) -> Plot {
         at: c.limit_us * 1e3,
     });
     Plot {
-        name: "find-max-latency",
+        name: "find-max-latency".into(),
         title: "Latency by target rate".into(),
         x: target_axis(),
         y: Axis {
@@ -127,5 +128,6 @@ fn latency(r: &FindMaxResult) -> Plot {
         y_marks: limits.collect(),
         x_marks: max_rate_mark(r),
         empty_note: "No step completed a response: there is no latency to show.",
+        extras: Extras::default(),
     }
 }

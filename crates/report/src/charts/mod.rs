@@ -5,8 +5,10 @@
 //! for pasting into documents.
 
 mod axis;
+mod bench;
 mod draw;
 mod find_max;
+mod png;
 mod run;
 
 use plotters::style::RGBColor;
@@ -19,7 +21,7 @@ pub(crate) use axis::Axis;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Chart {
     /// File stem and HTML id: `latency-spectrum`.
-    pub name: &'static str,
+    pub name: String,
     pub title: String,
     /// The drawings, or a sentence saying why there is nothing to show.
     pub svg: Result<Drawn, String>,
@@ -37,7 +39,7 @@ pub(crate) struct Drawn {
 /// What to draw, in value space.
 #[derive(Debug, Clone)]
 pub(crate) struct Plot {
-    pub name: &'static str,
+    pub name: String,
     pub title: String,
     pub x: Axis,
     pub y: Axis,
@@ -48,6 +50,37 @@ pub(crate) struct Plot {
     pub x_marks: Vec<Mark>,
     /// Shown instead of the chart when no line has a point.
     pub empty_note: &'static str,
+    /// Bars, whiskers, shaded spans and named categories, for the charts that need them.
+    pub extras: Extras,
+}
+
+/// What only some charts draw besides lines.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Extras {
+    /// Named positions 0, 1, 2, … across: the x axis is categorical, ticks at each.
+    pub categories: Vec<String>,
+    /// Half the width of a bar (lines of [`Style::Bars`]), in x coordinates.
+    pub bar_half_width: f64,
+    /// Vertical error bars (a confidence interval), in value space.
+    pub whiskers: Vec<Whisker>,
+    /// Shaded stretches of x behind the data (the steps of a bench), in value space.
+    pub bands: Vec<Band>,
+}
+
+/// An interval `low..high` drawn as a vertical bar with caps at `x`.
+#[derive(Debug, Clone)]
+pub(crate) struct Whisker {
+    pub x: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A shaded stretch `from..to` of the x axis.
+#[derive(Debug, Clone)]
+pub(crate) struct Band {
+    pub from: f64,
+    pub to: f64,
+    pub color: RGBColor,
 }
 
 /// One data series.
@@ -68,6 +101,8 @@ pub(crate) enum Style {
     Dashed,
     /// Dots only.
     Markers,
+    /// A filled bar from zero up to each point (categorical charts).
+    Bars,
 }
 
 /// A labelled reference line across the plot.
@@ -120,7 +155,7 @@ impl Plot {
             Err(self.empty_note.to_string())
         };
         Chart {
-            name: self.name,
+            name: self.name.clone(),
             title: self.title.clone(),
             svg,
         }
@@ -137,13 +172,30 @@ pub(crate) fn find_max_charts(result: &loadbench_model::FindMaxResult) -> Vec<Ch
     find_max::plots(result).iter().map(Plot::chart).collect()
 }
 
-/// Writes every drawn chart as `NAME.svg` into `dir`; charts with nothing to show are skipped.
+/// The charts of a bench: req/s with confidence intervals, latency percentiles, and the
+/// targets' and the generator's CPU and memory over the whole run.
+pub(crate) fn bench_charts(result: &loadbench_model::BenchResult) -> Vec<Chart> {
+    bench::plots(result).iter().map(Plot::chart).collect()
+}
+
+/// Writes every drawn chart as `NAME.svg` into `dir`, and as `NAME.png` beside it when the
+/// system has a font to draw its text with; charts with nothing to show are skipped.
 pub(crate) fn write_files(charts: &[Chart], dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let png = png::Rasterizer::with_system_fonts();
     let mut written = Vec::new();
     for chart in charts {
-        if let Ok(drawn) = &chart.svg {
-            let path = dir.join(format!("{}.svg", chart.name));
-            std::fs::write(&path, &drawn.wide)?;
+        let Ok(drawn) = &chart.svg else {
+            continue;
+        };
+        let path = dir.join(format!("{}.svg", chart.name));
+        std::fs::write(&path, &drawn.wide)?;
+        written.push(path);
+        if let Some(r) = &png {
+            let bytes = r
+                .png(&drawn.wide)
+                .map_err(|e| io::Error::other(format!("cannot render {}.png: {e}", chart.name)))?;
+            let path = dir.join(format!("{}.png", chart.name));
+            std::fs::write(&path, bytes)?;
             written.push(path);
         }
     }

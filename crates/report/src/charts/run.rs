@@ -4,7 +4,7 @@
 //! p99 second by second).
 
 use super::axis::{Axis, Scale, Unit, MAX_NINES};
-use super::{solid, Line, Plot, Style, BLUE, GREY, ORANGE, RED};
+use super::{solid, Extras, Line, Plot, Style, BLUE, GREY, ORANGE, RED};
 use loadbench_model::{Histo, LoadModel, RunResult, SeriesPoint};
 
 /// Points sampled along the spectrum.
@@ -29,7 +29,7 @@ fn spectrum(r: &RunResult) -> Plot {
         vec![spectrum_line("latency", BLUE, &s.latency.hist)]
     };
     Plot {
-        name: "latency-spectrum",
+        name: "latency-spectrum".into(),
         title: "Latency by percentile".into(),
         x: Axis {
             title: "percentile",
@@ -41,6 +41,7 @@ fn spectrum(r: &RunResult) -> Plot {
         y_marks: vec![],
         x_marks: vec![],
         empty_note: "No response completed: there is no latency to show.",
+        extras: Extras::default(),
     }
 }
 
@@ -126,7 +127,7 @@ fn rate(r: &RunResult) -> Plot {
         });
     }
     Plot {
-        name: "rate-over-time",
+        name: "rate-over-time".into(),
         title: "Requests per second".into(),
         x: time_axis(),
         y: Axis {
@@ -138,6 +139,7 @@ fn rate(r: &RunResult) -> Plot {
         y_marks: vec![],
         x_marks: vec![],
         empty_note: "No per-second series was recorded.",
+        extras: Extras::default(),
     }
 }
 
@@ -157,7 +159,7 @@ fn latency_over_time(r: &RunResult) -> Plot {
         solid("p99", RED, per_second(answered(), |p| p.p99_us * 1e3)),
     ];
     Plot {
-        name: "latency-over-time",
+        name: "latency-over-time".into(),
         title: "Latency per second (p50, p99)".into(),
         x: time_axis(),
         y: latency_axis(),
@@ -165,5 +167,6 @@ fn latency_over_time(r: &RunResult) -> Plot {
         y_marks: vec![],
         x_marks: vec![],
         empty_note: "No second completed a response: there is no latency to show.",
+        extras: Extras::default(),
     }
 }

@@ -148,7 +148,7 @@ pub(crate) fn section(id: &str, title: &str, body: &str) -> String {
 pub(crate) fn figures(charts: &[Chart]) -> String {
     let mut out = String::from("<div class=\"charts\">\n");
     for c in charts {
-        let name = c.name;
+        let name = &c.name;
         match &c.svg {
             Ok(drawn) => {
                 let labelled = format!("<svg role=\"img\" aria-label=\"{}\" ", esc(&c.title));
@@ -197,6 +197,9 @@ main { max-width: 1100px; margin: 0 auto; padding: 16px 20px 32px; }
 h1 { font-size: 1.5rem; margin: 0.3em 0 0.1em; }
 h2 { font-size: 1.15rem; margin: 1.8em 0 0.5em; padding-bottom: 0.2em; border-bottom: 1px solid var(--line); }
 h3 { font-size: 1rem; margin: 1.2em 0 0.3em; }
+h4 { font-size: 0.95rem; margin: 1em 0 0.2em; }
+ul.relative { margin: 0.3em 0 1em; padding-left: 1.2em; }
+table.bench :is(th, td):nth-child(2), table.bench :is(th, td):nth-last-child(-n+3) { text-align: left; }
 p { margin: 0.3em 0; }
 code, .mono { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 .target { font-size: 1.05rem; word-break: break-all; }

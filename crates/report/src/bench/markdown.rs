@@ -1,0 +1,100 @@
+//! The Markdown view of a bench, for a pull request: warnings as quotes, then per load a table
+//! of every target × level with req/s (median ± the 95% confidence interval's half-width),
+//! p50/p90/p99/p99.9, errors, CPU, memory and the bottleneck verdict, the relative speeds, and
+//! the targets with their limits.
+
+use super::{
+    cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings, Severity,
+};
+use crate::markdown::{code, escape_text, table, Align};
+use loadbench_model::BenchResult;
+
+const HEAD: [&str; 14] = [
+    "target",
+    "level",
+    "req/s",
+    "95% CI",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "errors",
+    "CPU (cores)",
+    "RSS start",
+    "RSS peak / trough",
+    "verdict",
+    "relative",
+];
+
+pub(crate) fn render(r: &BenchResult) -> String {
+    let mut out = format!("## loadbench bench {}\n\n", escape_text(&headline(r)));
+    out += &format!(
+        "Started {}, ended {}; results in {}.\n",
+        escape_text(&r.started_at),
+        escape_text(&r.ended_at),
+        code(&r.run_dir)
+    );
+    for (s, w) in warnings(r) {
+        let word = match s {
+            Severity::Error => "Error",
+            Severity::Warn => "Warning",
+        };
+        out += &format!("\n> **{word}:** {}\n", escape_text(&w));
+    }
+    for li in 0..r.loads.len() as u32 {
+        out += &load_section(r, li);
+    }
+    out += "\n### Targets\n\n";
+    for t in &r.targets {
+        out += &format!(
+            "- **{}** ({}): {} at {}; limits: {}\n",
+            escape_text(&t.name),
+            escape_text(&t.kind),
+            code(&t.command),
+            code(&t.url),
+            escape_text(&limits_text(&t.limits))
+        );
+    }
+    out
+}
+
+fn load_section(r: &BenchResult, li: u32) -> String {
+    let load = &r.loads[li as usize];
+    let mut out = format!(
+        "\n### Load {}\n\n{}\n\n",
+        escape_text(&load.name),
+        escape_text(&load_line(load))
+    );
+    let rows: Vec<Vec<String>> = load_cells(r, li)
+        .into_iter()
+        .map(|c| {
+            let row = cell_row(r, c);
+            let mut cells = vec![row.target, row.level, row.rps, row.rps_ci];
+            cells.extend(row.latency);
+            cells.extend([
+                row.errors,
+                row.cpu,
+                row.rss_start,
+                format!("{} / {}", row.rss_peak, row.rss_trough),
+                row.verdict,
+                row.relative,
+            ]);
+            cells
+        })
+        .collect();
+    if rows.is_empty() {
+        return out + "No round finished.\n";
+    }
+    let mut align = vec![Align::Left, Align::Left];
+    align.extend([Align::Right; 10]);
+    align.extend([Align::Left, Align::Left]);
+    out += &table(&HEAD, &align, &rows);
+    let relative = relative_lines(r, li);
+    if !relative.is_empty() {
+        out += "\nRelative speed (mean req/s):\n\n";
+        for l in relative {
+            out += &format!("- {}\n", escape_text(&l));
+        }
+    }
+    out
+}

@@ -1,0 +1,206 @@
+use super::*;
+use crate::fixtures;
+
+fn fixture() -> BenchResult {
+    fixtures::bench()
+}
+
+#[test]
+fn snapshot_text() {
+    insta::assert_snapshot!(render_bench(Format::Text, &fixture()));
+}
+
+#[test]
+fn snapshot_markdown() {
+    insta::assert_snapshot!(render_bench(Format::Markdown, &fixture()));
+}
+
+#[test]
+fn snapshot_csv() {
+    insta::assert_snapshot!(render_bench(Format::Csv, &fixture()));
+}
+
+#[test]
+fn fixture_has_the_shape_the_views_need() {
+    let r = fixture();
+    assert_eq!(r.rounds.len(), 18);
+    assert_eq!(r.cells.len(), 6);
+    assert_eq!(r.generator_bound_rounds(), 1);
+    let haproxy = r.cell_of(0, 1, "haproxy").unwrap();
+    assert!(haproxy.noisy, "{haproxy:?}");
+    assert_eq!(haproxy.bottlenecks.generator_bound, 1);
+    assert_eq!(haproxy.bottlenecks.target_bound, 2);
+    assert!(r.cell_of(0, 0, "direct").unwrap().rss_peak_bytes.is_some());
+    assert_eq!(r.relative.len(), 4);
+}
+
+#[test]
+fn text_puts_warnings_first_and_has_a_row_per_target_and_level() {
+    let text = render_bench(Format::Text, &fixture());
+    let warn = text.find("warnings:").unwrap();
+    let table = text.find("load closed:").unwrap();
+    assert!(warn < table, "{text}");
+    assert!(text.contains("haproxy at c=200 (load closed): 1 of 3 rounds generator-bound: throughput is loadbench's limit, not the target's"), "{text}");
+    assert!(
+        text.contains("haproxy at c=200 (load closed): noisy"),
+        "{text}"
+    );
+    assert!(
+        text.contains("nginx at c=200 (load closed): 45 errors"),
+        "{text}"
+    );
+    assert!(text.contains("memory limit 256MiB not enforced"), "{text}");
+    let rows = text.lines().filter(|l| l.contains("MiB/")).count();
+    assert_eq!(rows, 6, "{text}");
+    // direct at c=50: median of 40120, 40480, 39870.
+    let direct = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("direct") && l.contains("c=50"))
+        .unwrap();
+    assert!(direct.contains("40120"), "{direct}");
+    assert!(
+        direct.contains("target-bound") || direct.contains("neither"),
+        "{direct}"
+    );
+    assert!(
+        text.contains("c=50: nginx: 1.65 ± 0.02 times slower than direct"),
+        "{text}"
+    );
+}
+
+#[test]
+fn markdown_tables_have_every_column_and_escape_text() {
+    let mut r = fixture();
+    r.scenario.name = "a|b_c".into();
+    let md = render_bench(Format::Markdown, &r);
+    assert!(md.starts_with("## loadbench bench a\\|b\\_c:"), "{md}");
+    assert!(
+        md.contains("| target | level | req/s | 95% CI | p50 | p90 | p99 | p99.9 | errors |"),
+        "{md}"
+    );
+    assert_eq!(md.matches("| haproxy | c=200 |").count(), 1, "{md}");
+    assert!(md.contains("> **Warning:** haproxy at c=200"), "{md}");
+    assert!(
+        md.contains("generator-bound") && md.contains("baseline"),
+        "{md}"
+    );
+}
+
+#[test]
+fn csv_has_one_row_per_round_with_every_column() {
+    let r = fixture();
+    let csv = render_bench(Format::Csv, &r);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 18);
+    let head: Vec<&str> = lines[0].split(',').collect();
+    for col in [
+        "requests_per_sec",
+        "latency_p99_9_us",
+        "rss_peak_bytes",
+        "cpu_mean_cores",
+        "bottleneck",
+    ] {
+        assert!(head.contains(&col), "{col}");
+    }
+    assert!(lines
+        .iter()
+        .skip(1)
+        .all(|l| l.split(',').count() == head.len()));
+    let bound: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains(",generator_bound,") || l.contains(",generator-bound,"))
+        .collect();
+    assert_eq!(bound.len(), 1, "{csv}");
+    assert!(
+        bound[0].contains(",haproxy,") && bound[0].contains(",21400.00,"),
+        "{}",
+        bound[0]
+    );
+}
+
+#[test]
+fn json_is_the_model_and_round_trips() {
+    let r = fixture();
+    let text = render_bench(Format::Json, &r);
+    let back = BenchResult::from_json(&text).unwrap();
+    assert_eq!(back.rounds.len(), r.rounds.len());
+    assert_eq!(back.cells.len(), r.cells.len());
+    assert_eq!(bench_json(&back), text);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["kind"], "bench");
+}
+
+#[test]
+fn stale_cells_are_recomputed_before_rendering() {
+    let mut r = fixture();
+    r.cells.clear();
+    r.relative.clear();
+    assert_eq!(
+        render_bench(Format::Text, &r),
+        render_bench(Format::Text, &fixture())
+    );
+}
+
+#[test]
+fn a_bench_without_rounds_still_renders() {
+    let mut r = fixture();
+    r.rounds.clear();
+    r.resources.samples.clear();
+    r.steps_done = 0;
+    r.interrupted = true;
+    for f in Format::ALL {
+        assert!(!render_bench(f, &r).is_empty(), "{f}");
+    }
+    let text = render_bench(Format::Text, &r);
+    assert!(text.contains("(no round finished)"), "{text}");
+    assert!(
+        text.contains("interrupted: 0 of 18 steps finished"),
+        "{text}"
+    );
+}
+
+/// The CLI's fixtures (crates/cli/tests/fixtures/bench-*.json) are these results saved; run
+/// with `LOADBENCH_UPDATE_FIXTURES=1` to write them again after changing the fixture.
+#[test]
+fn cli_fixture_files_are_the_fixtures_saved() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/fixtures");
+    for (name, r) in [
+        ("bench-base.json", fixtures::bench()),
+        ("bench-regressed.json", fixtures::bench_regressed()),
+    ] {
+        let path = dir.join(name);
+        let json = bench_json(&r);
+        if std::env::var_os("LOADBENCH_UPDATE_FIXTURES").is_some() {
+            std::fs::write(&path, &json).unwrap();
+        }
+        let saved = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            saved == json,
+            "{name} is stale: run with LOADBENCH_UPDATE_FIXTURES=1"
+        );
+    }
+}
+
+/// A file edited by hand may point rounds at loads, levels or targets that do not exist, and
+/// hold samples without targets: every format still renders, with `-` where a figure is missing.
+#[test]
+fn rounds_pointing_nowhere_render_without_panicking() {
+    let mut r = fixture();
+    r.rounds[0].load = 7;
+    r.rounds[1].level = 9;
+    r.rounds[2].target = "ghost".into();
+    r.rounds[3].result = None;
+    r.rounds[3].error = Some("target stopped answering".into());
+    r.resources.samples[5].targets.clear();
+    r.recompute();
+    for f in Format::ALL {
+        assert!(!render_bench(f, &r).is_empty(), "{f}");
+    }
+    let text = render_bench(Format::Text, &r);
+    assert!(
+        text.contains("error: step 4 (direct): no result: target stopped answering"),
+        "{text}"
+    );
+    let c = crate::compare::BenchComparison::of(["a", "b"], &r, &fixture(), 0.05);
+    assert!(c.text().contains("ghost at c=50 (closed)"), "{}", c.text());
+}

@@ -1,0 +1,97 @@
+//! The terminal view of a bench: the warnings first, then per load a table of every target ×
+//! level (median req/s with the 95% confidence interval's half-width, p50 and p99, errors,
+//! the target's CPU and memory, and who ran out of CPU), the relative speeds, and the scenario.
+
+use super::{
+    aligned, cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings,
+    Severity,
+};
+use loadbench_model::BenchResult;
+
+const HEAD: [&str; 11] = [
+    "target",
+    "level",
+    "req/s",
+    "95% CI",
+    "p50",
+    "p99",
+    "errors",
+    "CPU",
+    "RSS start",
+    "peak/trough",
+    "verdict",
+];
+
+pub(crate) fn render(r: &BenchResult) -> String {
+    let mut lines = vec![format!("loadbench bench {}", headline(r))];
+    lines.push(format!(
+        "  started {}, ended {}, results in {}",
+        r.started_at, r.ended_at, r.run_dir
+    ));
+    lines.extend(warning_lines(r));
+    for li in 0..r.loads.len() as u32 {
+        lines.push(String::new());
+        lines.extend(load_section(r, li));
+    }
+    lines.push(String::new());
+    lines.extend(targets(r));
+    lines.join("\n") + "\n"
+}
+
+fn warning_lines(r: &BenchResult) -> Vec<String> {
+    let list = warnings(r);
+    if list.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![String::new(), "warnings:".to_string()];
+    lines.extend(list.iter().map(|(s, w)| match s {
+        Severity::Error => format!("  error: {w}"),
+        Severity::Warn => format!("  warning: {w}"),
+    }));
+    lines
+}
+
+fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
+    let load = &r.loads[li as usize];
+    let mut lines = vec![format!("load {}: {}", load.name, load_line(load))];
+    let mut rows = vec![HEAD.map(String::from).to_vec()];
+    for c in load_cells(r, li) {
+        let row = cell_row(r, c);
+        rows.push(vec![
+            row.target,
+            row.level,
+            row.rps,
+            row.rps_ci,
+            row.latency[0].clone(),
+            row.latency[2].clone(),
+            row.errors,
+            row.cpu,
+            row.rss_start,
+            format!("{}/{}", row.rss_peak, row.rss_trough),
+            row.verdict,
+        ]);
+    }
+    if rows.len() == 1 {
+        lines.push("  (no round finished)".to_string());
+        return lines;
+    }
+    lines.extend(aligned(&rows, &[0, 1, 10]));
+    let relative = relative_lines(r, li);
+    if !relative.is_empty() {
+        lines.push("relative speed (mean req/s):".to_string());
+        lines.extend(relative.iter().map(|l| format!("  {l}")));
+    }
+    lines
+}
+
+fn targets(r: &BenchResult) -> Vec<String> {
+    let mut lines = vec!["targets:".to_string()];
+    for t in &r.targets {
+        lines.push(format!(
+            "  {} ({}) {}: {}",
+            t.name, t.kind, t.url, t.command
+        ));
+        lines.push(format!("    limits: {}", limits_text(&t.limits)));
+    }
+    lines
+}

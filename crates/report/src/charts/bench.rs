@@ -1,0 +1,250 @@
+//! The plots of a bench. Per load: each target's req/s at each level as bars (the median of
+//! the rounds) with the 95% confidence interval of the mean as whiskers, and per level the
+//! latency percentiles of each target. Over the whole run: every target's CPU and memory and
+//! the generator's CPU on one timeline, each measured step shaded in its target's colour, so a
+//! reader sees which step loaded whom and what the other targets did meanwhile.
+
+use super::axis::{Axis, Scale, Unit};
+use super::{Band, Extras, Line, Plot, Style, Whisker, GREY, PALETTE};
+use loadbench_model::resources::Samples;
+use loadbench_model::{BenchCell, BenchLoad, BenchResult};
+use plotters::style::RGBColor;
+
+/// Share of a category's width the bars of all targets take together.
+const GROUP_WIDTH: f64 = 0.8;
+const MIB: f64 = 1024.0 * 1024.0;
+
+pub(crate) fn plots(r: &BenchResult) -> Vec<Plot> {
+    let mut plots = Vec::new();
+    for (li, load) in r.loads.iter().enumerate() {
+        plots.push(rps(r, li as u32, load));
+        for level in 0..load.levels.len() as u32 {
+            plots.push(latency(r, li as u32, level, load));
+        }
+    }
+    plots.push(cpu(r));
+    plots.push(rss(r));
+    plots
+}
+
+/// A target's colour: its place among the bench's targets.
+pub(crate) fn target_color(r: &BenchResult, target: &str) -> RGBColor {
+    let i = r.targets.iter().position(|t| t.name == target);
+    PALETTE[i.unwrap_or(r.targets.len()) % PALETTE.len()]
+}
+
+/// `bench-rps-closed`: a file stem and HTML id from the load's index and name.
+pub(crate) fn chart_name(kind: &str, load: &BenchLoad, level: Option<u32>) -> String {
+    let slug: String = load
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    match level {
+        Some(l) => format!("bench-{kind}-{slug}-{}", l + 1),
+        None => format!("bench-{kind}-{slug}"),
+    }
+}
+
+fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
+    let n = load.targets.len().max(1) as f64;
+    let half = GROUP_WIDTH / n / 2.0;
+    let mut lines = Vec::new();
+    let mut whiskers = Vec::new();
+    for (ti, target) in load.targets.iter().enumerate() {
+        let offset = (ti as f64 + 0.5) * GROUP_WIDTH / n - GROUP_WIDTH / 2.0;
+        let cells = (0..load.levels.len() as u32).filter_map(|level| {
+            let s = r.cell_of(li, level, target)?.requests_per_sec?;
+            Some((f64::from(level) + offset, s))
+        });
+        let mut points = Vec::new();
+        for (x, s) in cells {
+            points.push((x, s.median));
+            whiskers.push(Whisker {
+                x,
+                low: s.ci95_low.max(0.0),
+                high: s.ci95_high,
+            });
+        }
+        lines.push(Line {
+            label: target.clone(),
+            color: target_color(r, target),
+            style: Style::Bars,
+            points,
+        });
+    }
+    Plot {
+        name: chart_name("rps", load, None),
+        title: format!("Requests per second, load {} (median, 95% CI)", load.name),
+        x: Axis {
+            title: "load level",
+            scale: Scale::Linear,
+            unit: Unit::Rate,
+        },
+        y: Axis {
+            title: "requests per second",
+            scale: Scale::Linear,
+            unit: Unit::Rate,
+        },
+        lines,
+        y_marks: vec![],
+        x_marks: vec![],
+        empty_note: "No round of this load finished: there is no throughput to show.",
+        extras: Extras {
+            categories: (0..load.levels.len())
+                .map(|l| load.level_label(l))
+                .collect(),
+            bar_half_width: half,
+            whiskers,
+            bands: vec![],
+        },
+    }
+}
+
+/// The median of each summarised percentile, per target, on the nines scale.
+fn latency(r: &BenchResult, li: u32, level: u32, load: &BenchLoad) -> Plot {
+    let lines = load
+        .targets
+        .iter()
+        .map(|t| {
+            let points = r
+                .cell_of(li, level, t)
+                .map_or(Vec::new(), percentile_points);
+            super::solid(t.clone(), target_color(r, t), points)
+        })
+        .collect();
+    Plot {
+        name: chart_name("latency", load, Some(level)),
+        title: format!(
+            "Latency percentiles, load {} at {} (median of rounds)",
+            load.name,
+            load.level_label(level as usize)
+        ),
+        x: Axis {
+            title: "percentile",
+            scale: Scale::Nines,
+            unit: Unit::Percentile,
+        },
+        y: Axis {
+            title: "latency",
+            scale: Scale::Log,
+            unit: Unit::Nanos,
+        },
+        lines,
+        y_marks: vec![],
+        x_marks: vec![],
+        empty_note: "No round at this level completed a response: there is no latency to show.",
+        extras: Extras::default(),
+    }
+}
+
+fn percentile_points(c: &BenchCell) -> Vec<(f64, f64)> {
+    c.latency_us
+        .iter()
+        .map(|p| (p.p, p.stats.median * 1e3))
+        .collect()
+}
+
+fn time_axis() -> Axis {
+    Axis {
+        title: "time since sampling started",
+        scale: Scale::Linear,
+        unit: Unit::Seconds,
+    }
+}
+
+/// Each measured step of a single target, in that target's colour.
+fn step_bands(r: &BenchResult) -> Vec<Band> {
+    r.rounds
+        .iter()
+        .filter(|round| !round.combined)
+        .map(|round| Band {
+            from: round.window.from_ms as f64 / 1e3,
+            to: round.window.to_ms as f64 / 1e3,
+            color: target_color(r, &round.target),
+        })
+        .collect()
+}
+
+/// Per target, one value per sample.
+fn per_target(
+    r: &BenchResult,
+    value: impl Fn(&loadbench_model::resources::TargetSample) -> f64,
+) -> Vec<Line> {
+    let s: &Samples = &r.resources;
+    let names = s
+        .samples
+        .first()
+        .map(|x| x.targets.iter().map(|t| t.name.clone()));
+    names
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, name)| {
+            let points = s.samples.iter().filter_map(|x| {
+                let t = x.targets.get(i)?;
+                Some((x.t_ms as f64 / 1e3, value(t)))
+            });
+            let color = target_color(r, &name);
+            super::solid(name, color, points.collect())
+        })
+        .collect()
+}
+
+fn cpu(r: &BenchResult) -> Plot {
+    let mut lines = per_target(r, |t| t.cpu_cores);
+    let generator = r.resources.samples.iter();
+    lines.push(Line {
+        label: "generator (loadbench)".into(),
+        color: GREY,
+        style: Style::Dashed,
+        points: generator
+            .map(|s| (s.t_ms as f64 / 1e3, s.generator_cpu_cores))
+            .collect(),
+    });
+    Plot {
+        name: "bench-cpu".into(),
+        title: "CPU over time (steps shaded in their target's colour)".into(),
+        x: time_axis(),
+        y: Axis {
+            title: "CPU (cores)",
+            scale: Scale::Linear,
+            unit: Unit::Cores,
+        },
+        lines,
+        y_marks: vec![],
+        x_marks: vec![],
+        empty_note: "No resource sample was recorded.",
+        extras: Extras {
+            bands: step_bands(r),
+            ..Extras::default()
+        },
+    }
+}
+
+fn rss(r: &BenchResult) -> Plot {
+    Plot {
+        name: "bench-rss".into(),
+        title: "Memory (RSS) over time (steps shaded in their target's colour)".into(),
+        x: time_axis(),
+        y: Axis {
+            title: "resident memory",
+            scale: Scale::Linear,
+            unit: Unit::Mebibytes,
+        },
+        lines: per_target(r, |t| t.rss_bytes as f64 / MIB),
+        y_marks: vec![],
+        x_marks: vec![],
+        empty_note: "No resource sample was recorded.",
+        extras: Extras {
+            bands: step_bands(r),
+            ..Extras::default()
+        },
+    }
+}

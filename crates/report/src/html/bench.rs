@@ -1,0 +1,288 @@
+//! The page of a bench: the warnings first (generator-bound steps, errors, noisy cells, limits
+//! that were not enforced), then per load a summary table of every target × level with the
+//! relative speeds, the charts (req/s with confidence intervals, latency percentiles, CPU and
+//! memory over the whole run with the steps shaded), and last the scenario, the targets with
+//! their commands and limits, and the host.
+
+use super::page::{self, alert, esc, key_values, section, Alert, Level, Row};
+use super::{footer, host_facts};
+use crate::bench::{
+    cell_row, cpus, headline, limits_text, load_cells, load_line, relative_lines, warnings,
+    Severity,
+};
+use crate::charts;
+use crate::units;
+use loadbench_model::resources::Bottleneck;
+use loadbench_model::{BenchLoad, BenchResult, BenchTarget};
+use std::fmt::Write as _;
+
+/// The page of a bench, as a string; `cells` and `relative` are recomputed from the rounds.
+pub fn render_bench(result: &BenchResult) -> String {
+    let r = crate::bench::recomputed(result);
+    let r = r.as_ref();
+    let mut body = header(r);
+    body += &page::alerts(&alerts(r));
+    body += &section("summary", "Summary", &summary(r));
+    body += &section("charts", "Charts", &page::figures(&charts::bench_charts(r)));
+    body += &section("scenario", "Scenario", &scenario(r));
+    body += &section("host", "Host", &key_values(&host(r)));
+    body += &footer(&r.loadbench_version);
+    page::document(&format!("loadbench bench: {}", r.scenario.name), &body)
+}
+
+fn header(r: &BenchResult) -> String {
+    let description = r
+        .scenario
+        .description
+        .as_deref()
+        .map_or(String::new(), |d| format!("<p>{}</p>\n", esc(d)));
+    format!(
+        "<header>\n<h1>loadbench bench</h1>\n<p class=\"target mono\">{}</p>\n{description}<p class=\"muted\">started {} · ended {}</p>\n</header>\n",
+        esc(&headline(r)),
+        esc(&r.started_at),
+        esc(&r.ended_at)
+    )
+}
+
+fn alerts(r: &BenchResult) -> Vec<Alert> {
+    let mut list: Vec<Alert> = warnings(r)
+        .into_iter()
+        .map(|(s, w)| {
+            let level = match s {
+                Severity::Error => Level::Error,
+                Severity::Warn => Level::Warn,
+            };
+            alert(level, w)
+        })
+        .collect();
+    list.push(alert(
+        Level::Note,
+        "Figures are medians over the rounds; the 95% confidence interval is of the mean req/s (Student's t). The verdict says who ran out of CPU in most rounds: generator-bound throughput is loadbench's limit, not the target's.",
+    ));
+    list
+}
+
+fn summary(r: &BenchResult) -> String {
+    let mut out = String::new();
+    for (li, load) in r.loads.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<h3>Load {}</h3>\n<p class=\"muted\">{}</p>\n",
+            esc(&load.name),
+            esc(&load_line(load))
+        );
+        out += &load_table(r, li as u32);
+        let rel = relative_lines(r, li as u32);
+        if !rel.is_empty() {
+            out += "<ul class=\"relative\">\n";
+            for l in rel {
+                let _ = writeln!(out, "<li>{}</li>", esc(&l));
+            }
+            out += "</ul>\n";
+        }
+    }
+    if r.loads.is_empty() {
+        out += "<p class=\"muted\">The scenario has no load.</p>\n";
+    }
+    out
+}
+
+const HEAD: [&str; 17] = [
+    "Target",
+    "Level",
+    "Rounds",
+    "req/s (median)",
+    "95% CI (mean)",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "Errors",
+    "CPU (cores)",
+    "RSS start",
+    "RSS peak",
+    "RSS trough",
+    "Verdict",
+    "Relative",
+    "Noisy",
+];
+
+fn load_table(r: &BenchResult, li: u32) -> String {
+    let cells = load_cells(r, li);
+    if cells.is_empty() {
+        return "<p class=\"muted\">No round of this load finished.</p>\n".to_string();
+    }
+    let rows: Vec<Row> = cells
+        .into_iter()
+        .map(|c| {
+            let row = cell_row(r, c);
+            let mut cells = vec![row.target, row.level, row.rounds, row.rps, row.rps_range];
+            cells.extend(row.latency);
+            cells.extend([
+                row.errors,
+                row.cpu,
+                row.rss_start,
+                row.rss_peak,
+                row.rss_trough,
+                row.verdict,
+                row.relative,
+                if c.noisy { "noisy" } else { "" }.to_string(),
+            ]);
+            let class = if c.bottlenecks.majority() == Bottleneck::GeneratorBound {
+                "fail"
+            } else {
+                ""
+            };
+            Row { class, cells }
+        })
+        .collect();
+    page::table("bench", &HEAD.map(String::from), &rows)
+}
+
+fn scenario(r: &BenchResult) -> String {
+    let s = &r.scenario;
+    let mut pairs = vec![("Name", s.name.clone()), ("File", s.file.clone())];
+    if let Some(d) = &s.description {
+        pairs.push(("Description", d.clone()));
+    }
+    pairs.extend([
+        ("Rounds", s.rounds.to_string()),
+        ("Cool-down", units::duration_ms_short(s.cooldown_ms)),
+        (
+            "Generator CPUs",
+            s.generator_cpuset
+                .as_deref()
+                .map_or("all".to_string(), cpus),
+        ),
+        ("Generator threads", s.generator_threads.to_string()),
+        ("Generator cores", format!("{}", s.generator_cores)),
+        ("Results folder", r.run_dir.clone()),
+    ]);
+    let mut out = key_values(&pairs);
+    out += "<h3>Targets</h3>\n";
+    for t in &r.targets {
+        let _ = write!(out, "<h4>{}</h4>\n{}", esc(&t.name), key_values(&target(t)));
+    }
+    out += "<h3>Loads</h3>\n";
+    for l in &r.loads {
+        let _ = write!(out, "<h4>{}</h4>\n{}", esc(&l.name), key_values(&load(l)));
+    }
+    out
+}
+
+fn target(t: &BenchTarget) -> Vec<(&'static str, String)> {
+    let mut pairs = vec![
+        ("Kind", t.kind.clone()),
+        ("Command", t.command.clone()),
+        ("URL", t.url.clone()),
+    ];
+    if let Some(p) = &t.proxy_to {
+        pairs.push(("Proxies to", p.clone()));
+    }
+    pairs.push(("Limits", limits_text(&t.limits)));
+    if let Some(cg) = &t.limits.cgroup {
+        pairs.push(("cgroup", cg.clone()));
+    }
+    pairs.push(("Ready after", units::duration_ms_short(t.ready_ms)));
+    pairs.push(("Logs", format!("{}, {}", t.stdout_log, t.stderr_log)));
+    pairs.extend(t.configs.iter().map(|c| ("Config", c.clone())));
+    pairs
+}
+
+fn load(l: &BenchLoad) -> Vec<(&'static str, String)> {
+    vec![("Shape", load_line(l)), ("Targets", l.targets.join(", "))]
+}
+
+fn host(r: &BenchResult) -> Vec<(&'static str, String)> {
+    let mut pairs = host_facts(&r.host);
+    pairs.push(("Started", r.started_at.clone()));
+    pairs.push(("Ended", r.ended_at.clone()));
+    pairs.push(("loadbench", r.loadbench_version.clone()));
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crate::html::tests::{figure, polylines};
+
+    fn page() -> String {
+        render_bench(&fixtures::bench())
+    }
+
+    #[test]
+    fn warnings_come_before_the_summary_and_the_facts_last() {
+        let html = page();
+        let warn = html.find("alert warn").unwrap();
+        assert!(warn < html.find("id=\"summary\"").unwrap());
+        assert!(html.contains("throughput is loadbench&#39;s limit, not the target&#39;s"));
+        assert!(html.contains("noisy, req/s varies"));
+        assert!(html.contains("<strong>Error:</strong> nginx at c=200 (load closed): 45 errors"));
+        assert!(html.contains("memory limit 256MiB not enforced"));
+        assert!(html.find("id=\"charts\"") < html.find("id=\"scenario\""));
+        assert!(html.find("id=\"scenario\"") < html.find("id=\"host\""));
+        assert!(html.contains("haproxy -f results/20261122T100000Z-proxies/haproxy.cfg"));
+    }
+
+    #[test]
+    fn summary_has_a_row_per_target_and_level_with_relative_speed() {
+        let html = page();
+        assert!(html.matches("<tr><th scope=\"row\">").count() >= 5);
+        assert_eq!(
+            html.matches("<tr class=\"fail\">").count(),
+            0,
+            "the majority of haproxy's rounds at c=200 were target-bound"
+        );
+        let table = &html[html.find("<table class=\"bench\">").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        assert_eq!(table.matches("<tr").count(), 1 + 6);
+        assert!(table.contains("<td>baseline</td>"));
+        assert!(table.contains("<td>noisy</td>"));
+        assert!(html.contains("<li>c=200: haproxy:"));
+    }
+
+    #[test]
+    fn every_chart_is_drawn_with_data() {
+        let html = page();
+        let rps = figure(&html, "bench-rps-closed");
+        assert!(rps.contains("<rect"), "bars are drawn");
+        assert!(
+            rps.contains("c=50") && rps.contains("c=200"),
+            "levels label the bars"
+        );
+        for level in [1, 2] {
+            let lat = figure(&html, &format!("bench-latency-closed-{level}"));
+            assert!(
+                polylines(lat).iter().filter(|&&n| n == 4).count() >= 3,
+                "{:?}",
+                polylines(lat)
+            );
+        }
+        for name in ["bench-cpu", "bench-rss"] {
+            let chart = figure(&html, name);
+            assert!(
+                polylines(chart).iter().any(|&n| n > 100),
+                "{name}: {:?}",
+                polylines(chart)
+            );
+            assert!(
+                chart.matches("<rect").count() >= 18,
+                "{name}: steps are shaded"
+            );
+        }
+        assert!(figure(&html, "bench-cpu").contains("generator (loadbench)"));
+        assert!(!html.contains("class=\"chart empty\""));
+    }
+
+    #[test]
+    fn text_from_the_result_is_escaped() {
+        let mut r = fixtures::bench();
+        r.targets[0].command = "<script>x</script>".into();
+        r.scenario.name = "<b>".into();
+        let html = render_bench(&r);
+        assert!(!html.contains("<script>x"));
+        assert!(html.contains("&lt;script&gt;x&lt;/script&gt;"));
+        assert!(!html.contains("<b>"));
+    }
+}

@@ -21,8 +21,31 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
             eprintln!("demo: the reference backend (install nginx to compare it behind a proxy)")
         }
     }
+    let mut outcome = run(nginx.as_deref(), quiet);
+    if let (Err(e), Some(_)) = (&outcome, &nginx) {
+        if stopped() {
+            return Err(anyhow::anyhow!("{e:#}"));
+        }
+        // nginx is only a comparison: a demo that fails because of it goes on without it.
+        eprintln!("demo: nginx could not be used ({e:#}); going on with the backend alone");
+        outcome = run(None, quiet);
+    }
+    let (result, _) = outcome?;
+    print!(
+        "{}",
+        crate::report_cmd::render_bench(loadbench_report::Format::Text, &result)
+    );
+    println!(
+        "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)",
+        Path::new(&result.run_dir).display()
+    );
+    Ok(crate::bench::exit_code(&result))
+}
+
+/// Runs the quickstart (with nginx when given) through the bench harness.
+fn run(nginx: Option<&Path>, quiet: bool) -> Result<(loadbench_model::BenchResult, PathBuf)> {
     let file = std::env::temp_dir().join(format!("loadbench-demo-{}.toml", std::process::id()));
-    std::fs::write(&file, scenario_text(nginx.as_deref()))?;
+    std::fs::write(&file, scenario_text(nginx))?;
     let args = BenchArgs {
         scenario: file.clone(),
         results: PathBuf::from("results"),
@@ -36,16 +59,11 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
     };
     let outcome = crate::bench::run(&args);
     let _ = std::fs::remove_file(&file);
-    let (result, _) = outcome?;
-    print!(
-        "{}",
-        crate::report_cmd::render_bench(loadbench_report::Format::Text, &result)
-    );
-    println!(
-        "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)",
-        Path::new(&result.run_dir).display()
-    );
-    Ok(crate::bench::exit_code(&result))
+    outcome
+}
+
+fn stopped() -> bool {
+    crate::signals::stop_flag().is_ok_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// The quickstart with nginx's path filled in, or without the nginx target.

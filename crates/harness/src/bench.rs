@@ -14,8 +14,8 @@ use crate::sampler::Sampler;
 use crate::scenario::{LoadModel, LoadSpec, Scenario};
 use crate::targets::Targets;
 use loadbench_model::{
-    BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult, ResourceSummary,
-    RunResult, Samples, Window,
+    AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
+    ResourceSummary, RunResult, Samples, Window,
 };
 use loadbench_plan::RunSpec;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -278,37 +278,28 @@ impl Matrix<'_> {
         }
     }
 
-    /// Cores all targets together may use: the union of their CPU sets (capped by the sum of
-    /// quotas); the host's cores when any target is unpinned.
+    /// Cores all targets together may use: the union of their CPU sets (the host's cores when
+    /// any target is unpinned), capped by the sum of their quotas when every target has one.
     fn target_cores(&self) -> f64 {
-        let mut cpus: Vec<usize> = Vec::new();
-        let mut host = 0.0_f64;
-        let mut quota = 0.0;
-        let mut all_quota = true;
-        for r in &self.targets.running {
-            let l = &r.info.limits;
-            host = host.max(l.cores);
-            match &l.cpuset {
-                Some(set) => cpus.extend(set),
-                None => host = f64::INFINITY,
-            }
-            match l.cpu_quota_cores {
-                Some(q) => quota += q,
-                None => all_quota = false,
-            }
-        }
-        cpus.sort_unstable();
-        cpus.dedup();
-        let cores = if host.is_infinite() {
-            std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
-        } else {
+        let limits: Vec<&AppliedLimits> = self
+            .targets
+            .running
+            .iter()
+            .map(|r| &r.info.limits)
+            .collect();
+        let cores = if limits.iter().all(|l| l.cpuset.is_some()) {
+            let mut cpus: Vec<usize> = limits
+                .iter()
+                .flat_map(|l| l.cpuset.iter().flatten().copied())
+                .collect();
+            cpus.sort_unstable();
+            cpus.dedup();
             cpus.len() as f64
-        };
-        if all_quota {
-            cores.min(quota)
         } else {
-            cores
-        }
+            std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+        };
+        let quotas: Option<f64> = limits.iter().map(|l| l.cpu_quota_cores).sum();
+        quotas.map_or(cores, |q| cores.min(q))
     }
 }
 

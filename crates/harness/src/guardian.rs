@@ -47,6 +47,12 @@ fn start() -> Option<ChildStdin> {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
+        .map_err(|e| {
+            eprintln!(
+                "warning: cannot start the guardian (/bin/sh: {e}); if loadbench is killed, \
+                 processes forked by targets may outlive it"
+            )
+        })
         .ok()?;
     // Never waited for: it exits after loadbench, and init reaps it.
     child.stdin

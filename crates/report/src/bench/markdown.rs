@@ -9,11 +9,12 @@ use super::{
 use crate::markdown::{code, escape_text, table, Align};
 use loadbench_model::BenchResult;
 
-const HEAD: [&str; 14] = [
+const HEAD: [&str; 15] = [
     "target",
     "level",
     "req/s",
     "95% CI",
+    "best",
     "p50",
     "p90",
     "p99",
@@ -69,7 +70,7 @@ fn load_section(r: &BenchResult, li: u32) -> String {
         .into_iter()
         .map(|c| {
             let row = cell_row(r, c);
-            let mut cells = vec![row.target, row.level, row.rps, row.rps_ci];
+            let mut cells = vec![row.target, row.level, row.rps, row.rps_ci, row.rps_best];
             cells.extend(row.latency);
             cells.extend([
                 row.errors,
@@ -86,7 +87,7 @@ fn load_section(r: &BenchResult, li: u32) -> String {
         return out + "No round finished.\n";
     }
     let mut align = vec![Align::Left, Align::Left];
-    align.extend([Align::Right; 10]);
+    align.extend([Align::Right; 11]);
     align.extend([Align::Left, Align::Left]);
     out += &table(&HEAD, &align, &rows);
     let relative = relative_lines(r, li);

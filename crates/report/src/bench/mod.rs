@@ -150,6 +150,8 @@ pub(crate) struct CellRow {
     pub rps_ci: String,
     /// `39470–40840`.
     pub rps_range: String,
+    /// Best of the rounds (the highest req/s; the seed's "best of several").
+    pub rps_best: String,
     /// p50, p90, p99, p99.9 medians.
     pub latency: Vec<String>,
     pub errors: String,
@@ -176,6 +178,7 @@ pub(crate) fn cell_row(r: &BenchResult, c: &BenchCell) -> CellRow {
         rps_range: rps.map_or(MISSING.to_string(), |s| {
             format!("{:.0}–{:.0}", s.ci95_low, s.ci95_high)
         }),
+        rps_best: rps.map_or(MISSING.to_string(), |s| format!("{:.0}", s.best)),
         latency: TABLE_PERCENTILES
             .iter()
             .map(|&p| percentile(&c.latency_us, p))

@@ -75,7 +75,9 @@ fn markdown_tables_have_every_column_and_escape_text() {
     let md = render_bench(Format::Markdown, &r);
     assert!(md.starts_with("## loadbench bench a\\|b\\_c:"), "{md}");
     assert!(
-        md.contains("| target | level | req/s | 95% CI | p50 | p90 | p99 | p99.9 | errors |"),
+        md.contains(
+            "| target | level | req/s | 95% CI | best | p50 | p90 | p99 | p99.9 | errors |"
+        ),
         "{md}"
     );
     assert_eq!(md.matches("| haproxy | c=200 |").count(), 1, "{md}");

@@ -1,5 +1,6 @@
 //! The terminal view of a bench: the warnings first, then per load a table of every target ×
-//! level (median req/s with the 95% confidence interval's half-width, p50 and p99, errors,
+//! level (median req/s with the 95% confidence interval's half-width, the best round, p50 and
+//! p99, errors,
 //! the target's CPU and memory, and who ran out of CPU), the relative speeds, and the scenario.
 
 use super::{
@@ -8,11 +9,12 @@ use super::{
 };
 use loadbench_model::BenchResult;
 
-const HEAD: [&str; 11] = [
+const HEAD: [&str; 12] = [
     "target",
     "level",
     "req/s",
     "95% CI",
+    "best",
     "p50",
     "p99",
     "errors",
@@ -62,6 +64,7 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
             row.level,
             row.rps,
             row.rps_ci,
+            row.rps_best,
             row.latency[0].clone(),
             row.latency[2].clone(),
             row.errors,
@@ -75,7 +78,7 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
         lines.push("  (no round finished)".to_string());
         return lines;
     }
-    lines.extend(aligned(&rows, &[0, 1, 10]));
+    lines.extend(aligned(&rows, &[0, 1, 11]));
     let relative = relative_lines(r, li);
     if !relative.is_empty() {
         lines.push("relative speed (mean req/s):".to_string());

@@ -87,12 +87,13 @@ fn summary(r: &BenchResult) -> String {
     out
 }
 
-const HEAD: [&str; 17] = [
+const HEAD: [&str; 18] = [
     "Target",
     "Level",
     "Rounds",
     "req/s (median)",
     "95% CI (mean)",
+    "Best of rounds",
     "p50",
     "p90",
     "p99",
@@ -116,7 +117,14 @@ fn load_table(r: &BenchResult, li: u32) -> String {
         .into_iter()
         .map(|c| {
             let row = cell_row(r, c);
-            let mut cells = vec![row.target, row.level, row.rounds, row.rps, row.rps_range];
+            let mut cells = vec![
+                row.target,
+                row.level,
+                row.rounds,
+                row.rps,
+                row.rps_range,
+                row.rps_best,
+            ];
             cells.extend(row.latency);
             cells.extend([
                 row.errors,

@@ -289,6 +289,7 @@ impl StepRunner for CliRunner {
         if let Some(t) = base.threads {
             argv.extend(["--threads".into(), t.to_string()]);
         }
+        argv.extend(["--max-connections".into(), base.max_connections.to_string()]);
         for h in &base.headers {
             argv.extend(["--header".into(), h.clone()]);
         }

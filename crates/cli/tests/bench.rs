@@ -120,7 +120,7 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
          [[load]]\nname = \"sweep\"\nmodel = \"closed\"\n\
          targets = [\"nginx\", \"haproxy\", \"backend\"]\nconnections = [2, 8]\n\n\
          [[load]]\nname = \"both\"\nmodel = \"open\"\ntargets = [\"nginx\", \"haproxy\"]\n\
-         together = true\nrate = [300]\n"
+         together = true\nrate = [300]\nmax_connections = 8\n"
     );
     let file = scenario(&dir, "proxies.toml", &text);
     let results = dir.join("results");
@@ -174,6 +174,20 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
         }
     }
     // The together step: one round per target and a combined one that is their exact merge.
+    let open = r.rounds.iter().find(|x| x.load == 1).unwrap();
+    let config = &open.result.as_ref().unwrap().config;
+    assert_eq!(
+        config.load,
+        loadbench_model::LoadModel::Open {
+            schedule: vec![loadbench_model::RateSegment {
+                duration_ms: 1000,
+                from_rate: 300.0,
+                to_rate: 300.0
+            }],
+            max_connections: 8
+        },
+        "the scenario's max_connections reaches the engine"
+    );
     for round in 0..2 {
         let of = |t: &str| {
             r.rounds

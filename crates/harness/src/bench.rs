@@ -92,6 +92,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
             together: l.together,
             levels: levels(l),
             slo: l.slo.clone(),
+            max_connections: l.max_connections,
             duration_ms: l.duration.as_millis() as u64,
             warmup_ms: l.warmup.as_millis() as u64,
             method: l.request.method.clone(),
@@ -229,6 +230,9 @@ impl Matrix<'_> {
             body: req.body.clone(),
             ..RunSpec::default()
         };
+        if let Some(m) = load.max_connections {
+            spec.max_connections = m;
+        }
         match load.model {
             LoadModel::Closed => spec.connections = level as u32,
             LoadModel::Open => spec.rate = Some(level.to_string()),

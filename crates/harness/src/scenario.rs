@@ -232,6 +232,9 @@ pub struct LoadSpec {
     /// find-max: the objective, e.g. `p99<50ms`.
     #[serde(default)]
     pub slo: Option<String>,
+    /// Open and find-max: the most connections (requests in flight) the generator opens.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
     #[serde(default = "ten_seconds", deserialize_with = "de_duration")]
     pub duration: Duration,
     #[serde(default, deserialize_with = "de_duration")]
@@ -706,18 +709,37 @@ fn check_load(
             !l.rate.is_empty(),
             !l.connections.is_empty() || l.slo.is_some(),
         ),
-        LoadModel::FindMax => (l.slo.is_some(), !l.rate.is_empty()),
+        LoadModel::FindMax => (
+            l.slo.is_some(),
+            !l.rate.is_empty() || !l.connections.is_empty(),
+        ),
     };
     let fix = match l.model {
         LoadModel::Closed => "closed loads take connections = [10, 50] (and no rate or slo)",
         LoadModel::Open => "open loads take rate = [1000, 5000] (and no connections or slo)",
-        LoadModel::FindMax => "find-max loads take slo = \"p99<50ms\" (and no rate)",
+        LoadModel::FindMax => {
+            "find-max loads take slo = \"p99<50ms\" (and no rate or connections; cap them with max_connections)"
+        }
     };
     if !levels || other {
         return Err(err(
             "model",
             "its settings do not match the model".into(),
             fix,
+        ));
+    }
+    if l.max_connections.is_some() && l.model == LoadModel::Closed {
+        return Err(err(
+            "max_connections",
+            "only for open and find-max loads".into(),
+            "closed loads set their connections with connections = [...]",
+        ));
+    }
+    if l.max_connections == Some(0) {
+        return Err(err(
+            "max_connections",
+            "must be above zero".into(),
+            "use e.g. max_connections = 1500",
         ));
     }
     if l.connections.contains(&0) || l.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
@@ -1242,6 +1264,18 @@ mod tests {
         assert_eq!(s.start_order(Path::new("t")).unwrap(), [1, 0]);
         let circle = lb.replace("kind = \"upstream\"", "command = \"y\"\nproxy_to = \"lb\"");
         assert_error(&circle, "target[", "circle");
+    }
+
+    #[test]
+    fn max_connections_is_for_open_loads_only() {
+        assert_error(
+            &format!("{MINI}max_connections = 10\n"),
+            "load[0].max_connections",
+            "only for open",
+        );
+        let open = MINI.replace("connections = [1]", "rate = [100]\nmax_connections = 1500");
+        let s = parse(&open.replace("\"closed\"", "\"open\"")).unwrap();
+        assert_eq!(s.loads[0].max_connections, Some(1500));
     }
 
     #[test]

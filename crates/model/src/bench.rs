@@ -130,6 +130,9 @@ pub struct BenchLoad {
     pub levels: Vec<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<String>,
+    /// Open and find-max: the cap on connections, when the scenario sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u32>,
     pub duration_ms: u64,
     pub warmup_ms: u64,
     pub method: String,

@@ -316,6 +316,7 @@ fn bench_load() -> BenchLoad {
         together: false,
         levels: BENCH_LEVELS.to_vec(),
         slo: None,
+        max_connections: None,
         duration_ms: WINDOW_MS,
         warmup_ms: 2_000,
         method: "GET".into(),

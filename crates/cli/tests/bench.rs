@@ -449,6 +449,15 @@ fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
     assert!(search.steps.len() >= 3, "{:?}", search.steps.len());
     let cell = r.cell_of(0, 0, "backend").unwrap();
     assert_eq!(cell.requests_per_sec.unwrap().median, max);
+    // Latency and requests come from the step at that rate.
+    assert_eq!(cell.latency_us.len(), 4);
+    let held = search
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.target_rate == max)
+        .unwrap();
+    assert_eq!(cell.requests, held.run.stats.requests);
     assert!(round.resources.is_some());
 }
 

@@ -7,7 +7,7 @@
 //! [`BenchResult::recompute`] rebuilds them from `rounds`, and readers may call it again.
 
 use crate::bench_stats::{cell_stats, relative_speed, CellStats};
-use crate::find_max::FindMaxResult;
+use crate::find_max::{FindMaxResult, Verdict};
 use crate::resources::{Bottleneck, ResourceSummary, Samples, Window};
 use crate::result::{HostInfo, ResultKind, ResultReadError, RunResult, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
@@ -181,6 +181,21 @@ pub struct BenchRound {
 }
 
 impl BenchRound {
+    /// The run whose latency and errors the round stands for: its own, or for a find-max
+    /// round the step at the highest rate that held.
+    pub fn measured_run(&self) -> Option<&RunResult> {
+        if let Some(r) = &self.result {
+            return Some(r);
+        }
+        let f = self.find_max.as_ref()?;
+        let max = f.max_rate?;
+        f.steps
+            .iter()
+            .rev()
+            .find(|s| s.verdict == Verdict::Pass && s.target_rate == max)
+            .map(|s| &s.run)
+    }
+
     /// Completed requests per second (find-max: the highest rate that held).
     pub fn throughput(&self) -> Option<f64> {
         if let Some(r) = &self.result {
@@ -201,7 +216,8 @@ pub struct BenchCell {
     pub rounds: u32,
     /// Completed requests per second; for find-max, the highest rate that held.
     pub requests_per_sec: Option<CellStats>,
-    /// Latency from the intended send time, per percentile of [`CELL_PERCENTILES`].
+    /// Latency from the intended send time, per percentile of [`CELL_PERCENTILES`] (find-max:
+    /// at the highest rate that held, see [`BenchRound::measured_run`]).
     pub latency_us: Vec<CellPercentile>,
     pub mean_latency_us: Option<CellStats>,
     /// Over all rounds: completed requests, and failed ones plus non-2xx/3xx responses.
@@ -340,7 +356,7 @@ impl BenchResult {
     fn cell(&self, key: &(u32, u32, String, bool)) -> BenchCell {
         let (load, level, target, combined) = key;
         let rounds: Vec<&BenchRound> = self.rounds_of(*load, *level, target).collect();
-        let runs: Vec<&RunResult> = rounds.iter().filter_map(|r| r.result.as_ref()).collect();
+        let runs: Vec<&RunResult> = rounds.iter().filter_map(|r| r.measured_run()).collect();
         let throughput: Vec<f64> = rounds.iter().filter_map(|r| r.throughput()).collect();
         let res: Vec<&ResourceSummary> =
             rounds.iter().filter_map(|r| r.resources.as_ref()).collect();

@@ -282,14 +282,18 @@ impl Comparison {
                 })
                 .collect()
         };
-        let (worse, better) = (gating(Verdict::Regression), gating(Verdict::Improvement));
-        if !worse.is_empty() {
-            format!("regression: {}", worse.join(", "))
-        } else if !better.is_empty() {
-            format!("improvement: {}", better.join(", "))
-        } else {
-            "no significant change beyond the threshold in req/s or p99".to_string()
-        }
+        outcome_line(&gating(Verdict::Regression), &gating(Verdict::Improvement))
+    }
+}
+
+/// The closing line of a comparison: the gating regressions, else the improvements, else none.
+pub(crate) fn outcome_line(worse: &[String], better: &[String]) -> String {
+    if !worse.is_empty() {
+        format!("regression: {}", worse.join(", "))
+    } else if !better.is_empty() {
+        format!("improvement: {}", better.join(", "))
+    } else {
+        "no significant change beyond the threshold in req/s or p99".to_string()
     }
 }
 

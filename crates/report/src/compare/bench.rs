@@ -133,14 +133,7 @@ impl BenchComparison {
             })
             .collect()
         };
-        let (worse, better) = (list(Verdict::Regression), list(Verdict::Improvement));
-        if !worse.is_empty() {
-            format!("regression: {}", worse.join(", "))
-        } else if !better.is_empty() {
-            format!("improvement: {}", better.join(", "))
-        } else {
-            "no significant change beyond the threshold in req/s or p99".to_string()
-        }
+        super::outcome_line(&list(Verdict::Regression), &list(Verdict::Improvement))
     }
 }
 

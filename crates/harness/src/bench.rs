@@ -130,10 +130,10 @@ impl Matrix<'_> {
             if n > 0 {
                 self.cooldown();
             }
-            let rounds = self.step(n as u32 + 1, step, &mut result.warnings);
+            let (rounds, samples) = self.step(n as u32 + 1, step, &mut result.warnings);
             result.rounds.extend(rounds.iter().cloned());
             result.steps_done += 1;
-            result.resources = self.sampler.snapshot();
+            result.resources = samples;
             result.recompute();
             saved(result, &rounds);
         }
@@ -149,7 +149,13 @@ impl Matrix<'_> {
         }
     }
 
-    fn step(&mut self, n: u32, step: &Step, warnings: &mut Vec<String>) -> Vec<BenchRound> {
+    /// Runs one step; returns its rounds and the resource series up to its end.
+    fn step(
+        &mut self,
+        n: u32,
+        step: &Step,
+        warnings: &mut Vec<String>,
+    ) -> (Vec<BenchRound>, Samples) {
         let load = &self.scenario.loads[step.load];
         let level = levels(load)[step.level];
         let dead: Vec<String> = self.targets.exited();
@@ -184,7 +190,7 @@ impl Matrix<'_> {
         if step.targets.len() > 1 {
             rounds.extend(combined(n, step, &rounds, &samples, window));
         }
-        rounds
+        (rounds, samples)
     }
 
     fn load(&mut self, load: &LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {

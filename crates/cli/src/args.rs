@@ -1,7 +1,11 @@
 //! The command line, as clap derive structs: what each subcommand and flag means.
 
+use crate::values::{self, Percentiles, RateArg};
 use clap::{Args, Parser, Subcommand};
+use loadbench_model::Slo;
+use loadbench_plan::Schedule;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -141,14 +145,14 @@ pub struct RunArgs {
     #[arg(short = 't', long)]
     pub threads: Option<u32>,
     /// How long to measure, e.g. 10s, 1m [default: 10s].
-    #[arg(short = 'd', long)]
-    pub duration: Option<String>,
-    /// Stop after exactly N finished requests in total (completed or failed).
+    #[arg(short = 'd', long, value_parser = values::duration("-d"))]
+    pub duration: Option<Duration>,
+    /// Stop after exactly N finished requests in total (completed or failed); at least -c.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
     /// Send traffic for this long first and leave it out of the statistics, e.g. 2s.
-    #[arg(long)]
-    pub warmup: Option<String>,
+    #[arg(long, value_parser = values::duration("--warmup"))]
+    pub warmup: Option<Duration>,
     #[command(flatten)]
     pub request: RequestArgs,
     /// Output format on stdout: text, json, csv, md (Markdown) or html.
@@ -161,22 +165,22 @@ pub struct RunArgs {
     #[arg(long)]
     pub html: Option<PathBuf>,
     /// Percentiles of the latency table, comma-separated.
-    #[arg(long, default_value = loadbench_plan::DEFAULT_PERCENTILES)]
-    pub percentiles: String,
+    #[arg(long, default_value = loadbench_plan::DEFAULT_PERCENTILES, value_parser = values::percentiles)]
+    pub percentiles: Percentiles,
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Open model: send this many requests per second in total, on schedule, whether or not
     /// earlier ones returned (latency counts from each request's intended time). A range
     /// such as 1000..20000 ramps over --ramp.
-    #[arg(long)]
-    pub rate: Option<String>,
+    #[arg(long, value_parser = values::rate)]
+    pub rate: Option<RateArg>,
     /// Open model: ramp linearly across the --rate range over this long, e.g. 60s.
-    #[arg(long)]
-    pub ramp: Option<String>,
+    #[arg(long, value_parser = values::duration("--ramp"))]
+    pub ramp: Option<Duration>,
     /// Open model: stages DURATION@RATE, each held for its duration, e.g. '10s@1000,30s@5000'.
-    #[arg(long)]
-    pub stages: Option<String>,
+    #[arg(long, value_parser = values::stages)]
+    pub stages: Option<Schedule>,
     /// Open model: the most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
@@ -188,26 +192,30 @@ pub struct FindMaxArgs {
     pub url: String,
     /// Required. Conditions on latency from the intended send time, all of which must hold:
     /// pNN<DUR, pNN<=DUR or mean<DUR, comma-separated, e.g. 'p50<10ms,p99.9<200ms'.
-    #[arg(long)]
-    pub slo: Option<String>,
+    #[arg(long, value_parser = values::slo)]
+    pub slo: Option<Slo>,
     /// Largest share of attempts that may fail or get a non-2xx/3xx status: 0.1% or 0.001.
-    #[arg(long, default_value = "0.1%")]
-    pub max_errors: String,
+    #[arg(long, default_value = "0.1%", value_parser = values::share("--max-errors"))]
+    pub max_errors: f64,
     /// Measured time of each step.
-    #[arg(long, default_value = "10s")]
-    pub step_duration: String,
+    #[arg(long, default_value = "10s", value_parser = values::duration("--step-duration"))]
+    pub step_duration: Duration,
     /// Unmeasured traffic at the step's rate before each step's measurement.
-    #[arg(long, default_value = "1s")]
-    pub warmup: String,
+    #[arg(long, default_value = "1s", value_parser = values::duration("--warmup"))]
+    pub warmup: Duration,
     /// The first rate tried, requests per second (doubled while steps pass).
-    #[arg(long, default_value = "100")]
-    pub start_rate: String,
+    #[arg(long, default_value = "100", value_parser = values::positive_rate("--start-rate"))]
+    pub start_rate: f64,
     /// The highest rate tried; the search stops when it passes.
-    #[arg(long, default_value = "1000000")]
-    pub max_rate: String,
+    #[arg(long, default_value = "1000000", value_parser = values::positive_rate("--max-rate"))]
+    pub max_rate: f64,
     /// Stop bisecting when (lowest fail - highest pass) / highest pass is below this: 5% or 0.05.
-    #[arg(long, default_value = "5%")]
-    pub precision: String,
+    #[arg(long, default_value = "5%", value_parser = values::share("--precision"))]
+    pub precision: f64,
+    /// After a failed step, wait at most this long for the target to answer single requests
+    /// about as fast as before the search (its backlog worked off) before the next step.
+    #[arg(long, default_value = "60s", value_parser = values::duration("--recovery-timeout"))]
+    pub recovery_timeout: Duration,
     /// The most steps to run.
     #[arg(long, default_value_t = 20)]
     pub max_steps: u32,
@@ -234,13 +242,6 @@ pub struct FindMaxArgs {
     pub quiet: bool,
 }
 
-/// `find-max`'s flags on their own, for the searches a bench scenario asks for.
-#[derive(Debug, Parser)]
-pub struct FindMaxOnly {
-    #[command(flatten)]
-    pub args: FindMaxArgs,
-}
-
 /// The request and connection options `run` and `find-max` share.
 #[derive(Debug, Args)]
 pub struct RequestArgs {
@@ -248,8 +249,8 @@ pub struct RequestArgs {
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
     /// Request header 'Name: value' (repeatable); a Host header overrides the URL's host.
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
+    #[arg(short = 'H', long = "header", value_parser = values::header)]
+    pub headers: Vec<(String, String)>,
     /// Request body.
     #[arg(long)]
     pub body: Option<String>,
@@ -260,9 +261,9 @@ pub struct RequestArgs {
     #[arg(long)]
     pub no_keepalive: bool,
     /// Per-request timeout; a request that takes longer counts as a timeout and its connection is replaced.
-    #[arg(long, default_value = "10s")]
-    pub timeout: String,
+    #[arg(long, default_value = "10s", value_parser = values::duration("--timeout"))]
+    pub timeout: Duration,
     /// Timeout for establishing a TCP connection.
-    #[arg(long, default_value = "5s")]
-    pub connect_timeout: String,
+    #[arg(long, default_value = "5s", value_parser = values::duration("--connect-timeout"))]
+    pub connect_timeout: Duration,
 }

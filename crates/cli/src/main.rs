@@ -6,13 +6,13 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod find_max;
-mod host;
 mod progress;
 mod report_cmd;
 mod run;
 mod save;
 mod serve;
 mod signals;
+mod values;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -65,6 +65,13 @@ fn usage_error(e: clap::Error) -> ExitCode {
         DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         e.exit();
+    }
+    // Our value parsers' messages start with the flag and name the fix (crate::values).
+    if let Some(source) = std::error::Error::source(&e).map(ToString::to_string) {
+        if e.kind() == ErrorKind::ValueValidation && source.starts_with('-') {
+            eprintln!("error: {source}");
+            return ExitCode::from(2);
+        }
     }
     let rendered = e.render().to_string();
     let first = rendered

@@ -1,29 +1,83 @@
 //! Live progress on stderr while a run goes on: elapsed of total, current req/s, errors.
 //! Only when stderr is a terminal and `--quiet` is not given; it reads the engine's published
-//! counters and never touches the hot path.
+//! counters and never touches the hot path. [`Bar`] is the runner's [`Observer`] for the CLI:
+//! a bar per load, and for find-max a line per finished step.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use loadbench_engine::Live;
+use loadbench_model::FindMaxStep;
+use loadbench_plan::{Plan, Stop};
+use loadbench_runner::{Live, Observer};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub struct Progress {
+/// The CLI's observer: a progress bar while each load runs (unless quiet), and a line per
+/// finished find-max step (unless quiet).
+#[derive(Default)]
+pub struct Bar {
+    quiet: bool,
+    running: Mutex<Option<Progress>>,
+}
+
+impl Bar {
+    pub fn new(quiet: bool) -> Bar {
+        Bar {
+            quiet,
+            running: Mutex::default(),
+        }
+    }
+}
+
+impl Observer for Bar {
+    fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        let goal = match plan.stop {
+            Stop::Duration(d) => Goal::Duration(d),
+            Stop::Requests(n) => Goal::Requests(n),
+        };
+        let p = Progress::start(Arc::clone(live), goal, plan.warmup, self.quiet);
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(p);
+    }
+
+    fn load_finished(&self) {
+        let p = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(p) = p {
+            p.finish();
+        }
+    }
+
+    fn step_finished(&self, step: &FindMaxStep) {
+        if !self.quiet {
+            eprintln!("{}", loadbench_report::find_max_step_line(step));
+        }
+    }
+
+    fn recovery_finished(&self, step: &FindMaxStep) {
+        if let (false, Some(text)) = (self.quiet, loadbench_report::find_max_recovery_line(step)) {
+            eprintln!("{text}");
+        }
+    }
+}
+
+struct Progress {
     done: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
 
 /// What the bar shows as its total.
 #[derive(Debug, Clone, Copy)]
-pub enum Goal {
+enum Goal {
     Duration(Duration),
     Requests(u64),
 }
 
 impl Progress {
-    pub fn start(live: Arc<Live>, goal: Goal, warmup: Duration, quiet: bool) -> Progress {
+    fn start(live: Arc<Live>, goal: Goal, warmup: Duration, quiet: bool) -> Progress {
         let done = Arc::new(AtomicBool::new(false));
         let handle = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let done = Arc::clone(&done);
@@ -32,7 +86,7 @@ impl Progress {
         Progress { done, handle }
     }
 
-    pub fn finish(mut self) {
+    fn finish(mut self) {
         self.done.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();

@@ -47,9 +47,8 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
 /// The run's own percentiles unless `--percentiles` says otherwise.
 fn options(saved: &Saved, percentiles: Option<&str>) -> Result<RenderOptions, UserError> {
     let percentiles = match (percentiles, saved) {
-        (Some(text), _) => {
-            loadbench_plan::parse_percentiles(text).map_err(|e| UserError(e.to_string()))?
-        }
+        (Some(text), _) => loadbench_plan::units::percentiles(text)
+            .map_err(|e| UserError(format!("--percentiles {e}")))?,
         (None, Saved::Run(r)) if !r.config.percentiles.is_empty() => r.config.percentiles.clone(),
         (None, _) => DEFAULT_PERCENTILES.to_vec(),
     };

@@ -2,26 +2,30 @@
 //! Ctrl-C handling, then print and save the result. The exit code is decided at the end.
 
 use crate::args::{RequestArgs, RunArgs};
-use crate::progress::{Goal, Progress};
-use crate::{host, save, UserError};
+use crate::progress::Bar;
+use crate::UserError;
 use anyhow::Result;
-use loadbench_engine::{Engine, Outcome};
-use loadbench_model::{LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
-use loadbench_plan::{Load, Plan, RunSpec, Stop};
+use loadbench_model::RunResult;
+use loadbench_plan::{closed_stop, open_load, Body, Load, LoadSpec, OpenFlags, RequestSpec};
 use loadbench_report::{Format, RenderOptions};
+use loadbench_runner::{Control, RunError};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let format: Format = args
         .output
         .parse()
         .map_err(|e| UserError(format!("-o: {e}")))?;
-    let plan = Plan::resolve(&spec(&args)).map_err(|e| UserError(e.to_string()))?;
-    let result = execute(&plan, &crate::signals::stop_flag()?, args.quiet)?;
+    let spec = spec(&args)?;
+    let stop = crate::signals::stop_flag()?;
+    let bar = Bar::new(args.quiet);
+    let ctl = Control {
+        stop: &stop,
+        observer: &bar,
+    };
+    let result = loadbench_runner::run(&spec, ctl).map_err(run_error)?;
     let opts = RenderOptions {
-        percentiles: plan.percentiles.clone(),
+        percentiles: spec.percentiles.clone(),
         color: false,
     };
     print!(
@@ -43,116 +47,72 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(exit_code(&result))
 }
 
-/// Checks the target, runs the plan with live progress, and builds the result.
-pub fn execute(plan: &Plan, stop: &Arc<AtomicBool>, quiet: bool) -> Result<RunResult> {
-    let engine = Engine::with_stop(plan.clone(), Arc::clone(stop));
-    engine.preflight().map_err(|e| UserError(e.to_string()))?;
-    let goal = match plan.stop {
-        Stop::Duration(d) => Goal::Duration(d),
-        Stop::Requests(n) => Goal::Requests(n),
-    };
-    let progress = Progress::start(engine.live(), goal, plan.warmup, quiet);
-    let outcome = engine.run();
-    progress.finish();
-    Ok(build_result(plan, outcome?))
+/// A load that could not start: the user's mistake (exit 2) or not (exit 1).
+pub fn run_error(e: RunError) -> anyhow::Error {
+    if e.is_user_error() {
+        UserError(e.to_string()).into()
+    } else {
+        anyhow::anyhow!(e)
+    }
 }
 
 pub fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
     let json = loadbench_report::render_to_string(Format::Json, result, &RenderOptions::default());
-    save::write_atomic(path, json.as_bytes())
+    crate::save::write_atomic(path, json.as_bytes())
 }
 
-/// The request and connection options shared with `find-max`, on top of the defaults.
-pub fn request_spec(r: &RequestArgs) -> RunSpec {
-    RunSpec {
-        method: r.method.clone(),
-        headers: r.headers.clone(),
-        body: r.body.clone(),
-        body_file: r.body_file.clone(),
+/// The request and connection options shared with `find-max`, on the closed model's defaults.
+pub fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
+    let body = match (&r.body, &r.body_file) {
+        (Some(text), _) => Body::Bytes(text.clone().into_bytes()),
+        (None, Some(path)) => Body::File(path.clone()),
+        (None, None) => Body::None,
+    };
+    LoadSpec {
+        request: RequestSpec {
+            method: r.method.clone(),
+            headers: r.headers.clone(),
+            body,
+        },
         keepalive: !r.no_keepalive,
-        timeout: r.timeout.clone(),
-        connect_timeout: r.connect_timeout.clone(),
-        ..RunSpec::default()
+        timeout: r.timeout,
+        connect_timeout: r.connect_timeout,
+        ..LoadSpec::closed(url, 50, std::time::Duration::from_secs(10))
     }
 }
 
-fn spec(a: &RunArgs) -> RunSpec {
-    RunSpec {
-        url: a.url.clone(),
+/// `run`'s flags as one typed load; contradictory flags are the user's mistake.
+fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
+    let user = |e: loadbench_plan::PlanError| UserError(e.to_string());
+    if a.request.body.is_some() && a.request.body_file.is_some() {
+        return Err(UserError(
+            "--body and --body-file both given: use one of them".into(),
+        ));
+    }
+    let open = OpenFlags {
+        rate: a.rate.map(|r| (r.0, r.1)),
+        ramp: a.ramp,
+        stages: a.stages.clone(),
+        duration: a.duration,
+        requests: a.requests,
+        max_connections: a.max_connections,
+    };
+    let (load, stop) = match open_load(&open).map_err(user)? {
+        Some(open) => open,
+        None => (
+            Load::Closed,
+            closed_stop(a.duration, a.requests).map_err(user)?,
+        ),
+    };
+    Ok(LoadSpec {
+        load,
+        stop,
         connections: a.connections,
         threads: a.threads,
-        duration: a.duration.clone(),
-        requests: a.requests,
-        warmup: a.warmup.clone(),
-        percentiles: a.percentiles.clone(),
-        rate: a.rate.clone(),
-        ramp: a.ramp.clone(),
-        stages: a.stages.clone(),
-        max_connections: a.max_connections,
-        ..request_spec(&a.request)
-    }
-}
-
-pub fn run_config(plan: &Plan) -> RunConfig {
-    let (duration_ms, requests) = match plan.stop {
-        Stop::Duration(d) => (Some(d.as_millis() as u64), None),
-        Stop::Requests(n) => (None, Some(n)),
-    };
-    RunConfig {
-        url: plan.target.url.clone(),
-        address: plan.target.addr.to_string(),
-        method: plan.request.method.clone(),
-        headers: plan.request.headers.clone(),
-        body_bytes: plan.request.body_len,
-        connections: plan.connections,
-        threads: plan.threads,
-        duration_ms,
-        requests,
-        warmup_ms: plan.warmup.as_millis() as u64,
-        keepalive: plan.keepalive,
-        timeout_ms: plan.timeout.as_millis() as u64,
-        connect_timeout_ms: plan.connect_timeout.as_millis() as u64,
-        percentiles: plan.percentiles.clone(),
-        load: load_model(&plan.load),
-    }
-}
-
-fn load_model(load: &Load) -> LoadModel {
-    match load {
-        Load::Closed => LoadModel::Closed,
-        Load::Open {
-            schedule,
-            max_connections,
-        } => LoadModel::Open {
-            schedule: schedule
-                .segments
-                .iter()
-                .map(|s| RateSegment {
-                    duration_ms: s.duration.as_millis() as u64,
-                    from_rate: s.from,
-                    to_rate: s.to,
-                })
-                .collect(),
-            max_connections: *max_connections,
-        },
-    }
-}
-
-pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
-    let mut r = RunResult {
-        schema_version: SCHEMA_VERSION,
-        kind: ResultKind::Run,
-        loadbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        host: host::detect(),
-        config: run_config(plan),
-        started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
-        ended_at: humantime::format_rfc3339_millis(o.ended_at).to_string(),
-        interrupted: o.interrupted,
-        summary: None,
-        stats: o.stats,
-    };
-    r.finalize();
-    r
+        warmup: a.warmup.unwrap_or_default(),
+        percentiles: a.percentiles.0.clone(),
+        ..request_spec(&a.url, &a.request)
+    })
 }
 
 /// 0 when something succeeded; 1 when every request failed; 130 when interrupted.

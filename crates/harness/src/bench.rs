@@ -7,29 +7,23 @@
 //! `together` load runs all its targets at the same time in one step, one engine each; it records
 //! one round per target and a combined round whose result is the exact merge of theirs.
 //!
-//! Running the engine is the caller's: a [`StepRunner`] turns run specs into results, so the
-//! progress display and the find-max search stay in the CLI.
+//! Every load runs through the runner library ([`loadbench_runner::run`],
+//! [`loadbench_runner::find_max::search`]) from a typed [`LoadSpec`] built from the scenario's
+//! typed load: nothing is turned back into text on the way.
 
 use crate::sampler::Sampler;
-use crate::scenario::{LoadModel, LoadSpec, Scenario};
+use crate::scenario::{self, LoadModel, Scenario};
 use crate::targets::Targets;
 use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
     ResourceSummary, RunResult, Samples, Window,
 };
-use loadbench_plan::RunSpec;
+use loadbench_plan::{Body, Load, LoadSpec, RequestSpec, Schedule, Stop};
+use loadbench_runner::find_max::FindMaxSpec;
+use loadbench_runner::{Control, Observer, Quiet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Runs load for the matrix.
-pub trait StepRunner {
-    /// Runs every spec at the same time (one for a normal step, several for `together`) and
-    /// returns their results in the same order; an `Err` is a step that could not run.
-    fn run(&mut self, specs: &[RunSpec]) -> Vec<Result<RunResult, String>>;
-    /// Searches the highest rate within `slo`; `base` holds the URL, request, step duration
-    /// and warm-up.
-    fn find_max(&mut self, base: &RunSpec, slo: &str) -> Result<FindMaxResult, String>;
-}
 
 /// One step of the matrix: a load level, a round, and the targets loaded together.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +58,7 @@ pub fn steps(s: &Scenario) -> Vec<Step> {
 }
 
 /// The levels of a load: connection counts, rates, or the single find-max search.
-pub fn levels(l: &LoadSpec) -> Vec<f64> {
+pub fn levels(l: &scenario::LoadSpec) -> Vec<f64> {
     match l.model {
         LoadModel::Closed => l.connections.iter().map(|&c| f64::from(c)).collect(),
         LoadModel::Open => l.rate.clone(),
@@ -91,7 +85,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
             targets: l.targets.clone(),
             together: l.together,
             levels: levels(l),
-            slo: l.slo.clone(),
+            slo: l.slo.as_ref().map(|s| s.text.clone()),
             max_connections: l.max_connections,
             duration_ms: l.duration.as_millis() as u64,
             warmup_ms: l.warmup.as_millis() as u64,
@@ -106,8 +100,9 @@ pub struct Matrix<'a> {
     pub scenario: &'a Scenario,
     pub targets: &'a mut Targets,
     pub sampler: &'a Sampler,
-    pub runner: &'a mut dyn StepRunner,
-    pub stop: &'a AtomicBool,
+    /// Sees every load that runs alone (loads run `together` are quiet).
+    pub observer: &'a dyn Observer,
+    pub stop: &'a Arc<AtomicBool>,
     /// Generator worker threads (`None`: one per core) and the cores it may use.
     pub threads: Option<u32>,
     pub generator_cores: f64,
@@ -193,56 +188,100 @@ impl Matrix<'_> {
         (rounds, samples)
     }
 
-    fn load(&mut self, load: &LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {
-        let specs: Vec<RunSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
-        if load.model == LoadModel::FindMax {
-            let slo = load.slo.as_deref().unwrap_or_default();
-            return specs
-                .iter()
-                .map(|s| match self.runner.find_max(s, slo) {
-                    Ok(f) => Outcome::FindMax(Box::new(f)),
-                    Err(e) => Outcome::Failed(e),
-                })
-                .collect();
+    fn load(&mut self, load: &scenario::LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {
+        let specs: Vec<LoadSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
+        if let (LoadModel::FindMax, Some(slo)) = (load.model, &load.slo) {
+            return specs.into_iter().map(|s| self.find_max(s, slo)).collect();
         }
-        self.runner
-            .run(&specs)
-            .into_iter()
-            .map(|r| match r {
-                Ok(run) => Outcome::Run(Box::new(run)),
-                Err(e) => Outcome::Failed(e),
-            })
-            .collect()
+        if let [spec] = specs.as_slice() {
+            return vec![self.run_one(spec, self.observer)];
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = specs
+                .iter()
+                .map(|spec| scope.spawn(|| self.run_one(spec, &Quiet)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Outcome::Failed("the load thread failed".into()))
+                })
+                .collect()
+        })
     }
 
-    fn spec(&self, load: &LoadSpec, level: f64, target: &str) -> RunSpec {
+    fn control<'b>(&'b self, observer: &'b dyn Observer) -> Control<'b> {
+        Control {
+            stop: self.stop,
+            observer,
+        }
+    }
+
+    fn run_one(&self, spec: &LoadSpec, observer: &dyn Observer) -> Outcome {
+        match loadbench_runner::run(spec, self.control(observer)) {
+            Ok(run) => Outcome::Run(Box::new(run)),
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    fn find_max(&self, base: LoadSpec, slo: &loadbench_model::Slo) -> Outcome {
+        let spec = FindMaxSpec {
+            step_duration: match base.stop {
+                Stop::Duration(d) => d,
+                Stop::Requests(_) => Duration::from_secs(10),
+            },
+            max_connections: base.connections,
+            ..FindMaxSpec::new(base.clone(), slo.clone())
+        };
+        let spec = FindMaxSpec {
+            base: LoadSpec {
+                warmup: base.warmup,
+                ..spec.base
+            },
+            ..spec
+        };
+        match loadbench_runner::find_max::search(&spec, self.control(self.observer)) {
+            Ok(f) => Outcome::FindMax(Box::new(f)),
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    /// The typed load of one target at one level.
+    fn spec(&self, load: &scenario::LoadSpec, level: f64, target: &str) -> LoadSpec {
         let base = self
             .targets
             .get(target)
             .map(|r| r.info.url.clone())
             .unwrap_or_default();
         let req = &load.request;
-        let mut spec = RunSpec {
-            url: join_url(&base, &req.path),
-            threads: self.threads,
-            duration: Some(format!("{}ms", load.duration.as_millis())),
-            warmup: Some(format!("{}ms", load.warmup.as_millis())),
+        let max_connections = load
+            .max_connections
+            .unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
+        let mut spec = LoadSpec::closed(&join_url(&base, &req.path), level as u32, load.duration);
+        spec.threads = self.threads;
+        spec.warmup = load.warmup;
+        spec.request = RequestSpec {
             method: req.method.clone(),
             headers: req
                 .headers
                 .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            body: req.body.clone(),
-            ..RunSpec::default()
+            body: req
+                .body
+                .clone()
+                .map_or(Body::None, |b| Body::Bytes(b.into_bytes())),
         };
-        if let Some(m) = load.max_connections {
-            spec.max_connections = m;
-        }
         match load.model {
-            LoadModel::Closed => spec.connections = level as u32,
-            LoadModel::Open => spec.rate = Some(level.to_string()),
-            LoadModel::FindMax => {}
+            LoadModel::Closed => {}
+            LoadModel::Open => {
+                spec.load = Load::Open {
+                    schedule: Schedule::constant(level, load.duration),
+                    max_connections,
+                };
+            }
+            LoadModel::FindMax => spec.connections = max_connections,
         }
         spec
     }

@@ -1,15 +1,19 @@
-//! The bench harness (work in progress): what `loadbench bench scenario.toml` is built from.
+//! The bench harness: what `loadbench bench scenario.toml` and `loadbench demo` run.
 //!
-//! In: a scenario file. Out: validated scenarios ([`scenario`]), target processes that never
-//! outlive loadbench ([`process`]), and CPU/RSS samples of process trees and the host
-//! ([`sampler`]). Neighbours: the CLI will drive rounds with the engine and save the results in
-//! the model; this crate may depend on plan, engine and model, never on the CLI.
+//! In: a scenario (file or text). Out: a [`loadbench_model::BenchResult`] from
+//! [`run::run_scenario`], saved in its run folder after every step.
+//! Inside: validated scenarios ([`scenario`]), target processes that never outlive loadbench
+//! ([`process`], [`guardian`]), their limits ([`limits`]), CPU/RSS samples of process trees and
+//! the host ([`sampler`]), and the matrix of loads × levels × rounds ([`bench`]), every load
+//! run through the runner library.
+//! Neighbours: runner (loads), plan (typed loads), model (results); never the CLI.
 
 pub mod bench;
 pub use loadbench_model::bench_stats;
 pub mod guardian;
 pub mod limits;
 pub mod process;
+pub mod run;
 pub mod sampler;
 pub mod scenario;
 pub mod targets;

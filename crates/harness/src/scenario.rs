@@ -229,9 +229,9 @@ pub struct LoadSpec {
     /// Open model: request rates per second, one step each.
     #[serde(default)]
     pub rate: Vec<f64>,
-    /// find-max: the objective, e.g. `p99<50ms`.
-    #[serde(default)]
-    pub slo: Option<String>,
+    /// find-max: the objective, e.g. `p99<50ms`, parsed when the file loads.
+    #[serde(default, deserialize_with = "de_opt_slo")]
+    pub slo: Option<loadbench_model::Slo>,
     /// Open and find-max: the most connections (requests in flight) the generator opens.
     #[serde(default)]
     pub max_connections: Option<u32>,
@@ -999,42 +999,21 @@ impl<'de> Deserialize<'de> for PortSpec {
     }
 }
 
-/// Parses `10s`, `1m30s`, `250ms` or a bare number of seconds.
+/// Parses `10s`, `1m30s`, `250ms` or a bare number of seconds (the shared rule of
+/// [`loadbench_plan::units`]).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-    }
-    humantime::parse_duration(t).map_err(|_| {
-        format!("'{text}' is not a duration; use a number with a unit, such as 500ms, 10s or 1m")
-    })
+    loadbench_plan::units::duration(text).map_err(|e| e.to_string())
 }
 
 /// Parses sizes such as `512MiB`, `8GiB`, `1.5G`, `4096` (bytes); k/M/G are powers of 1000.
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => f64::NAN,
-    };
-    match num.parse::<f64>() {
-        Ok(n) if (n * mult).is_finite() => Ok((n * mult) as u64),
-        _ => Err(format!(
-            "'{text}' is not a size; write it like 512MiB, 8GiB or 4096"
-        )),
-    }
+    loadbench_plan::units::size(text).map_err(|e| e.to_string())
+}
+
+fn de_opt_slo<'de, D: Deserializer<'de>>(d: D) -> Result<Option<loadbench_model::Slo>, D::Error> {
+    loadbench_plan::parse_slo(&String::deserialize(d)?)
+        .map(Some)
+        .map_err(|e| de::Error::custom(format!("slo {e}")))
 }
 
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

@@ -199,7 +199,7 @@ fn find_max_searches_within_a_p99_slo() {
     assert_two_core_layout(&s);
     let l = &s.loads[0];
     assert_eq!(l.model, LoadModel::FindMax);
-    assert_eq!(l.slo.as_deref(), Some("p99<20ms"));
+    assert_eq!(l.slo.as_ref().map(|s| s.text.as_str()), Some("p99<20ms"));
     assert_eq!(l.max_connections, Some(2000));
     assert_eq!(l.targets, ["nginx", "backend"]);
     assert!(l.rate.is_empty());

@@ -35,6 +35,10 @@ pub struct FindMaxResult {
     pub precision_reached: Option<f64>,
     /// Why the search ended; `None` while it is still going on.
     pub stop_reason: Option<StopReason>,
+    /// Latency of a single request to the idle target before the first step (median of a few
+    /// probes), µs: what "recovered" is judged against. `None` when the probes failed.
+    #[serde(default)]
+    pub baseline_us: Option<f64>,
 }
 
 /// Conditions on latency measured from each request's intended send time; all must hold.
@@ -134,6 +138,9 @@ pub struct SearchParams {
     pub warmup_ms: u64,
     /// Generator worker threads.
     pub threads: u32,
+    /// The longest wait, after a failed step, for the target to recover before the next step.
+    #[serde(default)]
+    pub recovery_timeout_ms: u64,
 }
 
 /// Which part of the search a step belongs to.
@@ -183,6 +190,9 @@ pub enum StopReason {
     Generator,
     /// The first step failed: no rate held.
     NoRateHeld,
+    /// After a failed step the target did not come back to its idle latency within the
+    /// recovery timeout: later steps would measure its backlog, not their own rate.
+    TargetNotRecovered,
     /// Ctrl-C.
     Interrupted,
 }
@@ -212,8 +222,28 @@ pub struct FindMaxStep {
     pub reason: Option<FailReason>,
     /// Every broken condition, for people: `p99 312ms >= 50ms; errors 2.1% > 0.1%`.
     pub detail: String,
+    /// After a failed step: how long the target took to work off what the step left behind,
+    /// waited for before the next step. `None` after a passing step.
+    #[serde(default)]
+    pub recovery: Option<Recovery>,
     /// The step's complete measurement.
     pub run: RunResult,
+}
+
+/// The wait after a failed step until single probe requests are answered about as fast as
+/// before the search (the target's backlog worked off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// From the step's end until the target was judged recovered (or the timeout).
+    pub waited_ms: u64,
+    /// Probe requests sent.
+    pub probes: u32,
+    /// A probe counts as recovered at or below this latency, µs.
+    pub threshold_us: f64,
+    /// The last probe's latency, µs; `None` when it failed or got no answer in time.
+    pub last_probe_us: Option<f64>,
+    /// False when the timeout ran out first (the search then stops).
+    pub recovered: bool,
 }
 
 /// One SLO condition's value in one step.
@@ -313,9 +343,9 @@ mod tests {
 
     #[test]
     fn from_json_rejects_a_plain_run_result() {
-        let text = r#"{"schema_version": 1, "kind": "run"}"#;
+        let text = format!(r#"{{"schema_version": {SCHEMA_VERSION}, "kind": "run"}}"#);
         assert!(matches!(
-            FindMaxResult::from_json(text),
+            FindMaxResult::from_json(&text),
             Err(ResultReadError::Invalid(_))
         ));
         assert!(matches!(

@@ -10,6 +10,7 @@ pub mod bench_stats;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
+pub mod human;
 pub mod resources;
 pub mod result;
 pub mod series;
@@ -21,8 +22,8 @@ pub use bench::{
 };
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use find_max::{
-    FailReason, FindMaxResult, FindMaxStep, SearchParams, SearchPhase, Slo, SloCondition, SloOp,
-    SloStat, SloValue, StopReason, Verdict,
+    FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
+    SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use resources::{

@@ -8,7 +8,7 @@ use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What produced a result file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

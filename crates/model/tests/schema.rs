@@ -1,5 +1,5 @@
 //! Guards the JSON result schema (docs/result-schema.md) with a golden file: a real result saved
-//! by `loadbench run` (tests/fixtures/result-v1.json). Renaming, dropping, adding or retyping a
+//! by `loadbench run` (tests/fixtures/result-v2.json). Renaming, dropping, adding or retyping a
 //! field changes the set of key paths that `RunResult` writes and fails here; such a change needs
 //! a new fixture, an update of docs/result-schema.md and, if a field changed meaning or was
 //! removed, a new `SCHEMA_VERSION`.
@@ -8,7 +8,7 @@ use loadbench_model::{ResultReadError, RunResult, SCHEMA_VERSION};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-const FIXTURE: &str = include_str!("fixtures/result-v1.json");
+const FIXTURE: &str = include_str!("fixtures/result-v2.json");
 
 /// Maps whose keys are data (status codes, error classes), not schema.
 const DATA_KEYED_MAPS: [&str; 2] = ["stats.status", "stats.errors"];
@@ -116,7 +116,7 @@ fn serialized_key_paths_match_the_golden_file() {
     assert!(
         missing.is_empty() && added.is_empty(),
         "the result schema changed: no longer written {missing:?}, newly written {added:?}; \
-         update docs/result-schema.md and tests/fixtures/result-v1.json (and SCHEMA_VERSION if \
+         update docs/result-schema.md and tests/fixtures/result-v2.json (and SCHEMA_VERSION if \
          a field changed meaning or was removed)"
     );
     let retyped: Vec<_> = golden

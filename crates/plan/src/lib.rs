@@ -1,80 +1,133 @@
 //! Turns what the user asked for into a validated [`Plan`].
 //!
-//! In: a [`RunSpec`], the raw options of `loadbench run` (strings as typed, files not yet read).
-//! Out: a [`Plan`]: units resolved, the host resolved once to a socket address, the request
-//! bytes rendered once, every limit checked. Every mistake becomes a [`PlanError`] whose message is
-//! one line naming the problem and the fix.
-//! Neighbours: the CLI builds the spec; the engine executes the plan. No dependency on our crates.
+//! In: a [`LoadSpec`], one load with every value already typed (the CLI's value parsers, the
+//! scenario loader and the find-max search build it; text is parsed once, at the edge, by
+//! [`units`]). Out: a [`Plan`]: the host resolved once to a socket address, the request bytes
+//! rendered once, every limit checked. Every mistake becomes a [`PlanError`] whose message is
+//! one line naming the problem and the fix. [`flags`]-style helpers ([`open_load`],
+//! [`closed_stop`]) turn `run`'s flag combinations into a load and a stop; [`parse_slo`] reads
+//! an SLO into the model's typed [`loadbench_model::Slo`].
+//! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
+mod flags;
 mod request;
 mod schedule;
+mod slo;
 mod target;
-mod units;
 
+pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
+pub use loadbench_units as units;
 pub use request::RequestTemplate;
-pub use schedule::{parse_rate, parse_stages, Cursor, Schedule, Segment};
+pub use schedule::{Cursor, Schedule, Segment};
+pub use slo::parse_slo;
 pub use target::Target;
-pub use units::{parse_duration, parse_percentiles};
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default percentiles of the text report.
 pub const DEFAULT_PERCENTILES: &str = "50,75,90,95,99,99.9,99.99";
 
-/// The options of one run, as the user gave them.
+/// Default cap on connections in the open model.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
+
+/// One load, typed: what `run`, every `find-max` step, every bench step and (later) an agent's
+/// shard start. Every value is already parsed; [`Plan::resolve`] only checks how they combine,
+/// reads the body file, resolves the host and renders the request.
 #[derive(Debug, Clone)]
-pub struct RunSpec {
+pub struct LoadSpec {
+    /// The URL to load (`http://host:port/path?query`).
     pub url: String,
+    /// Method, headers and body.
+    pub request: RequestSpec,
+    /// Closed or open model.
+    pub load: Load,
+    /// Closed model: concurrent connections, one request in flight on each.
     pub connections: u32,
+    /// When the measured part ends.
+    pub stop: Stop,
+    /// Worker threads; `None`: one per core (never more than connections).
     pub threads: Option<u32>,
-    pub duration: Option<String>,
-    pub requests: Option<u64>,
-    pub warmup: Option<String>,
-    pub method: String,
-    pub headers: Vec<String>,
-    pub body: Option<String>,
-    pub body_file: Option<std::path::PathBuf>,
+    /// Unmeasured traffic before the measured window.
+    pub warmup: Duration,
+    /// Reuse connections (HTTP keep-alive).
     pub keepalive: bool,
-    pub timeout: String,
-    pub connect_timeout: String,
-    pub percentiles: String,
-    /// Open model: total requests per second (`1000`), or a range for `ramp` (`1000..20000`).
-    pub rate: Option<String>,
-    /// Open model: how long the ramp over the `rate` range takes.
-    pub ramp: Option<String>,
-    /// Open model: stages `10s@1000,30s@5000`, each holding its rate for its duration.
-    pub stages: Option<String>,
-    /// Open model: the most connections (= requests in flight) over all workers.
-    pub max_connections: u32,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// TCP connection establishment timeout.
+    pub connect_timeout: Duration,
+    /// Percentiles the reports show.
+    pub percentiles: Vec<f64>,
 }
 
-impl Default for RunSpec {
-    fn default() -> Self {
-        RunSpec {
-            url: String::new(),
-            connections: 50,
+impl LoadSpec {
+    /// A closed-model load of `url` on `connections` connections for `duration`, with the
+    /// defaults of `loadbench run` for everything else.
+    pub fn closed(url: &str, connections: u32, duration: Duration) -> LoadSpec {
+        LoadSpec {
+            url: url.to_string(),
+            request: RequestSpec::default(),
+            load: Load::Closed,
+            connections,
+            stop: Stop::Duration(duration),
             threads: None,
-            duration: None,
-            requests: None,
-            warmup: None,
-            method: "GET".into(),
-            headers: Vec::new(),
-            body: None,
-            body_file: None,
+            warmup: Duration::ZERO,
             keepalive: true,
-            timeout: "10s".into(),
-            connect_timeout: "5s".into(),
-            percentiles: DEFAULT_PERCENTILES.into(),
-            rate: None,
-            ramp: None,
-            stages: None,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            percentiles: default_percentiles(),
+        }
+    }
+
+    /// An open-model load of `url` at a constant `rate` for `duration`, on at most
+    /// `max_connections` connections.
+    pub fn open(url: &str, rate: f64, duration: Duration, max_connections: u32) -> LoadSpec {
+        LoadSpec {
+            load: Load::Open {
+                schedule: Schedule::constant(rate, duration),
+                max_connections,
+            },
+            ..LoadSpec::closed(url, max_connections, duration)
         }
     }
 }
 
-/// Default cap on connections in the open model.
-pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
+/// [`DEFAULT_PERCENTILES`] as numbers.
+pub fn default_percentiles() -> Vec<f64> {
+    units::percentiles(DEFAULT_PERCENTILES).unwrap_or_default()
+}
+
+/// What each request carries besides the URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    /// HTTP method, e.g. `GET`.
+    pub method: String,
+    /// Headers as (name, value) pairs; a `Host` header overrides the URL's host.
+    pub headers: Vec<(String, String)>,
+    /// The request body.
+    pub body: Body,
+}
+
+impl Default for RequestSpec {
+    fn default() -> Self {
+        RequestSpec {
+            method: "GET".into(),
+            headers: Vec::new(),
+            body: Body::None,
+        }
+    }
+}
+
+/// A request body: none, given bytes, or a file read when the plan resolves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    None,
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// The contents of this file.
+    File(PathBuf),
+}
 
 /// How load is offered.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +137,9 @@ pub enum Load {
     /// Requests are sent on `schedule` (measured part; the warm-up runs at its first rate),
     /// whether or not earlier ones returned, on up to `max_connections` connections.
     Open {
+        /// When each request is due.
         schedule: Schedule,
+        /// The most connections (= requests in flight) over all workers.
         max_connections: u32,
     },
 }
@@ -101,22 +156,34 @@ pub enum Stop {
 /// A validated, fully resolved run.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// Closed or open model.
     pub load: Load,
+    /// Where the load goes, resolved.
     pub target: Target,
+    /// The request bytes, rendered once.
     pub request: RequestTemplate,
+    /// Connections: the closed model's count, or the open model's cap.
     pub connections: u32,
+    /// Worker threads.
     pub threads: u32,
+    /// When the measured part ends.
     pub stop: Stop,
+    /// Unmeasured traffic before the measured window.
     pub warmup: Duration,
+    /// Reuse connections.
     pub keepalive: bool,
+    /// Per-request timeout.
     pub timeout: Duration,
+    /// TCP connect timeout.
     pub connect_timeout: Duration,
+    /// Percentiles the reports show.
     pub percentiles: Vec<f64>,
 }
 
 /// A mistake in the options; the message names the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// One line naming the problem and the fix.
     #[error("{0}")]
     Invalid(String),
 }
@@ -126,174 +193,37 @@ pub(crate) fn invalid(msg: impl Into<String>) -> PlanError {
 }
 
 impl Plan {
-    /// Validates the spec and resolves everything the run needs.
-    pub fn resolve(spec: &RunSpec) -> Result<Plan, PlanError> {
-        let load = resolve_load(spec)?;
-        let stop = match &load {
-            Load::Closed => resolve_stop(spec)?,
-            Load::Open { schedule, .. } => open_stop(spec, schedule),
-        };
-        let connections = match &load {
-            Load::Closed => check_connections(spec.connections, stop)?,
+    /// Checks how the spec's values combine and resolves everything the run needs.
+    pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
+        let connections = match &spec.load {
+            Load::Closed => check_connections(spec.connections, spec.stop)?,
             Load::Open {
                 max_connections, ..
-            } => *max_connections,
+            } => check_open(*max_connections, spec.stop)?,
         };
         let threads = resolve_threads(spec.threads, connections)?;
         let target = Target::parse(&spec.url)?;
-        let body = read_body(spec)?;
-        let request =
-            RequestTemplate::render(&target, &spec.method, &spec.headers, body, spec.keepalive)?;
+        let body = read_body(&spec.request.body)?;
+        let request = RequestTemplate::render(
+            &target,
+            &spec.request.method,
+            &spec.request.headers,
+            body,
+            spec.keepalive,
+        )?;
         Ok(Plan {
-            load,
+            load: spec.load.clone(),
             target,
             request,
             connections,
             threads,
-            stop,
-            warmup: optional_duration("--warmup", spec.warmup.as_deref())?.unwrap_or_default(),
+            stop: spec.stop,
+            warmup: spec.warmup,
             keepalive: spec.keepalive,
-            timeout: positive_duration("--timeout", &spec.timeout)?,
-            connect_timeout: positive_duration("--connect-timeout", &spec.connect_timeout)?,
-            percentiles: parse_percentiles(&spec.percentiles)?,
+            timeout: positive("--timeout", spec.timeout)?,
+            connect_timeout: positive("--connect-timeout", spec.connect_timeout)?,
+            percentiles: spec.percentiles.clone(),
         })
-    }
-}
-
-fn resolve_stop(spec: &RunSpec) -> Result<Stop, PlanError> {
-    match (&spec.duration, spec.requests) {
-        (Some(_), Some(_)) => Err(invalid(
-            "-d/--duration and -n/--requests both given: use one of them",
-        )),
-        (None, Some(0)) => Err(invalid("-n 0 sends nothing: give -n 1 or more")),
-        (None, Some(n)) => Ok(Stop::Requests(n)),
-        (Some(d), None) => Ok(Stop::Duration(positive_duration("-d/--duration", d)?)),
-        (None, None) => Ok(Stop::Duration(Duration::from_secs(10))),
-    }
-}
-
-/// The open model's schedule from `--rate`/`--ramp`/`--stages` (with `-d`/`-n`), or the closed
-/// model when none of them is given.
-fn resolve_load(spec: &RunSpec) -> Result<Load, PlanError> {
-    if spec.rate.is_none() && spec.stages.is_none() {
-        if spec.ramp.is_some() {
-            return Err(invalid(
-                "--ramp needs a --rate range such as --rate 1000..20000",
-            ));
-        }
-        return Ok(Load::Closed);
-    }
-    if spec.max_connections == 0 {
-        return Err(invalid(
-            "--max-connections 0 allows no request: give 1 or more",
-        ));
-    }
-    let schedule = match (&spec.rate, &spec.stages) {
-        (Some(_), Some(_)) => {
-            return Err(invalid("--rate and --stages both given: use one of them"))
-        }
-        (None, Some(stages)) => stages_schedule(spec, stages)?,
-        (Some(rate), None) => rate_schedule(spec, rate)?,
-        (None, None) => unreachable!("checked above"),
-    };
-    Ok(Load::Open {
-        schedule,
-        max_connections: spec.max_connections,
-    })
-}
-
-fn stages_schedule(spec: &RunSpec, stages: &str) -> Result<Schedule, PlanError> {
-    if spec.duration.is_some() || spec.requests.is_some() || spec.ramp.is_some() {
-        return Err(invalid(
-            "--stages sets the duration itself: drop -d, -n and --ramp",
-        ));
-    }
-    parse_stages(stages)
-}
-
-fn rate_schedule(spec: &RunSpec, rate: &str) -> Result<Schedule, PlanError> {
-    let (from, to) = parse_rate(rate)?;
-    let ramp = optional_duration("--ramp", spec.ramp.as_deref())?;
-    if from == 0.0 && to.is_none_or(|t| t == 0.0) {
-        return Err(invalid(
-            "--rate 0 sends nothing: give a positive rate such as 1000",
-        ));
-    }
-    match (to, ramp) {
-        (Some(_), None) => Err(invalid(format!(
-            "--rate {rate} is a range: add --ramp DURATION, or give one rate"
-        ))),
-        (None, Some(_)) => Err(invalid(format!(
-            "--ramp needs a --rate range such as --rate {rate}..{}",
-            from * 2.0
-        ))),
-        (None, None) => constant_schedule(spec, from),
-        (Some(to), Some(ramp)) => ramp_schedule(spec, from, to, ramp),
-    }
-}
-
-fn constant_schedule(spec: &RunSpec, rate: f64) -> Result<Schedule, PlanError> {
-    let duration = match (&spec.duration, spec.requests) {
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                "-d/--duration and -n/--requests both given: use one of them",
-            ))
-        }
-        (_, Some(0)) => return Err(invalid("-n 0 sends nothing: give -n 1 or more")),
-        (_, Some(n)) => Duration::from_secs_f64(n as f64 / rate),
-        (Some(d), None) => positive_duration("-d/--duration", d)?,
-        (None, None) => Duration::from_secs(10),
-    };
-    if rate == 0.0 {
-        return Err(invalid(
-            "--rate 0 sends nothing: give a positive rate such as 1000",
-        ));
-    }
-    Ok(Schedule::constant(rate, duration))
-}
-
-fn ramp_schedule(
-    spec: &RunSpec,
-    from: f64,
-    to: f64,
-    ramp: Duration,
-) -> Result<Schedule, PlanError> {
-    if spec.requests.is_some() {
-        return Err(invalid(
-            "-n does not combine with --ramp: give -d (or nothing: the ramp's length)",
-        ));
-    }
-    if ramp.is_zero() {
-        return Err(invalid("--ramp 0s is no ramp: give a duration such as 60s"));
-    }
-    let total = optional_duration("-d/--duration", spec.duration.as_deref())?.unwrap_or(ramp);
-    if total < ramp {
-        return Err(invalid(format!(
-            "-d {} is shorter than --ramp {}: make -d at least as long as the ramp",
-            spec.duration.as_deref().unwrap_or_default(),
-            spec.ramp.as_deref().unwrap_or_default()
-        )));
-    }
-    let mut segments = vec![Segment {
-        duration: ramp,
-        from,
-        to,
-    }];
-    if total > ramp {
-        segments.push(Segment {
-            duration: total - ramp,
-            from: to,
-            to,
-        });
-    }
-    Ok(Schedule { segments })
-}
-
-/// In the open model the schedule ends the run; `-n` sizes it to exactly n requests.
-fn open_stop(spec: &RunSpec, schedule: &Schedule) -> Stop {
-    match spec.requests {
-        Some(n) if spec.rate.is_some() => Stop::Requests(n),
-        _ => Stop::Duration(schedule.duration()),
     }
 }
 
@@ -301,14 +231,28 @@ fn check_connections(connections: u32, stop: Stop) -> Result<u32, PlanError> {
     if connections == 0 {
         return Err(invalid("-c 0 opens no connection: give -c 1 or more"));
     }
-    if let Stop::Requests(n) = stop {
-        if n < u64::from(connections) {
-            return Err(invalid(format!(
-                "-n {n} is below -c {connections}: every connection needs a request; raise -n or lower -c"
-            )));
-        }
+    match stop {
+        Stop::Requests(0) => Err(invalid("-n 0 sends nothing: give -n 1 or more")),
+        Stop::Requests(n) if n < u64::from(connections) => Err(invalid(format!(
+            "-n {n} is below -c {connections}: every connection needs a request; raise -n or lower -c"
+        ))),
+        Stop::Duration(d) if d.is_zero() => Err(invalid(
+            "-d/--duration is zero: give a positive duration such as 10s",
+        )),
+        _ => Ok(connections),
     }
-    Ok(connections)
+}
+
+fn check_open(max_connections: u32, stop: Stop) -> Result<u32, PlanError> {
+    if max_connections == 0 {
+        return Err(invalid(
+            "--max-connections 0 allows no request: give 1 or more",
+        ));
+    }
+    if stop == Stop::Requests(0) {
+        return Err(invalid("-n 0 sends nothing: give -n 1 or more"));
+    }
+    Ok(max_connections)
 }
 
 fn resolve_threads(threads: Option<u32>, connections: u32) -> Result<u32, PlanError> {
@@ -320,54 +264,43 @@ fn resolve_threads(threads: Option<u32>, connections: u32) -> Result<u32, PlanEr
     }
 }
 
-fn read_body(spec: &RunSpec) -> Result<Option<Vec<u8>>, PlanError> {
-    match (&spec.body, &spec.body_file) {
-        (Some(_), Some(_)) => Err(invalid(
-            "--body and --body-file both given: use one of them",
-        )),
-        (Some(text), None) => Ok(Some(text.clone().into_bytes())),
-        (None, Some(path)) => std::fs::read(path).map(Some).map_err(|e| {
+fn read_body(body: &Body) -> Result<Option<Vec<u8>>, PlanError> {
+    match body {
+        Body::None => Ok(None),
+        Body::Bytes(b) => Ok(Some(b.clone())),
+        Body::File(path) => std::fs::read(path).map(Some).map_err(|e| {
             invalid(format!(
                 "cannot read --body-file {}: {e}; check the path and its permissions",
                 path.display()
             ))
         }),
-        (None, None) => Ok(None),
     }
 }
 
-fn positive_duration(flag: &str, text: &str) -> Result<Duration, PlanError> {
-    let d = parse_duration(flag, text)?;
+fn positive(flag: &str, d: Duration) -> Result<Duration, PlanError> {
     if d.is_zero() {
         return Err(invalid(format!(
-            "{flag} {text} is zero: give a positive duration such as 10s"
+            "{flag} is zero: give a positive duration such as 10s"
         )));
     }
     Ok(d)
-}
-
-fn optional_duration(flag: &str, text: Option<&str>) -> Result<Option<Duration>, PlanError> {
-    text.map(|t| parse_duration(flag, t)).transpose()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spec(url: &str) -> RunSpec {
-        RunSpec {
-            url: url.into(),
-            ..RunSpec::default()
-        }
+    fn spec(url: &str) -> LoadSpec {
+        LoadSpec::closed(url, 50, Duration::from_secs(10))
     }
 
-    fn err(s: RunSpec) -> String {
+    fn err(s: LoadSpec) -> String {
         Plan::resolve(&s).unwrap_err().to_string()
     }
 
     #[test]
     fn defaults_are_ten_seconds_and_threads_capped_by_connections() {
-        let p = Plan::resolve(&RunSpec {
+        let p = Plan::resolve(&LoadSpec {
             connections: 1,
             ..spec("http://127.0.0.1:8080/")
         })
@@ -379,19 +312,13 @@ mod tests {
 
     #[test]
     fn rejects_contradictions_with_the_fix() {
-        let both = RunSpec {
-            duration: Some("5s".into()),
-            requests: Some(100),
-            ..spec("http://127.0.0.1/")
-        };
-        assert!(err(both).contains("use one of them"));
-        let c0 = RunSpec {
+        let c0 = LoadSpec {
             connections: 0,
             ..spec("http://127.0.0.1/")
         };
         assert!(err(c0).contains("-c 1 or more"));
-        let n_below_c = RunSpec {
-            requests: Some(10),
+        let n_below_c = LoadSpec {
+            stop: Stop::Requests(10),
             ..spec("http://127.0.0.1/")
         };
         assert!(err(n_below_c).contains("raise -n or lower -c"));
@@ -399,10 +326,8 @@ mod tests {
 
     #[test]
     fn unreadable_body_file_names_the_path() {
-        let s = RunSpec {
-            body_file: Some("/nonexistent/body.json".into()),
-            ..spec("http://127.0.0.1/")
-        };
+        let mut s = spec("http://127.0.0.1/");
+        s.request.body = Body::File("/nonexistent/body.json".into());
         assert!(err(s).contains("/nonexistent/body.json"));
     }
 }

@@ -4,7 +4,6 @@
 //! worker takes every T-th index, so the total rate is exact for any rate, even below the
 //! number of workers.
 
-use crate::{invalid, parse_duration, PlanError};
 use std::time::Duration;
 
 /// One piece of a schedule: the rate goes linearly from `from` to `to` req/s over `duration`.
@@ -151,59 +150,6 @@ pub struct Cursor {
     count: f64,
 }
 
-/// Parses `--rate`: `1000` or a range `1000..20000` (for `--ramp`).
-pub fn parse_rate(text: &str) -> Result<(f64, Option<f64>), PlanError> {
-    let bad = || {
-        invalid(format!(
-            "--rate '{text}' is not a rate: give requests per second, such as 1000, or a range for --ramp, such as 1000..20000"
-        ))
-    };
-    let number = |s: &str| -> Result<f64, PlanError> {
-        let v = parse_count(s).ok_or_else(bad)?;
-        Ok(v)
-    };
-    match text.split_once("..") {
-        Some((a, b)) => Ok((number(a)?, Some(number(b)?))),
-        None => Ok((number(text)?, None)),
-    }
-}
-
-/// A non-negative number with an optional `k`/`M` suffix: `500`, `2.5k`, `1M`.
-fn parse_count(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let (digits, scale) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 1e3),
-        Some((i, 'M')) => (&s[..i], 1e6),
-        _ => (s, 1.0),
-    };
-    let v: f64 = digits.trim().parse().ok()?;
-    (v.is_finite() && v >= 0.0).then_some(v * scale)
-}
-
-/// Parses `--stages '10s@1000,30s@5000,10s@0'`: each stage holds its rate for its duration.
-pub fn parse_stages(text: &str) -> Result<Schedule, PlanError> {
-    let bad = |item: &str| {
-        invalid(format!(
-            "--stages item '{item}' is not DURATION@RATE: write stages like '10s@1000,30s@5000,10s@0'"
-        ))
-    };
-    let mut segments = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (d, r) = item.split_once('@').ok_or_else(|| bad(item))?;
-        let duration = parse_duration("--stages", d).map_err(|_| bad(item))?;
-        let rate = parse_count(r).ok_or_else(|| bad(item))?;
-        segments.push(Segment {
-            duration,
-            from: rate,
-            to: rate,
-        });
-    }
-    if segments.is_empty() || segments.iter().all(|s| s.duration.is_zero()) {
-        return Err(bad(text));
-    }
-    Ok(Schedule { segments })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,7 +201,7 @@ mod tests {
 
     #[test]
     fn ramp_from_zero_and_zero_rate_stages() {
-        let s = parse_stages("2s@0, 1s@10").unwrap();
+        let s = crate::parse_stages("2s@0, 1s@10").unwrap();
         assert_eq!(s.due(0), Some(2.0));
         assert_eq!(s.due(9), Some(2.9));
         assert_eq!(s.due(10), None);
@@ -268,25 +214,6 @@ mod tests {
         };
         assert!((up.count_until(2.0) - 100.0).abs() < 1e-9);
         assert!((up.due(25).unwrap() - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn parses_rates_and_stages_with_clear_errors() {
-        assert_eq!(parse_rate("1000").unwrap(), (1000.0, None));
-        assert_eq!(parse_rate("1k..20k").unwrap(), (1000.0, Some(20000.0)));
-        assert!(parse_rate("fast")
-            .unwrap_err()
-            .to_string()
-            .contains("--rate 'fast'"));
-        assert!(parse_rate("-5").is_err());
-        let st = parse_stages("10s@1000,30s@5k,10s@0").unwrap();
-        assert_eq!(st.duration(), Duration::from_secs(50));
-        assert_eq!(st.rate_at(15.0), 5000.0);
-        assert!(parse_stages("10s")
-            .unwrap_err()
-            .to_string()
-            .contains("DURATION@RATE"));
-        assert!(parse_stages("").is_err());
     }
 
     #[test]

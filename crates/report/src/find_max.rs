@@ -49,6 +49,11 @@ pub fn find_max_step_line(step: &FindMaxStep) -> String {
     )
 }
 
+/// One line about the wait after a failed step, once it is over.
+pub fn find_max_recovery_line(step: &FindMaxStep) -> Option<String> {
+    recovery_text(step).map(|r| format!("after step {}: target {r}", step.step))
+}
+
 fn header(r: &FindMaxResult) -> Vec<String> {
     let s = &r.search;
     let mut lines = vec![
@@ -147,9 +152,29 @@ fn verdict_text(step: &FindMaxStep) -> String {
         (Verdict::Interrupted, _) => "interrupted".to_string(),
         (Verdict::Fail, reason) => {
             let name = reason.map_or("fail", reason_name);
-            format!("fail: {name} ({})", step.detail)
+            let recovery = recovery_text(step).map_or(String::new(), |r| format!("; {r}"));
+            format!("fail: {name} ({}{recovery})", step.detail)
         }
     }
+}
+
+/// How long the target took to work off a failed step's backlog: `recovered in 2.41s (9
+/// probes)`, or `not recovered after 60.0s (last probe 2.31s > 20.0ms)`.
+pub(crate) fn recovery_text(step: &FindMaxStep) -> Option<String> {
+    let r = step.recovery.as_ref()?;
+    let waited = units::duration_us(r.waited_ms as f64 * 1e3);
+    let probes = format!("{} probe{}", r.probes, if r.probes == 1 { "" } else { "s" });
+    Some(if r.recovered {
+        format!("recovered in {waited} ({probes})")
+    } else {
+        let last = r
+            .last_probe_us
+            .map_or("no answer".to_string(), units::duration_us);
+        format!(
+            "not recovered after {waited} (last probe {last} > {})",
+            units::duration_us(r.threshold_us)
+        )
+    })
 }
 
 fn reason_name(reason: FailReason) -> &'static str {
@@ -209,7 +234,35 @@ fn why(r: &FindMaxResult, reason: StopReason) -> String {
         StopReason::Generator => generator_limit(r),
         StopReason::NoRateHeld => "no rate held".to_string(),
         StopReason::Interrupted => "it was interrupted (Ctrl-C)".to_string(),
+        StopReason::TargetNotRecovered => not_recovered(r),
     }
+}
+
+/// Why a search that could not wait out a backlog reports no maximum.
+fn not_recovered(r: &FindMaxResult) -> String {
+    let last = r.steps.iter().rev().find(|s| s.recovery.is_some());
+    let held = r
+        .steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Pass)
+        .map(|s| s.target_rate)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    let mut text = match last {
+        Some(step) => format!(
+            "the target did not recover after step {} ({}; --recovery-timeout {})",
+            step.step,
+            recovery_text(step).unwrap_or_default(),
+            units::duration_ms_short(r.search.recovery_timeout_ms)
+        ),
+        None => "the target did not recover after a failed step".to_string(),
+    };
+    if let Some(held) = held {
+        text += &format!(
+            "; {} req/s held before, but later steps would have measured the backlog",
+            units::rate_short(held)
+        );
+    }
+    text
 }
 
 fn no_rate(r: &FindMaxResult, reason: StopReason) -> String {
@@ -222,6 +275,7 @@ fn no_rate(r: &FindMaxResult, reason: StopReason) -> String {
             "no rate held: {}; or lower --start-rate",
             generator_limit(r)
         ),
+        (StopReason::TargetNotRecovered, _) => format!("no maximum found: {}", not_recovered(r)),
         (_, Some(step)) => format!(
             "no rate held: the first step, {} req/s, failed ({}); try a lower --start-rate",
             units::rate_short(step.target_rate),

@@ -144,6 +144,7 @@ fn find_max_step(n: u32, rate: f64, verdict: Verdict, reason: Option<FailReason>
         } else {
             String::new()
         },
+        recovery: None,
         run,
     }
 }
@@ -175,6 +176,7 @@ pub fn find_max() -> FindMaxResult {
             step_duration_ms: 10_000,
             warmup_ms: 1_000,
             threads: 2,
+            recovery_timeout_ms: 60_000,
         },
         started_at: "2026-11-22T10:00:00Z".into(),
         ended_at: "2026-11-22T10:01:00Z".into(),
@@ -187,6 +189,7 @@ pub fn find_max() -> FindMaxResult {
         max_rate: Some(150.0),
         precision_reached: Some(50.0 / 150.0),
         stop_reason: Some(StopReason::MaxSteps),
+        baseline_us: None,
     }
 }
 

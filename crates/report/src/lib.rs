@@ -19,10 +19,10 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod text;
-pub mod units;
+pub use loadbench_model::human as units;
 
 pub use bench::{bench_json, render_bench};
-pub use find_max::{find_max_json, find_max_step_line, find_max_text};
+pub use find_max::{find_max_json, find_max_recovery_line, find_max_step_line, find_max_text};
 
 use loadbench_model::RunResult;
 use std::fmt;

@@ -304,7 +304,13 @@ fn step_row(s: &FindMaxStep, cols: &[SloStat]) -> Vec<String> {
                 Some(FailReason::Generator) => " (generator)",
                 None => "",
             };
-            format!("**fail**{reason}: {}", escape_text(&s.detail))
+            let recovery =
+                crate::find_max::recovery_text(s).map_or(String::new(), |r| format!("; {r}"));
+            format!(
+                "**fail**{reason}: {}{}",
+                escape_text(&s.detail),
+                escape_text(&recovery)
+            )
         }
     });
     row

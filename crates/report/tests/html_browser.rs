@@ -559,6 +559,7 @@ fn step(n: u32, phase: SearchPhase, rate: f64, slo: &Slo) -> FindMaxStep {
         verdict: if pass { Verdict::Pass } else { Verdict::Fail },
         reason: (!pass).then_some(FailReason::Slo),
         detail: broken.join("; "),
+        recovery: None,
         run,
     }
 }
@@ -622,6 +623,7 @@ fn find_max() -> FindMaxResult {
             step_duration_ms: 10_000,
             warmup_ms: 2_000,
             threads: 2,
+            recovery_timeout_ms: 60_000,
         },
         started_at: "2026-11-22T10:00:00Z".into(),
         ended_at: "2026-11-22T10:01:30Z".into(),
@@ -630,6 +632,7 @@ fn find_max() -> FindMaxResult {
         max_rate,
         precision_reached,
         stop_reason: Some(StopReason::MaxSteps),
+        baseline_us: None,
     }
 }
 
@@ -683,7 +686,7 @@ fn saved_v1_result_renders_in_the_browser() {
         return;
     };
     let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/result-v1.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/result-v2.json");
     let result = RunResult::from_json(&std::fs::read_to_string(fixture).unwrap()).unwrap();
     let page = render_to_string(Format::Html, &result, &RenderOptions::default());
     save("result-v1", &page);

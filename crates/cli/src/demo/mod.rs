@@ -3,8 +3,9 @@
 //! `loadbench serve`, loaded directly and, when nginx is installed, through nginx; two routes,
 //! three rounds each. Prints the comparison and leaves the run folder under `results/`.
 
-use crate::args::BenchArgs;
 use anyhow::Result;
+use loadbench_harness::run::RunOptions;
+use loadbench_harness::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -30,7 +31,7 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
         eprintln!("demo: nginx could not be used ({e:#}); going on with the backend alone");
         outcome = run(None, quiet);
     }
-    let (result, _) = outcome?;
+    let result = outcome?;
     print!(
         "{}",
         crate::report_cmd::render_bench(loadbench_report::Format::Text, &result)
@@ -43,23 +44,17 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
 }
 
 /// Runs the quickstart (with nginx when given) through the bench harness.
-fn run(nginx: Option<&Path>, quiet: bool) -> Result<(loadbench_model::BenchResult, PathBuf)> {
-    let file = std::env::temp_dir().join(format!("loadbench-demo-{}.toml", std::process::id()));
-    std::fs::write(&file, scenario_text(nginx))?;
-    let args = BenchArgs {
-        scenario: file.clone(),
+fn run(nginx: Option<&Path>, quiet: bool) -> Result<loadbench_model::BenchResult> {
+    let text = scenario_text(nginx);
+    let file = PathBuf::from("quickstart.toml");
+    let scenario = Scenario::parse(&text, &file).map_err(|e| crate::UserError(e.to_string()))?;
+    let opts = RunOptions {
+        file,
+        text: Some(text),
         results: PathBuf::from("results"),
-        duration: None,
-        warmup: None,
-        rounds: None,
-        cooldown: None,
-        output: "text".into(),
-        html: None,
-        quiet,
+        upstream_exe: std::env::current_exe()?,
     };
-    let outcome = crate::bench::run(&args);
-    let _ = std::fs::remove_file(&file);
-    outcome
+    crate::bench::run(&scenario, &opts, quiet)
 }
 
 fn stopped() -> bool {

@@ -61,6 +61,10 @@ fn alerts(r: &FindMaxResult) -> Vec<Alert> {
             Level::Warn,
             "The generator could not keep up: higher rates would have measured loadbench, not the target.",
         )),
+        Some(StopReason::TargetNotRecovered) => list.push(alert(
+            Level::Error,
+            "The target did not recover from a failed step within the recovery timeout: no maximum is reported, since later steps would have measured its backlog.",
+        )),
         Some(_) => {}
     }
     let late = r.steps.iter().filter(|s| s.run.stats.sent_late > 0).count();
@@ -140,10 +144,19 @@ fn verdict(step: &FindMaxStep) -> String {
                 Some(FailReason::Generator) => "generator",
                 None => "fail",
             };
-            if step.detail.is_empty() {
+            let detail = [
+                Some(step.detail.clone()),
+                crate::find_max::recovery_text(step),
+            ]
+            .into_iter()
+            .flatten()
+            .filter(|d| !d.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+            if detail.is_empty() {
                 format!("fail: {reason}")
             } else {
-                format!("fail: {reason} ({})", step.detail)
+                format!("fail: {reason} ({detail})")
             }
         }
     }

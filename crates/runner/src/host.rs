@@ -4,6 +4,7 @@
 use loadbench_model::HostInfo;
 use std::fs;
 
+/// This host as a result records it.
 pub fn detect() -> HostInfo {
     HostInfo {
         hostname: read_trimmed("/proc/sys/kernel/hostname"),

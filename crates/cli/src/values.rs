@@ -1,0 +1,77 @@
+//! Value parsers for clap: every flag's text is parsed here, once, by the shared [`units`]
+//! functions, so `run`, `find-max`, `bench` and `serve` accept the same spellings as scenario
+//! files. Each message starts with the flag, so the one line the user sees names it.
+
+use loadbench_model::Slo;
+use loadbench_plan::units::{self, UnitError};
+use loadbench_plan::Schedule;
+use std::time::Duration;
+
+/// Wraps a unit parser so that its error names the flag: `-d 'soon' is not a duration: …`.
+fn flagged<T: 'static>(
+    flag: &'static str,
+    parse: fn(&str) -> Result<T, UnitError>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |text| parse(text).map_err(|e| format!("{flag} {e}"))
+}
+
+/// A duration (`10s`, `1m30s`, `250ms`, a bare number of seconds) for `flag`.
+pub fn duration(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync {
+    flagged(flag, units::duration)
+}
+
+/// A share (`0.1%` or `0.001`) for `flag`.
+pub fn share(flag: &'static str) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    flagged(flag, units::share)
+}
+
+/// A positive rate (`100`, `5k`) for `flag`; ranges are not rates.
+pub fn positive_rate(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |text: &str| match units::rate(text) {
+        Ok(r) if r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "{flag} '{text}' is not a rate: give requests per second above 0, such as 100 or 5k"
+        )),
+    }
+}
+
+/// `--rate`: one rate or a range for `--ramp`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateArg(pub f64, pub Option<f64>);
+
+/// Parses `--rate`.
+pub fn rate(text: &str) -> Result<RateArg, String> {
+    units::rate_range(text)
+        .map(|(a, b)| RateArg(a, b))
+        .map_err(|e| format!("--rate {e}"))
+}
+
+/// Parses `--stages`.
+pub fn stages(text: &str) -> Result<Schedule, String> {
+    loadbench_plan::parse_stages(text).map_err(|e| format!("--stages {e}"))
+}
+
+/// Parses `-H`.
+pub fn header(text: &str) -> Result<(String, String), String> {
+    units::header(text).map_err(|e| format!("-H {e}"))
+}
+
+/// `--percentiles` as one value (a list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentiles(pub Vec<f64>);
+
+/// Parses `--percentiles`.
+pub fn percentiles(text: &str) -> Result<Percentiles, String> {
+    units::percentiles(text)
+        .map(Percentiles)
+        .map_err(|e| format!("--percentiles {e}"))
+}
+
+/// Parses `--slo`.
+pub fn slo(text: &str) -> Result<Slo, String> {
+    loadbench_plan::parse_slo(text).map_err(|e| format!("--slo {e}"))
+}

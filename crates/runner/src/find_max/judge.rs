@@ -1,0 +1,191 @@
+//! Judging one step: the SLO on latency from the intended send time, the error budget, and
+//! whether the generator itself kept up (if it did not, the step measured loadbench, not the
+//! target). Every broken condition is named in the step's `detail`.
+
+use loadbench_model::human as units;
+use loadbench_model::{FailReason, Histo, Slo, SloCondition, SloOp, SloValue, Stats, Verdict};
+
+/// A step whose achieved send rate is below this share of its target did not offer the load.
+const KEEP_UP: f64 = 0.97;
+/// Above this share of its threads' CPU time, the generator is the bottleneck.
+const CPU_BUSY: f64 = 0.90;
+/// `/proc` reports CPU time in clock ticks of `USER_HZ`, which Linux fixes at 100 per second.
+const USER_HZ: f64 = 100.0;
+
+/// This process's user+sys CPU time so far, all threads (finished ones included), seconds.
+pub(crate) fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may contain spaces; fields after it are plain numbers.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+/// The verdict of one step and what it rests on.
+#[derive(Debug)]
+pub(crate) struct Judgement {
+    pub(crate) achieved: f64,
+    pub(crate) error_share: f64,
+    pub(crate) slo_values: Vec<SloValue>,
+    pub(crate) verdict: Verdict,
+    pub(crate) reason: Option<FailReason>,
+    pub(crate) detail: String,
+}
+
+/// Judges a step. Every broken condition goes into `detail`; the recorded reason is the first
+/// of: the generator (then nothing else measured the target), the error budget, the SLO.
+pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget: f64) -> Judgement {
+    let achieved = if s.elapsed_us == 0 {
+        0.0
+    } else {
+        s.sent as f64 / s.elapsed_secs()
+    };
+    let attempts = s.attempts();
+    let bad = s.errors.total() + s.status.non_success();
+    let error_share = if attempts == 0 {
+        0.0
+    } else {
+        bad as f64 / attempts as f64
+    };
+    let slo_values = measure_slo(slo, &s.latency.hist);
+    let mut broken: Vec<(FailReason, String)> = Vec::new();
+    if let Some(cpu) = cpu.filter(|&c| c > CPU_BUSY && achieved < KEEP_UP * target) {
+        broken.push((
+            FailReason::Generator,
+            format!(
+                "sent {}/s of {}/s with the generator at {} CPU",
+                units::rate(achieved),
+                units::rate_short(target),
+                units::percent(cpu)
+            ),
+        ));
+    }
+    if error_share > budget {
+        broken.push((
+            FailReason::Errors,
+            format!(
+                "errors {} > {}",
+                units::percent(error_share),
+                units::percent(budget)
+            ),
+        ));
+    }
+    for (c, v) in slo.conditions.iter().zip(&slo_values) {
+        if !v.ok {
+            broken.push((FailReason::Slo, slo_breach(c, v.value_us)));
+        }
+    }
+    let detail = broken
+        .iter()
+        .map(|(_, d)| d.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let (verdict, reason) = match broken.first() {
+        Some((reason, _)) => (Verdict::Fail, Some(*reason)),
+        None => (Verdict::Pass, None),
+    };
+    Judgement {
+        achieved,
+        error_share,
+        slo_values,
+        verdict,
+        reason,
+        detail,
+    }
+}
+
+fn measure_slo(slo: &Slo, hist: &Histo) -> Vec<SloValue> {
+    slo.conditions
+        .iter()
+        .map(|c| {
+            let value_us = c.stat.measure_us(hist);
+            SloValue {
+                condition: c.text.clone(),
+                value_us,
+                ok: value_us.is_some_and(|v| c.holds(v)),
+            }
+        })
+        .collect()
+}
+
+fn slo_breach(c: &SloCondition, value: Option<f64>) -> String {
+    let Some(value) = value else {
+        return format!("{}: no response completed", c.text);
+    };
+    let negated = match c.op {
+        SloOp::Lt => ">=",
+        SloOp::Le => ">",
+    };
+    format!(
+        "{} {} {negated} {}",
+        c.stat.label(),
+        units::duration_us(value),
+        units::duration_us(c.limit_us)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// One second in which `sent` requests went out and `ok` of them got a 200 after 10 ms.
+    fn stats(sent: u64, ok: u64, failed: u64) -> Stats {
+        let mut s = Stats {
+            elapsed_us: 1_000_000,
+            sent,
+            requests: ok,
+            ..Stats::default()
+        };
+        (0..ok).for_each(|_| s.latency.hist.record_ns(10_000_000));
+        s.status.add(200, ok);
+        s.errors
+            .add(loadbench_model::ErrorKind::ReadTimeout, failed);
+        s
+    }
+
+    #[test]
+    fn judges_slo_errors_and_the_generator_in_that_order_of_blame() {
+        let slo = loadbench_plan::parse_slo("p99<20ms").unwrap();
+        let pass = judge(&stats(1000, 1000, 0), 1000.0, Some(0.5), &slo, 0.001);
+        assert_eq!((pass.verdict, pass.reason), (Verdict::Pass, None));
+        assert_eq!(pass.achieved, 1000.0);
+        let tight = loadbench_plan::parse_slo("p99<5ms").unwrap();
+        let slow = judge(&stats(1000, 1000, 0), 1000.0, None, &tight, 0.001);
+        assert_eq!(slow.reason, Some(FailReason::Slo));
+        assert!(slow.detail.starts_with("p99 10.0"), "{}", slow.detail);
+        let errors = judge(&stats(1000, 990, 10), 1000.0, None, &tight, 0.001);
+        assert_eq!(errors.reason, Some(FailReason::Errors));
+        assert!((errors.error_share - 0.01).abs() < 1e-9);
+        assert!(
+            errors.detail.contains("; p99"),
+            "both are named: {}",
+            errors.detail
+        );
+        let busy = judge(&stats(900, 900, 0), 1000.0, Some(0.95), &slo, 0.001);
+        assert_eq!(busy.reason, Some(FailReason::Generator));
+        let idle = judge(&stats(900, 900, 0), 1000.0, Some(0.30), &slo, 0.001);
+        assert_eq!(idle.verdict, Verdict::Pass, "slow sends alone blame no one");
+    }
+
+    #[test]
+    fn nothing_completed_breaks_the_slo() {
+        let slo = loadbench_plan::parse_slo("p99<1s").unwrap();
+        let j = judge(&stats(100, 0, 0), 100.0, None, &slo, 0.001);
+        assert_eq!(j.reason, Some(FailReason::Slo));
+        assert_eq!(j.detail, "p99<1s: no response completed");
+    }
+
+    #[test]
+    fn proc_stat_cpu_time_is_readable_and_grows() {
+        let Some(a) = cpu_seconds() else { return };
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(50) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(cpu_seconds().unwrap() >= a && x > 0);
+    }
+}

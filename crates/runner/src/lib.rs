@@ -1,0 +1,99 @@
+//! The one way a load is started, whoever starts it.
+//!
+//! In: a typed [`LoadSpec`] (the CLI's `run`, every `find-max` step, every bench step, later a
+//! distributed shard), a [`Control`] (the stop flag and an [`Observer`] for progress).
+//! Out: a [`RunResult`] built here, with the host facts and the configuration recorded; or for
+//! [`find_max::search`], a [`loadbench_model::FindMaxResult`].
+//! Inside: resolve the spec into a [`Plan`], check the target (preflight), run the engine,
+//! build the result. Nothing here parses text or prints.
+//! Neighbours: engine (runs plans), plan (specs and plans), model (results). The harness runs
+//! its matrix through this crate; the CLI only parses arguments into specs and prints results.
+
+pub mod find_max;
+pub mod host;
+mod result;
+pub mod save;
+
+pub use loadbench_engine::Live;
+pub use loadbench_plan::{LoadSpec, Plan};
+pub use result::{build_result, run_config};
+
+use loadbench_engine::{Engine, EngineError};
+use loadbench_model::{FindMaxStep, RunResult};
+use loadbench_plan::PlanError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Why a load did not run. Failures *during* a run are counted in its result instead.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The spec's values do not combine (one line naming the fix).
+    #[error("{0}")]
+    Plan(#[from] PlanError),
+    /// The target is not there, or the host cannot give the connections (one line).
+    #[error("{0}")]
+    Preflight(EngineError),
+    /// The engine could not start a worker.
+    #[error("{0}")]
+    Engine(EngineError),
+}
+
+impl RunError {
+    /// A mistake of the user's (bad spec, no target): exit code 2 in the CLI.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, RunError::Engine(_))
+    }
+}
+
+/// What a caller sees while loads run. Every method has a default that does nothing, so an
+/// observer implements only what it shows. Called from the thread that started the load.
+pub trait Observer: Sync {
+    /// A load is about to run; `live` counts its requests until [`Observer::load_finished`].
+    fn load_started(&self, _live: &Arc<Live>, _plan: &Plan) {}
+    /// The load started last has ended.
+    fn load_finished(&self) {}
+    /// A find-max step has been judged.
+    fn step_finished(&self, _step: &FindMaxStep) {}
+    /// After a failed find-max step, the wait for the target to recover has ended
+    /// (`step.recovery` says how it went).
+    fn recovery_finished(&self, _step: &FindMaxStep) {}
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// How a caller steers a load: a stop flag it may raise at any time (a signal handler, `/kill`)
+/// and an observer.
+#[derive(Clone, Copy)]
+pub struct Control<'a> {
+    /// Raised: every running load stops within a tick and keeps what it measured.
+    pub stop: &'a Arc<AtomicBool>,
+    /// Progress.
+    pub observer: &'a dyn Observer,
+}
+
+impl Control<'_> {
+    /// True once the stop flag is raised.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Resolves `spec`, checks the target, runs the load and builds its result.
+pub fn run(spec: &LoadSpec, ctl: Control<'_>) -> Result<RunResult, RunError> {
+    let plan = Plan::resolve(spec)?;
+    run_plan(&plan, ctl)
+}
+
+/// Runs an already resolved plan (find-max resolves once and reuses it).
+pub fn run_plan(plan: &Plan, ctl: Control<'_>) -> Result<RunResult, RunError> {
+    let engine = Engine::with_stop(plan.clone(), Arc::clone(ctl.stop));
+    engine.preflight().map_err(RunError::Preflight)?;
+    ctl.observer.load_started(&engine.live(), plan);
+    let outcome = engine.run();
+    ctl.observer.load_finished();
+    Ok(build_result(plan, outcome.map_err(RunError::Engine)?))
+}

@@ -1,0 +1,71 @@
+//! The run's result, built from the plan and what the engine measured: the configuration as it
+//! ran (units resolved), the host, the wall-clock window, and the derived summary.
+
+use crate::host;
+use loadbench_engine::Outcome;
+use loadbench_model::{LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
+use loadbench_plan::{Load, Plan, Stop};
+
+/// The result of one run of `plan`.
+pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
+    let mut r = RunResult {
+        schema_version: SCHEMA_VERSION,
+        kind: ResultKind::Run,
+        loadbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: host::detect(),
+        config: run_config(plan),
+        started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
+        ended_at: humantime::format_rfc3339_millis(o.ended_at).to_string(),
+        interrupted: o.interrupted,
+        summary: None,
+        stats: o.stats,
+    };
+    r.finalize();
+    r
+}
+
+/// The configuration a plan runs with, as the result records it.
+pub fn run_config(plan: &Plan) -> RunConfig {
+    let (duration_ms, requests) = match plan.stop {
+        Stop::Duration(d) => (Some(d.as_millis() as u64), None),
+        Stop::Requests(n) => (None, Some(n)),
+    };
+    RunConfig {
+        url: plan.target.url.clone(),
+        address: plan.target.addr.to_string(),
+        method: plan.request.method.clone(),
+        headers: plan.request.headers.clone(),
+        body_bytes: plan.request.body_len,
+        connections: plan.connections,
+        threads: plan.threads,
+        duration_ms,
+        requests,
+        warmup_ms: plan.warmup.as_millis() as u64,
+        keepalive: plan.keepalive,
+        timeout_ms: plan.timeout.as_millis() as u64,
+        connect_timeout_ms: plan.connect_timeout.as_millis() as u64,
+        percentiles: plan.percentiles.clone(),
+        load: load_model(&plan.load),
+    }
+}
+
+fn load_model(load: &Load) -> LoadModel {
+    match load {
+        Load::Closed => LoadModel::Closed,
+        Load::Open {
+            schedule,
+            max_connections,
+        } => LoadModel::Open {
+            schedule: schedule
+                .segments
+                .iter()
+                .map(|s| RateSegment {
+                    duration_ms: s.duration.as_millis() as u64,
+                    from_rate: s.from,
+                    to_rate: s.to,
+                })
+                .collect(),
+            max_connections: *max_connections,
+        },
+    }
+}

@@ -195,7 +195,7 @@ pub struct FindMaxArgs {
     #[arg(long, value_parser = values::slo)]
     pub slo: Option<Slo>,
     /// Largest share of attempts that may fail or get a non-2xx/3xx status: 0.1% or 0.001.
-    #[arg(long, default_value = "0.1%", value_parser = values::share("--max-errors"))]
+    #[arg(long, default_value = "0.1%", value_parser = values::share("--max-errors", "0.1%"))]
     pub max_errors: f64,
     /// Measured time of each step.
     #[arg(long, default_value = "10s", value_parser = values::duration("--step-duration"))]
@@ -210,7 +210,7 @@ pub struct FindMaxArgs {
     #[arg(long, default_value = "1000000", value_parser = values::positive_rate("--max-rate"))]
     pub max_rate: f64,
     /// Stop bisecting when (lowest fail - highest pass) / highest pass is below this: 5% or 0.05.
-    #[arg(long, default_value = "5%", value_parser = values::share("--precision"))]
+    #[arg(long, default_value = "5%", value_parser = values::share("--precision", "5%"))]
     pub precision: f64,
     /// After a failed step, wait at most this long for the target to answer single requests
     /// about as fast as before the search (its backlog worked off) before the next step.

@@ -233,15 +233,15 @@ mod tests {
         assert!(message("").contains("is empty"));
         assert!(message("hello").contains("is not JSON"));
         assert!(
-            message(r#"{"schema_version": 1, "kind": "run", "config": {"#).contains("is truncated")
+            message(r#"{"schema_version": 2, "kind": "run", "config": {"#).contains("is truncated")
         );
         assert!(message(r#"{"name": "wrk", "requests": 10}"#).contains("not a loadbench result"));
         assert!(message(r#"{"schema_version": 9, "kind": "run"}"#).contains("schema_version 9"));
-        assert!(message(r#"{"schema_version": 1, "kind": "nope"}"#).contains("kind \"nope\""));
-        let m = message(r#"{"schema_version": 1, "kind": "bench", "rounds": 3}"#);
+        assert!(message(r#"{"schema_version": 2, "kind": "nope"}"#).contains("kind \"nope\""));
+        let m = message(r#"{"schema_version": 2, "kind": "bench", "rounds": 3}"#);
         assert!(m.contains("not a valid loadbench bench result ("), "{m}");
-        assert!(message(r#"{"schema_version": 1}"#).contains("has no \"kind\""));
-        let m = message(r#"{"schema_version": 1, "kind": "run"}"#);
+        assert!(message(r#"{"schema_version": 2}"#).contains("has no \"kind\""));
+        let m = message(r#"{"schema_version": 2, "kind": "run"}"#);
         assert!(
             m.contains("not a valid loadbench run result (missing field"),
             "{m}"

@@ -22,9 +22,16 @@ pub fn duration(
     flagged(flag, units::duration)
 }
 
-/// A share (`0.1%` or `0.001`) for `flag`.
-pub fn share(flag: &'static str) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
-    flagged(flag, units::share)
+/// A share (`0.1%` or `0.001`) for `flag`; the message offers `example` (the flag's default).
+pub fn share(
+    flag: &'static str,
+    example: &'static str,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |text: &str| {
+        units::share(text).map_err(|_| {
+            format!("{flag} '{text}' is not a share: give a percentage such as {example} or a fraction from 0 to 1")
+        })
+    }
 }
 
 /// A positive rate (`100`, `5k`) for `flag`; ranges are not rates.

@@ -448,11 +448,11 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
         ),
         (
             bad_file(
-                "v2.json",
-                good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1)
+                "v3.json",
+                good.replacen("\"schema_version\": 2", "\"schema_version\": 3", 1)
                     .as_bytes(),
             ),
-            "has schema_version 2, but this loadbench reads schema_version 1",
+            "has schema_version 3, but this loadbench reads schema_version 2",
         ),
         (
             bad_file("truncated.json", &good.as_bytes()[..good.len() / 2]),

@@ -27,7 +27,7 @@ pub fn duration_us(us: f64) -> String {
 
 /// A configured duration in milliseconds, kept short when it is whole seconds: `10s`, `1.50s`.
 pub fn duration_ms_short(ms: u64) -> String {
-    if ms % 1000 == 0 && ms > 0 {
+    if ms.is_multiple_of(1000) && ms > 0 {
         format!("{}s", ms / 1000)
     } else {
         duration_ns(ms as f64 * 1e6)

@@ -36,7 +36,7 @@ fn parse_condition(item: &str) -> Result<SloCondition, String> {
     };
     let stat = parse_stat(&lhs.trim().to_ascii_lowercase())
         .ok_or_else(not_a_condition)?
-        .map_err(|why| bad(why))?;
+        .map_err(&bad)?;
     let rhs = rhs.trim();
     // A limit needs its unit: `p99<50` is far more often a typo than 50 seconds.
     let limit = units::duration(rhs)

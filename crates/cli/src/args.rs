@@ -125,6 +125,10 @@ pub struct ServeArgs {
     /// Stall every answer during the first STALL of each EVERY, like a GC pause: 500ms/1s.
     #[arg(long)]
     pub hiccup: Option<String>,
+    /// Keep working on requests whose client has gone (their wait in line and their delay),
+    /// like Tomcat or Go's net/http, so an overload leaves a backlog; counted in /stats.
+    #[arg(long)]
+    pub keep_abandoned: bool,
 }
 
 #[derive(Debug, Args)]

@@ -45,6 +45,7 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode> {
             .map(parse_hiccup)
             .transpose()
             .map_err(user)?,
+        keep_abandoned: a.keep_abandoned,
         ..ServerConfig::default()
     };
     run_until_signal(cfg).map_err(failure)?;

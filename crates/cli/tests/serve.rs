@@ -6,7 +6,8 @@ mod support;
 
 use loadbench_model::{ErrorKind, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use support::{bin, run, tempdir, text};
@@ -262,6 +263,69 @@ fn serve_runs_until_sigterm_and_reports_address_in_use() {
     }
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+/// One GET with `Connection: close` on a new connection; the whole response as text.
+fn raw_get(addr: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn serve_keep_abandoned_finishes_requests_whose_client_left() {
+    let listen = format!("127.0.0.1:{}", support::free_port());
+    let flags = [
+        "--threads",
+        "1",
+        "--max-concurrency",
+        "1",
+        "--delay",
+        "100ms",
+    ];
+    let mut child = bin()
+        .args(["serve", "--listen", &listen, "--keep-abandoned"])
+        .args(flags)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let sent = Instant::now();
+    let mut leaving = TcpStream::connect(&listen).unwrap();
+    leaving
+        .write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !raw_get(&listen, "/stats").contains("\"in_service\":1") {
+        assert!(
+            Instant::now() < deadline,
+            "the first request never took its slot"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(leaving);
+    let answer = raw_get(&listen, "/");
+    let took = sent.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The request of the client that left still held the only slot for its 100ms.
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    let stats = raw_get(&listen, "/stats");
+    assert!(stats.contains("\"abandoned_completed\":1"), "{stats}");
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid has no memory-safety implications.
+    unsafe {
+        libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM);
+    }
+    assert!(child.wait().unwrap().success());
 }
 
 #[test]

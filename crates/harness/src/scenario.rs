@@ -201,6 +201,9 @@ pub struct UpstreamSpec {
     /// Periodic stalls like a GC pause, `STALL/EVERY`, e.g. `500ms/1s`.
     #[serde(default)]
     pub hiccup: Option<String>,
+    /// Keep working on requests whose client has gone (`serve --keep-abandoned`).
+    #[serde(default)]
+    pub keep_abandoned: bool,
 }
 
 /// How load is applied.

@@ -240,6 +240,9 @@ fn command_line(
                     args.extend([flag.to_string(), v]);
                 }
             }
+            if u.keep_abandoned {
+                args.push("--keep-abandoned".into());
+            }
         }
         return Ok((opts.upstream_exe.clone(), args));
     }
@@ -368,4 +371,41 @@ fn relative(base: &Path, path: &Path) -> String {
         .unwrap_or(path)
         .display()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_options_become_serve_flags() {
+        let text = "name = \"m\"\n[[target]]\nname = \"a\"\nkind = \"upstream\"\n\
+            [target.upstream]\nmax_concurrency = 2\nkeep_abandoned = true\n\
+            [[load]]\nmodel = \"closed\"\ntargets = [\"a\"]\nconnections = [1]\n";
+        let file = Path::new("s.toml");
+        let s = Scenario::parse(text, file).unwrap();
+        let opts = StartOptions {
+            file: file.into(),
+            run_dir: PathBuf::new(),
+            upstream_exe: PathBuf::from("loadbench"),
+            host_cores: 1,
+        };
+        let plain = |_: &str, t: &str| Ok(t.to_string());
+        let (exe, args) = command_line(&s.targets[0], 8080, &opts, &plain).unwrap();
+        assert_eq!(exe, opts.upstream_exe);
+        assert_eq!(
+            args,
+            [
+                "serve",
+                "--listen",
+                "127.0.0.1:8080",
+                "--max-concurrency",
+                "2",
+                "--keep-abandoned"
+            ]
+        );
+        let without = Scenario::parse(&text.replace("keep_abandoned = true\n", ""), file);
+        let (_, args) = command_line(&without.unwrap().targets[0], 8080, &opts, &plain).unwrap();
+        assert!(!args.iter().any(|a| a == "--keep-abandoned"), "{args:?}");
+    }
 }

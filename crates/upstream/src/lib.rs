@@ -2,7 +2,7 @@
 //! `loadbench serve`, `loadbench demo` and the tests of the other crates.
 //!
 //! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate,
-//! concurrency limit, hiccup). Out: a running [`Server`] with its bound address and per-route
+//! concurrency limit, hiccup, whether abandoned work is finished). Out: a running [`Server`] with its bound address and per-route
 //! [`Stats`], or a blocking [`run_until_signal`] for the CLI. Also [`parse_delay`],
 //! [`parse_size`] and [`parse_hiccup`], which the CLI reuses for its flags. This crate depends
 //! on none of the other loadbench crates.
@@ -19,7 +19,7 @@
 //! | `/delay/{spec}` | `hello world` after `200ms`, `uniform:10ms..50ms`, `exp:20ms`, `normal:50ms,10ms` |
 //! | `/status/{code}` | that status (200..=599) with its reason phrase as the body |
 //! | `/echo` | the request as JSON: method, path, query, version, headers, body, body_len |
-//! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`) |
+//! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued` and `abandoned_completed` |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
 //! | `/fault/stall` | nothing, until the client closes or the server stops |
@@ -41,7 +41,15 @@
 //!   a millisecond late, so a queued request starts its delay when the slot was due to be free,
 //!   not when it was actually freed; otherwise the lateness would add up, and 4 × 10ms would
 //!   serve only about 350 req/s.) [`Stats::in_service`] (`in_service` in `/stats`) shows the
-//!   slots taken.
+//!   slots taken, [`Stats::queued`] (`queued`) the requests waiting for one.
+//! - **Abandoned work** (`keep_abandoned: true`): by default a request whose client closes the
+//!   connection is dropped at once, giving up its place in line or its slot, so an overload
+//!   leaves no backlog once its clients time out. Real servers such as Tomcat or Go's
+//!   net/http keep working on such requests. With `keep_abandoned`, every answer that waits (a
+//!   slot, a delay, a stall) runs to its end as its own task, holding its place and its slot
+//!   as if the client were still there; the answer is then discarded and counted in
+//!   [`Stats::abandoned_completed`]. The capacity stays `n / d`, and a request arriving after
+//!   an overload waits for the backlog to be worked off first.
 //! - **Hiccups** (`hiccup: Some(Hiccup { every, stall })`, or [`parse_hiccup`]`("300ms/1s")`,
 //!   written `STALL/EVERY`): a periodic server-wide stall, like a GC pause. Time since server
 //!   start ([`Server::started_at`]) is cut into periods of `every`; during the first `stall` of
@@ -52,9 +60,11 @@
 //!   request, in place of the server's hiccup. A slot of the concurrency limit stays taken
 //!   during the stall.
 //!
-//! Fault routes, `/stats` and 400s for malformed parameters bypass both. With neither set, an
-//! answer takes no lock and allocates nothing more than before.
+//! Fault routes, `/stats` and 400s for malformed parameters bypass the limit and hiccups. With
+//! neither set, an answer takes no lock and allocates nothing more than before; without
+//! `keep_abandoned`, no answer spawns a task.
 
+mod abandon;
 mod body;
 mod conn;
 mod error;

@@ -7,9 +7,13 @@
 //! of a stall), and a waiter that queued for it starts its service then instead of at the late
 //! moment it woke up. Lateness does not accumulate, and the capacity is exactly `n / delay`;
 //! in real time no more than `n` requests ever hold a slot.
+//!
+//! It also counts the requests waiting in line (the `queued` gauge of `/stats`): two atomic
+//! adds per limited request, which already waits for a lock and a timer.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -19,6 +23,8 @@ use tokio::time::Instant;
 pub(crate) struct Limit {
     permits: Semaphore,
     max: usize,
+    /// Requests waiting in line for a slot right now.
+    queued: AtomicUsize,
     /// When the free slots became free, nominally (earliest first). Slots never used have no
     /// entry; a holder pushes its entry before it gives its permit back.
     free_since: Mutex<BinaryHeap<Reverse<Instant>>>,
@@ -37,6 +43,7 @@ impl Limit {
         Self {
             permits: Semaphore::new(max),
             max,
+            queued: AtomicUsize::new(0),
             free_since: Mutex::new(BinaryHeap::new()),
         }
     }
@@ -44,6 +51,11 @@ impl Limit {
     /// Slots taken right now.
     pub(crate) fn in_service(&self) -> usize {
         self.max.saturating_sub(self.permits.available_permits())
+    }
+
+    /// Requests waiting in line for a slot right now.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// Takes a slot and gives it back at once, for an answer that is complete: true when one
@@ -55,10 +67,12 @@ impl Limit {
     /// Waits in line for a slot. The service of a request that `arrived` then starts at the
     /// later of its arrival and the moment the slot nominally became free.
     pub(crate) async fn acquire(&self, arrived: Instant) -> Slot<'_> {
+        let in_line = InLine::join(&self.queued);
         let permit = match self.permits.acquire().await {
             Ok(permit) => permit,
             Err(_) => unreachable!("the limit's semaphore is never closed"),
         };
+        drop(in_line);
         let free_since = self.heap().pop().map(|Reverse(at)| at);
         Slot {
             limit: self,
@@ -72,6 +86,22 @@ impl Limit {
         self.free_since
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One place in the `queued` count, left when dropped (served, or the request abandoned).
+struct InLine<'a>(&'a AtomicUsize);
+
+impl<'a> InLine<'a> {
+    fn join(queued: &'a AtomicUsize) -> Self {
+        queued.fetch_add(1, Ordering::Relaxed);
+        Self(queued)
+    }
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -119,5 +149,25 @@ mod tests {
         assert_eq!(limit.acquire(late).await.start(), late);
         assert_eq!(limit.in_service(), 0);
         assert!(limit.pass_now());
+    }
+
+    #[tokio::test]
+    async fn waiters_are_counted_until_served_or_gone() {
+        let limit = Limit::new(1);
+        let t0 = Instant::now();
+        let first = limit.acquire(t0).await;
+        assert_eq!(limit.queued(), 0, "a free slot means no wait");
+        let mut waiting = Box::pin(limit.acquire(t0));
+        let polled_once = tokio::time::timeout(Duration::ZERO, &mut waiting).await;
+        assert!(polled_once.is_err() && limit.queued() == 1);
+        let mut gone = Box::pin(limit.acquire(t0));
+        let _ = tokio::time::timeout(Duration::ZERO, &mut gone).await;
+        assert_eq!(limit.queued(), 2);
+        drop(first);
+        let served = waiting.await;
+        assert_eq!((limit.queued(), limit.in_service()), (1, 1));
+        drop(gone);
+        assert_eq!(limit.queued(), 0, "an abandoned waiter leaves the line");
+        drop(served);
     }
 }

@@ -3,7 +3,8 @@
 //! either a response or a `Fault` that the connection driver carries out on the raw socket.
 //! Ordinary answers may also wait for a slot (`max_concurrency`) and for the end of a stall
 //! window (hiccup). Answers with nothing to wait for are ready at once, so the plaintext path
-//! allocates no future and takes no lock.
+//! allocates no future and takes no lock. With `keep_abandoned`, an answer that waits runs as
+//! its own task (see `abandon`), so it is finished even if its client leaves.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,6 +18,7 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
 
+use crate::abandon::Abandoned;
 use crate::body::ResponseBody;
 use crate::conn::Fault;
 use crate::hiccup::{parse_hiccup, Hiccup};
@@ -150,6 +152,8 @@ pub(crate) struct App {
     pub(crate) options: Options,
     /// The slots of `max_concurrency`, when set.
     limit: Option<Arc<Limit>>,
+    /// With `keep_abandoned`: answers that wait run on as tasks; their count.
+    abandoned: Option<Arc<Abandoned>>,
     /// Server start: hiccup windows are counted from here.
     pub(crate) epoch: Instant,
 }
@@ -163,6 +167,7 @@ pub(crate) struct Options {
     pub(crate) fail_rate: f64,
     pub(crate) max_concurrency: Option<usize>,
     pub(crate) hiccup: Option<Hiccup>,
+    pub(crate) keep_abandoned: bool,
 }
 
 /// What a request turns into: a response, or a fault for the connection driver.
@@ -197,6 +202,8 @@ struct Wait<'a> {
     delay: Option<Duration>,
     hiccup: Option<Hiccup>,
     epoch: Instant,
+    /// `Some` with `keep_abandoned`: the wait goes on after the client has gone.
+    keep: Option<&'a Arc<Abandoned>>,
 }
 
 impl Wait<'_> {
@@ -216,19 +223,35 @@ impl Wait<'_> {
         self.limit.is_none_or(|limit| limit.pass_now())
     }
 
+    /// The answer after the wait; with `keep_abandoned`, from a task that outlives the client.
+    fn then(self, work: impl Future<Output = Outcome> + Send + 'static) -> Reply {
+        let Some(keep) = self.keep.cloned() else {
+            return Reply::Later(Box::pin(self.serve(work)));
+        };
+        let answer = keep.keep(self.serve(work));
+        Reply::Later(Box::pin(async move {
+            let stopped = || text(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+            answer.await.unwrap_or_else(|| Ok(stopped()))
+        }))
+    }
+
     /// Waits, runs `work`, waits out any stall window, then answers; the slot is held from
     /// before the delay until the response (with its body) is produced. Times are nominal:
     /// the delay counts from the start the slot gives (see `Limit`), and the slot is given
     /// back as ending at start + delay (+ the time `work` took), or at the end of the stall.
-    fn then(self, work: impl Future<Output = Outcome> + Send + 'static) -> Reply {
+    fn serve(
+        self,
+        work: impl Future<Output = Outcome> + Send + 'static,
+    ) -> impl Future<Output = Outcome> + Send + 'static {
         let Wait {
             limit,
             delay,
             hiccup,
             epoch,
+            keep: _,
         } = self;
         let limit = limit.cloned();
-        Reply::Later(Box::pin(async move {
+        async move {
             let arrived = Instant::now();
             let mut slot = match &limit {
                 Some(limit) => Some(limit.acquire(arrived).await),
@@ -251,7 +274,7 @@ impl Wait<'_> {
                 slot.finish(end);
             }
             outcome
-        }))
+        }
     }
 }
 
@@ -261,30 +284,38 @@ impl App {
             counters: Counters::default(),
             rng: Rng::new(DEFAULT_SEED),
             limit: options.max_concurrency.map(|n| Arc::new(Limit::new(n))),
+            abandoned: options.keep_abandoned.then(Arc::default),
             options,
             epoch: Instant::now(),
         }
     }
 
-    /// Ordinary requests holding a slot right now (0 without `max_concurrency`).
-    fn in_service(&self) -> u64 {
-        self.limit
-            .as_ref()
-            .map_or(0, |limit| limit.in_service() as u64)
+    /// Ordinary requests holding a slot, and waiting for one, right now (0 without
+    /// `max_concurrency`).
+    fn gauges(&self) -> (u64, u64) {
+        self.limit.as_ref().map_or((0, 0), |limit| {
+            (limit.in_service() as u64, limit.queued() as u64)
+        })
     }
 
-    /// The counters, with the `in_service` gauge.
+    /// The counters, with the `in_service` and `queued` gauges.
     pub(crate) fn snapshot(&self) -> Stats {
+        let (in_service, queued) = self.gauges();
         Stats {
-            in_service: self.in_service(),
+            in_service,
+            queued,
+            abandoned_completed: self.abandoned.as_ref().map_or(0, |a| a.completed()),
             ..self.counters.snapshot()
         }
     }
 
-    /// Zeroes the counters and returns what they held (the gauge is not a counter).
+    /// Zeroes the counters and returns what they held (the gauges are not counters).
     pub(crate) fn reset(&self) -> Stats {
+        let (in_service, queued) = self.gauges();
         Stats {
-            in_service: self.in_service(),
+            in_service,
+            queued,
+            abandoned_completed: self.abandoned.as_ref().map_or(0, |a| a.reset()),
             ..self.counters.reset()
         }
     }
@@ -316,6 +347,7 @@ impl App {
             delay: self.delay(route, param, query)?,
             hiccup: if ordinary { self.hiccup(query)? } else { None },
             epoch: self.epoch,
+            keep: self.abandoned.as_ref(),
         };
         if ordinary && self.should_fail() {
             return Ok((wait, Work::Done(Ok(injected_failure()))));

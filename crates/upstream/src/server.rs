@@ -44,6 +44,12 @@ pub struct ServerConfig {
     /// A periodic server-wide stall (see [`Hiccup`]): ordinary answers due inside a window
     /// wait for its end. `?hiccup=` on a request replaces it for that request.
     pub hiccup: Option<Hiccup>,
+    /// Keep working on requests whose client has gone, like Tomcat or Go's net/http: an
+    /// answer that waits (for a slot, its delay or a stall) keeps its place in line and its
+    /// slot until it is done, then is discarded and counted in
+    /// [`Stats::abandoned_completed`]. So an overload leaves a backlog behind. `false` (the
+    /// default): a request whose client leaves gives up its place at once.
+    pub keep_abandoned: bool,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +65,7 @@ impl Default for ServerConfig {
             grace: Duration::from_secs(5),
             max_concurrency: None,
             hiccup: None,
+            keep_abandoned: false,
         }
     }
 }
@@ -109,6 +116,7 @@ impl ServerConfig {
             fail_rate: self.fail_rate,
             max_concurrency: self.max_concurrency,
             hiccup: self.hiccup,
+            keep_abandoned: self.keep_abandoned,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Requests served per route pattern. The hot path bumps one relaxed atomic in a fixed array
 //! indexed by the route enum (no map, no lock); `/stats` and `Server::stats` read a snapshot.
-//! The `in_service` gauge is read from the concurrency limit's semaphore, so it costs nothing.
+//! The `in_service` and `queued` gauges are read from the concurrency limit, and
+//! `abandoned_completed` from the `keep_abandoned` tasks; the app fills them in.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +37,8 @@ impl Counters {
             total: routes.values().sum(),
             routes,
             in_service: 0,
+            queued: 0,
+            abandoned_completed: 0,
         }
     }
 }
@@ -50,7 +53,14 @@ pub struct Stats {
     pub routes: BTreeMap<&'static str, u64>,
     /// Requests holding one of the `max_concurrency` slots at the moment of the snapshot
     /// (waiting out their delay or a stall); always 0 without a limit. A gauge: resets keep it.
+    /// With `keep_abandoned` it includes requests whose client has gone.
     pub in_service: u64,
+    /// Ordinary requests waiting in line for one of the `max_concurrency` slots at the moment
+    /// of the snapshot; always 0 without a limit. A gauge: resets keep it.
+    pub queued: u64,
+    /// With `keep_abandoned`: requests whose client had gone before the answer, finished
+    /// anyway (the answer discarded). Always 0 without it; a counter, zeroed by resets.
+    pub abandoned_completed: u64,
 }
 
 impl Stats {
@@ -59,13 +69,15 @@ impl Stats {
         self.routes.get(pattern).copied().unwrap_or(0)
     }
 
-    /// `{"total":123,"routes":{"/":100,"/json":23,...},"in_service":0}`, the body of
-    /// `GET /stats`.
+    /// `{"total":123,"routes":{"/":100,"/json":23,...},"in_service":0,"queued":0,
+    /// "abandoned_completed":0}`, the body of `GET /stats`.
     pub fn to_json(&self) -> String {
         let json = serde_json::json!({
             "total": self.total,
             "routes": self.routes,
             "in_service": self.in_service,
+            "queued": self.queued,
+            "abandoned_completed": self.abandoned_completed,
         });
         json.to_string()
     }
@@ -96,5 +108,8 @@ mod tests {
             serde_json::from_str(&Counters::default().snapshot().to_json()).unwrap();
         assert_eq!(json["total"], 0);
         assert_eq!(json["routes"].as_object().unwrap().len(), Route::ALL.len());
+        for gauge in ["in_service", "queued", "abandoned_completed"] {
+            assert_eq!(json[gauge], 0, "{gauge}");
+        }
     }
 }

@@ -6,7 +6,9 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use loadbench_upstream::{parse_delay, parse_hiccup, Hiccup, Server, ServerConfig, UpstreamError};
+use loadbench_upstream::{
+    parse_delay, parse_hiccup, DelaySpec, Hiccup, Server, ServerConfig, Stats, UpstreamError,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -573,10 +575,22 @@ fn burst(addr: SocketAddr, path: &'static str, n: usize, t0: Instant) -> Vec<(u1
 
 #[test]
 fn concurrency_limit_serves_in_waves_and_never_exceeds_the_limit() {
+    serves_in_waves(false);
+}
+
+#[test]
+fn concurrency_limit_keeps_its_capacity_when_abandoned_work_is_kept() {
+    let s = serves_in_waves(true);
+    assert_eq!(s.stats().abandoned_completed, 0, "every client waited");
+}
+
+/// Eight clients at once against 2 slots of 50ms: answered in waves of two (capacity 2 / 50ms).
+fn serves_in_waves(keep_abandoned: bool) -> Server {
     let s = start(ServerConfig {
         threads: 2,
         max_concurrency: Some(2),
         delay: Some(parse_delay("50ms").unwrap()),
+        keep_abandoned,
         ..ServerConfig::ephemeral()
     });
     let addr = s.local_addr();
@@ -617,8 +631,73 @@ fn concurrency_limit_serves_in_waves_and_never_exceeds_the_limit() {
     }
     assert!(times[7] >= ms(200) && times[7] < ms(1000), "{times:?}");
     assert_eq!(peak, 2, "in service at most 2, and 2 while saturated");
-    assert_eq!(s.stats().in_service, 0);
+    assert_eq!((s.stats().in_service, s.stats().queued), (0, 0));
     assert_eq!(s.stats().route("/"), 8);
+    s
+}
+
+/// Polls the server's statistics until `ready` holds; fails after `TIMEOUT`.
+fn wait_for(s: &Server, what: &str, ready: impl Fn(&Stats) -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !ready(&s.stats()) {
+        assert!(Instant::now() < deadline, "never {what}: {:?}", s.stats());
+        std::thread::sleep(ms(2));
+    }
+}
+
+const SLOW: Duration = Duration::from_millis(100);
+
+/// 2 slots of `SLOW`: six clients send `/`, each on its own connection, and all close their
+/// connection after about 50ms, unanswered (2 in service, 4 in line). Then a seventh asks.
+/// Returns its latency, when it was answered (since the six were sent), and the statistics.
+fn seventh_after_six_left(keep_abandoned: bool) -> (Duration, Duration, Stats) {
+    let s = start(ServerConfig {
+        threads: 2,
+        max_concurrency: Some(2),
+        delay: Some(DelaySpec::Fixed(SLOW)),
+        keep_abandoned,
+        ..ServerConfig::ephemeral()
+    });
+    let addr = s.local_addr();
+    let t0 = Instant::now();
+    let clients: Vec<TcpStream> = (0..6).map(|_| send(addr, "GET", "/")).collect();
+    wait_for(&s, "2 in service and 4 in line", |st| {
+        (st.in_service, st.queued) == (2, 4)
+    });
+    std::thread::sleep((t0 + ms(50)).saturating_duration_since(Instant::now()));
+    drop(clients);
+    let (resp, took) = timed(|| get(addr, "/"));
+    assert_eq!((resp.status, resp.text().as_str()), (200, "hello world"));
+    (took, t0.elapsed(), s.stats())
+}
+
+#[test]
+fn kept_abandoned_work_is_a_backlog_the_next_request_waits_for() {
+    let (took, answered, stats) = seventh_after_six_left(true);
+    // The six keep their places: three rounds of SLOW, then the seventh's own service, all
+    // counted from before the six were sent.
+    assert!(
+        answered >= 4 * SLOW,
+        "answered after {answered:?} ({took:?})"
+    );
+    assert_eq!(
+        (stats.abandoned_completed, stats.route("/")),
+        (6, 7),
+        "{stats:?}"
+    );
+    assert_eq!((stats.in_service, stats.queued), (0, 0), "{stats:?}");
+}
+
+#[test]
+fn abandoned_work_is_dropped_by_default() {
+    let (took, _, stats) = seventh_after_six_left(false);
+    // Served in about SLOW: the six left no backlog (which would take 3 × SLOW).
+    assert!(took >= SLOW && took < SLOW * 5 / 2, "{took:?}");
+    assert_eq!(
+        (stats.abandoned_completed, stats.route("/")),
+        (0, 7),
+        "{stats:?}"
+    );
 }
 
 /// Where `at` falls in the current period of `every` counted from `epoch`.

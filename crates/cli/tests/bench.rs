@@ -4,13 +4,11 @@
 //! bad scenario files each give one line naming the file, the key and the fix. Traffic goes
 //! only to 127.0.0.1.
 
-mod support;
-
+use crate::support::{bin, have, tempdir, text as output_text};
 use loadbench_model::{BenchResult, Verdict};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
-use support::{bin, have, tempdir, text as output_text};
 
 const NGINX: &str = r#"
 [[target]]

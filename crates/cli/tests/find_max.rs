@@ -2,14 +2,12 @@
 //! known capacity (4 requests at once, 10 ms each: 400 req/s), input mistakes, a target that
 //! never meets the SLO, and Ctrl-C keeping the finished steps.
 
-mod support;
-
+use crate::support::{bin, tempdir, text};
 use loadbench_model::{FindMaxResult, SearchPhase, StopReason, Verdict};
 use loadbench_upstream::{parse_delay, Server, ServerConfig};
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
-use support::{bin, tempdir, text};
 
 /// The reference backend serving at most `slots` requests at once, each taking `delay`.
 fn limited_backend(slots: usize, delay: &str) -> Server {

@@ -2,24 +2,19 @@
 //! too), rates below the thread count, ramps and stages second by second, and latency that
 //! keeps a server's stalls where the closed model hides them.
 
-mod support;
-
+use crate::support::{text, Run};
 use loadbench_model::RunResult;
 use loadbench_upstream::{Server, ServerConfig};
-use support::{run, tempdir, text};
 
 fn backend() -> Server {
     Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
 }
 
+/// `loadbench run` against `path` on `server`; it must succeed.
 fn load(server: &Server, path: &str, args: &[&str]) -> RunResult {
-    let url = format!("http://{}{path}", server.local_addr());
-    let dir = tempdir("open");
-    let mut all = vec!["run", url.as_str()];
-    all.extend_from_slice(args);
-    let (out, r) = run(&dir, &all);
-    assert!(out.status.success(), "{:?}", text(&out));
-    r.expect("result saved")
+    Run::new(&format!("http://{}{path}", server.local_addr()))
+        .args(args)
+        .ok()
 }
 
 /// Every request sent was completed, failed or abandoned at the end: none vanished.
@@ -121,7 +116,7 @@ fn open_model_options_are_checked() {
     ] {
         let mut all = vec!["run", "http://127.0.0.1:9/"];
         all.extend_from_slice(&args);
-        let out = support::bin().args(&all).output().unwrap();
+        let out = crate::support::bin().args(&all).output().unwrap();
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");

@@ -1,0 +1,16 @@
+//! The CLI's one integration-test binary (`autotests = false` in Cargo.toml): each file beside
+//! this one is a module testing the real `loadbench` binary, `support` holds what they share.
+//! One binary links once instead of once per file. Add a new test file by declaring it here; an
+//! undeclared file is not compiled.
+//!
+//! All modules share one process; none changes process-wide state (signals go to the child
+//! `loadbench` processes, never to this one), so they run side by side like tests of one file.
+
+mod support;
+
+mod bench;
+mod find_max;
+mod open;
+mod report;
+mod run;
+mod serve;

@@ -266,3 +266,16 @@ pub struct RequestArgs {
     #[arg(long, default_value = "5s")]
     pub connect_timeout: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+
+    /// clap's own checks of the command definition (clashing flags, bad defaults, ...), which
+    /// otherwise only fire when the broken subcommand is parsed.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

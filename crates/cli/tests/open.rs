@@ -25,6 +25,7 @@ fn assert_accounted(r: &RunResult) {
 
 #[test]
 fn fixed_rate_is_exact_and_the_server_agrees() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/", &["--rate", "500", "-d", "3s", "-t", "2"]);
     let s = &r.stats;
@@ -47,6 +48,7 @@ fn fixed_rate_is_exact_and_the_server_agrees() {
 
 #[test]
 fn exact_request_count_at_a_rate() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/json", &["--rate", "400", "-n", "200", "-t", "2"]);
     assert_eq!(r.stats.sent, 200);
@@ -59,6 +61,7 @@ fn exact_request_count_at_a_rate() {
 /// workers is one request a second.
 #[test]
 fn rate_below_the_thread_count_does_not_flood() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/", &["--rate", "1", "-d", "3s", "-t", "2"]);
     assert_eq!(r.stats.sent, 3);
@@ -69,6 +72,7 @@ fn rate_below_the_thread_count_does_not_flood() {
 
 #[test]
 fn ramp_produces_the_per_second_targets() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(
         &server,
@@ -87,6 +91,7 @@ fn ramp_produces_the_per_second_targets() {
 
 #[test]
 fn stages_produce_the_per_second_targets() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/", &["--stages", "1s@200,1s@50,1s@0,1s@100"]);
     let targets: Vec<u64> = r.stats.series.0.iter().map(|p| p.target.unwrap()).collect();
@@ -132,6 +137,7 @@ fn open_model_options_are_checked() {
 /// hides it (coordinated omission).
 #[test]
 fn stalls_show_in_open_model_latency_but_not_in_service_time() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let path = "/?hiccup=500ms/1s";
     let args = [

@@ -75,6 +75,7 @@ fn ipv6_literal_urls_work() {
 
 #[test]
 fn timed_run_reports_rate_series_and_percentiles() {
+    let _machine = crate::support::measuring();
     if !have("nginx") {
         return;
     }
@@ -168,6 +169,7 @@ fn a_run_where_every_request_failed_exits_1_and_keeps_its_result() {
 
 #[test]
 fn target_dying_mid_run_is_counted_not_fatal() {
+    let _machine = crate::support::loading();
     if !have("nginx") {
         return;
     }
@@ -198,6 +200,7 @@ fn target_dying_mid_run_is_counted_not_fatal() {
 
 #[test]
 fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
+    let _machine = crate::support::measuring();
     if !have("nginx") {
         return;
     }

@@ -272,6 +272,7 @@ fn serve_rejects_bad_flags_with_one_line() {
 
 #[test]
 fn demo_runs_the_quickstart_scenario_with_no_setup_and_saves_the_run_folder() {
+    let _machine = crate::support::loading();
     let dir = tempdir("demo");
     let out = bin()
         .arg("demo")

@@ -3,8 +3,10 @@
 //! One binary links once instead of once per file. Add a new test file by declaring it here; an
 //! undeclared file is not compiled.
 //!
-//! All modules share one process; none changes process-wide state (signals go to the child
-//! `loadbench` processes, never to this one), so they run side by side like tests of one file.
+//! All modules share one process. None changes process-wide state (signals go to the child
+//! `loadbench` processes, never to this one). What sharing does change is who else uses the 2
+//! cores: tests that check rates or timings take `support::measuring()`, so they never run
+//! beside one that keeps the machine busy for seconds (`support::loading()`).
 
 mod support;
 

@@ -11,6 +11,7 @@ pub mod raw;
 use loadbench_model::RunResult;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadbench"))
@@ -88,6 +89,23 @@ impl Ran {
         self.saved
             .unwrap_or_else(|| panic!("no result saved: {output:?}"))
     }
+}
+
+/// Who may use the 2 cores while a test measures rates or timings. All modules share one
+/// process, so a test checking that a rate holds to the second could otherwise share the
+/// machine with a bench of nginx and HAProxy at full load (as separate binaries, cargo ran
+/// find_max.rs, open.rs and bench.rs one after another).
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// Held by a test whose assertions depend on rates or timings: it runs beside no [`loading`]
+/// test and no other measuring one.
+pub fn measuring() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Held by a test that keeps the cores busy for seconds; such tests may run side by side.
+pub fn loading() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 pub fn unique() -> u64 {

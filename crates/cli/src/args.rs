@@ -271,3 +271,16 @@ pub struct RequestArgs {
     #[arg(long, default_value = "5s", value_parser = values::duration("--connect-timeout"))]
     pub connect_timeout: Duration,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+
+    /// clap's own checks of the command definition (clashing flags, bad defaults, ...), which
+    /// otherwise only fire when the broken subcommand is parsed.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -4,13 +4,11 @@
 //! bad scenario files each give one line naming the file, the key and the fix. Traffic goes
 //! only to 127.0.0.1.
 
-mod support;
-
+use crate::support::{bin, have, tempdir, text as output_text};
 use loadbench_model::{BenchResult, Verdict};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
-use support::{bin, have, tempdir, text as output_text};
 
 const NGINX: &str = r#"
 [[target]]
@@ -111,6 +109,7 @@ fn run_folder(results: &Path) -> Option<PathBuf> {
 
 #[test]
 fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
+    let _machine = crate::support::loading();
     if !have("nginx") || !have("haproxy") {
         return;
     }
@@ -229,6 +228,7 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
 
 #[test]
 fn cpu_quota_and_memory_limit_are_enforced_and_recorded() {
+    let _machine = crate::support::measuring();
     let dir = tempdir("bench-limits");
     // Two busy loops beside the backend would keep two cores busy; the quota allows half of one.
     let serve = format!(
@@ -310,6 +310,7 @@ fn processes_in(dir: &Path) -> Vec<u32> {
 
 #[test]
 fn sigkill_of_loadbench_mid_run_leaves_no_target_behind() {
+    let _machine = crate::support::loading();
     if !have("nginx") {
         return;
     }
@@ -426,6 +427,7 @@ fn bad_scenarios_give_one_line_with_file_key_and_fix() {
 
 #[test]
 fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
+    let _machine = crate::support::measuring();
     let dir = tempdir("bench-find-max");
     // 4 requests at once, 10 ms each: the backend's capacity is 400 req/s.
     let text = "name = \"fm\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
@@ -467,6 +469,7 @@ fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {
     if !programs.iter().all(|p| have(p)) {
         return None;
     }
+    let _machine = crate::support::loading();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}.toml"));
     let dir = tempdir(&format!("example-{name}"));
     let args = [
@@ -594,6 +597,7 @@ fn example_find_max_searches_each_target() {
 
 #[test]
 fn a_target_that_dies_mid_run_fails_its_later_rounds_and_keeps_the_finished_ones() {
+    let _machine = crate::support::loading();
     let dir = tempdir("bench-dies");
     let script = format!(
         "{} serve --listen 127.0.0.1:{{port}} & pid=$!; sleep 2; kill $pid; wait",

@@ -2,14 +2,12 @@
 //! known capacity (4 requests at once, 10 ms each: 400 req/s), input mistakes, a target that
 //! never meets the SLO, and Ctrl-C keeping the finished steps.
 
-mod support;
-
+use crate::support::{bin, tempdir, text};
 use loadbench_model::{FindMaxResult, SearchPhase, StopReason, Verdict};
 use loadbench_upstream::{parse_delay, Server, ServerConfig};
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
-use support::{bin, tempdir, text};
 
 /// The reference backend serving at most `slots` requests at once, each taking `delay`.
 fn limited_backend(slots: usize, delay: &str) -> Server {
@@ -56,6 +54,7 @@ const SHORT_STEPS: [&str; 10] = [
 
 #[test]
 fn finds_the_capacity_of_a_backend_limited_to_400_per_second() {
+    let _machine = crate::support::measuring();
     let server = limited_backend(4, "10ms");
     let save = tempdir("find-max").join("find-max.json");
     let mut args = SHORT_STEPS.to_vec();
@@ -166,6 +165,7 @@ fn a_target_that_never_meets_the_slo_holds_no_rate() {
 
 #[test]
 fn ctrl_c_keeps_the_finished_steps_and_exits_130() {
+    let _machine = crate::support::measuring();
     let server = limited_backend(64, "1ms");
     let save = tempdir("find-max-int").join("r.json");
     let child = bin()

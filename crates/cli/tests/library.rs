@@ -3,8 +3,6 @@
 //! binary for), runs a closed load and a find-max search through the runner, and saves the
 //! run folder — no command line is built or parsed on the way.
 
-mod support;
-
 use loadbench_harness::run::{run_scenario, BenchObserver, RunOptions};
 use loadbench_harness::scenario::Scenario;
 use loadbench_model::{BenchResult, BenchRound};
@@ -63,7 +61,8 @@ impl BenchObserver for Seen {
 
 #[test]
 fn a_scenario_with_a_closed_load_and_a_find_max_search_runs_in_process() {
-    let dir = support::tempdir("library");
+    let _machine = crate::support::measuring();
+    let dir = crate::support::tempdir("library");
     let file = dir.join("library.toml");
     let scenario = Scenario::parse(SCENARIO, &file).expect("the scenario is valid");
     let opts = RunOptions {

@@ -2,24 +2,19 @@
 //! too), rates below the thread count, ramps and stages second by second, and latency that
 //! keeps a server's stalls where the closed model hides them.
 
-mod support;
-
+use crate::support::{text, Run};
 use loadbench_model::RunResult;
 use loadbench_upstream::{Server, ServerConfig};
-use support::{run, tempdir, text};
 
 fn backend() -> Server {
     Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
 }
 
+/// `loadbench run` against `path` on `server`; it must succeed.
 fn load(server: &Server, path: &str, args: &[&str]) -> RunResult {
-    let url = format!("http://{}{path}", server.local_addr());
-    let dir = tempdir("open");
-    let mut all = vec!["run", url.as_str()];
-    all.extend_from_slice(args);
-    let (out, r) = run(&dir, &all);
-    assert!(out.status.success(), "{:?}", text(&out));
-    r.expect("result saved")
+    Run::new(&format!("http://{}{path}", server.local_addr()))
+        .args(args)
+        .ok()
 }
 
 /// Every request sent was completed, failed or abandoned at the end: none vanished.
@@ -30,6 +25,7 @@ fn assert_accounted(r: &RunResult) {
 
 #[test]
 fn fixed_rate_is_exact_and_the_server_agrees() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/", &["--rate", "500", "-d", "3s", "-t", "2"]);
     let s = &r.stats;
@@ -52,6 +48,7 @@ fn fixed_rate_is_exact_and_the_server_agrees() {
 
 #[test]
 fn exact_request_count_at_a_rate() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/json", &["--rate", "400", "-n", "200", "-t", "2"]);
     assert_eq!(r.stats.sent, 200);
@@ -64,6 +61,7 @@ fn exact_request_count_at_a_rate() {
 /// workers is one request a second.
 #[test]
 fn rate_below_the_thread_count_does_not_flood() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/", &["--rate", "1", "-d", "3s", "-t", "2"]);
     assert_eq!(r.stats.sent, 3);
@@ -74,6 +72,7 @@ fn rate_below_the_thread_count_does_not_flood() {
 
 #[test]
 fn ramp_produces_the_per_second_targets() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(
         &server,
@@ -92,6 +91,7 @@ fn ramp_produces_the_per_second_targets() {
 
 #[test]
 fn stages_produce_the_per_second_targets() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let r = load(&server, "/", &["--stages", "1s@200,1s@50,1s@0,1s@100"]);
     let targets: Vec<u64> = r.stats.series.0.iter().map(|p| p.target.unwrap()).collect();
@@ -121,7 +121,7 @@ fn open_model_options_are_checked() {
     ] {
         let mut all = vec!["run", "http://127.0.0.1:9/"];
         all.extend_from_slice(&args);
-        let out = support::bin().args(&all).output().unwrap();
+        let out = crate::support::bin().args(&all).output().unwrap();
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -137,6 +137,7 @@ fn open_model_options_are_checked() {
 /// hides it (coordinated omission).
 #[test]
 fn stalls_show_in_open_model_latency_but_not_in_service_time() {
+    let _machine = crate::support::measuring();
     let server = backend();
     let path = "/?hiccup=500ms/1s";
     let args = [

@@ -4,13 +4,11 @@
 //! regressions, noise and improvements with their exit codes, and every kind of bad input
 //! answered by one line and exit code 2.
 
-mod support;
-
+use crate::support::{bin, tempdir, text};
 use loadbench_model::{BenchResult, FindMaxResult, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{bin, tempdir, text};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

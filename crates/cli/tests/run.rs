@@ -1,13 +1,13 @@
 //! `loadbench run` end to end: the real binary against a real nginx and against small
-//! in-process servers on port 0. Counts are checked on both sides.
+//! in-process servers on port 0. Counts are checked on both sides. How the engine classifies
+//! each way a server misbehaves is tested in-process in crates/engine/tests/connections.rs; here,
+//! what the binary prints and exits with.
 
-mod support;
-
+use crate::support::nginx::Nginx;
+use crate::support::raw::{Mode, RawServer};
+use crate::support::{bin, have, tempdir, text, Run};
 use loadbench_model::ErrorKind;
 use std::time::{Duration, Instant};
-use support::nginx::Nginx;
-use support::raw::{Mode, RawServer};
-use support::{bin, have, run, tempdir, text};
 
 #[test]
 fn request_count_matches_nginx_access_log_with_keepalive() {
@@ -15,13 +15,9 @@ fn request_count_matches_nginx_access_log_with_keepalive() {
         return;
     }
     let nginx = Nginx::start("");
-    let dir = tempdir("keepalive");
-    let (out, r) = run(
-        &dir,
-        &["run", &nginx.url("/"), "-n", "3000", "-c", "20", "-t", "2"],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
+    let r = Run::new(&nginx.url("/"))
+        .args(["-n", "3000", "-c", "20", "-t", "2"])
+        .ok();
     assert_eq!(r.stats.requests, 3000);
     assert_eq!(r.stats.errors.total(), 0);
     assert_eq!(r.stats.status.0.get(&200), Some(&3000));
@@ -40,21 +36,9 @@ fn request_count_matches_nginx_access_log_without_keepalive() {
         return;
     }
     let nginx = Nginx::start("");
-    let dir = tempdir("no-keepalive");
-    let (out, r) = run(
-        &dir,
-        &[
-            "run",
-            &nginx.url("/"),
-            "-n",
-            "500",
-            "-c",
-            "10",
-            "--no-keepalive",
-        ],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
+    let r = Run::new(&nginx.url("/"))
+        .args(["-n", "500", "-c", "10", "--no-keepalive"])
+        .ok();
     assert_eq!(r.stats.requests, 500);
     assert_eq!(r.stats.errors.total(), 0);
     assert_eq!(
@@ -68,13 +52,9 @@ fn request_count_matches_nginx_access_log_without_keepalive() {
 #[test]
 fn request_count_matches_counting_server_in_process() {
     let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
-    let dir = tempdir("count");
-    let (out, r) = run(
-        &dir,
-        &["run", &server.url("/"), "-n", "1234", "-c", "7", "-t", "2"],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
+    let r = Run::new(&server.url("/"))
+        .args(["-n", "1234", "-c", "7", "-t", "2"])
+        .ok();
     assert_eq!(r.stats.requests, 1234);
     assert_eq!(server.requests(), 1234);
     assert_eq!(r.stats.bytes_read, 1234 * 43);
@@ -86,48 +66,26 @@ fn ipv6_literal_urls_work() {
         eprintln!("skipping: no IPv6 loopback here");
         return;
     };
-    let dir = tempdir("ipv6");
-    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "100", "-c", "2"]);
-    assert!(out.status.success(), "{:?}", text(&out));
-    assert_eq!(r.unwrap().stats.requests, 100);
+    let r = Run::new(&server.url("/"))
+        .args(["-n", "100", "-c", "2"])
+        .ok();
+    assert_eq!(r.stats.requests, 100);
     assert_eq!(server.requests(), 100);
 }
 
 #[test]
-fn chunked_responses_are_read_to_the_end_and_reused() {
-    let server = RawServer::start("127.0.0.1:0", Mode::Chunked).unwrap();
-    let dir = tempdir("chunked");
-    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "300", "-c", "3"]);
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
-    assert_eq!(r.stats.requests, 300);
-    assert_eq!(r.stats.errors.total(), 0);
-    assert_eq!(r.stats.connections_opened, 3);
-}
-
-#[test]
 fn timed_run_reports_rate_series_and_percentiles() {
+    let _machine = crate::support::measuring();
     if !have("nginx") {
         return;
     }
     let nginx = Nginx::start("location = /missing { return 404; }");
-    let dir = tempdir("timed");
-    let (out, r) = run(
-        &dir,
-        &[
-            "run",
-            &nginx.url("/missing"),
-            "-d",
-            "2s",
-            "-c",
-            "4",
-            "-t",
-            "1",
-        ],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
-    let (stdout, _) = text(&out);
+    let ran = Run::new(&nginx.url("/missing"))
+        .args(["-d", "2s", "-c", "4", "-t", "1"])
+        .json();
+    assert!(ran.out.status.success(), "{:?}", ran.text());
+    let (stdout, _) = ran.text();
+    let r = ran.result();
     for needle in ["Requests/sec", "99.9%", "[404]", "Latency", "connect"] {
         assert!(stdout.contains(needle), "missing {needle} in:\n{stdout}");
     }
@@ -151,22 +109,10 @@ fn warmup_traffic_is_sent_but_not_counted() {
         return;
     }
     let nginx = Nginx::start("");
-    let dir = tempdir("warmup");
-    let (out, r) = run(
-        &dir,
-        &[
-            "run",
-            &nginx.url("/"),
-            "-n",
-            "200",
-            "-c",
-            "2",
-            "--warmup",
-            "300ms",
-        ],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    assert_eq!(r.unwrap().stats.requests, 200);
+    let r = Run::new(&nginx.url("/"))
+        .args(["-n", "200", "-c", "2", "--warmup", "300ms"])
+        .ok();
+    assert_eq!(r.stats.requests, 200);
     assert!(
         nginx.logged_requests() > 200,
         "warm-up requests reached the server"
@@ -179,154 +125,51 @@ fn method_headers_and_body_reach_the_server() {
         return;
     }
     let nginx = Nginx::start("");
-    let dir = tempdir("post");
-    let args = [
-        "run",
-        &nginx.url("/"),
-        "-n",
-        "10",
-        "-c",
-        "1",
-        "-m",
-        "POST",
-        "--body",
-        "{\"a\":1}",
-        "-H",
-        "Host: example.test",
-        "-H",
-        "X-Test: yes",
-    ];
-    let (out, r) = run(&dir, &args);
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
+    let r = Run::new(&nginx.url("/"))
+        .args(["-n", "10", "-c", "1", "-m", "POST", "--body", "{\"a\":1}"])
+        .args(["-H", "Host: example.test", "-H", "X-Test: yes"])
+        .ok();
     assert_eq!(r.stats.requests, 10);
     let lines = nginx.log_lines();
     assert_eq!(lines.len(), 10);
     assert!(lines[0].contains("POST / HTTP/1.1"), "{}", lines[0]);
-    let (out, r) = run(
-        &dir,
-        &["run", &nginx.url("/"), "-n", "5", "-c", "1", "-m", "HEAD"],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    assert_eq!(
-        r.unwrap().stats.requests,
-        5,
-        "HEAD responses end after the headers"
-    );
+    let r = Run::new(&nginx.url("/"))
+        .args(["-n", "5", "-c", "1", "-m", "HEAD"])
+        .ok();
+    assert_eq!(r.stats.requests, 5, "HEAD responses end after the headers");
 }
 
+/// Every request failing, however the server failed them (the engine's tests check each is
+/// classified right): exit code 1, one line saying so, and the result still saved with every
+/// failure in it.
 #[test]
-fn stalled_requests_time_out_and_count_as_read_timeouts() {
-    let server = RawServer::start("127.0.0.1:0", Mode::Stall).unwrap();
-    let dir = tempdir("stall");
-    let started = Instant::now();
-    let (out, r) = run(
-        &dir,
-        &[
-            "run",
-            &server.url("/"),
-            "-n",
-            "4",
-            "-c",
-            "2",
-            "--timeout",
-            "300ms",
-        ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "every request failed: {:?}",
-        text(&out)
-    );
-    let r = r.expect("a failed run still saves its result");
-    assert_eq!(r.stats.errors.get(ErrorKind::ReadTimeout), 4);
-    assert_eq!(r.stats.requests, 0);
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(text(&out).1.contains("every request failed"));
-}
-
-#[test]
-fn malformed_responses_are_counted() {
-    let server = RawServer::start("127.0.0.1:0", Mode::Malformed).unwrap();
-    let dir = tempdir("malformed");
-    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "20", "-c", "2"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        r.unwrap().stats.errors.get(ErrorKind::MalformedResponse),
-        20
-    );
-}
-
-/// Regression: with edge-triggered sockets, a FIN queued behind a partial response raises no
-/// new edge; it must be read at once, not left to the request timeout.
-#[test]
-fn fin_queued_behind_a_partial_response_is_seen_at_once() {
-    let server = RawServer::start("127.0.0.1:0", Mode::Truncated).unwrap();
-    let dir = tempdir("truncated");
-    let started = Instant::now();
-    let (out, r) = run(
-        &dir,
-        &[
-            "run",
-            &server.url("/"),
-            "-n",
-            "200",
-            "-c",
-            "4",
-            "--timeout",
-            "5s",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let r = r.unwrap();
-    assert_eq!(
-        r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete),
-        200,
-        "{:?}",
-        r.stats.errors
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
-}
-
-#[test]
-fn resets_are_counted() {
-    let server = RawServer::start("127.0.0.1:0", Mode::Reset).unwrap();
-    let dir = tempdir("reset");
-    let (out, r) = run(&dir, &["run", &server.url("/"), "-n", "20", "-c", "2"]);
-    assert_eq!(out.status.code(), Some(1));
-    let r = r.unwrap();
-    assert_eq!(r.stats.errors.total(), 20);
-    assert_eq!(
-        r.stats.errors.get(ErrorKind::Reset),
-        20,
-        "{:?}",
-        r.stats.errors
-    );
-}
-
-#[test]
-fn connections_closed_without_response_are_counted() {
-    if !have("nginx") {
-        return;
+fn a_run_where_every_request_failed_exits_1_and_keeps_its_result() {
+    for (mode, n) in [
+        (Mode::Stall, 4),
+        (Mode::Malformed, 20),
+        (Mode::Truncated, 20),
+        (Mode::Reset, 20),
+        (Mode::Close, 20),
+    ] {
+        let server = RawServer::start("127.0.0.1:0", mode).unwrap();
+        let ran = Run::new(&server.url("/"))
+            .args(["-n", &n.to_string(), "-c", "2", "--timeout", "300ms"])
+            .json();
+        let (_, stderr) = ran.text();
+        assert_eq!(ran.code(), Some(1), "{mode:?}: {stderr}");
+        assert!(
+            stderr.contains("every request failed"),
+            "{mode:?}: {stderr}"
+        );
+        let r = ran.saved.expect("a failed run still saves its result");
+        assert_eq!(r.stats.errors.total(), n, "{mode:?}: {:?}", r.stats.errors);
+        assert_eq!(r.stats.requests, 0, "{mode:?}");
     }
-    let nginx = Nginx::start("location = /close { return 444; }");
-    let dir = tempdir("close");
-    let (out, r) = run(&dir, &["run", &nginx.url("/close"), "-n", "50", "-c", "5"]);
-    assert_eq!(out.status.code(), Some(1));
-    let r = r.unwrap();
-    assert_eq!(
-        r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete),
-        50
-    );
 }
 
 #[test]
 fn target_dying_mid_run_is_counted_not_fatal() {
+    let _machine = crate::support::loading();
     if !have("nginx") {
         return;
     }
@@ -357,6 +200,7 @@ fn target_dying_mid_run_is_counted_not_fatal() {
 
 #[test]
 fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
+    let _machine = crate::support::measuring();
     if !have("nginx") {
         return;
     }
@@ -450,7 +294,7 @@ fn json_and_csv_outputs_on_stdout() {
 /// Each mistake: exit code 2, one line on stderr that names the fix, no panic.
 #[test]
 fn bad_input_gives_one_clear_line_and_exit_code_2() {
-    let closed = format!("http://127.0.0.1:{}/", support::free_port());
+    let closed = format!("http://127.0.0.1:{}/", crate::support::free_port());
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["run", "not a url"], "invalid URL"),
         (vec!["run", "ftp://127.0.0.1/"], "unknown scheme"),
@@ -510,22 +354,4 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
         );
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
-}
-
-/// Regression: responses finishing after the deadline, before the worker noticed it, were
-/// counted nowhere. Every request the server saw is now completed or abandoned.
-#[test]
-fn timed_run_accounts_for_every_request_the_server_saw() {
-    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
-    let dir = tempdir("accounting");
-    let (out, r) = run(
-        &dir,
-        &["run", &server.url("/"), "-d", "1s", "-c", "8", "-t", "2"],
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let r = r.unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(r.stats.errors.total(), 0);
-    assert_eq!(server.requests(), r.stats.requests + r.stats.abandoned);
-    assert_eq!(r.stats.first_byte.hist.len(), r.stats.requests);
 }

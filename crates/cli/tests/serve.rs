@@ -2,35 +2,31 @@
 //! (what loadbench reports, and what the backend's `/stats` counted). Also `loadbench serve` and
 //! `loadbench demo` as processes.
 
-mod support;
-
+use crate::support::{bin, tempdir, text, Ran, Run};
 use loadbench_model::{ErrorKind, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::{bin, run, tempdir, text};
 
 fn backend() -> Server {
     Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
 }
 
-fn load(server: &Server, path: &str, extra: &[&str]) -> (std::process::Output, RunResult) {
-    let url = format!("http://{}{path}", server.local_addr());
-    let dir = tempdir("serve");
-    let mut args = vec!["run", url.as_str()];
-    args.extend_from_slice(extra);
-    let (out, r) = run(&dir, &args);
-    let r = r.unwrap_or_else(|| panic!("no result saved: {:?}", text(&out)));
-    (out, r)
+/// `loadbench run` against `path` on `server`, whatever its exit code.
+fn load(server: &Server, path: &str, extra: &[&str]) -> Ran {
+    Run::new(&format!("http://{}{path}", server.local_addr()))
+        .args(extra)
+        .json()
 }
 
 /// Asserts a route answered `n` times with `status`, and the backend counted `n` under `route`.
 fn check_ok(server: &Server, path: &str, route: &str, status: u16, extra: &[&str]) -> RunResult {
     let before = server.stats().route(route);
-    let (out, r) = load(server, path, extra);
-    assert!(out.status.success(), "{path}: {:?}", text(&out));
+    let ran = load(server, path, extra);
+    assert!(ran.out.status.success(), "{path}: {:?}", ran.text());
+    let r = ran.result();
     assert_eq!(r.stats.errors.total(), 0, "{path}: {:?}", r.stats.errors);
     assert_eq!(
         r.stats.status.0.get(&status),
@@ -87,27 +83,22 @@ fn plain_routes_answer_and_are_counted() {
 fn stats_route_counts_and_resets_through_loadbench() {
     let server = backend();
     let base = format!("http://{}", server.local_addr());
-    let dir = tempdir("stats");
-    let (out, _) = run(
-        &dir,
-        &["run", &format!("{base}/json"), "-n", "30", "-c", "3"],
-    );
-    assert!(out.status.success());
-    let (out, r) = run(
-        &dir,
-        &["run", &format!("{base}/stats"), "-n", "5", "-c", "1"],
-    );
-    assert!(out.status.success());
-    assert_eq!(r.unwrap().stats.status.0.get(&200), Some(&5));
+    Run::new(&format!("{base}/json"))
+        .args(["-n", "30", "-c", "3"])
+        .ok();
+    let r = Run::new(&format!("{base}/stats"))
+        .args(["-n", "5", "-c", "1"])
+        .ok();
+    assert_eq!(r.stats.status.0.get(&200), Some(&5));
     assert_eq!(
         server.stats().route("/json"),
         30,
         "/stats itself is not counted"
     );
-    let reset = format!("{base}/stats/reset");
-    let (out, r) = run(&dir, &["run", &reset, "-n", "1", "-c", "1", "-m", "POST"]);
-    assert!(out.status.success());
-    assert_eq!(r.unwrap().stats.status.0.get(&200), Some(&1));
+    let r = Run::new(&format!("{base}/stats/reset"))
+        .args(["-n", "1", "-c", "1", "-m", "POST"])
+        .ok();
+    assert_eq!(r.stats.status.0.get(&200), Some(&1));
     assert_eq!(
         server.stats().total,
         0,
@@ -156,17 +147,19 @@ fn faults_are_classified() {
         ("/fault/short", ErrorKind::ClosedBeforeResponseComplete),
     ];
     for (path, kind) in cases {
-        let (out, r) = load(&server, path, &["-n", "40", "-c", "4"]);
-        assert_eq!(out.status.code(), Some(1), "{path}: every request failed");
+        let ran = load(&server, path, &["-n", "40", "-c", "4"]);
+        assert_eq!(ran.code(), Some(1), "{path}: every request failed");
+        let r = ran.result();
         assert_eq!(r.stats.errors.get(kind), 40, "{path}: {:?}", r.stats.errors);
         assert_eq!(server.stats().route(path), 40, "{path}");
     }
     let started = Instant::now();
-    let (_, r) = load(
+    let r = load(
         &server,
         "/fault/stall",
         &["-n", "4", "-c", "2", "--timeout", "300ms"],
-    );
+    )
+    .result();
     assert_eq!(r.stats.errors.get(ErrorKind::ReadTimeout), 4);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -195,15 +188,16 @@ fn fail_rate_turns_a_share_into_500s() {
         ..ServerConfig::ephemeral()
     })
     .unwrap();
-    let (out, r) = load(&server, "/", &["-n", "2000", "-c", "4"]);
-    assert!(out.status.success());
+    let ran = load(&server, "/", &["-n", "2000", "-c", "4"]);
+    assert!(ran.out.status.success());
+    let r = ran.result();
     let failed = *r.stats.status.0.get(&500).unwrap_or(&0) as f64 / 2000.0;
     assert!((0.20..0.30).contains(&failed), "{failed}");
 }
 
 #[test]
 fn serve_runs_until_sigterm_and_reports_address_in_use() {
-    let port = support::free_port();
+    let port = crate::support::free_port();
     let listen = format!("127.0.0.1:{port}");
     let flags = [
         "--threads",
@@ -226,20 +220,17 @@ fn serve_runs_until_sigterm_and_reports_address_in_use() {
         .read_line(&mut line)
         .unwrap();
     assert!(line.contains(&listen), "{line}");
-    let dir = tempdir("serve-cli");
-    let json = format!("http://{listen}/json");
-    let (out, r) = run(&dir, &["run", &json, "-n", "200", "-c", "2"]);
-    assert!(out.status.success());
-    let r = r.unwrap();
+    let r = Run::new(&format!("http://{listen}/json"))
+        .args(["-n", "200", "-c", "2"])
+        .ok();
     assert_eq!(r.stats.requests, 200);
     assert!(
         r.stats.latency.hist.min_ns() >= 5_000_000,
         "--delay applies to every route"
     );
-    let root = format!("http://{listen}/");
-    let (out, r) = run(&dir, &["run", &root, "-n", "20", "-c", "2"]);
-    assert!(out.status.success());
-    let r = r.unwrap();
+    let r = Run::new(&format!("http://{listen}/"))
+        .args(["-n", "20", "-c", "2"])
+        .ok();
     assert_eq!(
         r.stats.status.0.get(&201),
         Some(&20),
@@ -280,7 +271,7 @@ fn raw_get(addr: &str, path: &str) -> String {
 
 #[test]
 fn serve_keep_abandoned_finishes_requests_whose_client_left() {
-    let listen = format!("127.0.0.1:{}", support::free_port());
+    let listen = format!("127.0.0.1:{}", crate::support::free_port());
     let flags = [
         "--threads",
         "1",
@@ -345,6 +336,7 @@ fn serve_rejects_bad_flags_with_one_line() {
 
 #[test]
 fn demo_runs_the_quickstart_scenario_with_no_setup_and_saves_the_run_folder() {
+    let _machine = crate::support::loading();
     let dir = tempdir("demo");
     let out = bin()
         .arg("demo")

@@ -17,6 +17,8 @@ use loadbench_harness::limits::{
 };
 use loadbench_harness::scenario::{CpuSet, Limits};
 
+use crate::cpu_exclusive;
+
 const MIB: u64 = 1 << 20;
 
 /// Kills the child's whole process group and reaps it on drop.
@@ -63,6 +65,7 @@ fn has_warning(applied: &Applied, what: &str) -> bool {
 
 #[test]
 fn cpu_quota_half_core_caps_busy_loop() {
+    let _cpu = cpu_exclusive();
     let lim = Limits {
         cpus: Some(0.5),
         ..Limits::default()
@@ -91,6 +94,7 @@ fn cpu_quota_half_core_caps_busy_loop() {
 
 #[test]
 fn memory_limit_visible_and_enforced() {
+    let _cpu = cpu_exclusive(); // the allocating pipeline keeps a core busy until it is killed
     let lim = Limits {
         memory: Some(64 * MIB),
         ..Limits::default()

@@ -11,7 +11,8 @@ use loadbench_harness::process::{ProcessError, ProcessSpec, Readiness, TargetPro
 
 /// Set when the test binary is re-executed as a parent that gets `SIGKILL`ed.
 const HELPER_ENV: &str = "LOADBENCH_PROCESS_TEST_HELPER";
-const HELPER_TEST: &str = "helper_parent_holding_a_target";
+/// The helper's full name in the test binary (tests.rs declares this file as `mod process`).
+const HELPER_TEST: &str = "process::helper_parent_holding_a_target";
 
 /// A fresh run folder for one test.
 fn run_dir(test: &str) -> PathBuf {

@@ -5,20 +5,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use loadbench_harness::sampler::{Bottleneck, ProcessTree, Sampler, Samples};
 
+use crate::cpu_exclusive;
+
 const INTERVAL: Duration = Duration::from_millis(100);
 const MIB: u64 = 1 << 20;
-
-/// Tests that measure CPU run one at a time, so they do not compete for the 2 cores.
-static CPU: Mutex<()> = Mutex::new(());
-
-fn cpu_exclusive() -> MutexGuard<'static, ()> {
-    CPU.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A child in its own process group; the whole group is killed on drop, even when an assertion
 /// fails, so no busy loop outlives the test.

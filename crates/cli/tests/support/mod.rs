@@ -1,34 +1,111 @@
-//! Shared helpers for the CLI's integration tests: run the real binary, start a real nginx on a
-//! free loopback port, read saved results.
+//! Shared helpers for the CLI's integration tests: run the real binary ([`Run`] for `loadbench
+//! run`), start a real nginx on a free loopback port, read saved results.
 
 #![allow(dead_code)]
 
 pub mod nginx;
+/// The raw test server lives with the engine's tests, which drive the engine against it.
+#[path = "../../../engine/tests/raw.rs"]
 pub mod raw;
 
 use loadbench_model::RunResult;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadbench"))
 }
 
-/// Runs `loadbench` with `args`, saving the JSON result into `dir`; returns the output and the
-/// result (if one was saved).
-pub fn run(dir: &Path, args: &[&str]) -> (Output, Option<RunResult>) {
-    let save = dir.join(format!("result-{}.json", unique()));
-    let out = bin()
-        .args(args)
-        .arg("--save")
-        .arg(&save)
-        .arg("--quiet")
-        .output()
-        .expect("the loadbench binary runs");
-    let result = std::fs::read_to_string(&save)
-        .ok()
-        .map(|t| RunResult::from_json(&t).expect("saved result reads back"));
-    (out, result)
+/// One `loadbench run URL ARGS --save FILE --quiet` of the real binary, its result saved into a
+/// fresh directory and read back: `Run::new(&url).args(["-c", "4", "-d", "1s"]).ok()`.
+#[derive(Debug, Clone)]
+pub struct Run {
+    args: Vec<String>,
+}
+
+/// What a [`Run`] gave: the process output and the result it saved (a failed run saves one
+/// too; a rejected command line does not).
+#[derive(Debug)]
+pub struct Ran {
+    pub out: Output,
+    pub saved: Option<RunResult>,
+}
+
+impl Run {
+    pub fn new(url: &str) -> Run {
+        Run {
+            args: vec!["run".into(), url.into()],
+        }
+    }
+
+    /// Adds command-line arguments after the URL.
+    pub fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Run {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    /// Runs it, whatever the exit code, and parses the saved JSON result if there is one.
+    pub fn json(self) -> Ran {
+        let dir = tempdir("run");
+        let save = dir.join("result.json");
+        let out = bin()
+            .args(&self.args)
+            .arg("--save")
+            .arg(&save)
+            .arg("--quiet")
+            .output()
+            .expect("the loadbench binary runs");
+        let saved = std::fs::read_to_string(&save)
+            .ok()
+            .map(|t| RunResult::from_json(&t).expect("saved result reads back"));
+        let _ = std::fs::remove_dir_all(&dir);
+        Ran { out, saved }
+    }
+
+    /// Runs it, asserts exit code 0, and returns the saved result.
+    pub fn ok(self) -> RunResult {
+        let args = self.args.join(" ");
+        let ran = self.json();
+        assert!(ran.out.status.success(), "{args}: {:?}", ran.text());
+        ran.result()
+    }
+}
+
+impl Ran {
+    pub fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+
+    /// Stdout and stderr.
+    pub fn text(&self) -> (String, String) {
+        text(&self.out)
+    }
+
+    /// The saved result, which must exist.
+    pub fn result(self) -> RunResult {
+        let output = self.text();
+        self.saved
+            .unwrap_or_else(|| panic!("no result saved: {output:?}"))
+    }
+}
+
+/// Who may use the 2 cores while a test measures rates or timings. All modules share one
+/// process, so a test checking that a rate holds to the second could otherwise share the
+/// machine with a bench of nginx and HAProxy at full load (as separate binaries, cargo ran
+/// find_max.rs, open.rs and bench.rs one after another).
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// Held by a test whose assertions depend on rates or timings: it runs beside no [`loading`]
+/// test and no other measuring one.
+pub fn measuring() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Held by a test that keeps the cores busy for seconds; such tests may run side by side.
+pub fn loading() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 pub fn unique() -> u64 {

@@ -1,5 +1,9 @@
 //! A small in-process HTTP/1.1 server on port 0, with a few behaviours the tests need: count
-//! requests, answer chunked, stall, reset, send garbage. Thread per connection; stopped on drop.
+//! requests, answer chunked, stall, reset, close, send garbage. Thread per connection; stopped on
+//! drop. The engine's connection tests drive the engine against it in-process; the CLI's tests
+//! include this same file (`#[path]` in crates/cli/tests/support/mod.rs) for end-to-end runs.
+
+#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -21,6 +25,8 @@ pub enum Mode {
     Reset,
     /// Sends part of a response and closes at once, so data and FIN arrive together.
     Truncated,
+    /// Reads the request and closes the connection without sending a byte.
+    Close,
 }
 
 pub struct RawServer {
@@ -106,6 +112,7 @@ fn serve(mut conn: TcpStream, mode: Mode, count: &AtomicU64, stop: &AtomicBool) 
                 while !stop.load(Ordering::Relaxed) && conn.read(&mut [0u8; 64]).is_ok_and(|n| n > 0) {}
                 return;
             }
+            Mode::Close => return,
             Mode::Reset => {
                 let _ = socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO));
                 return;

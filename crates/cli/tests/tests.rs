@@ -1,0 +1,19 @@
+//! The CLI's one integration-test binary (`autotests = false` in Cargo.toml): each file beside
+//! this one is a module testing the real `loadbench` binary, `support` holds what they share.
+//! One binary links once instead of once per file. Add a new test file by declaring it here; an
+//! undeclared file is not compiled.
+//!
+//! All modules share one process. None changes process-wide state (signals go to the child
+//! `loadbench` processes, never to this one). What sharing does change is who else uses the 2
+//! cores: tests that check rates or timings take `support::measuring()`, so they never run
+//! beside one that keeps the machine busy for seconds (`support::loading()`).
+
+mod support;
+
+mod bench;
+mod find_max;
+mod library;
+mod open;
+mod report;
+mod run;
+mod serve;

@@ -100,6 +100,80 @@ impl Drop for Targets {
     }
 }
 
+/// One target being started: its key in the scenario, its folder, its placeholder values.
+struct Starting<'a> {
+    t: &'a TargetSpec,
+    opts: &'a StartOptions,
+    key: String,
+    dir: PathBuf,
+    values: HashMap<String, String>,
+}
+
+impl Starting<'_> {
+    fn io_err(&self, what: &str, e: std::io::Error) -> ScenarioError {
+        ScenarioError::new(
+            &self.opts.file,
+            &self.key,
+            format!("cannot {what}: {e}"),
+            "check that the results folder is writable",
+        )
+    }
+
+    /// Renders the template `text` of the key `k` (below the target's key).
+    fn render(&self, k: &str, text: &str) -> Result<String, ScenarioError> {
+        render_template(text, &self.values).map_err(|e| {
+            ScenarioError::new(
+                &self.opts.file,
+                format!("{}.{k}", self.key),
+                e.to_string(),
+                "see the placeholders in docs/scenarios.md",
+            )
+        })
+    }
+
+    /// Writes the rendered config files; returns their paths relative to the run folder.
+    fn write_configs(&self) -> Result<Vec<String>, ScenarioError> {
+        let mut configs = Vec::new();
+        for (i, c) in self.t.config.iter().enumerate() {
+            let text = self.render(&format!("config[{i}]"), &c.text)?;
+            let path = self.dir.join(&c.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| self.io_err("create a config folder", e))?;
+            }
+            std::fs::write(&path, text).map_err(|e| self.io_err("write a config file", e))?;
+            configs.push(relative(&self.opts.run_dir, &path));
+        }
+        Ok(configs)
+    }
+
+    /// The process to start: command line, logs, working directory, environment, stop.
+    fn process_spec(&self, port: u16) -> Result<ProcessSpec, ScenarioError> {
+        let (t, opts) = (self.t, self.opts);
+        let render = |k: &str, text: &str| self.render(k, text);
+        let (command, args) = command_line(t, port, opts, &render)?;
+        let logs = opts.run_dir.join("logs");
+        let mut spec = ProcessSpec::new(
+            &t.name,
+            &command,
+            logs.join(format!("{}.stdout.log", t.name)),
+            logs.join(format!("{}.stderr.log", t.name)),
+        )
+        .args(args);
+        spec.cwd = Some(match &t.workdir {
+            Some(w) => PathBuf::from(self.render("workdir", w)?),
+            None => self.dir.clone(),
+        });
+        for (k, v) in &t.env {
+            spec.env
+                .push((k.clone(), self.render(&format!("env.{k}"), v)?));
+        }
+        spec.stop_signal = t.stop_signal;
+        spec.stop_timeout = t.stop_timeout;
+        Ok(spec)
+    }
+}
+
 fn start_one(
     s: &Scenario,
     t: &TargetSpec,
@@ -108,79 +182,31 @@ fn start_one(
     opts: &StartOptions,
     warnings: &mut Vec<String>,
 ) -> Result<Running, ScenarioError> {
-    let key = format!("target[{index}]");
     let dir = opts.run_dir.join("targets").join(&t.name);
-    let io_err = |what: &str, e: std::io::Error| {
-        ScenarioError::new(
-            &opts.file,
-            &key,
-            format!("cannot {what}: {e}"),
-            "check that the results folder is writable",
-        )
+    let starting = Starting {
+        t,
+        opts,
+        key: format!("target[{index}]"),
+        values: s.placeholders(t, ports, &dir),
+        dir,
     };
-    std::fs::create_dir_all(&dir).map_err(|e| io_err("create the target's folder", e))?;
-    let values = s.placeholders(t, ports, &dir);
-    let render = |k: &str, text: &str| {
-        render_template(text, &values).map_err(|e| {
-            ScenarioError::new(
-                &opts.file,
-                format!("{key}.{k}"),
-                e.to_string(),
-                "see the placeholders in docs/scenarios.md",
-            )
-        })
-    };
-    let mut configs = Vec::new();
-    for (i, c) in t.config.iter().enumerate() {
-        let text = render(&format!("config[{i}]"), &c.text)?;
-        let path = dir.join(&c.path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_err("create a config folder", e))?;
-        }
-        std::fs::write(&path, text).map_err(|e| io_err("write a config file", e))?;
-        configs.push(relative(&opts.run_dir, &path));
-    }
+    std::fs::create_dir_all(&starting.dir)
+        .map_err(|e| starting.io_err("create the target's folder", e))?;
+    let configs = starting.write_configs()?;
     let port = ports[&t.name];
-    let (command, args) = command_line(t, port, opts, &render)?;
-    let logs = opts.run_dir.join("logs");
-    let mut spec = ProcessSpec::new(
-        &t.name,
-        &command,
-        logs.join(format!("{}.stdout.log", t.name)),
-        logs.join(format!("{}.stderr.log", t.name)),
-    )
-    .args(args);
-    spec.cwd = Some(match &t.workdir {
-        Some(w) => PathBuf::from(render("workdir", w)?),
-        None => dir.clone(),
-    });
-    for (k, v) in &t.env {
-        spec.env.push((k.clone(), render(&format!("env.{k}"), v)?));
-    }
-    spec.stop_signal = t.stop_signal;
-    spec.stop_timeout = t.stop_timeout;
+    let spec = starting.process_spec(port)?;
     let url = match &t.url {
-        Some(u) => render("url", u)?,
+        Some(u) => starting.render("url", u)?,
         None => format!("http://127.0.0.1:{port}"),
     };
+    let render = |k: &str, text: &str| starting.render(k, text);
     let readiness = readiness(t, port, &url, &render).map_err(|e| ScenarioError {
         file: opts.file.clone(),
-        key: format!("{key}.{}", e.key),
+        key: format!("{}.{}", starting.key, e.key),
         ..e
     })?;
-
-    let (cgroup, mut applied) = limits::prepare(&t.name, &t.limits);
-    let cpus = applied.cpuset.clone();
     let started = Instant::now();
-    let mut process = TargetProcess::spawn_with(&spec, |cmd| {
-        limits::join_in_child(cmd, cgroup.as_ref(), cpus.as_deref())
-    })
-    .map_err(|e| process_error(opts, &key, t, e))?;
-    limits::apply_to_pid(&t.name, cgroup.as_ref(), &mut applied, process.pid());
-    process
-        .wait_ready(&readiness, t.ready.timeout)
-        .map_err(|e| process_error(opts, &key, t, e))?;
-    let ready_ms = started.elapsed().as_millis() as u64;
+    let (process, cgroup, applied) = launch(t, &spec, &readiness, opts, &starting.key)?;
     warnings.extend(applied.warnings.iter().cloned());
     Ok(Running {
         info: BenchTarget {
@@ -194,7 +220,7 @@ fn start_one(
             port,
             proxy_to: t.proxy_to.clone(),
             limits: applied_limits(&applied, opts.host_cores),
-            ready_ms,
+            ready_ms: started.elapsed().as_millis() as u64,
             stdout_log: relative(&opts.run_dir, &spec.stdout_path),
             stderr_log: relative(&opts.run_dir, &spec.stderr_path),
             configs,
@@ -203,6 +229,27 @@ fn start_one(
         process,
         cgroup,
     })
+}
+
+/// Starts the process inside its limits and waits until it is ready.
+fn launch(
+    t: &TargetSpec,
+    spec: &ProcessSpec,
+    readiness: &Readiness,
+    opts: &StartOptions,
+    key: &str,
+) -> Result<(TargetProcess, Option<CgroupGuard>, Applied), ScenarioError> {
+    let (cgroup, mut applied) = limits::prepare(&t.name, &t.limits);
+    let cpus = applied.cpuset.clone();
+    let mut process = TargetProcess::spawn_with(spec, |cmd| {
+        limits::join_in_child(cmd, cgroup.as_ref(), cpus.as_deref())
+    })
+    .map_err(|e| process_error(opts, key, t, e))?;
+    limits::apply_to_pid(&t.name, cgroup.as_ref(), &mut applied, process.pid());
+    process
+        .wait_ready(readiness, t.ready.timeout)
+        .map_err(|e| process_error(opts, key, t, e))?;
+    Ok((process, cgroup, applied))
 }
 
 /// The program and arguments: the scenario's command, or `loadbench serve` for the backend.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::units::{parse_duration, DurationText, DELAY_FORMS};
+use crate::units::{parse_duration, DurationText};
 use crate::UpstreamError;
 
 const HICCUP_FORM: &str = "expected STALL/EVERY, like 300ms/1s (a 300ms stall every second)";
@@ -77,9 +77,9 @@ pub fn parse_hiccup(s: &str) -> Result<Hiccup, UpstreamError> {
 fn parse_hiccup_inner(s: &str) -> Result<Hiccup, String> {
     let (stall, every) = s.split_once('/').ok_or(HICCUP_FORM)?;
     let duration = |part: &str| {
-        parse_duration(part).map_err(|e| match e.as_str() {
-            DELAY_FORMS => format!("{:?} is not a duration; {HICCUP_FORM}", part.trim()),
-            _ => e,
+        parse_duration(part).map_err(|e| match loadbench_units::duration(part) {
+            Err(_) => format!("{:?} is not a duration; {HICCUP_FORM}", part.trim()),
+            Ok(_) => e,
         })
     };
     let hiccup = Hiccup {
@@ -114,7 +114,7 @@ mod tests {
             ("1s/300ms", "shorter than the period"),
             ("1s/1s", "shorter than the period"),
             ("0/1s", "longer than zero"),
-            ("300/1s", "no unit"),
+            ("300/1s", "shorter than the period"),
             ("abc/1s", "\"abc\" is not a duration"),
             ("300ms/", "is not a duration; expected STALL/EVERY"),
             ("300ms/2h", "at most 1h"),

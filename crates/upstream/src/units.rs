@@ -4,7 +4,9 @@
 //!
 //! Sizes: `k`, `m`, `g`, `t` (optionally followed by `b`) are decimal (1k = 1000); `ki`, `mi`,
 //! `gi`, `ti` (optionally followed by `b`) are binary (1KiB = 1024). Case does not matter.
-//! Durations: a number followed by `ns`, `us`, `ms`, `s`, `m` or `h`; a bare `0` is allowed.
+//! Durations: a number followed by `ns`, `us`, `ms`, `s`, `m` or `h`, or a bare number of
+//! seconds. Sizes and durations follow the one rule of [`loadbench_units`], shared with every
+//! flag and scenario key; this module adds the delay distributions.
 
 use std::fmt;
 use std::time::Duration;
@@ -14,37 +16,6 @@ use crate::UpstreamError;
 
 /// The longest delay the server accepts or samples; longer ones are almost surely typos.
 pub const MAX_DELAY: Duration = Duration::from_secs(3600);
-
-const SIZE_UNITS: &[(&str, u64)] = &[
-    ("", 1),
-    ("b", 1),
-    ("k", 1_000),
-    ("kb", 1_000),
-    ("ki", 1 << 10),
-    ("kib", 1 << 10),
-    ("m", 1_000_000),
-    ("mb", 1_000_000),
-    ("mi", 1 << 20),
-    ("mib", 1 << 20),
-    ("g", 1_000_000_000),
-    ("gb", 1_000_000_000),
-    ("gi", 1 << 30),
-    ("gib", 1 << 30),
-    ("t", 1_000_000_000_000),
-    ("tb", 1_000_000_000_000),
-    ("ti", 1 << 40),
-    ("tib", 1 << 40),
-];
-
-const DURATION_UNITS: &[(&str, f64)] = &[
-    ("ns", 1.0),
-    ("us", 1e3),
-    ("µs", 1e3),
-    ("ms", 1e6),
-    ("s", 1e9),
-    ("m", 60e9),
-    ("h", 3600e9),
-];
 
 pub(crate) const DELAY_FORMS: &str =
     "expected a duration like 200ms or 1s, or uniform:10ms..50ms, exp:20ms, normal:50ms,10ms";
@@ -158,57 +129,23 @@ fn parse_normal(args: &str) -> Result<DelaySpec, String> {
     })
 }
 
-/// Splits `"12.5ms"` into `("12.5", "ms")`.
-fn split_number(s: &str) -> (&str, &str) {
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    (&s[..end], s[end..].trim())
-}
-
+/// A duration by the shared rule ([`loadbench_units::duration`]: a bare number is seconds),
+/// at most [`MAX_DELAY`].
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (number, unit) = split_number(s.trim());
-    let value: f64 = number.parse().map_err(|_| DELAY_FORMS.to_string())?;
-    if unit.is_empty() && value != 0.0 {
-        return Err(format!("{s:?} has no unit: add ns, us, ms, s, m or h"));
-    }
-    let factor = match DURATION_UNITS.iter().find(|(name, _)| *name == unit) {
-        Some(&(_, factor)) => factor,
-        None if unit.is_empty() => 1.0,
-        None => return Err(format!("unknown unit {unit:?}: use ns, us, ms, s, m or h")),
-    };
-    let nanos = value * factor;
-    if nanos > MAX_DELAY.as_nanos() as f64 {
+    let d = loadbench_units::duration(s).map_err(|e| format!("{e}; {DELAY_FORMS}"))?;
+    if d > MAX_DELAY {
         return Err("a delay can be at most 1h".into());
     }
-    Ok(Duration::from_nanos(nanos.round() as u64))
+    Ok(d)
 }
 
-/// Parses a byte count: `100`, `1k` (1000), `1KiB` (1024), `2m`, `1.5MiB`, `1GiB`.
+/// Parses a byte count by the shared rule ([`loadbench_units::size`]): `100`, `1k` (1000),
+/// `1KiB` (1024), `2m`, `1.5MiB`, `1GiB`.
 pub fn parse_size(s: &str) -> Result<u64, UpstreamError> {
-    parse_size_inner(s.trim()).map_err(|reason| UpstreamError::InvalidSize {
+    loadbench_units::size(s).map_err(|e| UpstreamError::InvalidSize {
         input: s.to_string(),
-        reason: reason.to_string(),
+        reason: e.to_string(),
     })
-}
-
-fn parse_size_inner(s: &str) -> Result<u64, &'static str> {
-    const FORMS: &str = "expected a byte count like 100, 1k, 1KiB, 2m or 1MiB";
-    let (number, unit) = split_number(s);
-    let unit = unit.to_ascii_lowercase();
-    let &(_, factor) = SIZE_UNITS
-        .iter()
-        .find(|(name, _)| *name == unit)
-        .ok_or(FORMS)?;
-    if let Ok(whole) = number.parse::<u64>() {
-        return whole.checked_mul(factor).ok_or("too large");
-    }
-    let value: f64 = number.parse().map_err(|_| FORMS)?;
-    let bytes = value * factor as f64;
-    if bytes >= u64::MAX as f64 {
-        return Err("too large");
-    }
-    Ok(bytes as u64)
 }
 
 /// Decodes `%XX` escapes and `+` in a query value; values without either borrow the input.
@@ -271,7 +208,7 @@ mod tests {
             assert!(err.starts_with("invalid size"), "{input}: {err}");
         }
         let err = parse_size("12 parsecs").unwrap_err().to_string();
-        assert!(err.contains("like 100, 1k, 1KiB"), "{err}");
+        assert!(err.contains("1k (1000), 1KiB (1024)"), "{err}");
     }
 
     #[test]
@@ -283,6 +220,7 @@ mod tests {
             ("250us", Duration::from_micros(250)),
             ("2m", Duration::from_secs(120)),
             ("0", Duration::ZERO),
+            ("2", Duration::from_secs(2)),
         ];
         for (input, want) in cases {
             assert_eq!(
@@ -315,8 +253,8 @@ mod tests {
     fn delays_reject_garbage_with_a_reason() {
         let cases = [
             ("abc", "expected a duration"),
-            ("200", "no unit"),
-            ("5 parsecs", "unknown unit"),
+            ("5000", "at most 1h"),
+            ("5 parsecs", "is not a duration"),
             ("poisson:1s", "unknown distribution"),
             ("uniform:50ms..10ms", "lower bound"),
             ("uniform:10ms", "two bounds"),

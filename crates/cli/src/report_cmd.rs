@@ -202,7 +202,8 @@ fn probe(name: &str, text: &str) -> Result<serde_json::Value, UserError> {
 
 fn invalid(name: &str, kind: &str, e: ResultReadError) -> UserError {
     let detail = match e {
-        ResultReadError::Invalid(d) | ResultReadError::NotJson(d) => d,
+        ResultReadError::Invalid(d) => d.detail,
+        ResultReadError::NotJson(d) => d,
         other => other.to_string(),
     };
     UserError(format!(

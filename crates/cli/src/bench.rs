@@ -5,6 +5,7 @@
 //! wires it to the engine (`run::execute`, `find_max`), the terminal and the disk.
 
 use crate::args::BenchArgs;
+use crate::output::OutputFormat;
 use crate::{host, save, UserError};
 use anyhow::Result;
 use loadbench_harness::bench::{bench_loads, steps, Matrix, StepRunner};
@@ -16,7 +17,7 @@ use loadbench_model::{
     BenchResult, BenchRound, FindMaxResult, ResultKind, RunResult, ScenarioInfo, SCHEMA_VERSION,
 };
 use loadbench_plan::{Plan, RunSpec};
-use loadbench_report::{units, Format};
+use loadbench_report::units;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -27,26 +28,15 @@ use std::time::{Duration, SystemTime};
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 pub fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let format = output_format(&a.output)?;
     let (result, path) = run(&a)?;
-    print!("{}", crate::report_cmd::render_bench(format, &result));
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, a.output, &Default::default())?;
     if let Some(html) = &a.html {
-        crate::report_cmd::write_html_bench(html, &result)?;
+        crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
     }
     eprintln!("result saved to {}", path.display());
     Ok(exit_code(&result))
-}
-
-fn output_format(text: &str) -> Result<Format, UserError> {
-    match text.parse::<Format>() {
-        Ok(Format::Html) => Err(UserError(
-            "-o html: use --html FILE for the HTML page (report.html is always in the run folder)"
-                .into(),
-        )),
-        Ok(f) => Ok(f),
-        Err(e) => Err(UserError(format!("-o: {e}"))),
-    }
 }
 
 /// Runs the scenario of `a`; returns the finished result and where it is saved.
@@ -108,7 +98,9 @@ pub fn run(a: &BenchArgs) -> Result<(BenchResult, PathBuf)> {
     if let Some(e) = save_error {
         return Err(e);
     }
-    crate::report_cmd::write_html_bench(&run_dir.join("report.html"), &result)?;
+    let saved = result.clone().into();
+    let report = run_dir.join("report.html");
+    crate::output::write(&report, &saved, OutputFormat::Html, &Default::default())?;
     Ok((result, path))
 }
 

@@ -7,6 +7,7 @@
 //! the target. The result is saved atomically after every step, so Ctrl-C keeps what finished.
 
 use crate::args::FindMaxArgs;
+use crate::output::OutputFormat;
 use crate::{host, save, UserError};
 use anyhow::Result;
 use clap::Parser;
@@ -15,7 +16,7 @@ use loadbench_model::{
     SloCondition, SloOp, SloStat, SloValue, Stats, StopReason, Verdict, SCHEMA_VERSION,
 };
 use loadbench_plan::{parse_duration, parse_rate, Plan, RunSpec};
-use loadbench_report::{units, Format};
+use loadbench_report::units;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,9 +33,10 @@ pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let setup = Setup::parse(&args)?;
     let stop = crate::signals::stop_flag()?;
     let result = search(&setup, &stop)?;
-    print!("{}", setup.render(&result));
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, setup.format, &Default::default())?;
     if let Some(path) = &args.html {
-        crate::report_cmd::write_html_find_max(path, &result)?;
+        crate::output::write(path, &saved, OutputFormat::Html, &Default::default())?;
     }
     Ok(exit_code(&result))
 }
@@ -104,7 +106,7 @@ struct Setup {
     slo: Slo,
     max_error_share: f64,
     params: SearchParams,
-    format: Format,
+    format: OutputFormat,
     save: Option<std::path::PathBuf>,
     quiet: bool,
 }
@@ -114,7 +116,6 @@ impl Setup {
         let slo = parse_slo(a.slo.as_deref().ok_or_else(|| {
             UserError("--slo is required: give conditions such as --slo 'p99<50ms'".into())
         })?)?;
-        let format = parse_format(&a.output)?;
         let step = positive_duration("--step-duration", &a.step_duration)?;
         let warmup = duration("--warmup", &a.warmup)?;
         let spec = base_spec(a);
@@ -146,7 +147,7 @@ impl Setup {
                 threads: plan.threads,
             },
             spec,
-            format,
+            format: a.output,
             save: a.save.clone(),
             quiet: a.quiet,
         })
@@ -179,26 +180,6 @@ impl Setup {
             }
             None => Ok(()),
         }
-    }
-
-    fn render(&self, result: &FindMaxResult) -> String {
-        match self.format {
-            Format::Json => loadbench_report::find_max_json(result),
-            Format::Markdown => {
-                loadbench_report::markdown::render_find_max(result, &Default::default())
-            }
-            _ => loadbench_report::find_max_text(result),
-        }
-    }
-}
-
-fn parse_format(text: &str) -> Result<Format, UserError> {
-    match text.parse::<Format>() {
-        Ok(Format::Csv) => Err(UserError(
-            "-o csv is not available for find-max: use -o text or -o json".into(),
-        )),
-        Ok(f) => Ok(f),
-        Err(e) => Err(UserError(format!("-o: {e}"))),
     }
 }
 

@@ -7,6 +7,7 @@ mod compare_cmd;
 mod demo;
 mod find_max;
 mod host;
+mod output;
 mod progress;
 mod report_cmd;
 mod run;

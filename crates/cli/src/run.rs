@@ -14,20 +14,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let format: Format = args
-        .output
-        .parse()
-        .map_err(|e| UserError(format!("-o: {e}")))?;
     let plan = Plan::resolve(&spec(&args)).map_err(|e| UserError(e.to_string()))?;
     let result = execute(&plan, &crate::signals::stop_flag()?, args.quiet)?;
     let opts = RenderOptions {
         percentiles: plan.percentiles.clone(),
         color: false,
     };
-    print!(
-        "{}",
-        loadbench_report::render_to_string(format, &result, &opts)
-    );
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, args.output, &opts)?;
     if let Some(path) = &args.save {
         save_json(path, &result)?;
         if !args.quiet {
@@ -35,7 +29,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     if let Some(path) = &args.html {
-        crate::report_cmd::write_html_run(path, &result, &opts)?;
+        crate::output::write(path, &saved, crate::output::OutputFormat::Html, &opts)?;
         if !args.quiet {
             eprintln!("HTML report written to {}", path.display());
         }

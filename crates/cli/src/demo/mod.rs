@@ -4,6 +4,7 @@
 //! three rounds each. Prints the comparison and leaves the run folder under `results/`.
 
 use crate::args::BenchArgs;
+use crate::output::OutputFormat;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,10 +32,8 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
         outcome = run(None, quiet);
     }
     let (result, _) = outcome?;
-    print!(
-        "{}",
-        crate::report_cmd::render_bench(loadbench_report::Format::Text, &result)
-    );
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, OutputFormat::Text, &Default::default())?;
     println!(
         "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)",
         Path::new(&result.run_dir).display()
@@ -53,7 +52,7 @@ fn run(nginx: Option<&Path>, quiet: bool) -> Result<(loadbench_model::BenchResul
         warmup: None,
         rounds: None,
         cooldown: None,
-        output: "text".into(),
+        output: OutputFormat::Text,
         html: None,
         quiet,
     };

@@ -7,8 +7,11 @@ use crate::fixtures;
 use crate::units;
 use std::path::Path;
 
+/// The figure a report in a format must show.
+type Figure = fn(Format) -> &'static str;
+
 /// The in-crate fixtures, each with the figure every format must show.
-fn kinds() -> Vec<(SavedResult, fn(Format) -> &'static str)> {
+fn kinds() -> Vec<(SavedResult, Figure)> {
     vec![
         (fixtures::busy().into(), |_| "3512"),
         (fixtures::find_max().into(), |f| match f {

@@ -1,5 +1,7 @@
 //! The command line, as clap derive structs: what each subcommand and flag means.
 
+use crate::compare_cmd::CompareFormat;
+use crate::output::{FormatParser, OutputFormat};
 use crate::values::{self, Percentiles, RateArg};
 use clap::{Args, Parser, Subcommand};
 use loadbench_model::Slo;
@@ -32,7 +34,7 @@ pub enum Command {
     /// Run a scenario file: start targets with limits, run loads × rounds, sample CPU and
     /// memory, and compare the targets.
     Bench(BenchArgs),
-    /// Re-render a saved result (run or find-max) as text, Markdown, CSV, JSON or HTML.
+    /// Re-render a saved result (run, find-max or bench) as text, Markdown, CSV, JSON or HTML.
     Report(ReportArgs),
     /// Compare two saved run results: req/s, p50 and p99 with a significance test; exit 1 on a
     /// regression beyond the threshold.
@@ -58,9 +60,9 @@ pub struct BenchArgs {
     /// Override the pause between steps, e.g. 0s.
     #[arg(long)]
     pub cooldown: Option<String>,
-    /// What goes to stdout at the end: text, md (Markdown), csv or json.
-    #[arg(short = 'o', long, default_value = "text")]
-    pub output: String,
+    /// What goes to stdout at the end: text, md (Markdown), csv, json or html.
+    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
+    pub output: OutputFormat,
     /// Also write the HTML report to this file, its chart SVGs and PNGs beside it (the run
     /// folder always gets report.html).
     #[arg(long)]
@@ -72,11 +74,12 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A result saved by `loadbench run --save` (or `-o json`) or by `loadbench find-max --save`.
+    /// A result saved by `loadbench run --save` (or `-o json`), `loadbench find-max --save` or
+    /// `loadbench bench` (its `result.json`).
     pub result: PathBuf,
-    /// text, md (Markdown), csv, json or html.
-    #[arg(short = 'f', long, default_value = "text")]
-    pub format: String,
+    /// text, md (Markdown), csv, json or html; every kind of result renders in each.
+    #[arg(short = 'f', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
+    pub format: OutputFormat,
     /// Write to this file (atomically) instead of stdout; with html, the chart SVGs go beside it.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -95,8 +98,8 @@ pub struct CompareArgs {
     #[arg(long, default_value = "5%")]
     pub threshold: String,
     /// text or md (Markdown, for a pull request).
-    #[arg(short = 'f', long, default_value = "text")]
-    pub format: String,
+    #[arg(short = 'f', long, default_value = "text", value_parser = FormatParser::<CompareFormat>::new())]
+    pub format: CompareFormat,
 }
 
 #[derive(Debug, Args)]
@@ -160,8 +163,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
     /// Output format on stdout: text, json, csv, md (Markdown) or html.
-    #[arg(short = 'o', long, default_value = "text")]
-    pub output: String,
+    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
+    pub output: OutputFormat,
     /// Also save the result as JSON to this file (written atomically).
     #[arg(long)]
     pub save: Option<PathBuf>,
@@ -231,9 +234,9 @@ pub struct FindMaxArgs {
     /// The most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
-    /// Output format on stdout: text, json or md (Markdown).
-    #[arg(short = 'o', long, default_value = "text")]
-    pub output: String,
+    /// Output format on stdout: text, json, csv (one row per step), md (Markdown) or html.
+    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
+    pub output: OutputFormat,
     /// Also save the result as JSON to this file, rewritten atomically after every step.
     #[arg(long)]
     pub save: Option<PathBuf>,

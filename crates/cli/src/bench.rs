@@ -4,6 +4,7 @@
 //! `report.html` into the run folder.
 
 use crate::args::BenchArgs;
+use crate::output::OutputFormat;
 use crate::progress::Bar;
 use crate::UserError;
 use anyhow::Result;
@@ -11,7 +12,7 @@ use loadbench_harness::run::{run_scenario, BenchError, BenchObserver, RunOptions
 use loadbench_harness::scenario::{parse_duration, Scenario};
 use loadbench_model::{BenchResult, BenchRound, FindMaxStep};
 use loadbench_plan::Plan;
-use loadbench_report::{units, Format};
+use loadbench_report::units;
 use loadbench_runner::{Live, Observer};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,7 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let format = output_format(&a.output)?;
     let scenario = load(&a)?;
     let opts = RunOptions {
         file: a.scenario.clone(),
@@ -28,9 +28,10 @@ pub fn bench(a: BenchArgs) -> Result<ExitCode> {
         upstream_exe: std::env::current_exe()?,
     };
     let result = run(&scenario, &opts, a.quiet)?;
-    print!("{}", crate::report_cmd::render_bench(format, &result));
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, a.output, &Default::default())?;
     if let Some(html) = &a.html {
-        crate::report_cmd::write_html_bench(html, &result)?;
+        crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
     }
     eprintln!(
@@ -38,17 +39,6 @@ pub fn bench(a: BenchArgs) -> Result<ExitCode> {
         Path::new(&result.run_dir).join("result.json").display()
     );
     Ok(exit_code(&result))
-}
-
-fn output_format(text: &str) -> Result<Format, UserError> {
-    match text.parse::<Format>() {
-        Ok(Format::Html) => Err(UserError(
-            "-o html: use --html FILE for the HTML page (report.html is always in the run folder)"
-                .into(),
-        )),
-        Ok(f) => Ok(f),
-        Err(e) => Err(UserError(format!("-o: {e}"))),
-    }
 }
 
 /// Runs a scenario with progress on stderr, then writes `report.html` into its run folder.
@@ -63,7 +53,8 @@ pub fn run(scenario: &Scenario, opts: &RunOptions, quiet: bool) -> Result<BenchR
         e => UserError(e.to_string()).into(),
     })?;
     let html = PathBuf::from(&result.run_dir).join("report.html");
-    crate::report_cmd::write_html_bench(&html, &result)?;
+    let saved = result.clone().into();
+    crate::output::write(&html, &saved, OutputFormat::Html, &Default::default())?;
     Ok(result)
 }
 

@@ -4,18 +4,27 @@
 //! rose beyond the threshold with p < 0.05, 0 otherwise, 2 for bad input.
 
 use crate::args::CompareArgs;
-use crate::report_cmd::{load, Saved};
+use crate::report_cmd::load;
 use crate::UserError;
 use anyhow::Result;
-use loadbench_model::{BenchResult, RunResult};
+use clap::ValueEnum;
+use loadbench_model::{BenchResult, RunResult, SavedResult};
 use loadbench_report::compare::{BenchComparison, Comparison};
-use loadbench_report::Format;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// What `compare -f` can ask for: a comparison is a table for people, not a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    /// Markdown, for a pull request.
+    #[value(alias = "markdown")]
+    Md,
+}
+
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     let threshold = parse_threshold(&a.threshold)?;
-    let format = parse_format(&a.format)?;
+    let format = a.format;
     let names = [a.base.display().to_string(), a.new.display().to_string()];
     let names = [names[0].as_str(), names[1].as_str()];
     let (report, failing) = match (comparable(&a.base)?, comparable(&a.new)?) {
@@ -43,10 +52,10 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     })
 }
 
-fn pick(format: Format, text: String, markdown: String) -> String {
+fn pick(format: CompareFormat, text: String, markdown: String) -> String {
     match format {
-        Format::Markdown => markdown,
-        _ => text,
+        CompareFormat::Md => markdown,
+        CompareFormat::Text => text,
     }
 }
 
@@ -77,22 +86,12 @@ fn mixed(names: [&str; 2], base: &Side, new: &Side) -> UserError {
 
 fn comparable(path: &Path) -> Result<Side, UserError> {
     match load(path)? {
-        Saved::Run(r) => Ok(Side::Run(r)),
-        Saved::Bench(r) => Ok(Side::Bench(r)),
-        Saved::FindMax(_) => Err(UserError(format!(
+        SavedResult::Run(r) => Ok(Side::Run(r)),
+        SavedResult::Bench(r) => Ok(Side::Bench(r)),
+        SavedResult::FindMax(_) => Err(UserError(format!(
             "{} is a find-max result; compare reads `loadbench run` and `loadbench bench` results: compare the runs themselves (`loadbench run --save`), or read both searches with `loadbench report`",
             path.display()
         ))),
-    }
-}
-
-fn parse_format(text: &str) -> Result<Format, UserError> {
-    match text.parse::<Format>() {
-        Ok(f @ (Format::Text | Format::Markdown)) => Ok(f),
-        Ok(f) => Err(UserError(format!(
-            "--format {f} is not available for compare: use text or md"
-        ))),
-        Err(e) => Err(UserError(format!("--format: {e}"))),
     }
 }
 
@@ -129,11 +128,22 @@ mod tests {
 
     #[test]
     fn formats_are_text_or_markdown() {
-        assert_eq!(parse_format("md").unwrap(), Format::Markdown);
-        assert_eq!(parse_format("markdown").unwrap(), Format::Markdown);
-        assert!(parse_format("csv")
-            .unwrap_err()
-            .0
-            .contains("use text or md"));
+        use crate::args::Cli;
+        use clap::Parser;
+        let format = |f: &str| {
+            let args = ["loadbench", "compare", "a.json", "b.json", "-f", f];
+            match Cli::try_parse_from(args).map(|c| c.command) {
+                Ok(crate::args::Command::Compare(a)) => Ok(a.format),
+                Ok(_) => unreachable!("compare parses as compare"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        assert_eq!(format("md").unwrap(), CompareFormat::Md);
+        assert_eq!(format("markdown").unwrap(), CompareFormat::Md);
+        let csv = format("csv").unwrap_err();
+        assert!(
+            csv.contains("--format csv is not available for compare: use text or md"),
+            "{csv}"
+        );
     }
 }

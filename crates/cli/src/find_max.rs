@@ -7,13 +7,11 @@ use crate::progress::Bar;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_model::FindMaxResult;
-use loadbench_report::Format;
 use loadbench_runner::find_max::{self, FindMaxError, FindMaxSpec};
 use loadbench_runner::Control;
 use std::process::ExitCode;
 
 pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
-    let format = parse_format(&args.output)?;
     let spec = spec(&args)?;
     let stop = crate::signals::stop_flag()?;
     let bar = Bar::new(args.quiet);
@@ -22,9 +20,11 @@ pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
         observer: &bar,
     };
     let result = find_max::search(&spec, ctl).map_err(search_error)?;
-    print!("{}", render(format, &result));
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, args.output, &Default::default())?;
     if let Some(path) = &args.html {
-        crate::report_cmd::write_html_find_max(path, &result)?;
+        let html = crate::output::OutputFormat::Html;
+        crate::output::write(path, &saved, html, &Default::default())?;
     }
     Ok(exit_code(&result))
 }
@@ -70,26 +70,6 @@ fn search_error(e: FindMaxError) -> anyhow::Error {
         UserError(e.to_string()).into()
     } else {
         anyhow::anyhow!(e)
-    }
-}
-
-fn parse_format(text: &str) -> Result<Format, UserError> {
-    match text.parse::<Format>() {
-        Ok(Format::Csv) => Err(UserError(
-            "-o csv is not available for find-max: use -o text or -o json".into(),
-        )),
-        Ok(f) => Ok(f),
-        Err(e) => Err(UserError(format!("-o: {e}"))),
-    }
-}
-
-fn render(format: Format, result: &FindMaxResult) -> String {
-    match format {
-        Format::Json => loadbench_report::find_max_json(result),
-        Format::Markdown => {
-            loadbench_report::markdown::render_find_max(result, &Default::default())
-        }
-        _ => loadbench_report::find_max_text(result),
     }
 }
 

@@ -6,10 +6,11 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod find_max;
+mod output;
 mod progress;
 mod report_cmd;
 mod run;
-mod save;
+
 mod serve;
 mod signals;
 mod values;

@@ -12,10 +12,6 @@ use loadbench_runner::{Control, RunError};
 use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let format: Format = args
-        .output
-        .parse()
-        .map_err(|e| UserError(format!("-o: {e}")))?;
     let spec = spec(&args)?;
     let stop = crate::signals::stop_flag()?;
     let bar = Bar::new(args.quiet);
@@ -28,10 +24,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
-    print!(
-        "{}",
-        loadbench_report::render_to_string(format, &result, &opts)
-    );
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::output::print(&saved, args.output, &opts)?;
     if let Some(path) = &args.save {
         save_json(path, &result)?;
         if !args.quiet {
@@ -39,7 +33,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     if let Some(path) = &args.html {
-        crate::report_cmd::write_html_run(path, &result, &opts)?;
+        crate::output::write(path, &saved, crate::output::OutputFormat::Html, &opts)?;
         if !args.quiet {
             eprintln!("HTML report written to {}", path.display());
         }
@@ -58,7 +52,8 @@ pub fn run_error(e: RunError) -> anyhow::Error {
 
 pub fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
     let json = loadbench_report::render_to_string(Format::Json, result, &RenderOptions::default());
-    crate::save::write_atomic(path, json.as_bytes())
+    loadbench_runner::save::write_atomic(path, json.as_bytes())?;
+    Ok(())
 }
 
 /// The request and connection options shared with `find-max`, on the closed model's defaults.

@@ -5,7 +5,8 @@
 //! answered by one line and exit code 2.
 
 use crate::support::{bin, tempdir, text};
-use loadbench_model::{BenchResult, FindMaxResult, RunResult};
+use loadbench_model::{BenchResult, FindMaxResult, RunResult, SavedResult};
+use loadbench_report::units::rate_short;
 use loadbench_upstream::{Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -170,6 +171,78 @@ fn assert_page_and_charts(page: &Path) {
         })
         .count();
     assert!(svgs > 0, "no chart beside {}", page.display());
+}
+
+/// Asserts the search's headline is in `report`: `maximum sustainable rate: 300 req/s (within
+/// 5%)`, or `… at least 300 req/s` when no higher rate failed.
+fn assert_max_rate(report: &str, search: &FindMaxResult) {
+    let max = search.max_rate.expect("the search found a maximum");
+    let line = report
+        .lines()
+        .find(|l| l.contains("maximum sustainable rate: "))
+        .unwrap_or_else(|| panic!("no maximum in {report}"));
+    assert!(
+        line.contains(&format!(" {} req/s", rate_short(max))),
+        "{max}: {line}"
+    );
+}
+
+fn saved_search() -> FindMaxResult {
+    FindMaxResult::from_json(&std::fs::read_to_string(fixture("find-max.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn report_prints_a_find_max_page_to_stdout() {
+    let html = stdout_of(&["report", "find-max.json", "-f", "html"]);
+    assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..80]);
+    assert_max_rate(&html, &saved_search());
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn report_csv_of_a_find_max_search_is_its_step_table() {
+    let search = saved_search();
+    let csv = stdout_of(&["report", "find-max.json", "-f", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + search.steps.len(), "{csv}");
+    assert!(
+        lines[0].starts_with(
+            "step,phase,target_per_sec,achieved_per_sec,latency_p50_us,latency_p99_us,"
+        ),
+        "{csv}"
+    );
+    let max = format!(",{:.2},", search.max_rate.unwrap());
+    assert!(
+        lines[1..]
+            .iter()
+            .any(|l| l.contains(&max) && l.contains(",pass,")),
+        "{csv}"
+    );
+}
+
+/// Every kind of saved result in every format: exit 0 and a report that is that format.
+#[test]
+fn report_renders_every_kind_in_every_format() {
+    for file in ["run-open.json", "find-max.json", "bench-base.json"] {
+        let saved = std::fs::read_to_string(fixture(file)).unwrap();
+        let saved = SavedResult::from_json(&saved).unwrap();
+        for format in ["text", "md", "markdown", "csv", "json", "html"] {
+            let out = stdout_of(&["report", file, "-f", format]);
+            let starts = match format {
+                "json" => "{",
+                "html" => "<!DOCTYPE html>",
+                "md" | "markdown" => "## loadbench ",
+                _ => "",
+            };
+            assert!(
+                out.starts_with(starts) && out.len() > 100,
+                "{file} {format}: {out}"
+            );
+            if format == "json" {
+                assert_eq!(SavedResult::from_json(&out).unwrap(), saved, "{file}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -489,8 +562,19 @@ fn bad_options_and_unsupported_combinations_exit_2() {
         "unknown format 'xml'",
     );
     assert_user_error(
-        &["report", "find-max.json", "-f", "csv"],
-        "not available for a find-max result",
+        &[
+            "find-max",
+            "http://127.0.0.1/",
+            "--slo",
+            "p99<1s",
+            "-o",
+            "yaml",
+        ],
+        "--output: unknown format 'yaml': choose one of text, json, csv, md or html",
+    );
+    assert_user_error(
+        &["bench", "no-such.toml", "-o", "xml"],
+        "unknown format 'xml'",
     );
     assert_user_error(
         &["report", "run-open.json", "--percentiles", "120"],
@@ -591,4 +675,76 @@ fn find_max_html_writes_the_page_and_md_goes_to_stdout() {
     );
     assert!(stdout.contains("| 1 | exponential | 50 |"), "{stdout}");
     assert_page_and_charts(&page);
+}
+
+#[test]
+fn find_max_html_prints_the_page_to_stdout() {
+    let server = backend();
+    let dir = tempdir("find-max-stdout-html");
+    let save = dir.join("fm.json");
+    let url = format!("http://{}/", server.local_addr());
+    let out = bin()
+        .args([
+            "find-max",
+            &url,
+            "--slo",
+            "p99<1s",
+            "--step-duration",
+            "300ms",
+        ])
+        .args([
+            "--warmup",
+            "0s",
+            "--start-rate",
+            "50",
+            "--max-steps",
+            "2",
+            "-t",
+            "1",
+        ])
+        .args(["-o", "html", "-q", "--save"])
+        .arg(&save)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let html = text(&out).0;
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    let search = FindMaxResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_max_rate(&html, &search);
+    assert!(html.contains("<h1>loadbench find-max</h1>"), "{html}");
+}
+
+#[test]
+fn bench_html_prints_the_page_of_the_run_folder_to_stdout() {
+    let dir = tempdir("bench-stdout-html");
+    let file = dir.join("one.toml");
+    let scenario =
+        "name = \"one\"\nrounds = 1\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+                    [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [2]\n";
+    std::fs::write(&file, scenario).unwrap();
+    let results = dir.join("results");
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .args(["--duration", "300ms", "--warmup", "0s", "--cooldown", "0s"])
+        .args(["-o", "html", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let html = text(&out).0;
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    let folder = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert_eq!(html, page, "stdout holds the run folder's report.html");
+    let saved = std::fs::read_to_string(folder.join("result.json")).unwrap();
+    let r = BenchResult::from_json(&saved).unwrap();
+    let rps = r.cells[0].requests_per_sec.expect("the round measured");
+    assert!(html.contains(&format!(">{:.0}<", rps.median)), "{html}");
 }

@@ -9,7 +9,8 @@
 use crate::bench_stats::{cell_stats, relative_speed, CellStats};
 use crate::find_max::{FindMaxResult, Verdict};
 use crate::resources::{Bottleneck, ResourceSummary, Samples, Window};
-use crate::result::{HostInfo, ResultKind, ResultReadError, RunResult, SCHEMA_VERSION};
+use crate::result::{HostInfo, ResultKind, RunResult};
+use crate::saved::{checked_as, ResultReadError};
 use serde::{Deserialize, Serialize};
 
 /// Latency percentiles summarised per cell.
@@ -291,22 +292,22 @@ pub struct RelativeSpeed {
 }
 
 impl BenchResult {
-    /// Reads a saved bench result, checking the schema version.
+    /// Reads a saved bench result (see [`crate::SavedResult::from_json`] for any kind).
     pub fn from_json(text: &str) -> Result<BenchResult, ResultReadError> {
-        let probe: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ResultReadError::NotJson(e.to_string()))?;
-        match probe.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-            Some(v) => return Err(ResultReadError::Version(v)),
-            None => return Err(ResultReadError::NotAResult),
-        }
+        BenchResult::from_value(checked_as(text, ResultKind::Bench)?)
+    }
+
+    /// A checked document of kind `bench`: runs revalidated, derived figures recomputed.
+    pub(crate) fn from_value(value: serde_json::Value) -> Result<BenchResult, ResultReadError> {
+        let invalid = |detail: String| ResultReadError::invalid(ResultKind::Bench, detail);
         let mut r: BenchResult =
-            serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
         for (i, round) in r.rounds.iter_mut().enumerate() {
             if let Some(run) = &mut round.result {
-                run.stats.series.revalidate().map_err(|e| {
-                    ResultReadError::Invalid(format!("rounds[{i}].result.stats.series: {e}"))
-                })?;
+                run.stats
+                    .series
+                    .revalidate()
+                    .map_err(|e| invalid(format!("rounds[{i}].result.stats.series: {e}")))?;
                 run.finalize();
             }
         }

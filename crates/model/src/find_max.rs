@@ -4,7 +4,8 @@
 //! file read back mid-search has `stop_reason: null`.
 
 use crate::histogram::Histo;
-use crate::result::{HostInfo, ResultKind, ResultReadError, RunResult, SCHEMA_VERSION};
+use crate::result::{HostInfo, ResultKind, RunResult};
+use crate::saved::{checked_as, ResultReadError};
 use serde::{Deserialize, Serialize};
 
 /// One `loadbench find-max`.
@@ -257,26 +258,22 @@ pub struct SloValue {
 }
 
 impl FindMaxResult {
-    /// Reads a saved find-max result, checking the schema version and kind.
+    /// Reads a saved find-max result (see [`crate::SavedResult::from_json`] for any kind).
     pub fn from_json(text: &str) -> Result<FindMaxResult, ResultReadError> {
-        let probe: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ResultReadError::NotJson(e.to_string()))?;
-        match probe.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-            Some(v) => return Err(ResultReadError::Version(v)),
-            None => return Err(ResultReadError::NotAResult),
-        }
-        if probe.get("kind").and_then(|k| k.as_str()) != Some("find_max") {
-            return Err(ResultReadError::Invalid(
-                "not a find-max result (kind is not \"find_max\")".into(),
-            ));
-        }
+        FindMaxResult::from_value(checked_as(text, ResultKind::FindMax)?)
+    }
+
+    /// A checked document of kind `find_max`, every step's series revalidated and summary rebuilt.
+    pub(crate) fn from_value(value: serde_json::Value) -> Result<FindMaxResult, ResultReadError> {
+        let invalid = |detail: String| ResultReadError::invalid(ResultKind::FindMax, detail);
         let mut r: FindMaxResult =
-            serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
         for s in &mut r.steps {
-            s.run.stats.series.revalidate().map_err(|e| {
-                ResultReadError::Invalid(format!("steps[{}].run.stats.series: {e}", s.step))
-            })?;
+            s.run
+                .stats
+                .series
+                .revalidate()
+                .map_err(|e| invalid(format!("steps[{}].run.stats.series: {e}", s.step)))?;
             s.run.finalize();
         }
         Ok(r)
@@ -343,7 +340,10 @@ mod tests {
 
     #[test]
     fn from_json_rejects_a_plain_run_result() {
-        let text = format!(r#"{{"schema_version": {SCHEMA_VERSION}, "kind": "run"}}"#);
+        let text = format!(
+            r#"{{"schema_version": {}, "kind": "run"}}"#,
+            crate::SCHEMA_VERSION
+        );
         assert!(matches!(
             FindMaxResult::from_json(&text),
             Err(ResultReadError::Invalid(_))

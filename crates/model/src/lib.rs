@@ -2,7 +2,9 @@
 //!
 //! In: measurements recorded by the engine (histograms, counters, per-second points).
 //! Out: serde types that *are* the JSON schema (docs/result-schema.md), and one associative
-//! `merge` per type, used for per-worker, per-round and per-shard aggregation alike.
+//! `merge` per type, used for per-worker, per-round and per-shard aggregation alike. A saved
+//! file of any kind (run, find-max, bench) is read back through [`SavedResult::from_json`], the
+//! one schema-version check.
 //! Neighbours: the engine fills it, reports read it. No I/O here.
 
 pub mod bench;
@@ -13,6 +15,7 @@ pub mod histogram;
 pub mod human;
 pub mod resources;
 pub mod result;
+pub mod saved;
 pub mod series;
 pub mod stats;
 
@@ -30,8 +33,9 @@ pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };
 pub use result::{
-    HostInfo, LoadModel, RateSegment, ResultKind, ResultReadError, RunConfig, RunResult, Stats,
-    Summary, SCHEMA_VERSION,
+    HostInfo, LoadModel, RateSegment, ResultKind, RunConfig, RunResult, Stats, Summary,
+    SCHEMA_VERSION,
 };
+pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};
 pub use stats::{Spread, Welch};

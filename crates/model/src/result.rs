@@ -3,6 +3,7 @@
 
 use crate::errors::{ErrorCounts, StatusCounts};
 use crate::histogram::Latency;
+use crate::saved::{checked_as, ResultReadError};
 use crate::series::Series;
 use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,33 @@ pub enum ResultKind {
     Run,
     FindMax,
     Bench,
+}
+
+impl ResultKind {
+    pub const ALL: [ResultKind; 3] = [ResultKind::Run, ResultKind::FindMax, ResultKind::Bench];
+
+    /// The value of the `kind` field: `run`, `find_max`, `bench`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultKind::Run => "run",
+            ResultKind::FindMax => "find_max",
+            ResultKind::Bench => "bench",
+        }
+    }
+
+    /// The command that writes this kind, for people: `run`, `find-max`, `bench`.
+    pub fn command(self) -> &'static str {
+        match self {
+            ResultKind::Run => "run",
+            ResultKind::FindMax => "find-max",
+            ResultKind::Bench => "bench",
+        }
+    }
+
+    /// The kind whose [`name`](ResultKind::name) this is.
+    pub fn from_name(name: &str) -> Option<ResultKind> {
+        ResultKind::ALL.into_iter().find(|k| k.name() == name)
+    }
 }
 
 /// The machine the generator ran on.
@@ -220,35 +248,20 @@ impl RunResult {
         self.summary = Some(self.stats.summary());
     }
 
-    /// Reads a saved result, checking the schema version.
+    /// Reads a saved run result (see [`crate::SavedResult::from_json`] for any kind).
     pub fn from_json(text: &str) -> Result<RunResult, ResultReadError> {
-        let probe: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ResultReadError::NotJson(e.to_string()))?;
-        match probe.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-            Some(v) => return Err(ResultReadError::Version(v)),
-            None => return Err(ResultReadError::NotAResult),
-        }
-        let mut r: RunResult =
-            serde_json::from_value(probe).map_err(|e| ResultReadError::Invalid(e.to_string()))?;
+        RunResult::from_value(checked_as(text, ResultKind::Run)?)
+    }
+
+    /// A checked document of kind `run`, with its series revalidated and its summary rebuilt.
+    pub(crate) fn from_value(value: serde_json::Value) -> Result<RunResult, ResultReadError> {
+        let invalid = |detail: String| ResultReadError::invalid(ResultKind::Run, detail);
+        let mut r: RunResult = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
         r.stats
             .series
             .revalidate()
-            .map_err(|e| ResultReadError::Invalid(format!("stats.series: {e}")))?;
+            .map_err(|e| invalid(format!("stats.series: {e}")))?;
         r.finalize();
         Ok(r)
     }
-}
-
-/// A saved result could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ResultReadError {
-    #[error("not JSON ({0})")]
-    NotJson(String),
-    #[error("not a loadbench result (no schema_version field)")]
-    NotAResult,
-    #[error("schema_version {0} is not supported by this loadbench (it reads {SCHEMA_VERSION})")]
-    Version(u64),
-    #[error("invalid loadbench result: {0}")]
-    Invalid(String),
 }

@@ -4,7 +4,7 @@
 //! a new fixture, an update of docs/result-schema.md and, if a field changed meaning or was
 //! removed, a new `SCHEMA_VERSION`.
 
-use loadbench_model::{ResultReadError, RunResult, SCHEMA_VERSION};
+use loadbench_model::{ResultKind, ResultReadError, RunResult, SavedResult, SCHEMA_VERSION};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -144,6 +144,20 @@ fn round_trips_exactly() {
     let r = fixture();
     let text = serde_json::to_string_pretty(&r).unwrap();
     assert_eq!(RunResult::from_json(&text).unwrap(), r);
+}
+
+/// `SavedResult` is no wrapper: a run read as any kind writes the same bytes as the run itself.
+#[test]
+fn saved_result_writes_exactly_the_runs_json() {
+    let saved = SavedResult::from_json(FIXTURE).expect("the fixture reads as a saved result");
+    assert_eq!(saved.kind(), ResultKind::Run);
+    assert_eq!(saved.as_run(), Some(&fixture()));
+    let text = saved.to_json();
+    assert_eq!(
+        text,
+        serde_json::to_string_pretty(&fixture()).unwrap() + "\n"
+    );
+    assert_eq!(SavedResult::from_json(&text).unwrap(), saved);
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! sustainable rate and why the search stopped; or the result as pretty JSON (the serde model
 //! is the schema). Pure functions of [`FindMaxResult`].
 
+pub(crate) mod csv;
+
 use crate::units::{self, MISSING};
 use loadbench_model::{FailReason, FindMaxResult, FindMaxStep, SloStat, StopReason, Verdict};
 use std::borrow::Cow;

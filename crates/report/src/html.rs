@@ -9,7 +9,7 @@ mod bench;
 mod find_max;
 mod page;
 
-use crate::charts;
+use crate::charts::{self, Chart};
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
 use loadbench_model::{
@@ -19,7 +19,9 @@ use page::{alert, esc, key_values, row, section, Alert, Level, Row};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+pub(crate) use bench::bench_page;
 pub use bench::render_bench;
+pub(crate) use find_max::find_max_page;
 pub use find_max::render_find_max;
 
 /// The HTML page of a run.
@@ -55,13 +57,17 @@ pub fn write_bench_chart_files(result: &BenchResult, dir: &Path) -> io::Result<V
 
 /// The page of a run, as a string.
 pub fn render_run(result: &RunResult, opts: &RenderOptions) -> String {
-    let r = result;
+    run_page(result, opts, &charts::run_charts(result))
+}
+
+/// The page of a run around its charts, drawn once for the page and the files beside it.
+pub(crate) fn run_page(r: &RunResult, opts: &RenderOptions, charts: &[Chart]) -> String {
     // Recomputed rather than trusted: a hand-built result may carry a stale summary.
     let summary = r.stats.summary();
     let mut body = header(r);
     body += &page::alerts(&run_alerts(r, &summary));
     body += &summary_section(r, &summary, opts);
-    body += &section("charts", "Charts", &page::figures(&charts::run_charts(r)));
+    body += &section("charts", "Charts", &page::figures(charts));
     body += &details_section(r);
     body += &section("scenario", "Scenario", &key_values(&scenario(r)));
     body += &section("host", "Host", &key_values(&host(r)));

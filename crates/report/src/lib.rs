@@ -1,13 +1,17 @@
-//! Renders a finished run for people and for tools.
+//! Renders finished results for people and for tools.
 //!
-//! In: a [`RunResult`] from `loadbench-model` (measured, merged, or read back from JSON) and
-//! [`RenderOptions`] (the percentiles the user asked for, colour on or off).
-//! Out: bytes on any `io::Write` — a wrk/ab/hey/berf-style text report ([`text`]), the result as
-//! pretty JSON ([`json`], the model *is* the schema), one flat CSV row ([`csv`]), Markdown
-//! tables for a pull request ([`markdown`]), or a self-contained HTML page with SVG charts
-//! ([`html`]); and [`compare`], two results set side by side.
-//! Neighbours: the CLI picks a [`Format`] and calls [`renderer`]; nothing here does I/O of its
-//! own or changes the result. One exporter per file, all behind the [`Renderer`] trait.
+//! In: a [`SavedResult`](loadbench_model::SavedResult) from `loadbench-model` (a run, a
+//! find-max search or a bench; measured, merged, or read back from JSON) and [`RenderOptions`]
+//! (the percentiles the user asked for, colour on or off).
+//! Out: through the one entry point [`render`], a [`Rendered`] report in any [`Format`] — a
+//! wrk/ab/hey/berf-style text report ([`text`]), the result as pretty JSON ([`json`], the model
+//! *is* the schema), flat CSV ([`csv`]), Markdown tables for a pull request ([`markdown`]), or a
+//! self-contained HTML page with SVG charts ([`html`]) plus the chart files to write beside it;
+//! the find-max and bench views live in [`find_max`] and [`bench`]; and [`compare`], two results
+//! set side by side.
+//! Neighbours: the CLI picks a [`Format`] and calls [`render`]; nothing here writes files of its
+//! own accord or changes the result. One exporter per file; the run's behind the [`Renderer`]
+//! trait.
 
 pub mod bench;
 mod charts;
@@ -18,11 +22,14 @@ pub mod find_max;
 pub mod html;
 pub mod json;
 pub mod markdown;
+mod render;
 pub mod text;
 pub use loadbench_model::human as units;
 
 pub use bench::{bench_json, render_bench};
+pub use charts::ChartFile;
 pub use find_max::{find_max_json, find_max_recovery_line, find_max_step_line, find_max_text};
+pub use render::{formats_for, render, Rendered, Unsupported};
 
 use loadbench_model::RunResult;
 use std::fmt;

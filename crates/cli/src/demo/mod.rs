@@ -32,10 +32,9 @@ pub fn demo(quiet: bool) -> Result<ExitCode> {
         outcome = run(None, quiet);
     }
     let result = outcome?;
-    print!(
-        "{}",
-        crate::report_cmd::render_bench(loadbench_report::Format::Text, &result)
-    );
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    let text = crate::output::OutputFormat::Text;
+    crate::output::print(&saved, text, &Default::default())?;
     println!(
         "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)",
         Path::new(&result.run_dir).display()

@@ -48,7 +48,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 /// An enum value as the JSON spells it (`closed`, `generator_bound`), so both files agree.
-fn json_name(value: impl serde::Serialize) -> String {
+pub(crate) fn json_name(value: impl serde::Serialize) -> String {
     let v = serde_json::to_value(value).unwrap_or_default();
     v.as_str().unwrap_or_default().to_string()
 }

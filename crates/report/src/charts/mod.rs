@@ -178,26 +178,45 @@ pub(crate) fn bench_charts(result: &loadbench_model::BenchResult) -> Vec<Chart> 
     bench::plots(result).iter().map(Plot::chart).collect()
 }
 
-/// Writes every drawn chart as `NAME.svg` into `dir`, and as `NAME.png` beside it when the
-/// system has a font to draw its text with; charts with nothing to show are skipped.
-pub(crate) fn write_files(charts: &[Chart], dir: &Path) -> io::Result<Vec<PathBuf>> {
+/// A chart as a file to write beside the HTML page: `latency-spectrum.svg` or `.png`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartFile {
+    /// The file name, relative to the page's directory.
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Every drawn chart as `NAME.svg`, and as `NAME.png` after it when the system has a font to
+/// draw its text with; charts with nothing to show are skipped.
+pub(crate) fn files(charts: &[Chart]) -> io::Result<Vec<ChartFile>> {
     let png = png::Rasterizer::with_system_fonts();
-    let mut written = Vec::new();
+    let mut files = Vec::new();
     for chart in charts {
         let Ok(drawn) = &chart.svg else {
             continue;
         };
-        let path = dir.join(format!("{}.svg", chart.name));
-        std::fs::write(&path, &drawn.wide)?;
-        written.push(path);
+        files.push(ChartFile {
+            name: format!("{}.svg", chart.name),
+            bytes: drawn.wide.clone().into_bytes(),
+        });
         if let Some(r) = &png {
             let bytes = r
                 .png(&drawn.wide)
                 .map_err(|e| io::Error::other(format!("cannot render {}.png: {e}", chart.name)))?;
-            let path = dir.join(format!("{}.png", chart.name));
-            std::fs::write(&path, bytes)?;
-            written.push(path);
+            let name = format!("{}.png", chart.name);
+            files.push(ChartFile { name, bytes });
         }
+    }
+    Ok(files)
+}
+
+/// Writes [`files`] into `dir` (beside the page) and returns their paths.
+pub(crate) fn write_files(charts: &[Chart], dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for file in files(charts)? {
+        let path = dir.join(&file.name);
+        std::fs::write(&path, &file.bytes)?;
+        written.push(path);
     }
     Ok(written)
 }

@@ -10,7 +10,7 @@ use crate::bench::{
     cell_row, cpus, headline, limits_text, load_cells, load_line, relative_lines, warnings,
     Severity,
 };
-use crate::charts;
+use crate::charts::{self, Chart};
 use crate::units;
 use loadbench_model::resources::Bottleneck;
 use loadbench_model::{BenchLoad, BenchResult, BenchTarget};
@@ -19,11 +19,16 @@ use std::fmt::Write as _;
 /// The page of a bench, as a string; `cells` and `relative` are recomputed from the rounds.
 pub fn render_bench(result: &BenchResult) -> String {
     let r = crate::bench::recomputed(result);
-    let r = r.as_ref();
+    bench_page(&r, &charts::bench_charts(&r))
+}
+
+/// The page of a bench (already recomputed) around its charts, drawn once for the page and the
+/// files beside it.
+pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
     let mut body = header(r);
     body += &page::alerts(&alerts(r));
     body += &section("summary", "Summary", &summary(r));
-    body += &section("charts", "Charts", &page::figures(&charts::bench_charts(r)));
+    body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Scenario", &scenario(r));
     body += &section("host", "Host", &key_values(&host(r)));
     body += &footer(&r.loadbench_version);

@@ -4,7 +4,7 @@
 
 use super::page::{self, alert, esc, key_values, section, Alert, Level, Row};
 use super::{footer, host_facts};
-use crate::charts;
+use crate::charts::{self, Chart};
 use crate::units::{self, MISSING};
 use crate::RenderOptions;
 use loadbench_model::{
@@ -14,16 +14,16 @@ use loadbench_model::{
 /// The page of a find-max search, as a string. No option changes it yet; `_opts` keeps the
 /// signature of the run page.
 pub fn render_find_max(result: &FindMaxResult, _opts: &RenderOptions) -> String {
-    let r = result;
+    find_max_page(result, &charts::find_max_charts(result))
+}
+
+/// The page of a search around its charts, drawn once for the page and the files beside it.
+pub(crate) fn find_max_page(r: &FindMaxResult, charts: &[Chart]) -> String {
     let mut body = header(r);
     body += &page::alerts(&alerts(r));
     body += &conclusion(r);
     body += &section("steps", "Steps", &steps_table(r));
-    body += &section(
-        "charts",
-        "Charts",
-        &page::figures(&charts::find_max_charts(r)),
-    );
+    body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Search", &key_values(&settings(r)));
     body += &section("host", "Host", &key_values(&host(r)));
     body += &footer(&r.loadbench_version);

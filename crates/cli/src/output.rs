@@ -1,0 +1,186 @@
+//! Where a result goes once it exists, for every command alike: the `-o`/`-f` format as a clap
+//! value ([`OutputFormat`], one list of names and one one-line error for all commands), and
+//! [`print`] to stdout or [`write`] to a file (atomically, with an HTML page's chart files
+//! beside it). `run`, `find-max`, `bench` and `report` all come through here, and here through
+//! `loadbench_report::render`, so any result kind prints in any format the same way.
+
+use crate::UserError;
+use anyhow::Result;
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::ValueEnum;
+use loadbench_model::SavedResult;
+use loadbench_report::{Format, RenderOptions, Rendered};
+use loadbench_runner::save;
+use std::ffi::OsStr;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+/// What `-o` / `-f` can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    Csv,
+    /// Markdown tables, for a pull request.
+    #[value(alias = "markdown")]
+    Md,
+    /// A self-contained page with its charts inline.
+    Html,
+}
+
+impl From<OutputFormat> for Format {
+    fn from(f: OutputFormat) -> Format {
+        match f {
+            OutputFormat::Text => Format::Text,
+            OutputFormat::Json => Format::Json,
+            OutputFormat::Csv => Format::Csv,
+            OutputFormat::Md => Format::Markdown,
+            OutputFormat::Html => Format::Html,
+        }
+    }
+}
+
+/// Parses a format flag into `T` (all of [`OutputFormat`], or a command's subset of it), with
+/// one line naming the choices when the name is wrong, instead of clap's multi-line answer.
+#[derive(Debug)]
+pub struct FormatParser<T>(PhantomData<T>);
+
+impl<T> FormatParser<T> {
+    pub fn new() -> Self {
+        FormatParser(PhantomData)
+    }
+}
+
+impl<T> Clone for FormatParser<T> {
+    fn clone(&self) -> Self {
+        FormatParser::new()
+    }
+}
+
+impl<T: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for FormatParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        let text = text.trim();
+        T::from_str(text, true).map_err(|_| {
+            let flag = arg.and_then(|a| a.get_long()).unwrap_or("format");
+            clap::Error::raw(
+                ErrorKind::InvalidValue,
+                unknown::<T>(&format!("--{flag}"), text, cmd.get_name()),
+            )
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let values = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value());
+        Some(Box::new(values))
+    }
+}
+
+/// `--format csv is not available for compare: use text or md`, or, for a name no command
+/// knows, `--format: unknown format 'xml': choose one of text, json, csv, md or html`.
+fn unknown<T: ValueEnum>(flag: &str, text: &str, command: &str) -> String {
+    let names: Vec<String> = T::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .map(|v| v.get_name().to_string())
+        .collect();
+    let choices = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    if OutputFormat::from_str(text, true).is_ok() {
+        format!("{flag} {text} is not available for {command}: use {choices}")
+    } else {
+        format!("{flag}: unknown format '{text}': choose one of {choices}")
+    }
+}
+
+/// Prints the result in `format` to stdout.
+pub fn print(result: &SavedResult, format: OutputFormat, opts: &RenderOptions) -> Result<()> {
+    let rendered = render(result, format, opts)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(rendered.text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Writes the result in `format` to `path` atomically and, for HTML, its chart files (SVG, and
+/// PNG when the system has a font) beside it; returns the chart files' paths.
+pub fn write(
+    path: &Path,
+    result: &SavedResult,
+    format: OutputFormat,
+    opts: &RenderOptions,
+) -> Result<Vec<PathBuf>> {
+    let rendered = render(result, format, opts)?;
+    save::write_atomic(path, rendered.text.as_bytes())?;
+    let files = rendered
+        .chart_files()
+        .map_err(|e| anyhow::anyhow!("cannot draw the charts of {}: {e}", path.display()))?;
+    let dir = beside(path);
+    let mut written = Vec::new();
+    for file in files {
+        let chart = dir.join(&file.name);
+        save::write_atomic(&chart, &file.bytes)?;
+        written.push(chart);
+    }
+    Ok(written)
+}
+
+fn render(
+    result: &SavedResult,
+    format: OutputFormat,
+    opts: &RenderOptions,
+) -> Result<Rendered, UserError> {
+    loadbench_report::render(result, format.into(), opts).map_err(|e| UserError(e.to_string()))
+}
+
+/// The directory a page's charts go to: the page's own.
+fn beside(page: &Path) -> &Path {
+    page.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_maps_to_the_reports() {
+        let names: Vec<String> = OutputFormat::value_variants()
+            .iter()
+            .map(|f| Format::from(*f).to_string())
+            .collect();
+        assert_eq!(names, ["text", "json", "csv", "md", "html"]);
+        assert_eq!(
+            OutputFormat::from_str("markdown", true),
+            Ok(OutputFormat::Md)
+        );
+    }
+
+    #[test]
+    fn wrong_names_are_one_line_naming_the_choices() {
+        assert_eq!(
+            unknown::<OutputFormat>("--output", "xml", "run"),
+            "--output: unknown format 'xml': choose one of text, json, csv, md or html"
+        );
+    }
+
+    #[test]
+    fn charts_go_beside_the_page() {
+        assert_eq!(beside(Path::new("page.html")), Path::new("."));
+        assert_eq!(beside(Path::new("out/page.html")), Path::new("out"));
+    }
+}

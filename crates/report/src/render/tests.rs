@@ -1,0 +1,158 @@
+//! Every result kind × every format through [`render`]: each renders and shows the figure that
+//! matters (a run's req/s, a search's maximum rate, a bench's median req/s), or answers with the
+//! one-line [`Unsupported`] error naming the formats that work.
+
+use super::*;
+use crate::fixtures;
+use crate::units;
+use std::path::Path;
+
+/// The figure a report in a format must show.
+type Figure = fn(Format) -> &'static str;
+
+/// The in-crate fixtures, each with the figure every format must show.
+fn kinds() -> Vec<(SavedResult, Figure)> {
+    vec![
+        (fixtures::busy().into(), |_| "3512"),
+        (fixtures::find_max().into(), |f| match f {
+            Format::Csv => "\n3,bisect,150.00,",
+            Format::Json => "\"max_rate\": 150.0",
+            _ => "maximum sustainable rate: 150 req/s",
+        }),
+        (fixtures::bench().into(), |_| "40120"),
+    ]
+}
+
+/// Checks `rendered` or the error for one kind × format; `figure` must appear in the report.
+fn check(result: &SavedResult, format: Format, figure: &str) {
+    let what = format!("{} as {format}", result.kind().name());
+    match render(result, format, &RenderOptions::default()) {
+        Ok(r) => {
+            assert!(
+                r.text.contains(figure),
+                "{what}: no {figure:?} in\n{}",
+                r.text
+            );
+            check_shape(result, format, &r, &what);
+        }
+        Err(e) => {
+            let message = e.to_string();
+            assert!(!message.contains('\n'), "{what}: {message}");
+            assert!(message.starts_with(&format!("{format} is not available")));
+            for works in formats_for(result.kind()) {
+                assert!(message.contains(works.name()), "{what}: {message}");
+            }
+        }
+    }
+}
+
+/// What every report of a format looks like, whatever the kind.
+fn check_shape(result: &SavedResult, format: Format, r: &Rendered, what: &str) {
+    let files = r.chart_files().unwrap();
+    match format {
+        Format::Html => {
+            assert!(r.text.starts_with("<!DOCTYPE html>"), "{what}");
+            assert!(files.iter().any(|f| f.name.ends_with(".svg")), "{what}");
+            assert!(files.iter().all(|f| !f.name.contains('/')), "{what}");
+        }
+        Format::Json => {
+            assert_eq!(&SavedResult::from_json(&r.text).unwrap(), result, "{what}");
+            assert!(files.is_empty(), "{what}");
+        }
+        Format::Csv => {
+            let widths: Vec<usize> = r.text.lines().map(|l| l.split(',').count()).collect();
+            assert!(widths.len() >= 2, "{what}: a header and rows");
+            assert!(widths.iter().all(|w| *w == widths[0]), "{what}");
+        }
+        Format::Text | Format::Markdown => assert!(files.is_empty(), "{what}"),
+    }
+}
+
+#[test]
+fn every_kind_renders_in_every_format_or_says_which_work() {
+    for (result, figure) in kinds() {
+        for format in Format::ALL {
+            check(&result, format, figure(format));
+        }
+    }
+}
+
+/// The results the CLI tests use, saved by the real binary: a run, a search, a bench.
+fn saved(name: &str) -> SavedResult {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cli/tests/fixtures")
+        .join(name);
+    SavedResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn every_saved_fixture_renders_in_every_format() {
+    let run = saved("run-open.json");
+    let requests = run.as_run().unwrap().stats.requests.to_string();
+    let search = saved("find-max.json");
+    let max = search.as_find_max().unwrap().max_rate.unwrap();
+    let headline = format!("maximum sustainable rate: {} req/s", units::rate_short(max));
+    let bench = saved("bench-base.json");
+    let rps = bench.as_bench().unwrap().cells[0].requests_per_sec.unwrap();
+    let median = format!("{:.0}", rps.median);
+    for format in Format::ALL {
+        check(&run, format, &requests);
+        let figure = match format {
+            Format::Csv => format!(",{max:.2},"),
+            Format::Json => format!("\"max_rate\": {max:?}"),
+            _ => headline.clone(),
+        };
+        check(&search, format, &figure);
+        let figure = match format {
+            Format::Json => format!("\"median\": {:?}", rps.median),
+            _ => median.clone(),
+        };
+        check(&bench, format, &figure);
+    }
+}
+
+/// `SavedResult` adds nothing to the JSON: each kind's report is its own renderer's, byte for
+/// byte, and what `to_json` writes.
+#[test]
+fn json_of_any_kind_is_the_kinds_own() {
+    let opts = RenderOptions::default();
+    for (result, _) in kinds() {
+        let text = render(&result, Format::Json, &opts).unwrap().text;
+        assert_eq!(text, result.to_json(), "{}", result.kind().name());
+    }
+    let search = fixtures::find_max();
+    let text = render(&search.clone().into(), Format::Json, &opts)
+        .unwrap()
+        .text;
+    assert_eq!(text, find_max::find_max_json(&search));
+}
+
+#[test]
+fn unsupported_is_one_line_naming_what_works() {
+    let e = Unsupported {
+        kind: ResultKind::FindMax,
+        format: Format::Csv,
+    };
+    assert_eq!(
+        e.to_string(),
+        "csv is not available for find-max results: use text, json, html or md"
+    );
+}
+
+#[test]
+fn the_page_and_its_chart_files_hold_the_same_charts() {
+    let r = render(
+        &fixtures::find_max().into(),
+        Format::Html,
+        &RenderOptions::default(),
+    )
+    .unwrap();
+    let files = r.chart_files().unwrap();
+    for svg in files.iter().filter(|f| f.name.ends_with(".svg")) {
+        let stem = svg.name.trim_end_matches(".svg");
+        assert!(r.text.contains(&format!("data-chart=\"{stem}\"")), "{stem}");
+    }
+    for png in files.iter().filter(|f| f.name.ends_with(".png")) {
+        assert_eq!(&png.bytes[1..4], b"PNG", "{}", png.name);
+    }
+}

@@ -117,7 +117,10 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("loadbench-report-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("r{}.json", text.len()));
+        // Tests run in parallel: every call gets a file of its own.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("r{n}.json"));
         std::fs::write(&path, text).unwrap();
         let r = load(&path);
         std::fs::remove_file(&path).unwrap();
@@ -155,7 +158,7 @@ mod tests {
             "",
             "{",
             "x",
-            "{\"schema_version\": 1, \"kind\": \"run\", \"stats\": 3}",
+            "{\"schema_version\": 2, \"kind\": \"run\", \"stats\": 3}",
         ] {
             assert!(!message(text).contains('\n'), "{text}");
         }

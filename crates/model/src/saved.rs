@@ -200,7 +200,7 @@ mod tests {
             ("[1, 2]", "not a loadbench result"),
             (
                 r#"{"schema_version": 7, "kind": "run"}"#,
-                "schema_version 7 is not supported by this loadbench (it reads 1)",
+                "schema_version 7 is not supported by this loadbench (it reads 2)",
             ),
             (r#"{"schema_version": 2}"#, "no \"kind\" field"),
             (
@@ -227,8 +227,8 @@ mod tests {
             ResultReadError::Truncated { line: 1, .. }
         ));
         assert!(matches!(
-            error(r#"{"schema_version": 2, "kind": "run"}"#),
-            ResultReadError::Version(2)
+            error(r#"{"schema_version": 1, "kind": "run"}"#),
+            ResultReadError::Version(1)
         ));
         let ResultReadError::Invalid(invalid) =
             error(r#"{"schema_version": 2, "kind": "find_max"}"#)

@@ -232,14 +232,7 @@ impl Matrix<'_> {
                 Stop::Requests(_) => Duration::from_secs(10),
             },
             max_connections: base.connections,
-            ..FindMaxSpec::new(base.clone(), slo.clone())
-        };
-        let spec = FindMaxSpec {
-            base: LoadSpec {
-                warmup: base.warmup,
-                ..spec.base
-            },
-            ..spec
+            ..FindMaxSpec::new(base, slo.clone())
         };
         match loadbench_runner::find_max::search(&spec, self.control(self.observer)) {
             Ok(f) => Outcome::FindMax(Box::new(f)),

@@ -27,6 +27,7 @@ fn spec(server: &Server, slo: &str) -> FindMaxSpec {
     let url = format!("http://{}/", server.local_addr());
     let base = LoadSpec {
         threads: Some(1),
+        warmup: Duration::from_secs(1),
         ..LoadSpec::closed(&url, 1, Duration::from_secs(1))
     };
     FindMaxSpec::new(base, loadbench_plan::parse_slo(slo).unwrap())
@@ -59,11 +60,15 @@ fn steps(r: &FindMaxResult) -> String {
 #[test]
 fn finds_the_capacity_of_a_100_per_second_backend_in_process() {
     let server = backend(2, "20ms", false);
-    let r = run(&FindMaxSpec {
+    let mut spec = FindMaxSpec {
         start_rate: 25.0,
         step_duration: Duration::from_secs(1),
         ..spec(&server, "p99<100ms")
-    });
+    };
+    spec.base.warmup = Duration::from_millis(500);
+    let r = run(&spec);
+    assert_eq!(r.search.warmup_ms, 500, "the caller's warm-up is kept");
+    assert!(r.steps.iter().all(|s| s.run.config.warmup_ms == 500));
     let max = r.max_rate.expect("a rate held");
     assert!((85.0..=115.0).contains(&max), "max {max}\n{}", steps(&r));
     assert_eq!(r.stop_reason, Some(StopReason::Precision), "{}", steps(&r));

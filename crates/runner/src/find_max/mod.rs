@@ -56,12 +56,10 @@ pub struct FindMaxSpec {
 
 impl FindMaxSpec {
     /// A search of `base`'s URL under `slo` with `loadbench find-max`'s defaults.
+    /// `base.warmup` is the warm-up before every step (`loadbench find-max` gives 1 s).
     pub fn new(base: LoadSpec, slo: Slo) -> FindMaxSpec {
         FindMaxSpec {
-            base: LoadSpec {
-                warmup: Duration::from_secs(1),
-                ..base
-            },
+            base,
             slo,
             max_error_share: 0.001,
             start_rate: 100.0,

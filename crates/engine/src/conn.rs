@@ -11,6 +11,7 @@ use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::Instant;
 
+/// Where a connection is in its request cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// No request claimed: the run's request budget is spent, or the run is over.
@@ -23,9 +24,12 @@ pub enum Phase {
     Reading,
 }
 
+/// One connection slot of a worker: its socket (when open), the request being written and
+/// the response being read.
 pub struct Conn {
     token: Token,
     stream: Option<Stream>,
+    /// Where the connection is in its request cycle.
     pub phase: Phase,
     written: usize,
     parser: ResponseParser,
@@ -41,6 +45,7 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// An idle slot with no socket yet; `token` is its epoll token and index in the worker.
     pub fn new(token: Token, now: Instant) -> Self {
         Conn {
             token,
@@ -240,6 +245,7 @@ impl Conn {
         }
     }
 
+    /// Drops the socket (closing it); the slot stays and may connect again.
     pub fn close(&mut self) {
         self.stream = None;
     }

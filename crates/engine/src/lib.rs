@@ -27,16 +27,23 @@ use worker::{Worker, WorkerConfig};
 /// Why a run could not start. Failures *during* a run are counted, never returned here.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// Preflight: the target refused the connection, so nothing listens at this address.
     #[error("nothing is listening on {0} (connection refused): start the target or fix the URL")]
     NothingListening(SocketAddr),
+    /// Preflight: connecting failed for another reason (timeout, network unreachable, …).
     #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
     Unreachable(SocketAddr, std::io::Error),
+    /// The open-file limit is too low for the connections and could not be raised.
     #[error("-c {needed} needs about {needed} file descriptors but the limit is {limit}: raise it with `ulimit -n {suggest}`")]
     FdLimit {
+        /// File descriptors needed: the connections plus 64 to spare.
         needed: u64,
+        /// The limit in place (the higher of soft and hard).
         limit: u64,
+        /// The `ulimit -n` value to suggest: `needed` rounded up to a power of two.
         suggest: u64,
     },
+    /// A worker could not be set up, or its event loop failed (epoll, timer, socket).
     #[error("the engine could not start a worker: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -44,7 +51,9 @@ pub enum EngineError {
 /// Timeouts and the housekeeping period, shared by all workers.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerLimits {
+    /// Per request: no complete response within it counts as `read_timeout`.
     pub timeout: Duration,
+    /// Per connection attempt: not established within it counts as `connect_timeout`.
     pub connect_timeout: Duration,
     /// How often a worker times out requests, closes seconds and publishes progress.
     pub tick: Duration,
@@ -92,6 +101,7 @@ impl Live {
         Arc::clone(&self.stop)
     }
 
+    /// Whether the stop switch has been raised (by [`Live::stop`] or its flag).
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
@@ -100,10 +110,13 @@ impl Live {
 /// What a run measured.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The measurement, all workers merged.
     pub stats: Stats,
     /// Wall clock at the start of the measured window (after warm-up).
     pub started_at: SystemTime,
+    /// Wall clock when every worker had stopped and the results were merged.
     pub ended_at: SystemTime,
+    /// True when the stop switch ended the run before its planned end.
     pub interrupted: bool,
 }
 
@@ -114,6 +127,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine for `plan`, with a stop switch of its own (see [`Engine::live`]).
     pub fn new(plan: Plan) -> Self {
         Self::with_stop(plan, Arc::new(AtomicBool::new(false)))
     }

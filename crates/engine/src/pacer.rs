@@ -18,14 +18,18 @@ pub const TIMER: Token = Token(usize::MAX);
 pub struct Pacing<'a> {
     /// The whole schedule, warm-up lead included; time 0 is `origin`.
     pub schedule: &'a Schedule,
+    /// The instant the schedule's time 0 stands for (the start of the warm-up).
     pub origin: Instant,
-    /// This worker's first request index, and the number of workers.
+    /// This worker's first request index in the global sequence.
     pub first: u64,
+    /// The number of workers: this worker takes every `stride`-th request from `first` on.
     pub stride: u64,
     /// The most connections this worker may open.
     pub max_connections: usize,
 }
 
+/// Paces one worker's share of an open-model run: when its next request is due, and a
+/// timerfd that wakes the worker's poll for it.
 pub struct Pacer<'a> {
     pacing: Pacing<'a>,
     cursor: Cursor,
@@ -36,6 +40,7 @@ pub struct Pacer<'a> {
 }
 
 impl<'a> Pacer<'a> {
+    /// A pacer at this worker's first request, its timer registered in the worker's poll.
     pub fn new(pacing: Pacing<'a>, registry: &Registry) -> io::Result<Self> {
         let timer = TimerFd::new()?;
         registry.register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
@@ -69,6 +74,7 @@ impl<'a> Pacer<'a> {
         self.due = self.compute();
     }
 
+    /// The most connections this worker may open.
     pub fn max_connections(&self) -> usize {
         self.pacing.max_connections
     }

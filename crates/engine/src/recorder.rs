@@ -13,6 +13,8 @@ pub const LATE: Duration = Duration::from_millis(1);
 /// Status codes 100–999 counted in a flat array: no map lookup per response.
 const STATUS_SLOTS: usize = 1000;
 
+/// One worker's measurements: histograms, counters and the per-second series of the measured
+/// window, turned into [`Stats`] by [`Recorder::finish`].
 pub struct Recorder {
     /// Start of the measured window (after warm-up).
     t0: Instant,
@@ -38,6 +40,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// An empty recorder whose window starts at `t0`; `open` records service time and send lag
+    /// apart from latency (the open model).
     pub fn new(t0: Instant, open: bool) -> Self {
         Recorder {
             t0,
@@ -62,6 +66,7 @@ impl Recorder {
         }
     }
 
+    /// Start of the measured window.
     pub fn t0(&self) -> Instant {
         self.t0
     }
@@ -115,11 +120,13 @@ impl Recorder {
         }
     }
 
+    /// A measured request received its first response byte `ttfb` after it was written.
     #[inline]
     pub fn first_byte(&mut self, ttfb: Duration) {
         self.first_byte.record_ns(Self::nanos(ttfb));
     }
 
+    /// A measured connection was established, `took` after the connect began.
     #[inline]
     pub fn connected(&mut self, took: Duration) {
         self.connect.record_ns(Self::nanos(took));

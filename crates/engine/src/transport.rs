@@ -6,7 +6,9 @@ use mio::{Interest, Registry, Token};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 
+/// A connection's byte stream.
 pub enum Stream {
+    /// Plain TCP (non-blocking, `TCP_NODELAY`).
     Tcp(TcpStream),
 }
 
@@ -18,6 +20,7 @@ impl Stream {
         Ok(Stream::Tcp(s))
     }
 
+    /// Registers the stream in a worker's poll under `token`.
     pub fn register(
         &mut self,
         registry: &Registry,

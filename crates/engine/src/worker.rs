@@ -19,17 +19,25 @@ const READ_BUF: usize = 64 * 1024;
 
 /// What the connections of one worker share: the request, the clock window, the recorder.
 pub struct Ctx<'a> {
+    /// The worker's poll registry, where connections register their sockets.
     pub registry: Registry,
+    /// The target's socket address.
     pub addr: SocketAddr,
+    /// The rendered request, written as is by every connection.
     pub request: &'a [u8],
+    /// The request is HEAD: responses carry no body.
     pub head: bool,
+    /// Connections are reused; without keep-alive each request opens one.
     pub keepalive: bool,
+    /// The worker's one read buffer, shared by its connections.
     pub buf: Box<[u8]>,
+    /// The worker's measurements.
     pub recorder: Recorder,
     /// Connections whose request failed, to restart on the next loop turn (closed model).
     pub retry: Vec<usize>,
     /// Open model: requests are paced, and a connection whose request ended waits in `idle`.
     pub open: bool,
+    /// Open model: connections free for the next due request, by index.
     pub idle: Vec<usize>,
     /// Measured requests that finished after the deadline but before the worker noticed it:
     /// outside the window, so counted as abandoned like those still in flight.
@@ -83,20 +91,30 @@ impl Ctx<'_> {
 
 /// Everything one worker needs to run.
 pub struct WorkerConfig<'a> {
+    /// The target's socket address.
     pub addr: SocketAddr,
+    /// The rendered request.
     pub request: &'a [u8],
+    /// The request is HEAD: responses carry no body.
     pub head: bool,
+    /// Reuse connections between requests.
     pub keepalive: bool,
+    /// Connections to open at the start (closed model).
     pub connections: usize,
+    /// Requests this worker may claim in the measured window (count runs); `None`: no limit.
     pub budget: Option<u64>,
+    /// Start of the measured window (the end of the warm-up).
     pub t0: Instant,
+    /// End of the measured window in timed runs; `None` in count runs.
     pub deadline: Option<Instant>,
+    /// Timeouts and the housekeeping tick.
     pub limits: WorkerLimits,
     /// Open model: this worker's share of the schedule (then `connections` is 0: they are
     /// opened on demand).
     pub pacing: Option<Pacing<'a>>,
 }
 
+/// One worker thread's event loop: its poll, connections, context and pacer.
 pub struct Worker<'a> {
     poll: Poll,
     conns: Vec<Conn>,
@@ -106,6 +124,7 @@ pub struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
+    /// Sets up the poll, the connection slots and (open model) the pacer; nothing is sent yet.
     pub fn new(cfg: WorkerConfig<'a>) -> io::Result<Self> {
         let poll = Poll::new()?;
         let now = Instant::now();

@@ -22,11 +22,15 @@ pub const NOISY_CV: f64 = 0.10;
 /// One `loadbench bench` run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
+    /// The schema version ([`crate::SCHEMA_VERSION`]) the file was written with.
     pub schema_version: u32,
     /// Always [`ResultKind::Bench`].
     pub kind: ResultKind,
+    /// Version of the loadbench that ran the bench.
     pub loadbench_version: String,
+    /// The generator's machine.
     pub host: HostInfo,
+    /// The scenario as run.
     pub scenario: ScenarioInfo,
     /// The run folder (`results/<timestamp>-<scenario>`) holding this file, logs and configs.
     pub run_dir: String,
@@ -36,10 +40,13 @@ pub struct BenchResult {
     pub ended_at: String,
     /// True when Ctrl-C stopped the bench; finished rounds are kept.
     pub interrupted: bool,
-    /// Steps planned (targets × loads × levels × rounds) and steps finished so far.
+    /// Steps planned: targets × loads × levels × rounds.
     pub steps_planned: u32,
+    /// Steps finished so far (the file is saved again after every round).
     pub steps_done: u32,
+    /// Every target, as started.
     pub targets: Vec<BenchTarget>,
+    /// Every `[[load]]` of the scenario, as resolved.
     pub loads: Vec<BenchLoad>,
     /// Every finished round in the order it ran (for `together` loads: one entry per target
     /// plus one combined entry per step).
@@ -58,15 +65,20 @@ pub struct BenchResult {
 /// The scenario as run (after command-line overrides).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioInfo {
+    /// The scenario's `name`, used in result file names and reports.
     pub name: String,
+    /// The scenario's free-text `description`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The scenario file as given on the command line.
     pub file: String,
+    /// Times every load step is repeated (`rounds`, or `--rounds`).
     pub rounds: u32,
+    /// Pause between rounds and steps so targets settle (`cooldown`), ms.
     pub cooldown_ms: u64,
     /// CPUs the generator was pinned to; `None`: all.
     pub generator_cpuset: Option<Vec<usize>>,
+    /// Generator worker threads.
     pub generator_threads: u32,
     /// Cores the generator could use (its CPU set, or the host's cores).
     pub generator_cores: f64,
@@ -75,6 +87,7 @@ pub struct ScenarioInfo {
 /// A started target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchTarget {
+    /// The target's distinct name; loads and rounds refer to it.
     pub name: String,
     /// `command` or `upstream` (the reference backend).
     pub kind: String,
@@ -82,23 +95,31 @@ pub struct BenchTarget {
     pub command: String,
     /// The URL loads were sent to (before the load's path is appended).
     pub url: String,
+    /// Loopback port the target listened on.
     pub port: u16,
+    /// The target this one forwards to (`proxy_to`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_to: Option<String>,
+    /// The limits that were enforced.
     pub limits: AppliedLimits,
     /// From start to ready.
     pub ready_ms: u64,
-    /// Target output and rendered config files, relative to the run folder.
+    /// The target's stdout log, relative to the run folder.
     pub stdout_log: String,
+    /// The target's stderr log, relative to the run folder.
     pub stderr_log: String,
+    /// The target's rendered config files, relative to the run folder.
     pub configs: Vec<String>,
 }
 
 /// What was enforced for a target; anything asked for but not enforced is in the warnings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AppliedLimits {
+    /// CPUs the target's process tree was confined to; `None`: not limited.
     pub cpuset: Option<Vec<usize>>,
+    /// CPU quota enforced, in cores (1.0 = one core); `None`: not limited.
     pub cpu_quota_cores: Option<f64>,
+    /// Memory limit enforced, bytes; `None`: not limited.
     pub memory_bytes: Option<u64>,
     /// The cgroup directory the target ran in.
     pub cgroup: Option<String>,
@@ -123,20 +144,27 @@ pub enum BenchModel {
 pub struct BenchLoad {
     /// The scenario's name for it, or one made from the model.
     pub name: String,
+    /// How load is offered, and so what the levels mean.
     pub model: BenchModel,
+    /// Names of the targets loaded (one after another, unless `together`).
     pub targets: Vec<String>,
     /// All targets loaded at the same time in each step.
     pub together: bool,
     /// Connection counts (closed) or rates (open); `[0]` for find-max.
     pub levels: Vec<f64>,
+    /// Find-max: the objective as written, e.g. `p99<50ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<String>,
     /// Open and find-max: the cap on connections, when the scenario sets one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<u32>,
+    /// How long each step is measured, ms.
     pub duration_ms: u64,
+    /// Load applied before measuring, not recorded, ms.
     pub warmup_ms: u64,
+    /// HTTP method of the request.
     pub method: String,
+    /// Path and query, appended to the target's `url`.
     pub path: String,
 }
 
@@ -157,9 +185,11 @@ impl BenchLoad {
 pub struct BenchRound {
     /// Position in the run (1-based); the entries of a `together` step share it.
     pub step: u32,
-    /// Indices into `loads` and that load's `levels`; `round` from 0.
+    /// Index into the result's `loads`.
     pub load: u32,
+    /// Index into that load's `levels`.
     pub level: u32,
+    /// Round, from 0.
     pub round: u32,
     /// The target's name; for the combined entry of a `together` step, the names joined by `+`.
     pub target: String,
@@ -167,14 +197,18 @@ pub struct BenchRound {
     pub combined: bool,
     /// The measured window on the `resources` timeline.
     pub window: Window,
+    /// The run, for closed and open loads (absent when the round has none, see `error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
+    /// The search, for find-max loads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub find_max: Option<FindMaxResult>,
     /// The target's memory and CPU during the window (`None` for combined entries, or when no
     /// sample fell in the window).
     pub resources: Option<ResourceSummary>,
+    /// The generator's mean CPU during the window, in cores (1.0 = one core).
     pub generator_cpu_mean_cores: f64,
+    /// Which side saturated: the generator, the target, or neither.
     pub bottleneck: Bottleneck,
     /// Why the round has no result (e.g. the target stopped answering), when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,9 +243,13 @@ impl BenchRound {
 /// Statistics of one load × level × target across its rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchCell {
+    /// Index into the result's `loads`.
     pub load: u32,
+    /// Index into that load's `levels`.
     pub level: u32,
+    /// The target's name (names joined by `+` for a combined entry).
     pub target: String,
+    /// True for the combined entries of a `together` load.
     pub combined: bool,
     /// Rounds with a result.
     pub rounds: u32,
@@ -220,20 +258,27 @@ pub struct BenchCell {
     /// Latency from the intended send time, per percentile of [`CELL_PERCENTILES`] (find-max:
     /// at the highest rate that held, see [`BenchRound::measured_run`]).
     pub latency_us: Vec<CellPercentile>,
+    /// Mean latency from the intended send time across rounds, µs.
     pub mean_latency_us: Option<CellStats>,
-    /// Over all rounds: completed requests, and failed ones plus non-2xx/3xx responses.
+    /// Completed requests, summed over rounds.
     pub requests: u64,
+    /// Failed requests plus non-2xx/3xx responses, summed over rounds.
     pub errors: u64,
     /// `errors / (requests + failed)`.
     pub error_share: f64,
-    /// Memory at start (the lowest start over rounds), peak (highest) and trough (lowest).
+    /// RSS at the start of the window (the ready state), the lowest over rounds, bytes.
     pub rss_start_bytes: Option<u64>,
+    /// Highest RSS sampled in any round's window, bytes.
     pub rss_peak_bytes: Option<u64>,
+    /// Lowest RSS sampled in any round's window, bytes.
     pub rss_trough_bytes: Option<u64>,
-    /// Mean CPU of each round, summarised; and the highest sample of any round.
+    /// The target's mean CPU of each round, summarised, in cores (1.0 = one core).
     pub cpu_mean_cores: Option<CellStats>,
+    /// Highest CPU sample of any round, in cores.
     pub cpu_max_cores: Option<f64>,
+    /// The generator's mean CPU of each round, summarised, in cores.
     pub generator_cpu_mean_cores: Option<CellStats>,
+    /// Rounds ending with each bottleneck verdict; reports show the majority.
     pub bottlenecks: BottleneckCounts,
     /// req/s varied more than [`NOISY_CV`] across rounds.
     pub noisy: bool,
@@ -242,15 +287,20 @@ pub struct BenchCell {
 /// One latency percentile of a cell across rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CellPercentile {
+    /// Percentile, 0–100.
     pub p: f64,
+    /// That percentile's latency across rounds, µs.
     pub stats: CellStats,
 }
 
 /// How many rounds of a cell ended with each verdict.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BottleneckCounts {
+    /// Rounds in which the generator used ≥ 90% of its cores while the target did not.
     pub generator_bound: u32,
+    /// Rounds in which the target saturated while the generator did not.
     pub target_bound: u32,
+    /// Rounds in which neither saturated, or both did.
     pub neither: u32,
 }
 
@@ -280,12 +330,17 @@ impl BottleneckCounts {
 /// A target's throughput against the baseline (the load's first target) at one level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RelativeSpeed {
+    /// Index into the result's `loads`.
     pub load: u32,
+    /// Index into that load's `levels`.
     pub level: u32,
+    /// Name of the baseline target: the load's first.
     pub baseline: String,
+    /// Name of the target compared with it.
     pub target: String,
     /// `mean(target req/s) / mean(baseline req/s)`, with hyperfine's propagated error.
     pub ratio: f64,
+    /// The ratio's uncertainty, propagated from both standard deviations.
     pub ratio_err: f64,
     /// "nginx: 1.80 ± 0.10 times faster than direct".
     pub text: String,

@@ -12,8 +12,11 @@ use serde::{Deserialize, Serialize};
 /// from 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Step {
+    /// Round, from 0.
     pub round: usize,
+    /// Index of the load level.
     pub load: usize,
+    /// Index of the target.
     pub target: usize,
 }
 
@@ -53,8 +56,11 @@ pub struct CellStats {
     pub n: usize,
     /// The median (mean of the two middle values when `n` is even).
     pub median: f64,
+    /// Smallest value, in the unit of the field holding these stats.
     pub min: f64,
+    /// Largest value.
     pub max: f64,
+    /// Arithmetic mean.
     pub mean: f64,
     /// Sample standard deviation (n − 1 denominator); 0 when `n` is 1.
     pub stddev: f64,

@@ -29,6 +29,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every class, in the order of [`ErrorKind::index`].
     pub const ALL: [ErrorKind; 9] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
@@ -68,20 +69,24 @@ impl ErrorKind {
 pub struct ErrorCounts(pub BTreeMap<ErrorKind, u64>);
 
 impl ErrorCounts {
+    /// Counts `n` more failures of `kind` (a zero count adds no key).
     pub fn add(&mut self, kind: ErrorKind, n: u64) {
         if n > 0 {
             *self.0.entry(kind).or_insert(0) += n;
         }
     }
 
+    /// Failed requests, all classes together.
     pub fn total(&self) -> u64 {
         self.0.values().sum()
     }
 
+    /// Failures of one class (0 when it did not occur).
     pub fn get(&self, kind: ErrorKind) -> u64 {
         self.0.get(&kind).copied().unwrap_or(0)
     }
 
+    /// Adds the other counts, class by class (union of keys).
     pub fn merge(&mut self, other: &ErrorCounts) {
         for (&k, &n) in &other.0 {
             self.add(k, n);
@@ -104,12 +109,14 @@ impl ErrorCounts {
 pub struct StatusCounts(pub BTreeMap<u16, u64>);
 
 impl StatusCounts {
+    /// Counts `n` more responses with status `code` (a zero count adds no key).
     pub fn add(&mut self, code: u16, n: u64) {
         if n > 0 {
             *self.0.entry(code).or_insert(0) += n;
         }
     }
 
+    /// Adds the other counts, code by code (union of keys).
     pub fn merge(&mut self, other: &StatusCounts) {
         for (&k, &n) in &other.0 {
             self.add(k, n);

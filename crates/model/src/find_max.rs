@@ -11,16 +11,21 @@ use serde::{Deserialize, Serialize};
 /// One `loadbench find-max`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FindMaxResult {
+    /// The schema version ([`crate::SCHEMA_VERSION`]) the file was written with.
     pub schema_version: u32,
     /// Always [`ResultKind::FindMax`].
     pub kind: ResultKind,
+    /// Version of the loadbench that ran the search.
     pub loadbench_version: String,
+    /// The generator's machine.
     pub host: HostInfo,
+    /// The target URL.
     pub url: String,
     /// The service-level objective each step is judged against.
     pub slo: Slo,
     /// Largest share (0–1) of attempts that may fail or get a status outside 200–399.
     pub max_error_share: f64,
+    /// How the search was asked to run.
     pub search: SearchParams,
     /// Wall clock when the first step started (RFC 3339, UTC).
     pub started_at: String,
@@ -28,6 +33,7 @@ pub struct FindMaxResult {
     pub ended_at: String,
     /// True when Ctrl-C stopped the search; the finished steps are kept.
     pub interrupted: bool,
+    /// Every step run, in order.
     pub steps: Vec<FindMaxStep>,
     /// The highest rate (requests per second) that passed; `None` when none did.
     pub max_rate: Option<f64>,
@@ -47,6 +53,7 @@ pub struct FindMaxResult {
 pub struct Slo {
     /// As the user typed it, e.g. `p99<50ms,p99.9<200ms`.
     pub text: String,
+    /// Each condition, parsed; all must hold.
     pub conditions: Vec<SloCondition>,
 }
 
@@ -55,8 +62,10 @@ pub struct Slo {
 pub struct SloCondition {
     /// As the user typed it, e.g. `p99<50ms`.
     pub text: String,
+    /// The statistic measured (written flattened: `stat` and, for a percentile, `percentile`).
     #[serde(flatten)]
     pub stat: SloStat,
+    /// How the measured value must compare with `limit_us`.
     pub op: SloOp,
     /// The limit, microseconds.
     pub limit_us: f64,
@@ -68,21 +77,26 @@ pub struct SloCondition {
 pub enum SloStat {
     /// A percentile (0–100] of the latency distribution.
     Percentile {
+        /// Which percentile, in (0, 100].
         percentile: f64,
     },
+    /// The mean latency.
     Mean,
 }
 
 /// How the measured value must compare with the limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SloOp {
+    /// The value must be strictly below the limit (`<`).
     #[serde(rename = "<")]
     Lt,
+    /// The value may equal the limit (`<=`).
     #[serde(rename = "<=")]
     Le,
 }
 
 impl SloOp {
+    /// `<` or `<=`, as written in the SLO and in JSON.
     pub fn symbol(self) -> &'static str {
         match self {
             SloOp::Lt => "<",
@@ -132,6 +146,7 @@ pub struct SearchParams {
     pub max_rate: f64,
     /// Bisection stops when `(fail − pass) / pass` is below this.
     pub precision: f64,
+    /// The most steps the search may run.
     pub max_steps: u32,
     /// Measured time of each step.
     pub step_duration_ms: u64,
@@ -158,7 +173,10 @@ pub enum SearchPhase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// Every SLO condition held, the errors stayed within the budget and the generator kept up.
     Pass,
+    /// The step broke the SLO or the error budget, or the generator could not keep up; see
+    /// `reason`.
     Fail,
     /// Stopped by Ctrl-C before its end: neither pass nor fail.
     Interrupted,
@@ -203,13 +221,15 @@ pub enum StopReason {
 pub struct FindMaxStep {
     /// 1-based.
     pub step: u32,
+    /// Which part of the search the step belongs to.
     pub phase: SearchPhase,
     /// The rate offered, requests per second.
     pub target_rate: f64,
     /// Requests actually sent per second in the measured window.
     pub achieved_rate: f64,
-    /// Latency from the intended send time, µs; `None` when no response completed.
+    /// Median latency from the intended send time, µs; `None` when no response completed.
     pub p50_us: Option<f64>,
+    /// 99th percentile latency from the intended send time, µs; `None` when no response completed.
     pub p99_us: Option<f64>,
     /// Every SLO condition's measured value, in the SLO's order.
     pub slo_values: Vec<SloValue>,
@@ -218,6 +238,7 @@ pub struct FindMaxStep {
     /// The generator's user+sys CPU over the step ÷ (wall time × threads); `None` where the
     /// process's CPU time cannot be read.
     pub generator_cpu_share: Option<f64>,
+    /// Whether the rate held: pass, fail, or interrupted before the step's end.
     pub verdict: Verdict,
     /// Set when the verdict is `fail`.
     pub reason: Option<FailReason>,
@@ -254,6 +275,7 @@ pub struct SloValue {
     pub condition: String,
     /// Measured, µs; `None` when no response completed.
     pub value_us: Option<f64>,
+    /// Whether the condition held (false when there was nothing to measure).
     pub ok: bool,
 }
 

@@ -41,6 +41,7 @@ impl Default for Histo {
 pub struct HistoDecodeError(String);
 
 impl Histo {
+    /// An empty histogram with the fixed bounds (1 ns to 1 h, 3 significant digits).
     pub fn new() -> Self {
         let h = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG)
             .expect("constant histogram bounds are valid");
@@ -60,18 +61,22 @@ impl Histo {
             .expect("histograms with the same bounds always add");
     }
 
+    /// Values recorded.
     pub fn len(&self) -> u64 {
         self.0.len()
     }
 
+    /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Forgets every value recorded, keeping the bounds.
     pub fn reset(&mut self) {
         self.0.reset();
     }
 
+    /// Lowest value recorded, ns (0 when empty).
     pub fn min_ns(&self) -> u64 {
         if self.is_empty() {
             0
@@ -80,14 +85,17 @@ impl Histo {
         }
     }
 
+    /// Highest value recorded (the top of its bucket), ns; 0 when empty.
     pub fn max_ns(&self) -> u64 {
         self.0.max()
     }
 
+    /// Mean of the values recorded, ns.
     pub fn mean_ns(&self) -> f64 {
         self.0.mean()
     }
 
+    /// Population standard deviation of the values recorded, ns.
     pub fn stdev_ns(&self) -> f64 {
         self.0.stdev()
     }
@@ -117,6 +125,8 @@ impl Histo {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
+    /// Decodes the form [`Histo::to_base64`] writes (any HdrHistogram V2 + DEFLATE in base64);
+    /// values are re-recorded into this crate's bounds.
     pub fn from_base64(text: &str) -> Result<Histo, HistoDecodeError> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
@@ -179,11 +189,17 @@ pub struct Percentile {
 /// Figures derived from a histogram; informative only, never read back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
+    /// Values recorded.
     pub count: u64,
+    /// Lowest value, µs (0.0 when `count` is 0).
     pub min_us: f64,
+    /// Mean, µs (0.0 when `count` is 0).
     pub mean_us: f64,
+    /// Standard deviation, µs (0.0 when `count` is 0).
     pub stdev_us: f64,
+    /// Highest value, µs (0.0 when `count` is 0).
     pub max_us: f64,
+    /// Values at the requested percentiles, µs (in JSON always [`STANDARD_PERCENTILES`]).
     pub percentiles: Vec<Percentile>,
 }
 
@@ -191,6 +207,7 @@ pub struct LatencySummary {
 /// (`hdr`), from which everything is recomputed on load.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Latency {
+    /// The histogram, ns; written as `hdr` beside the derived figures and the only part read back.
     pub hist: Histo,
 }
 
@@ -207,6 +224,7 @@ struct LatencyIn {
 }
 
 impl Latency {
+    /// Adds the other distribution's counts to this one (exact, same bounds everywhere).
     pub fn merge(&mut self, other: &Latency) {
         self.hist.merge(&other.hist);
     }

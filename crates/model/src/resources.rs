@@ -10,19 +10,34 @@ pub const SATURATION_SHARE: f64 = 0.9;
 /// Errors when summarising a series.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SampleError {
+    /// A window was asked for between marks, and this one was never recorded.
     #[error("no mark named `{0}` was recorded")]
     UnknownMark(String),
+    /// The closing mark was recorded, but only before the opening one.
     #[error("mark `{to}` does not follow mark `{from}`")]
-    MarksOutOfOrder { from: String, to: String },
+    MarksOutOfOrder {
+        /// The opening mark.
+        from: String,
+        /// The closing mark, recorded only before `from`.
+        to: String,
+    },
+    /// A summary was asked for a target the sampler never watched.
     #[error("no target named `{0}` was sampled")]
     UnknownTarget(String),
+    /// No sample fell inside the window, so there is nothing to summarise.
     #[error("no samples between {from_ms} ms and {to_ms} ms")]
-    EmptyWindow { from_ms: u64, to_ms: u64 },
+    EmptyWindow {
+        /// Start of the window, ms since the sampler started.
+        from_ms: u64,
+        /// End of the window, ms since the sampler started.
+        to_ms: u64,
+    },
 }
 
 /// One target's resources at one sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetSample {
+    /// The target's name, as in the scenario.
     pub name: String,
     /// CPU time of the whole tree since the previous sample ÷ wall time: 1.0 = one core busy.
     pub cpu_cores: f64,
@@ -37,6 +52,7 @@ pub struct TargetSample {
 pub struct Sample {
     /// Milliseconds since the sampler started.
     pub t_ms: u64,
+    /// Every sampled target, in the order the sampler was given them.
     pub targets: Vec<TargetSample>,
     /// CPU used by this process (the generator) since the previous sample, in cores.
     pub generator_cpu_cores: f64,
@@ -47,7 +63,9 @@ pub struct Sample {
 /// A step boundary such as `ready`, `load:start`, `load:end`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
+    /// What happened: `ready`, `step:3:start`, `step:3:end`, ….
     pub label: String,
+    /// When, in milliseconds since the sampler started.
     pub t_ms: u64,
 }
 
@@ -57,7 +75,9 @@ pub struct Samples {
     /// The interval between samples at the end of the run: the requested one, doubled once per
     /// downsampling of a full series.
     pub interval_ms: u64,
+    /// Every sample, in time order.
     pub samples: Vec<Sample>,
+    /// Step boundaries, in the order they were recorded.
     pub marks: Vec<Mark>,
 }
 
@@ -67,9 +87,13 @@ pub struct ResourceSummary {
     /// RSS of the last sample at or before the window start (the `ready` state before load);
     /// the first sample in the window when none precedes it.
     pub rss_start_bytes: u64,
+    /// Highest RSS sampled in the window, bytes.
     pub rss_peak_bytes: u64,
+    /// Lowest RSS sampled in the window, bytes.
     pub rss_trough_bytes: u64,
+    /// Mean CPU over the window's samples, in cores (1.0 = one core busy).
     pub cpu_mean_cores: f64,
+    /// Highest CPU sample in the window, in cores.
     pub cpu_max_cores: f64,
 }
 
@@ -90,7 +114,9 @@ pub enum Bottleneck {
 /// cover it (each sample's CPU figure is for the interval ending at its `t_ms`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
+    /// Start of the span, ms since the sampler started (exclusive).
     pub from_ms: u64,
+    /// End of the span, ms since the sampler started (inclusive).
     pub to_ms: u64,
 }
 

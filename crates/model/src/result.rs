@@ -15,12 +15,16 @@ pub const SCHEMA_VERSION: u32 = 2;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultKind {
+    /// Written by `loadbench run` (and `demo`): a [`RunResult`].
     Run,
+    /// Written by `loadbench find-max`: a `FindMaxResult`.
     FindMax,
+    /// Written by `loadbench bench`: a `BenchResult`.
     Bench,
 }
 
 impl ResultKind {
+    /// Every kind, in the order `run`, `find_max`, `bench`.
     pub const ALL: [ResultKind; 3] = [ResultKind::Run, ResultKind::FindMax, ResultKind::Bench];
 
     /// The value of the `kind` field: `run`, `find_max`, `bench`.
@@ -50,11 +54,17 @@ impl ResultKind {
 /// The machine the generator ran on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostInfo {
+    /// From `/proc/sys/kernel/hostname`.
     pub hostname: String,
+    /// `PRETTY_NAME` of `/etc/os-release`, else the platform name (`linux`).
     pub os: String,
+    /// The build target's architecture (`x86_64`, `aarch64`, …).
     pub arch: String,
+    /// Kernel release, from `/proc/sys/kernel/osrelease`.
     pub kernel: String,
+    /// First `model name` of `/proc/cpuinfo`; empty if there is none.
     pub cpu_model: String,
+    /// CPUs this process may use (respects affinity and cpusets).
     pub cores: u32,
 }
 
@@ -79,31 +89,49 @@ pub enum LoadModel {
 /// `to_rate` requests per second over `duration_ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateSegment {
+    /// Length of this segment, ms.
     pub duration_ms: u64,
+    /// Target rate at the start of the segment, requests per second.
     pub from_rate: f64,
+    /// Target rate at the end of the segment, requests per second.
     pub to_rate: f64,
 }
 
 /// The configuration of a run, as resolved (units applied, defaults filled in).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
+    /// The target URL, normalized (`http://127.0.0.1:8080` → `http://127.0.0.1:8080/`).
     pub url: String,
     /// The socket address the host resolved to (resolved once, before the run).
     pub address: String,
+    /// HTTP method, upper-case.
     pub method: String,
+    /// The `-H` headers as given (`"Name: value"`); the defaults loadbench adds are not listed.
     pub headers: Vec<String>,
+    /// Request body length, bytes.
     pub body_bytes: u64,
+    /// Connections (`-c`); in the open model, the most connections that may be open.
     pub connections: u32,
+    /// Worker threads actually used (`-t` or the cores, capped by `connections`).
     pub threads: u32,
+    /// Measured duration (`-d`), warm-up excluded, ms; absent in count runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// Requests to finish, completed plus failed (`-n`); absent in timed runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
+    /// Warm-up before the measured window, ms (0: none).
     pub warmup_ms: u64,
+    /// `false` with `--no-keepalive`: one connection per request.
     pub keepalive: bool,
+    /// Per-request timeout (`--timeout`), ms.
     pub timeout_ms: u64,
+    /// TCP connect timeout (`--connect-timeout`), ms.
     pub connect_timeout_ms: u64,
+    /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
+    /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,
+    /// How load was offered.
     pub load: LoadModel,
 }
 
@@ -118,7 +146,10 @@ pub struct Stats {
     pub errors: ErrorCounts,
     /// Complete responses by status code.
     pub status: StatusCounts,
+    /// Bytes read for the counted requests and errors: whole responses as they arrived (status
+    /// line, headers, body, chunk framing).
     pub bytes_read: u64,
+    /// Request bytes written for measured requests, including failed and in-flight ones.
     pub bytes_written: u64,
     /// TCP connections opened successfully during the measured window.
     pub connections_opened: u64,
@@ -143,6 +174,7 @@ pub struct Stats {
     pub connect: Latency,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
+    /// One point per second of the measured window.
     pub series: Series,
 }
 
@@ -172,6 +204,7 @@ impl Stats {
         self.series.merge(&o.series);
     }
 
+    /// Length of the measured window, seconds.
     pub fn elapsed_secs(&self) -> f64 {
         self.elapsed_us as f64 / 1e6
     }
@@ -207,14 +240,18 @@ impl Stats {
 /// Headline figures derived from [`Stats`]; written for readers, recomputed on load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Complete responses per second of the window (`requests / elapsed`); 0 for an empty window.
     pub requests_per_sec: f64,
     /// Requests sent per second (the achieved rate, in the open model).
     pub sent_per_sec: f64,
     /// Open model: the rate the schedule called for, on average over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_per_sec: Option<f64>,
+    /// Bytes read per second of the window.
     pub read_bytes_per_sec: f64,
+    /// Bytes written per second of the window.
     pub written_bytes_per_sec: f64,
+    /// Failed requests: the sum of `stats.errors`.
     pub errors: u64,
     /// Complete responses with a status outside 200–399.
     pub non_success_responses: u64,
@@ -225,10 +262,15 @@ pub struct Summary {
 /// One `loadbench run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
+    /// The schema version ([`SCHEMA_VERSION`]) the file was written with.
     pub schema_version: u32,
+    /// What produced the file: always [`ResultKind::Run`] here.
     pub kind: ResultKind,
+    /// Version of the loadbench that measured it.
     pub loadbench_version: String,
+    /// The generator's machine.
     pub host: HostInfo,
+    /// The run as resolved, units applied and defaults filled in.
     pub config: RunConfig,
     /// Wall clock at the start of the measured window (RFC 3339, UTC).
     pub started_at: String,
@@ -239,6 +281,7 @@ pub struct RunResult {
     /// Derived from `stats`; ignored when read back.
     #[serde(default, skip_deserializing)]
     pub summary: Option<Summary>,
+    /// The measurement.
     pub stats: Stats,
 }
 

@@ -16,8 +16,11 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SavedResult {
+    /// A `loadbench run` result (`"kind": "run"`).
     Run(Box<RunResult>),
+    /// A `loadbench find-max` result (`"kind": "find_max"`).
     FindMax(Box<FindMaxResult>),
+    /// A `loadbench bench` result (`"kind": "bench"`).
     Bench(Box<BenchResult>),
 }
 
@@ -41,6 +44,7 @@ impl SavedResult {
         text
     }
 
+    /// Which kind of result this is (its `kind` field).
     pub fn kind(&self) -> ResultKind {
         match self {
             SavedResult::Run(_) => ResultKind::Run,
@@ -49,6 +53,7 @@ impl SavedResult {
         }
     }
 
+    /// The run result, when this is one.
     pub fn as_run(&self) -> Option<&RunResult> {
         match self {
             SavedResult::Run(r) => Some(r),
@@ -56,6 +61,7 @@ impl SavedResult {
         }
     }
 
+    /// The find-max result, when this is one.
     pub fn as_find_max(&self) -> Option<&FindMaxResult> {
         match self {
             SavedResult::FindMax(r) => Some(r),
@@ -63,6 +69,7 @@ impl SavedResult {
         }
     }
 
+    /// The bench result, when this is one.
     pub fn as_bench(&self) -> Option<&BenchResult> {
         match self {
             SavedResult::Bench(r) => Some(r),
@@ -137,18 +144,30 @@ pub(crate) fn checked_as(text: &str, expected: ResultKind) -> Result<Value, Resu
 /// A saved result could not be read. Every message is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultReadError {
+    /// The text is not JSON; the parser's message.
     #[error("not JSON ({0})")]
     NotJson(String),
+    /// The JSON ends early.
     #[error("truncated: the JSON ends early, at line {line} column {column}")]
-    Truncated { line: usize, column: usize },
+    Truncated {
+        /// Line where the text ended, 1-based.
+        line: usize,
+        /// Column where the text ended, 1-based.
+        column: usize,
+    },
+    /// Valid JSON without a `schema_version` field: some other file.
     #[error("not a loadbench result (no schema_version field)")]
     NotAResult,
+    /// A `schema_version` other than [`SCHEMA_VERSION`]; the version found.
     #[error("schema_version {0} is not supported by this loadbench (it reads {SCHEMA_VERSION})")]
     Version(u64),
+    /// A result without a `kind` field.
     #[error("no \"kind\" field, so not a result this loadbench reads ({KINDS})")]
     NoKind,
+    /// A `kind` this loadbench does not read; the value found, as written.
     #[error("kind \"{0}\" is not a result this loadbench reads ({KINDS})")]
     UnknownKind(String),
+    /// A known kind whose content does not fit it (a missing field, a broken histogram).
     #[error("invalid loadbench {0}")]
     Invalid(InvalidResult),
 }
@@ -169,6 +188,7 @@ impl ResultReadError {
 /// histogram).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidResult {
+    /// The kind the file says it is (or was expected to be).
     pub kind: ResultKind,
     /// What is wrong, one line.
     pub detail: String,

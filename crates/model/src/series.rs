@@ -20,7 +20,9 @@ pub struct SeriesPoint {
     /// count, so shards' targets add up exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<u64>,
+    /// Bytes read for the requests completed or failed in this second.
     pub bytes_read: u64,
+    /// Request bytes written in this second (each write counted when it happened).
     pub bytes_written: u64,
     /// Median latency of this second, µs (derived from `hdr`).
     pub p50_us: f64,
@@ -47,6 +49,8 @@ impl SeriesPoint {
         }
     }
 
+    /// This point's latency histogram, decoded from `hdr`; empty if it does not decode (never
+    /// the case for a result read through `from_json`, which checks every point).
     pub fn histogram(&self) -> Histo {
         Histo::from_base64(&self.hdr).unwrap_or_default()
     }
@@ -73,10 +77,15 @@ impl SeriesPoint {
 /// The plain counters of one second.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SecondCounts {
+    /// Responses completed in the second.
     pub requests: u64,
+    /// Requests failed in the second.
     pub errors: u64,
+    /// Requests sent in the second.
     pub sent: u64,
+    /// Bytes read for the requests completed or failed in the second.
     pub bytes_read: u64,
+    /// Request bytes written in the second.
     pub bytes_written: u64,
 }
 

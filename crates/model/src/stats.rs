@@ -7,13 +7,18 @@ use serde::{Deserialize, Serialize};
 /// Minimum, mean, sample standard deviation and maximum of a set of numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
+    /// Smallest value.
     pub min: f64,
+    /// Arithmetic mean.
     pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 for a single value.
     pub stdev: f64,
+    /// Largest value.
     pub max: f64,
 }
 
 impl Spread {
+    /// The spread of `values`, in their unit; `None` when there are none.
     pub fn of(values: &[f64]) -> Option<Spread> {
         if values.is_empty() {
             return None;

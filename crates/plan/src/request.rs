@@ -6,12 +6,15 @@ use crate::{invalid, PlanError};
 /// The bytes of one request, ready to write, and what the response reader must know of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestTemplate {
+    /// The whole request as written to the socket: request line, headers and body.
     pub bytes: Vec<u8>,
+    /// The HTTP method, upper-case.
     pub method: String,
     /// A HEAD request: the response has no body whatever its headers say.
     pub head: bool,
     /// The headers as given by the user (`Name: value`), for the record.
     pub headers: Vec<String>,
+    /// Length of the body, bytes.
     pub body_len: u64,
 }
 

@@ -9,8 +9,11 @@ use std::time::Duration;
 /// One piece of a schedule: the rate goes linearly from `from` to `to` req/s over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Segment {
+    /// How long the segment lasts.
     pub duration: Duration,
+    /// Rate at the segment's start, requests per second.
     pub from: f64,
+    /// Rate at the segment's end, requests per second.
     pub to: f64,
 }
 
@@ -59,6 +62,7 @@ impl Segment {
 /// A sequence of segments; time 0 is the start of the schedule.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Schedule {
+    /// The segments, back to back, in order.
     pub segments: Vec<Segment>,
 }
 
@@ -74,6 +78,7 @@ impl Schedule {
         }
     }
 
+    /// The schedule's total length: the segments' durations added.
     pub fn duration(&self) -> Duration {
         self.segments.iter().map(|s| s.duration).sum()
     }

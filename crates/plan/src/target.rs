@@ -18,6 +18,8 @@ pub struct Target {
 }
 
 impl Target {
+    /// Parses an `http://` URL and resolves its host once. Anything else (`https://`, no host,
+    /// a name that does not resolve) is a [`PlanError`] naming the fix.
     pub fn parse(text: &str) -> Result<Target, PlanError> {
         let url = url::Url::parse(text.trim()).map_err(|e| {
             invalid(format!(

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// `200 OK` with a Content-Length body; keep-alive unless the request says close.
     Count,
     /// `200 OK` with a chunked body of several chunks and a trailer.
@@ -29,14 +29,14 @@ pub enum Mode {
     Close,
 }
 
-pub struct RawServer {
+pub(crate) struct RawServer {
     pub addr: SocketAddr,
     pub count: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
 impl RawServer {
-    pub fn start(bind: &str, mode: Mode) -> std::io::Result<RawServer> {
+    pub(crate) fn start(bind: &str, mode: Mode) -> std::io::Result<RawServer> {
         let listener = TcpListener::bind(bind)?;
         let addr = listener.local_addr()?;
         let count = Arc::new(AtomicU64::new(0));
@@ -55,11 +55,11 @@ impl RawServer {
         Ok(RawServer { addr, count, stop })
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
 }

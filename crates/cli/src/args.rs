@@ -16,13 +16,13 @@ use std::time::Duration;
     about = "Benchmark web applications and components: load generator, reference backend, harness",
     propagate_version = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Load one URL (wrk/ab/hey style) and report throughput, latency and errors.
     Run(Box<RunArgs>),
     /// Run the reference backend (plaintext, JSON, sizes, delays, status codes, faults).
@@ -42,7 +42,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// The scenario file (TOML; every key is documented in docs/scenarios.md).
     pub scenario: PathBuf,
     /// Folder under which the run folder `<timestamp>-<scenario>` is created.
@@ -73,7 +73,7 @@ pub struct BenchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// A result saved by `loadbench run --save` (or `-o json`), `loadbench find-max --save` or
     /// `loadbench bench` (its `result.json`).
     pub result: PathBuf,
@@ -89,7 +89,7 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The baseline result (`loadbench run --save`).
     pub base: PathBuf,
     /// The result to judge against the baseline.
@@ -103,7 +103,7 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on (IP:PORT; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
@@ -135,14 +135,14 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/
     pub url: String,
     /// Concurrent connections (closed model: one request in flight on each).
@@ -194,7 +194,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct FindMaxArgs {
+pub(crate) struct FindMaxArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/
     pub url: String,
     /// Required. Conditions on latency from the intended send time, all of which must hold:
@@ -251,7 +251,7 @@ pub struct FindMaxArgs {
 
 /// The request and connection options `run` and `find-max` share.
 #[derive(Debug, Args)]
-pub struct RequestArgs {
+pub(crate) struct RequestArgs {
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub fn bench(a: BenchArgs) -> Result<ExitCode> {
+pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scenario = load(&a)?;
     let opts = RunOptions {
         file: a.scenario.clone(),
@@ -42,7 +42,7 @@ pub fn bench(a: BenchArgs) -> Result<ExitCode> {
 }
 
 /// Runs a scenario with progress on stderr, then writes `report.html` into its run folder.
-pub fn run(scenario: &Scenario, opts: &RunOptions, quiet: bool) -> Result<BenchResult> {
+pub(crate) fn run(scenario: &Scenario, opts: &RunOptions, quiet: bool) -> Result<BenchResult> {
     let stop = crate::signals::stop_flag()?;
     let obs = Progress {
         bar: Bar::new(quiet),
@@ -177,7 +177,7 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
 }
 
 /// 130 when interrupted, 1 when a round failed, else 0.
-pub fn exit_code(r: &BenchResult) -> ExitCode {
+pub(crate) fn exit_code(r: &BenchResult) -> ExitCode {
     if r.interrupted {
         ExitCode::from(130)
     } else if r.rounds.iter().any(|x| x.error.is_some()) {

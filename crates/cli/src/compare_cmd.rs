@@ -15,14 +15,14 @@ use std::process::ExitCode;
 
 /// What `compare -f` can ask for: a comparison is a table for people, not a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
+pub(crate) enum CompareFormat {
     Text,
     /// Markdown, for a pull request.
     #[value(alias = "markdown")]
     Md,
 }
 
-pub fn compare(a: CompareArgs) -> Result<ExitCode> {
+pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     let threshold = parse_threshold(&a.threshold)?;
     let format = a.format;
     let names = [a.base.display().to_string(), a.new.display().to_string()];

@@ -11,7 +11,7 @@ use loadbench_runner::find_max::{self, FindMaxError, FindMaxSpec};
 use loadbench_runner::Control;
 use std::process::ExitCode;
 
-pub fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
+pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
     let stop = crate::signals::stop_flag()?;
     let bar = Bar::new(args.quiet);

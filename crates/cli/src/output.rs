@@ -45,10 +45,10 @@ impl From<OutputFormat> for Format {
 /// Parses a format flag into `T` (all of [`OutputFormat`], or a command's subset of it), with
 /// one line naming the choices when the name is wrong, instead of clap's multi-line answer.
 #[derive(Debug)]
-pub struct FormatParser<T>(PhantomData<T>);
+pub(crate) struct FormatParser<T>(PhantomData<T>);
 
 impl<T> FormatParser<T> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         FormatParser(PhantomData)
     }
 }
@@ -107,7 +107,11 @@ fn unknown<T: ValueEnum>(flag: &str, text: &str, command: &str) -> String {
 }
 
 /// Prints the result in `format` to stdout.
-pub fn print(result: &SavedResult, format: OutputFormat, opts: &RenderOptions) -> Result<()> {
+pub(crate) fn print(
+    result: &SavedResult,
+    format: OutputFormat,
+    opts: &RenderOptions,
+) -> Result<()> {
     let rendered = render(result, format, opts)?;
     let mut out = std::io::stdout().lock();
     out.write_all(rendered.text.as_bytes())?;
@@ -117,7 +121,7 @@ pub fn print(result: &SavedResult, format: OutputFormat, opts: &RenderOptions) -
 
 /// Writes the result in `format` to `path` atomically and, for HTML, its chart files (SVG, and
 /// PNG when the system has a font) beside it; returns the chart files' paths.
-pub fn write(
+pub(crate) fn write(
     path: &Path,
     result: &SavedResult,
     format: OutputFormat,

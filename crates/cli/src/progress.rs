@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 /// The CLI's observer: a progress bar while each load runs (unless quiet), and a line per
 /// finished find-max step (unless quiet).
 #[derive(Default)]
-pub struct Bar {
+pub(crate) struct Bar {
     quiet: bool,
     running: Mutex<Option<Progress>>,
 }
 
 impl Bar {
-    pub fn new(quiet: bool) -> Bar {
+    pub(crate) fn new(quiet: bool) -> Bar {
         Bar {
             quiet,
             running: Mutex::default(),

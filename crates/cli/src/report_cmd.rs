@@ -12,7 +12,7 @@ use loadbench_report::{RenderOptions, DEFAULT_PERCENTILES};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn report(a: ReportArgs) -> Result<ExitCode> {
+pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let saved = load(&a.result)?;
     let opts = options(&saved, a.percentiles.as_deref())?;
     let Some(path) = &a.output else {
@@ -62,7 +62,7 @@ const WRITERS: &str =
 
 /// Reads a saved result of any kind. Every way a file can be wrong is one line naming the
 /// file, the problem and the fix.
-pub fn load(path: &Path) -> Result<SavedResult, UserError> {
+pub(crate) fn load(path: &Path) -> Result<SavedResult, UserError> {
     let name = path.display().to_string();
     let text = std::fs::read(path)
         .map_err(|e| UserError(format!("cannot read {name}: {e}; check the path")))?;

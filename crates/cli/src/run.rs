@@ -11,7 +11,7 @@ use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::{Control, RunError};
 use std::process::ExitCode;
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
     let stop = crate::signals::stop_flag()?;
     let bar = Bar::new(args.quiet);
@@ -42,7 +42,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).
-pub fn run_error(e: RunError) -> anyhow::Error {
+pub(crate) fn run_error(e: RunError) -> anyhow::Error {
     if e.is_user_error() {
         UserError(e.to_string()).into()
     } else {
@@ -50,14 +50,14 @@ pub fn run_error(e: RunError) -> anyhow::Error {
     }
 }
 
-pub fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
+pub(crate) fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
     let json = loadbench_report::render_to_string(Format::Json, result, &RenderOptions::default());
     loadbench_runner::save::write_atomic(path, json.as_bytes())?;
     Ok(())
 }
 
 /// The request and connection options shared with `find-max`, on the closed model's defaults.
-pub fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
+pub(crate) fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
     let body = match (&r.body, &r.body_file) {
         (Some(text), _) => Body::Bytes(text.clone().into_bytes()),
         (None, Some(path)) => Body::File(path.clone()),

@@ -8,7 +8,7 @@ use loadbench_upstream::{
 };
 use std::process::ExitCode;
 
-pub fn serve(a: ServeArgs) -> Result<ExitCode> {
+pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let user = |e: UpstreamError| UserError(e.to_string());
     // A failure of the running server is not the user's mistake: exit code 1, not 2.
     let failure = |e: UpstreamError| match e {

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// The process-wide stop flag, with the signal handlers installed on first use.
-pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+pub(crate) fn stop_flag() -> Result<Arc<AtomicBool>> {
     if let Some(flag) = STOP.get() {
         return Ok(Arc::clone(flag));
     }

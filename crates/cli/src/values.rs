@@ -16,14 +16,14 @@ fn flagged<T: 'static>(
 }
 
 /// A duration (`10s`, `1m30s`, `250ms`, a bare number of seconds) for `flag`.
-pub fn duration(
+pub(crate) fn duration(
     flag: &'static str,
 ) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync {
     flagged(flag, units::duration)
 }
 
 /// A share (`0.1%` or `0.001`) for `flag`; the message offers `example` (the flag's default).
-pub fn share(
+pub(crate) fn share(
     flag: &'static str,
     example: &'static str,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
@@ -35,7 +35,7 @@ pub fn share(
 }
 
 /// A positive rate (`100`, `5k`) for `flag`; ranges are not rates.
-pub fn positive_rate(
+pub(crate) fn positive_rate(
     flag: &'static str,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
     move |text: &str| match units::rate(text) {
@@ -48,37 +48,37 @@ pub fn positive_rate(
 
 /// `--rate`: one rate or a range for `--ramp`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateArg(pub f64, pub Option<f64>);
+pub(crate) struct RateArg(pub f64, pub Option<f64>);
 
 /// Parses `--rate`.
-pub fn rate(text: &str) -> Result<RateArg, String> {
+pub(crate) fn rate(text: &str) -> Result<RateArg, String> {
     units::rate_range(text)
         .map(|(a, b)| RateArg(a, b))
         .map_err(|e| format!("--rate {e}"))
 }
 
 /// Parses `--stages`.
-pub fn stages(text: &str) -> Result<Schedule, String> {
+pub(crate) fn stages(text: &str) -> Result<Schedule, String> {
     loadbench_plan::parse_stages(text).map_err(|e| format!("--stages {e}"))
 }
 
 /// Parses `-H`.
-pub fn header(text: &str) -> Result<(String, String), String> {
+pub(crate) fn header(text: &str) -> Result<(String, String), String> {
     units::header(text).map_err(|e| format!("-H {e}"))
 }
 
 /// `--percentiles` as one value (a list).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Percentiles(pub Vec<f64>);
+pub(crate) struct Percentiles(pub Vec<f64>);
 
 /// Parses `--percentiles`.
-pub fn percentiles(text: &str) -> Result<Percentiles, String> {
+pub(crate) fn percentiles(text: &str) -> Result<Percentiles, String> {
     units::percentiles(text)
         .map(Percentiles)
         .map_err(|e| format!("--percentiles {e}"))
 }
 
 /// Parses `--slo`.
-pub fn slo(text: &str) -> Result<Slo, String> {
+pub(crate) fn slo(text: &str) -> Result<Slo, String> {
     loadbench_plan::parse_slo(text).map_err(|e| format!("--slo {e}"))
 }

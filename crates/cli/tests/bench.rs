@@ -142,37 +142,56 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
     );
     for target in ["nginx", "haproxy", "backend"] {
         for level in 0..2 {
-            let rounds: Vec<_> = r.rounds_of(0, level, target).collect();
-            assert_eq!(rounds.len(), 2, "{target} level {level}");
-            for round in rounds {
-                let run = round.result.as_ref().expect("a run result");
-                assert!(run.stats.requests > 0, "{target}: no requests");
-                assert_eq!(run.stats.errors.total(), 0, "{target}: errors");
-                let res = round.resources.as_ref().expect("resources in the window");
-                assert!(res.cpu_mean_cores > 0.0, "{target}: {res:?}");
-                assert!(
-                    res.rss_start_bytes > 0 && res.rss_trough_bytes > 0,
-                    "{res:?}"
-                );
-                assert!(res.rss_peak_bytes >= res.rss_trough_bytes, "{res:?}");
-                assert!(round.generator_cpu_mean_cores > 0.0);
-            }
-            let cell = r.cell_of(0, level, target).expect("a cell");
-            let rps = cell.requests_per_sec.expect("req/s statistics");
-            assert_eq!(rps.n, 2);
-            assert!(rps.min <= rps.median && rps.median <= rps.max, "{rps:?}");
-            assert!(
-                rps.ci95_low <= rps.mean && rps.mean <= rps.ci95_high,
-                "{rps:?}"
-            );
-            assert_eq!(cell.latency_us.len(), 4, "p50, p90, p99, p99.9");
-            let counted = cell.bottlenecks.generator_bound
-                + cell.bottlenecks.target_bound
-                + cell.bottlenecks.neither;
-            assert_eq!(counted, 2, "one verdict per round");
+            assert_sweep_cell(&r, target, level);
         }
     }
-    // The together step: one round per target and a combined one that is their exact merge.
+    assert_together_step(&r);
+    assert!(r
+        .relative
+        .iter()
+        .any(|x| x.baseline == "nginx" && x.target == "backend"));
+    assert_resource_series(&r);
+    assert_run_folder(&results, &r);
+    assert!(
+        stdout.contains("times"),
+        "relative speed on stdout: {stdout}"
+    );
+}
+
+/// The proxy scenario's sweep at one level of one target: both rounds measured without errors,
+/// with resources, and the cell's statistics and one bottleneck verdict per round.
+fn assert_sweep_cell(r: &BenchResult, target: &str, level: u32) {
+    let rounds: Vec<_> = r.rounds_of(0, level, target).collect();
+    assert_eq!(rounds.len(), 2, "{target} level {level}");
+    for round in rounds {
+        let run = round.result.as_ref().expect("a run result");
+        assert!(run.stats.requests > 0, "{target}: no requests");
+        assert_eq!(run.stats.errors.total(), 0, "{target}: errors");
+        let res = round.resources.as_ref().expect("resources in the window");
+        assert!(res.cpu_mean_cores > 0.0, "{target}: {res:?}");
+        assert!(
+            res.rss_start_bytes > 0 && res.rss_trough_bytes > 0,
+            "{res:?}"
+        );
+        assert!(res.rss_peak_bytes >= res.rss_trough_bytes, "{res:?}");
+        assert!(round.generator_cpu_mean_cores > 0.0);
+    }
+    let cell = r.cell_of(0, level, target).expect("a cell");
+    let rps = cell.requests_per_sec.expect("req/s statistics");
+    assert_eq!(rps.n, 2);
+    assert!(rps.min <= rps.median && rps.median <= rps.max, "{rps:?}");
+    assert!(
+        rps.ci95_low <= rps.mean && rps.mean <= rps.ci95_high,
+        "{rps:?}"
+    );
+    assert_eq!(cell.latency_us.len(), 4, "p50, p90, p99, p99.9");
+    let counted =
+        cell.bottlenecks.generator_bound + cell.bottlenecks.target_bound + cell.bottlenecks.neither;
+    assert_eq!(counted, 2, "one verdict per round");
+}
+
+/// The together step: one round per target and a combined one that is their exact merge.
+fn assert_together_step(r: &BenchResult) {
     let open = r.rounds.iter().find(|x| x.load == 1).unwrap();
     let config = &open.result.as_ref().unwrap().config;
     assert_eq!(
@@ -198,19 +217,21 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
         };
         assert_eq!(of("nginx+haproxy"), of("nginx") + of("haproxy"));
     }
-    assert!(r
-        .relative
-        .iter()
-        .any(|x| x.baseline == "nginx" && x.target == "backend"));
-    // The resource series covers the run, every target with memory.
+}
+
+/// The resource series covers the run, every target with memory.
+fn assert_resource_series(r: &BenchResult) {
     assert!(r.resources.samples.len() >= 10);
     for (i, t) in r.resources.samples[0].targets.iter().enumerate() {
         let max_rss = r.resources.samples.iter().map(|s| s.targets[i].rss_bytes);
         assert!(max_rss.max().unwrap() > 0, "{}", t.name);
     }
     assert!(r.resources.marks.iter().any(|m| m.label == "step:14:end"));
-    // The run folder keeps the scenario, the rendered configs and the logs.
-    let folder = run_folder(&results).unwrap();
+}
+
+/// The run folder keeps the scenario, the rendered configs and the logs.
+fn assert_run_folder(results: &Path, r: &BenchResult) {
+    let folder = run_folder(results).unwrap();
     assert!(folder.join("scenario.toml").is_file());
     let nginx = &r.targets[1];
     let conf = std::fs::read_to_string(folder.join(&nginx.configs[0])).unwrap();
@@ -220,10 +241,6 @@ fn proxy_scenario_runs_every_round_with_resources_statistics_and_verdicts() {
         "{conf}"
     );
     assert!(folder.join(&nginx.stderr_log).is_file());
-    assert!(
-        stdout.contains("times"),
-        "relative speed on stdout: {stdout}"
-    );
 }
 
 #[test]

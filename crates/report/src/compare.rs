@@ -19,14 +19,19 @@ pub const ALPHA: f64 = 0.05;
 /// A metric `loadbench compare` judges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
+    /// Requests completed per second (higher is better).
     RequestsPerSec,
+    /// Median latency, µs (lower is better).
     P50,
+    /// 99th-percentile latency, µs (lower is better).
     P99,
 }
 
 impl Metric {
+    /// Every metric, in the order the report lists them.
     pub const ALL: [Metric; 3] = [Metric::RequestsPerSec, Metric::P50, Metric::P99];
 
+    /// The metric's name in reports: `req/s`, `p50`, `p99`.
     pub fn label(self) -> &'static str {
         match self {
             Metric::RequestsPerSec => "req/s",
@@ -102,6 +107,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict as the report words it: `regression`, `within noise`, ….
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Improvement => "improvement",
@@ -116,8 +122,11 @@ impl Verdict {
 /// One metric of the comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// Which metric this row compares.
     pub metric: Metric,
+    /// The base run's whole-run figure (req/s, or latency in µs); `None` when nothing completed.
     pub base: Option<f64>,
+    /// The new run's whole-run figure (req/s, or latency in µs); `None` when nothing completed.
     pub new: Option<f64>,
     /// `(new − base) / base`; `None` when either is missing or the base is zero.
     pub change: Option<f64>,
@@ -125,6 +134,7 @@ pub struct Row {
     pub test: Option<Welch>,
     /// Per-second values on each side.
     pub samples: (usize, usize),
+    /// What the change amounts to, judged on the threshold and the test.
     pub verdict: Verdict,
 }
 
@@ -177,6 +187,7 @@ pub struct Comparison {
     pub descriptions: [(String, String); 2],
     /// The smallest relative change that counts, as a share (0.05 = 5%).
     pub threshold: f64,
+    /// One row per metric, in the order of [`Metric::ALL`].
     pub rows: Vec<Row>,
     /// What a reader should know before trusting the table.
     pub notes: Vec<String>,

@@ -5,18 +5,18 @@
 use loadbench_model::Histo;
 
 /// How many bars hey draws.
-pub const BAR_COUNT: u64 = 10;
+pub(crate) const BAR_COUNT: u64 = 10;
 
 /// One bar of the response-time histogram: samples in `(previous upper, upper_ns]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bar {
+pub(crate) struct Bar {
     pub upper_ns: u64,
     pub count: u64,
 }
 
 /// Evenly spaced buckets between min and max, hey style. Empty for an empty histogram; one bar
 /// when every sample fell into the same HDR bucket, since there is no span to divide.
-pub fn bars(hist: &Histo) -> Vec<Bar> {
+pub(crate) fn bars(hist: &Histo) -> Vec<Bar> {
     if hist.is_empty() {
         return Vec::new();
     }
@@ -51,7 +51,7 @@ fn bar_index(value: u64, min: u64, width: f64, n: u64) -> usize {
 
 /// Share of samples within one standard deviation of the mean (wrk's "+/- Stdev"), or `None`
 /// for an empty histogram.
-pub fn within_stdev(hist: &Histo) -> Option<f64> {
+pub(crate) fn within_stdev(hist: &Histo) -> Option<f64> {
     if hist.is_empty() {
         return None;
     }

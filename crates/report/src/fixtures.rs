@@ -13,7 +13,7 @@ use loadbench_model::{
 use loadbench_model::{Histo, Latency};
 
 /// A 10 s closed-model run: 35 120 responses, a long latency tail, a few errors.
-pub fn busy() -> RunResult {
+pub(crate) fn busy() -> RunResult {
     let mut r = empty();
     r.stats = busy_stats();
     r.finalize();
@@ -21,7 +21,7 @@ pub fn busy() -> RunResult {
 }
 
 /// A run that measured nothing: every histogram and counter is empty.
-pub fn empty() -> RunResult {
+pub(crate) fn empty() -> RunResult {
     RunResult {
         schema_version: SCHEMA_VERSION,
         kind: ResultKind::Run,
@@ -151,7 +151,7 @@ fn find_max_step(n: u32, rate: f64, verdict: Verdict, reason: Option<FailReason>
 
 /// A three-step find-max search over [`busy`] runs: pass at 100, fail (SLO) at 200, pass at
 /// 150, stopped by the step limit.
-pub fn find_max() -> FindMaxResult {
+pub(crate) fn find_max() -> FindMaxResult {
     FindMaxResult {
         schema_version: SCHEMA_VERSION,
         kind: loadbench_model::ResultKind::FindMax,
@@ -224,7 +224,7 @@ fn bench_generator_bound(target: usize, level: usize, round: usize) -> bool {
 
 /// A bench of three targets (the reference backend and two proxies in front of it) under a
 /// closed load at c=50 and c=200, three rounds each, with the resource series of the whole run.
-pub fn bench() -> BenchResult {
+pub(crate) fn bench() -> BenchResult {
     let mut b = BenchResult {
         schema_version: SCHEMA_VERSION,
         kind: ResultKind::Bench,
@@ -510,7 +510,7 @@ fn bench_run(name: &str, target: usize, level: usize, rps: f64) -> RunResult {
 }
 
 /// [`bench`] after a change that made nginx 20% slower and 400 µs later at every level.
-pub fn bench_regressed() -> BenchResult {
+pub(crate) fn bench_regressed() -> BenchResult {
     let mut r = bench();
     for round in r.rounds.iter_mut().filter(|x| x.target == "nginx") {
         let Some(run) = round.result.as_mut() else {

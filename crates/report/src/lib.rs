@@ -42,14 +42,20 @@ pub const DEFAULT_PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 9
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// A report for a terminal, in the style of wrk, ab and hey (`text`).
     Text,
+    /// The result itself as pretty JSON, the schema of docs/result-schema.md (`json`).
     Json,
+    /// Flat comma-separated rows for spreadsheets and scripts (`csv`).
     Csv,
+    /// A self-contained page with SVG charts, plus the chart files to write beside it (`html`).
     Html,
+    /// GitHub-flavoured Markdown tables, for a pull request (`md` or `markdown`).
     Markdown,
 }
 
 impl Format {
+    /// Every format, in the order they are offered to the user.
     pub const ALL: [Format; 5] = [
         Format::Text,
         Format::Json,
@@ -58,6 +64,7 @@ impl Format {
         Format::Markdown,
     ];
 
+    /// The format's name on the command line: `text`, `json`, `csv`, `html`, `md`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
@@ -127,6 +134,7 @@ impl Default for RenderOptions {
 
 /// One output format.
 pub trait Renderer {
+    /// Writes the report of `result` to `out`, with the percentiles and colour of `opts`.
     fn render(
         &self,
         result: &RunResult,

@@ -349,7 +349,9 @@ fn search_items(r: &FindMaxResult) -> Vec<(&'static str, String)> {
 /// How a column's cells line up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
+    /// Text columns: names, labels, verdicts.
     Left,
+    /// Number columns, so digits line up.
     Right,
 }
 

@@ -38,7 +38,9 @@ impl Rendered {
 /// A format a kind of result cannot be rendered in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unsupported {
+    /// The kind of result that was to be rendered: run, find-max or bench.
     pub kind: ResultKind,
+    /// The format asked for, which that kind does not render in.
     pub format: Format,
 }
 

@@ -467,17 +467,27 @@ fn open_run() -> RunResult {
     s.status.add(200, s.requests - 12);
     s.status.add(503, 12);
     s.series = Series(points);
+    finalized_run(
+        open_config(1_000.0, 30),
+        s,
+        ["2026-11-22T10:00:02Z", "2026-11-22T10:00:32Z"],
+    )
+}
+
+/// A run result of the test host with `config` and `stats`, started and ended at `times`, its
+/// summary computed.
+fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult {
     let mut r = RunResult {
         schema_version: SCHEMA_VERSION,
         kind: ResultKind::Run,
         loadbench_version: "0.1.0".into(),
         host: host(),
-        config: open_config(1_000.0, 30),
-        started_at: "2026-11-22T10:00:02Z".into(),
-        ended_at: "2026-11-22T10:00:32Z".into(),
+        config,
+        started_at: times[0].into(),
+        ended_at: times[1].into(),
         interrupted: false,
         summary: None,
-        stats: s,
+        stats,
     };
     r.finalize();
     r
@@ -503,26 +513,42 @@ fn step(n: u32, phase: SearchPhase, rate: f64, slo: &Slo) -> FindMaxStep {
     } else {
         rate * 0.999
     };
-    let mut run = RunResult {
-        schema_version: SCHEMA_VERSION,
-        kind: ResultKind::Run,
-        loadbench_version: "0.1.0".into(),
-        host: host(),
-        config: open_config(rate, 10),
-        started_at: "2026-11-22T10:00:00Z".into(),
-        ended_at: "2026-11-22T10:00:10Z".into(),
-        interrupted: false,
-        summary: None,
-        stats: Stats {
-            elapsed_us: 10_000_000,
-            requests: samples,
-            sent: samples,
-            latency,
-            ..Stats::default()
-        },
+    let stats = Stats {
+        elapsed_us: 10_000_000,
+        requests: samples,
+        sent: samples,
+        latency,
+        ..Stats::default()
     };
-    run.finalize();
+    let run = finalized_run(
+        open_config(rate, 10),
+        stats,
+        ["2026-11-22T10:00:00Z", "2026-11-22T10:00:10Z"],
+    );
     let hist = &run.stats.latency.hist;
+    let (slo_values, broken) = judge(slo, hist);
+    let pass = broken.is_empty();
+    FindMaxStep {
+        step: n,
+        phase,
+        target_rate: rate,
+        achieved_rate: achieved,
+        p50_us: SloStat::Percentile { percentile: 50.0 }.measure_us(hist),
+        p99_us: SloStat::Percentile { percentile: 99.0 }.measure_us(hist),
+        slo_values,
+        error_share: 0.0,
+        generator_cpu_share: Some(0.2 + 0.15 * load.min(1.0)),
+        verdict: if pass { Verdict::Pass } else { Verdict::Fail },
+        reason: (!pass).then_some(FailReason::Slo),
+        detail: broken.join("; "),
+        recovery: None,
+        run,
+    }
+}
+
+/// Each SLO condition measured on `hist`, and the broken ones as the step's detail words them
+/// (`p99 23.4ms >= 20ms`).
+fn judge(slo: &Slo, hist: &Histo) -> (Vec<SloValue>, Vec<String>) {
     let slo_values: Vec<SloValue> = slo
         .conditions
         .iter()
@@ -545,27 +571,12 @@ fn step(n: u32, phase: SearchPhase, rate: f64, slo: &Slo) -> FindMaxStep {
             format!("{} {value:.1}ms >= {}ms", c.stat.label(), c.limit_us / 1e3)
         })
         .collect();
-    let pass = broken.is_empty();
-    FindMaxStep {
-        step: n,
-        phase,
-        target_rate: rate,
-        achieved_rate: achieved,
-        p50_us: SloStat::Percentile { percentile: 50.0 }.measure_us(hist),
-        p99_us: SloStat::Percentile { percentile: 99.0 }.measure_us(hist),
-        slo_values,
-        error_share: 0.0,
-        generator_cpu_share: Some(0.2 + 0.15 * load.min(1.0)),
-        verdict: if pass { Verdict::Pass } else { Verdict::Fail },
-        reason: (!pass).then_some(FailReason::Slo),
-        detail: broken.join("; "),
-        recovery: None,
-        run,
-    }
+    (slo_values, broken)
 }
 
-fn find_max() -> FindMaxResult {
-    let slo = Slo {
+/// The SLO of the find-max search: `p99<20ms,p99.9<50ms`.
+fn find_max_slo() -> Slo {
+    Slo {
         text: "p99<20ms,p99.9<50ms".into(),
         conditions: vec![
             SloCondition {
@@ -581,7 +592,11 @@ fn find_max() -> FindMaxResult {
                 limit_us: 50_000.0,
             },
         ],
-    };
+    }
+}
+
+fn find_max() -> FindMaxResult {
+    let slo = find_max_slo();
     let rates = [
         (SearchPhase::Exponential, 500.0),
         (SearchPhase::Exponential, 1_000.0),

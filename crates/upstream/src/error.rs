@@ -19,16 +19,36 @@ pub enum UpstreamError {
     PermissionDenied(SocketAddr),
     /// Any other failure to open the listening socket.
     #[error("cannot listen on {addr}: {cause}")]
-    Listen { addr: SocketAddr, cause: io::Error },
+    Listen {
+        /// The address the server was asked to listen on.
+        addr: SocketAddr,
+        /// What the operating system answered.
+        cause: io::Error,
+    },
     /// A size such as `1KiB` that does not parse.
     #[error("invalid size {input:?}: {reason}")]
-    InvalidSize { input: String, reason: String },
+    InvalidSize {
+        /// The text as given.
+        input: String,
+        /// Why it is rejected, as the shared units parser words it.
+        reason: String,
+    },
     /// A delay such as `200ms` or `exp:20ms` that does not parse.
     #[error("invalid delay {input:?}: {reason}")]
-    InvalidDelay { input: String, reason: String },
+    InvalidDelay {
+        /// The text as given.
+        input: String,
+        /// Why it is rejected (a bad duration, an unknown distribution, a value out of range).
+        reason: String,
+    },
     /// A hiccup such as `300ms/1s` (stall/period) that does not parse.
     #[error("invalid hiccup {input:?}: {reason}")]
-    InvalidHiccup { input: String, reason: String },
+    InvalidHiccup {
+        /// The text as given.
+        input: String,
+        /// Why it is rejected (not `STALL/EVERY`, a bad duration, a zero or too long stall).
+        reason: String,
+    },
     /// A server option out of range (threads, status, fail rate, body size, concurrency,
     /// hiccup).
     #[error("invalid server option: {0}")]

@@ -26,11 +26,24 @@ pub enum DelaySpec {
     /// Always the same delay (`200ms`).
     Fixed(Duration),
     /// Uniform between two bounds (`uniform:10ms..50ms`).
-    Uniform { low: Duration, high: Duration },
+    Uniform {
+        /// The shortest delay drawn.
+        low: Duration,
+        /// The longest delay drawn.
+        high: Duration,
+    },
     /// Exponential with the given mean (`exp:20ms`).
-    Exp { mean: Duration },
+    Exp {
+        /// The average delay.
+        mean: Duration,
+    },
     /// Normal with mean and standard deviation, clamped at zero (`normal:50ms,10ms`).
-    Normal { mean: Duration, stddev: Duration },
+    Normal {
+        /// The average delay.
+        mean: Duration,
+        /// The standard deviation around it.
+        stddev: Duration,
+    },
 }
 
 impl DelaySpec {

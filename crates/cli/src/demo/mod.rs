@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 const QUICKSTART: &str = include_str!("quickstart.toml");
 
-pub fn demo(quiet: bool) -> Result<ExitCode> {
+pub(crate) fn demo(quiet: bool) -> Result<ExitCode> {
     let nginx = find_nginx();
     match &nginx {
         Some(p) => eprintln!(

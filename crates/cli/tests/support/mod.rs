@@ -3,51 +3,51 @@
 
 #![allow(dead_code)]
 
-pub mod nginx;
+pub(crate) mod nginx;
 /// The raw test server lives with the engine's tests, which drive the engine against it.
 #[path = "../../../engine/tests/raw.rs"]
-pub mod raw;
+pub(crate) mod raw;
 
 use loadbench_model::RunResult;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub fn bin() -> Command {
+pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadbench"))
 }
 
 /// One `loadbench run URL ARGS --save FILE --quiet` of the real binary, its result saved into a
 /// fresh directory and read back: `Run::new(&url).args(["-c", "4", "-d", "1s"]).ok()`.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     args: Vec<String>,
 }
 
 /// What a [`Run`] gave: the process output and the result it saved (a failed run saves one
 /// too; a rejected command line does not).
 #[derive(Debug)]
-pub struct Ran {
+pub(crate) struct Ran {
     pub out: Output,
     pub saved: Option<RunResult>,
 }
 
 impl Run {
-    pub fn new(url: &str) -> Run {
+    pub(crate) fn new(url: &str) -> Run {
         Run {
             args: vec!["run".into(), url.into()],
         }
     }
 
     /// Adds command-line arguments after the URL.
-    pub fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Run {
+    pub(crate) fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Run {
         self.args
             .extend(args.into_iter().map(|a| a.as_ref().to_string()));
         self
     }
 
     /// Runs it, whatever the exit code, and parses the saved JSON result if there is one.
-    pub fn json(self) -> Ran {
+    pub(crate) fn json(self) -> Ran {
         let dir = tempdir("run");
         let save = dir.join("result.json");
         let out = bin()
@@ -65,7 +65,7 @@ impl Run {
     }
 
     /// Runs it, asserts exit code 0, and returns the saved result.
-    pub fn ok(self) -> RunResult {
+    pub(crate) fn ok(self) -> RunResult {
         let args = self.args.join(" ");
         let ran = self.json();
         assert!(ran.out.status.success(), "{args}: {:?}", ran.text());
@@ -74,17 +74,17 @@ impl Run {
 }
 
 impl Ran {
-    pub fn code(&self) -> Option<i32> {
+    pub(crate) fn code(&self) -> Option<i32> {
         self.out.status.code()
     }
 
     /// Stdout and stderr.
-    pub fn text(&self) -> (String, String) {
+    pub(crate) fn text(&self) -> (String, String) {
         text(&self.out)
     }
 
     /// The saved result, which must exist.
-    pub fn result(self) -> RunResult {
+    pub(crate) fn result(self) -> RunResult {
         let output = self.text();
         self.saved
             .unwrap_or_else(|| panic!("no result saved: {output:?}"))
@@ -99,22 +99,22 @@ static MACHINE: RwLock<()> = RwLock::new(());
 
 /// Held by a test whose assertions depend on rates or timings: it runs beside no [`loading`]
 /// test and no other measuring one.
-pub fn measuring() -> RwLockWriteGuard<'static, ()> {
+pub(crate) fn measuring() -> RwLockWriteGuard<'static, ()> {
     MACHINE.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Held by a test that keeps the cores busy for seconds; such tests may run side by side.
-pub fn loading() -> RwLockReadGuard<'static, ()> {
+pub(crate) fn loading() -> RwLockReadGuard<'static, ()> {
     MACHINE.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub fn unique() -> u64 {
+pub(crate) fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed) * 1000 + u64::from(std::process::id() % 1000)
 }
 
-pub fn tempdir(name: &str) -> PathBuf {
+pub(crate) fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "loadbench-test-{name}-{}-{}",
         std::process::id(),
@@ -124,7 +124,7 @@ pub fn tempdir(name: &str) -> PathBuf {
     d
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -132,7 +132,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn text(out: &Output) -> (String, String) {
+pub(crate) fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -141,7 +141,7 @@ pub fn text(out: &Output) -> (String, String) {
 
 /// Whether a program is on PATH; tests that need it skip without it, except under CI where
 /// `.ci/run` must have installed it.
-pub fn have(program: &str) -> bool {
+pub(crate) fn have(program: &str) -> bool {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
@@ -13,7 +13,7 @@ pub struct Nginx {
 
 impl Nginx {
     /// Starts nginx serving `hello world` at `/` and the given extra `location` blocks.
-    pub fn start(extra_locations: &str) -> Nginx {
+    pub(crate) fn start(extra_locations: &str) -> Nginx {
         for _ in 0..5 {
             if let Some(n) = Self::try_start(extra_locations) {
                 return n;
@@ -78,12 +78,12 @@ http {{
         false
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// Requests nginx logged, once the count has stopped moving.
-    pub fn logged_requests(&self) -> u64 {
+    pub(crate) fn logged_requests(&self) -> u64 {
         let count = || {
             std::fs::read_to_string(self.dir.join("access.log"))
                 .map(|t| t.lines().count() as u64)
@@ -102,7 +102,7 @@ http {{
     }
 
     /// Lines of the access log, for checking what was sent.
-    pub fn log_lines(&self) -> Vec<String> {
+    pub(crate) fn log_lines(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.join("access.log"))
             .unwrap_or_default()
             .lines()

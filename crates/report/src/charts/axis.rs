@@ -55,7 +55,7 @@ pub(crate) const MAX_NINES: f64 = 5.0;
 
 impl Axis {
     /// The coordinate of a value, `None` where the scale cannot show it (zero on a log axis).
-    pub fn coord(&self, v: f64) -> Option<f64> {
+    pub(crate) fn coord(&self, v: f64) -> Option<f64> {
         let c = match self.scale {
             Scale::Linear => v,
             Scale::Log if v > 0.0 => v.log10(),
@@ -66,7 +66,7 @@ impl Axis {
     }
 
     /// The value at a coordinate (the inverse of [`Axis::coord`]).
-    pub fn value(&self, c: f64) -> f64 {
+    pub(crate) fn value(&self, c: f64) -> f64 {
         match self.scale {
             Scale::Linear => c,
             Scale::Log => 10f64.powf(c),
@@ -76,7 +76,7 @@ impl Axis {
 
     /// The span that holds every given coordinate, with a little room above them when
     /// `headroom` (the vertical axis).
-    pub fn span(&self, coords: &[f64], headroom: bool) -> Span {
+    pub(crate) fn span(&self, coords: &[f64], headroom: bool) -> Span {
         let lo = coords.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = coords.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
@@ -89,7 +89,7 @@ impl Axis {
     }
 
     /// A tick's label: `2ms`, `12.5k`, `30s`, `99.9%`.
-    pub fn label(&self, c: f64) -> String {
+    pub(crate) fn label(&self, c: f64) -> String {
         if self.scale == Scale::Nines {
             return nines_label(c);
         }

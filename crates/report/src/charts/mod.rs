@@ -144,7 +144,7 @@ impl Plot {
     }
 
     /// The chart: drawn, or the note saying why not.
-    pub fn chart(&self) -> Chart {
+    pub(crate) fn chart(&self) -> Chart {
         let svg = if self.has_points() {
             let drawn = draw::svg(self, draw::WIDE).and_then(|wide| {
                 let compact = draw::svg(self, draw::COMPACT)?;
@@ -183,6 +183,7 @@ pub(crate) fn bench_charts(result: &loadbench_model::BenchResult) -> Vec<Chart> 
 pub struct ChartFile {
     /// The file name, relative to the page's directory.
     pub name: String,
+    /// The file's contents: SVG text or PNG image data.
     pub bytes: Vec<u8>,
 }
 

@@ -19,7 +19,7 @@ pub(crate) struct Rasterizer {
 
 impl Rasterizer {
     /// A rasterizer with the system's fonts, or `None` when no font is installed.
-    pub fn with_system_fonts() -> Option<Rasterizer> {
+    pub(super) fn with_system_fonts() -> Option<Rasterizer> {
         let mut options = Options::default();
         let db = options.fontdb_mut();
         db.load_system_fonts();
@@ -37,7 +37,7 @@ impl Rasterizer {
     }
 
     /// The PNG of one SVG document.
-    pub fn png(&self, svg: &str) -> Result<Vec<u8>, String> {
+    pub(super) fn png(&self, svg: &str) -> Result<Vec<u8>, String> {
         let tree = Tree::from_str(svg, &self.options).map_err(|e| e.to_string())?;
         let size = tree.size().to_int_size().scale_by(SCALE);
         let size = size.ok_or("the chart has no size")?;

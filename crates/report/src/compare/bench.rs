@@ -13,27 +13,38 @@ use loadbench_model::{BenchLoad, BenchResult, BenchRound, Spread, Welch};
 /// One metric of one cell, compared.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchRow {
+    /// The load's name in the scenario.
     pub load: String,
+    /// The level as shown: `c=10`, `1000/s` or `find-max`.
     pub level: String,
+    /// The target's name (for a `together` step's combined entry, the names joined by `+`).
     pub target: String,
+    /// Which metric this row compares.
     pub metric: Metric,
-    /// Mean of the rounds on each side (req/s, or latency in µs).
+    /// Mean of the base's rounds (req/s, or latency in µs); `None` when no round has a value.
     pub base: Option<f64>,
+    /// Mean of the new result's rounds (req/s, or latency in µs); `None` when no round has one.
     pub new: Option<f64>,
+    /// `(new − base) / base` of the means; `None` when either is missing or the base is zero.
     pub change: Option<f64>,
     /// Welch's t-test on the per-round values (`t > 0`: new is higher).
     pub test: Option<Welch>,
     /// Rounds with a value on each side.
     pub samples: (usize, usize),
+    /// What the change amounts to, judged on the threshold and the test.
     pub verdict: Verdict,
 }
 
 /// Two bench results compared cell by cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchComparison {
+    /// How each side is named in the report (usually its file name): base, then new.
     pub names: [String; 2],
+    /// The smallest relative change that counts, as a share (0.05 = 5%).
     pub threshold: f64,
+    /// One row per metric of every target × load × level present in both results.
     pub rows: Vec<BenchRow>,
+    /// What a reader should know before trusting the table (e.g. cells only one side has).
     pub notes: Vec<String>,
 }
 
@@ -41,6 +52,7 @@ pub struct BenchComparison {
 type Key = (String, String, String);
 
 impl BenchComparison {
+    /// Compares `new` against `base` cell by cell; `names` label them in the report.
     pub fn of(names: [&str; 2], base: &BenchResult, new: &BenchResult, threshold: f64) -> Self {
         let (kb, kn) = (keys(base), keys(new));
         let mut rows = Vec::new();
@@ -71,6 +83,7 @@ impl BenchComparison {
             .collect()
     }
 
+    /// The report for a terminal: the two files, an aligned table, the method, the outcome.
     pub fn text(&self) -> String {
         let mut lines = vec![
             format!("base  {}", self.names[0]),
@@ -87,6 +100,7 @@ impl BenchComparison {
         lines.join("\n") + "\n"
     }
 
+    /// The same report as GitHub-flavoured Markdown, for a pull request.
     pub fn markdown(&self) -> String {
         use crate::markdown::code;
         let mut out = String::from("## loadbench compare (bench)\n\n");

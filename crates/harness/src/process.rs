@@ -47,6 +47,7 @@ pub struct ProcessSpec {
     pub name: String,
     /// Program to run (looked up in `PATH` when it has no `/`).
     pub command: PathBuf,
+    /// Arguments, as given (no shell).
     pub args: Vec<String>,
     /// Working directory; loadbench's own when `None`.
     pub cwd: Option<PathBuf>,
@@ -107,9 +108,15 @@ impl ProcessSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Readiness {
     /// A `GET` of this `http://host:port/path` URL answers with any HTTP status line.
-    Http { url: String },
+    Http {
+        /// The URL to GET.
+        url: String,
+    },
     /// A TCP connect to this address succeeds.
-    Tcp { addr: SocketAddr },
+    Tcp {
+        /// The address to connect to.
+        addr: SocketAddr,
+    },
 }
 
 impl fmt::Display for Readiness {
@@ -124,17 +131,25 @@ impl fmt::Display for Readiness {
 /// Everything that can go wrong with a target process.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
+    /// The stdout or stderr log cannot be created.
     #[error("cannot open output file {path} for target `{name}`: {source}")]
     OutputFile {
+        /// The target.
         name: String,
+        /// The log file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
+    /// The program cannot be started (not found, not executable).
     #[error("cannot start target `{name}` (`{command}`): {source}")]
     Spawn {
+        /// The target.
         name: String,
+        /// The program.
         command: String,
+        /// Why.
         #[source]
         source: io::Error,
     },
@@ -142,12 +157,17 @@ pub enum ProcessError {
         "target `{name}` exited before it was ready ({status}); last lines of {}:\n{stderr_tail}",
         stderr_path.display()
     )]
+    /// The process ended before its readiness check succeeded.
     ExitedEarly {
+        /// The target.
         name: String,
         /// The exit code, `None` when killed by a signal.
         code: Option<i32>,
+        /// How it ended.
         status: ExitStatus,
+        /// Its stderr log.
         stderr_path: PathBuf,
+        /// The last lines of that log.
         stderr_tail: String,
     },
     #[error(
@@ -156,19 +176,35 @@ pub enum ProcessError {
          check, or raise the readiness timeout if it starts slowly",
         stderr_path.display()
     )]
+    /// The readiness check never succeeded within the timeout.
     NotReady {
+        /// The target.
         name: String,
+        /// The check, for people (`HTTP GET http://…`).
         check: String,
+        /// How long it was tried.
         timeout: Duration,
+        /// Its stderr log.
         stderr_path: PathBuf,
+        /// The last lines of that log.
         stderr_tail: String,
     },
+    /// The readiness check itself is malformed (e.g. a URL that is not `http://`).
     #[error("bad readiness check for target `{name}`: {reason}")]
-    BadReadiness { name: String, reason: String },
+    BadReadiness {
+        /// The target.
+        name: String,
+        /// What is wrong with the check.
+        reason: String,
+    },
+    /// Signalling or waiting for the process failed.
     #[error("cannot {action} target `{name}`: {source}")]
     Io {
+        /// The target.
         name: String,
+        /// What was being done (`stop`, `wait for`).
         action: &'static str,
+        /// Why.
         #[source]
         source: io::Error,
     },

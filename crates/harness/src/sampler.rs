@@ -100,6 +100,7 @@ impl ProcTable {
 /// A process and all its descendants, resolved through the `ppid` links in `/proc/*/stat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessTree {
+    /// The process the tree hangs from (the target's pid).
     pub root: u32,
     /// The root first (if it is alive), then descendants; empty when the root is gone.
     pub pids: Vec<u32>,

@@ -33,9 +33,11 @@ pub struct StartOptions {
 /// One started target.
 #[derive(Debug)]
 pub struct Running {
+    /// What the result records of it: name, URL, port, limits applied, logs.
     pub info: BenchTarget,
     /// The target's index in the scenario.
     pub index: usize,
+    /// The running process (its group is stopped on drop).
     pub process: TargetProcess,
     /// Kept alive for as long as the target runs; drop removes the cgroup.
     cgroup: Option<CgroupGuard>,
@@ -44,6 +46,7 @@ pub struct Running {
 /// The scenario's running targets; dropping it stops them (in reverse start order).
 #[derive(Debug, Default)]
 pub struct Targets {
+    /// In start order.
     pub running: Vec<Running>,
     /// One line per limit that could not be enforced.
     pub warnings: Vec<String>,

@@ -351,9 +351,9 @@ fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
         return table;
     }
     format!(
-        "<p class=\"censored\">Latency counts completed requests. The last column includes the \
-         {unanswered} requests still in flight (censored at run end): each counts at its age \
-         when the run ended, so it is a lower bound.</p>\n{table}"
+        "<p class=\"censored\">Latency counts completed requests. The last column is the \
+         distribution including the {unanswered} requests still in flight (censored at run \
+         end): each counts at its age when the run ended, so it is a lower bound.</p>\n{table}"
     )
 }
 

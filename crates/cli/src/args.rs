@@ -132,6 +132,10 @@ pub(crate) struct ServeArgs {
     /// like Tomcat or Go's net/http, so an overload leaves a backlog; counted in /stats.
     #[arg(long)]
     pub keep_abandoned: bool,
+    /// Serve at most N connections at once, each holding a worker for its life (like a
+    /// thread-per-connection server); the others wait unserved in the accept queue.
+    #[arg(long)]
+    pub max_served_conns: Option<usize>,
 }
 
 #[derive(Debug, Args)]

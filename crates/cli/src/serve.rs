@@ -46,6 +46,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
             .transpose()
             .map_err(user)?,
         keep_abandoned: a.keep_abandoned,
+        max_served_conns: a.max_served_conns,
         ..ServerConfig::default()
     };
     run_until_signal(cfg).map_err(failure)?;

@@ -17,3 +17,4 @@ mod open;
 mod report;
 mod run;
 mod serve;
+mod starved;

@@ -37,7 +37,9 @@ pub struct Conn {
     pub since: Instant,
     /// When the current request was due: its send time in the closed model, its scheduled
     /// time in the open model. Latency counts from here.
-    intended: Instant,
+    pub intended: Instant,
+    /// Requests this connection (slot) completed in the measured window.
+    pub completed: u32,
     /// The claimed request lies in the measured window.
     pub measured: bool,
     /// Bytes of the current response read so far.
@@ -55,6 +57,7 @@ impl Conn {
             parser: ResponseParser::new(),
             since: now,
             intended: now,
+            completed: 0,
             measured: false,
             read_bytes: 0,
         }
@@ -212,7 +215,8 @@ impl Conn {
     /// may be reused, or on a new one.
     #[inline]
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, clean: bool) {
-        if ctx.records(self.measured, now) {
+        if ctx.records(self.measured, self.intended, now) {
+            self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(self.intended);
             let service = now.saturating_duration_since(self.since);
             let status = self.parser.status();
@@ -233,7 +237,7 @@ impl Conn {
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        if ctx.records(self.measured, now) {
+        if ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
         }
         self.close();

@@ -3,7 +3,8 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    ErrorCounts, ErrorKind, Histo, Latency, SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
+    ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series, SeriesPoint,
+    Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,10 @@ pub struct Recorder {
     send_lag: Histo,
     connect: Histo,
     first_byte: Histo,
+    /// Ages of requests that never got an answer (cold path: past the deadline or at the end).
+    censored: Histo,
+    per_connection: PerConnection,
+    waiting: u64,
     status: Box<[u64; STATUS_SLOTS]>,
     errors: [u64; ErrorKind::ALL.len()],
     requests: u64,
@@ -51,6 +56,9 @@ impl Recorder {
             send_lag: Histo::new(),
             connect: Histo::new(),
             first_byte: Histo::new(),
+            censored: Histo::new(),
+            per_connection: PerConnection::default(),
+            waiting: 0,
             status: Box::new([0; STATUS_SLOTS]),
             errors: [0; ErrorKind::ALL.len()],
             requests: 0,
@@ -148,6 +156,29 @@ impl Recorder {
         self.second_counts.bytes_read += n;
     }
 
+    /// A request that got no answer in the window, counted at `age` (a lower bound of its
+    /// latency) in the censored distribution.
+    #[cold]
+    pub fn censor(&mut self, age: Duration) {
+        self.censored.record_ns(Self::nanos(age));
+    }
+
+    /// Open model: a request due `age` ago that was never sent (no connection was free).
+    pub fn waited(&mut self, age: Duration) {
+        self.censor(age);
+        self.waiting += 1;
+    }
+
+    /// One connection at the end: its completed requests and, if one is still in flight,
+    /// that request's age (which is censored too).
+    pub fn connection_end(&mut self, completed: u32, in_flight: Option<Duration>) {
+        if let Some(age) = in_flight {
+            self.censor(age);
+        }
+        let age_us = in_flight.map(|a| u64::try_from(a.as_micros()).unwrap_or(u64::MAX));
+        self.per_connection.add(u64::from(completed), age_us);
+    }
+
     /// Request bytes written, for a request sent at `at`.
     #[inline]
     pub fn wrote(&mut self, at: Instant, n: u64) {
@@ -195,6 +226,7 @@ impl Recorder {
         for (code, &n) in self.status.iter().enumerate() {
             status.add(code as u16, n);
         }
+        self.censored.merge(&self.latency);
         Stats {
             elapsed_us: u64::try_from(end.saturating_duration_since(self.t0).as_micros())
                 .unwrap_or(u64::MAX),
@@ -208,6 +240,11 @@ impl Recorder {
             scheduled: None,
             sent_late: self.sent_late,
             abandoned,
+            waiting: self.waiting,
+            latency_censored: Latency {
+                hist: self.censored,
+            },
+            per_connection: self.per_connection,
             service: Latency {
                 hist: if self.open {
                     self.service

@@ -69,9 +69,10 @@ impl Ctx<'_> {
     }
 
     /// Whether the outcome of a request at `now` is recorded: it must be measured and inside
-    /// the window; a measured one past the deadline is counted as abandoned instead.
+    /// the window; a measured one past the deadline is counted as abandoned instead, and
+    /// censored at its age when the window ended.
     #[inline]
-    pub fn records(&mut self, measured: bool, now: Instant) -> bool {
+    pub fn records(&mut self, measured: bool, intended: Instant, now: Instant) -> bool {
         if !measured {
             return false;
         }
@@ -79,6 +80,9 @@ impl Ctx<'_> {
             return true;
         }
         self.past_deadline += 1;
+        let end = self.deadline.unwrap_or(now);
+        self.recorder
+            .censor(end.saturating_duration_since(intended));
         false
     }
 
@@ -284,6 +288,24 @@ impl<'a> Worker<'a> {
         live.publish(requests, errors);
     }
 
+    /// At the end: each connection's completed requests, and every request without an
+    /// answer (in flight on a connection, or in the open model still waiting for one) at its
+    /// age, so starved connections and their requests are reported, never dropped.
+    fn account_unanswered(&mut self, end: Instant) {
+        for c in &self.conns {
+            let age = c
+                .in_flight()
+                .then(|| end.saturating_duration_since(c.intended));
+            self.ctx.recorder.connection_end(c.completed, age);
+        }
+        if let Some(p) = self.pacer.as_mut() {
+            while let Some(due) = p.due().filter(|&d| d < end) {
+                self.ctx.recorder.waited(end.saturating_duration_since(due));
+                p.advance();
+            }
+        }
+    }
+
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
         self.ctx.stopping = true;
         let end = self.ctx.deadline.map_or(now, |d| now.min(d));
@@ -293,6 +315,7 @@ impl<'a> Worker<'a> {
                 .iter()
                 .filter(|c| c.in_flight() && c.measured)
                 .count() as u64;
+        self.account_unanswered(end);
         for c in &mut self.conns {
             c.close();
         }

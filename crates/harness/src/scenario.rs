@@ -204,6 +204,9 @@ pub struct UpstreamSpec {
     /// Keep working on requests whose client has gone (`serve --keep-abandoned`).
     #[serde(default)]
     pub keep_abandoned: bool,
+    /// Serve at most this many connections at once (`serve --max-served-conns`).
+    #[serde(default)]
+    pub max_served_conns: Option<u32>,
 }
 
 /// How load is applied.

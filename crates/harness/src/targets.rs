@@ -284,6 +284,10 @@ fn command_line(
                 ("--status", u.status.map(|n| n.to_string())),
                 ("--fail-rate", u.fail_rate.map(|n| n.to_string())),
                 ("--hiccup", u.hiccup.clone()),
+                (
+                    "--max-served-conns",
+                    u.max_served_conns.map(|n| n.to_string()),
+                ),
             ];
             for (flag, value) in flags {
                 if let Some(v) = value {

@@ -17,6 +17,7 @@ pub mod resources;
 pub mod result;
 pub mod saved;
 pub mod series;
+pub mod starved;
 pub mod stats;
 
 pub use bench::{
@@ -38,4 +39,5 @@ pub use result::{
 };
 pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};
+pub use starved::{PerConnection, Starvation};
 pub use stats::{Spread, Welch};

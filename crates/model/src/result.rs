@@ -5,6 +5,7 @@ use crate::errors::{ErrorCounts, StatusCounts};
 use crate::histogram::Latency;
 use crate::saved::{checked_as, ResultReadError};
 use crate::series::Series;
+use crate::starved::PerConnection;
 use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
 
@@ -163,9 +164,23 @@ pub struct Stats {
     pub sent_late: u64,
     /// Requests still in flight when a timed run ended: neither completed nor failed.
     pub abandoned: u64,
+    /// Open model: requests due by the end that were never sent, because every connection the
+    /// generator may open was busy (waiting behind starved connections, say). Censored in
+    /// `latency_censored` at their age, never dropped silently.
+    #[serde(default)]
+    pub waiting: u64,
     /// From the request's intended send time to the last byte of the response. In the closed
     /// model the intended time is the actual send time.
     pub latency: Latency,
+    /// `latency` plus every request that never got an answer, counted at its age at the end
+    /// of the run (a lower bound): those still in flight, measured or claimed in the warm-up,
+    /// and in the open model those still waiting for a connection.
+    #[serde(default)]
+    pub latency_censored: Latency,
+    /// Requests completed per connection, connections left without an answer, and the age of
+    /// the oldest request in flight at the end.
+    #[serde(default)]
+    pub per_connection: PerConnection,
     /// From the actual send to the last byte of the response (service time).
     pub service: Latency,
     /// Open model: actual send time minus intended send time.
@@ -196,7 +211,10 @@ impl Stats {
         };
         self.sent_late += o.sent_late;
         self.abandoned += o.abandoned;
+        self.waiting += o.waiting;
         self.latency.merge(&o.latency);
+        self.latency_censored.merge(&o.latency_censored);
+        self.per_connection.merge(&o.per_connection);
         self.service.merge(&o.service);
         self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
@@ -207,6 +225,15 @@ impl Stats {
     /// Length of the measured window, seconds.
     pub fn elapsed_secs(&self) -> f64 {
         self.elapsed_us as f64 / 1e6
+    }
+
+    /// Requests that never got an answer and are censored at their age in
+    /// `latency_censored` (0 for results saved before it existed).
+    pub fn unanswered(&self) -> u64 {
+        self.latency_censored
+            .hist
+            .len()
+            .saturating_sub(self.latency.hist.len())
     }
 
     /// Requests attempted: completed plus failed.

@@ -3,7 +3,8 @@
 //! empty `Stats` is the identity, and a histogram survives its saved (base64) form unchanged.
 
 use loadbench_model::{
-    ErrorCounts, ErrorKind, Histo, Latency, SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
+    ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series, SeriesPoint,
+    Stats, StatusCounts,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -140,39 +141,62 @@ fn stats() -> impl Strategy<Value = Stats> {
             n.clone(),
             n.clone(),
         ),
-        (n.clone(), prop::option::of(n.clone()), n),
+        (n.clone(), prop::option::of(n.clone()), n.clone()),
         error_adds(),
         status_adds(),
         (values(), values(), values(), values(), values()),
         seconds(),
+        (values(), n.clone(), per_connection()),
     )
-        .prop_map(|(counters, open, errors, status, hists, secs)| {
-            let (elapsed_us, requests, bytes_read, bytes_written, connections_opened, abandoned) =
-                counters;
-            let (sent, scheduled, sent_late) = open;
-            let latency = |values: &[u64]| Latency {
-                hist: histo(values),
-            };
-            Stats {
-                elapsed_us,
-                requests,
-                errors: errors_of(&errors),
-                status: status_of(&status),
-                bytes_read,
-                bytes_written,
-                connections_opened,
-                sent,
-                scheduled,
-                sent_late,
-                abandoned,
-                latency: latency(&hists.0),
-                service: latency(&hists.1),
-                send_lag: latency(&hists.2),
-                connect: latency(&hists.3),
-                first_byte: latency(&hists.4),
-                series: series(&secs),
-            }
-        })
+        .prop_map(
+            |(counters, open, errors, status, hists, secs, unanswered)| {
+                let (
+                    elapsed_us,
+                    requests,
+                    bytes_read,
+                    bytes_written,
+                    connections_opened,
+                    abandoned,
+                ) = counters;
+                let (sent, scheduled, sent_late) = open;
+                let latency = |values: &[u64]| Latency {
+                    hist: histo(values),
+                };
+                let (censored, waiting, per_connection) = unanswered;
+                Stats {
+                    elapsed_us,
+                    requests,
+                    errors: errors_of(&errors),
+                    status: status_of(&status),
+                    bytes_read,
+                    bytes_written,
+                    connections_opened,
+                    sent,
+                    scheduled,
+                    sent_late,
+                    abandoned,
+                    waiting,
+                    latency: latency(&hists.0),
+                    latency_censored: latency(&censored),
+                    per_connection,
+                    service: latency(&hists.1),
+                    send_lag: latency(&hists.2),
+                    connect: latency(&hists.3),
+                    first_byte: latency(&hists.4),
+                    series: series(&secs),
+                }
+            },
+        )
+}
+
+/// Connections as the engine adds them at the end: completed count, age of the one in flight.
+fn per_connection() -> impl Strategy<Value = PerConnection> {
+    let conn = (0u64..100_000, prop::option::of(0u64..10_000_000_000));
+    prop::collection::vec(conn, 0..20).prop_map(|conns| {
+        let mut p = PerConnection::default();
+        conns.into_iter().for_each(|(n, age)| p.add(n, age));
+        p
+    })
 }
 
 fn merge_stats(a: &Stats, b: &Stats) -> Stats {
@@ -333,6 +357,24 @@ proptest! {
         a_bc.merge(&bc);
         m.merge(&c);
         prop_assert_eq!(m, a_bc);
+    }
+
+    #[test]
+    fn per_connection_merge_equals_adding_every_connection_to_one(
+        a in prop::collection::vec((0u64..100_000, prop::option::of(0u64..1_000_000)), 0..30),
+        b in prop::collection::vec((0u64..100_000, prop::option::of(0u64..1_000_000)), 0..30),
+    ) {
+        let of = |conns: &[(u64, Option<u64>)]| {
+            let mut p = PerConnection::default();
+            conns.iter().for_each(|&(n, age)| p.add(n, age));
+            p
+        };
+        let mut m = of(&a);
+        m.merge(&of(&b));
+        let union: Vec<_> = a.iter().chain(&b).copied().collect();
+        let whole = of(&union);
+        prop_assert_eq!((m.min(), m.median(), m.max()), (whole.min(), whole.median(), whole.max()));
+        prop_assert_eq!(m, whole);
     }
 
     #[test]

@@ -13,7 +13,8 @@ use crate::charts::{self, Chart};
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
 use loadbench_model::{
-    BenchResult, FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Stats, Summary,
+    BenchResult, FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Starvation, Stats,
+    Summary,
 };
 use page::{alert, esc, key_values, row, section, Alert, Level, Row};
 use std::io::{self, Write};
@@ -146,6 +147,9 @@ fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
             format!("Interrupted after {after}: these are partial results."),
         ));
     }
+    if let Some(starved) = Starvation::of(s) {
+        list.push(alert(Level::Error, format!("{starved}.")));
+    }
     if s.requests == 0 {
         list.push(alert(
             Level::Error,
@@ -272,6 +276,24 @@ fn headline(r: &RunResult, sum: &Summary) -> Vec<(&'static str, String)> {
         ),
     ));
     pairs.push(("Connections opened", s.connections_opened.to_string()));
+    let c = &s.per_connection;
+    if c.connections() > 0 {
+        pairs.push((
+            "Connections without a response",
+            format!("{} of {}", c.starved, c.connections()),
+        ));
+        pairs.push((
+            "Completed per connection (min / median / max)",
+            format!("{} / {} / {}", c.min(), c.median(), c.max()),
+        ));
+    }
+    if c.oldest_in_flight_us > 0 {
+        let age = units::duration_us(c.oldest_in_flight_us as f64);
+        pairs.push(("Oldest request in flight at end", age));
+    }
+    if s.waiting > 0 {
+        pairs.push(("Waiting for a connection at end", s.waiting.to_string()));
+    }
     if is_open(r) {
         pairs.push(("Sent late (>1ms)", s.sent_late.to_string()));
     }
@@ -298,12 +320,17 @@ fn ns_or_missing(h: &Histo, ns: f64) -> String {
     }
 }
 
-/// The user's percentiles: latency, and service time beside it in the open model.
+/// The user's percentiles: latency, service time beside it in the open model, and when some
+/// requests never got an answer, the censored distribution (a lower bound) with a caption.
 fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
     let s = &r.stats;
+    let unanswered = s.unanswered();
     let mut head = vec!["Percentile".to_string(), "Latency".to_string()];
     if is_open(r) {
         head.push("Service time".to_string());
+    }
+    if unanswered > 0 {
+        head.push("Incl. in flight (lower bound)".to_string());
     }
     let rows: Vec<Row> = opts
         .percentiles
@@ -313,10 +340,21 @@ fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
             if is_open(r) {
                 cells.push(at(&s.service.hist, p));
             }
+            if unanswered > 0 {
+                cells.push(format!("≥ {}", at(&s.latency_censored.hist, p)));
+            }
             row(cells)
         })
         .collect();
-    page::table("percentiles", &head, &rows)
+    let table = page::table("percentiles", &head, &rows);
+    if unanswered == 0 {
+        return table;
+    }
+    format!(
+        "<p class=\"censored\">Latency counts completed requests. The last column is the \
+         distribution including the {unanswered} requests still in flight (censored at run \
+         end): each counts at its age when the run ended, so it is a lower bound.</p>\n{table}"
+    )
 }
 
 /// Status codes, errors by class, and each phase's distribution.

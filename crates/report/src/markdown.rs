@@ -7,7 +7,8 @@
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
 use loadbench_model::{
-    FailReason, FindMaxResult, FindMaxStep, Histo, LoadModel, RunResult, SloStat, Summary, Verdict,
+    FailReason, FindMaxResult, FindMaxStep, Histo, LoadModel, RunResult, SloStat, Starvation,
+    Stats, Summary, Verdict,
 };
 use std::io::Write;
 
@@ -40,9 +41,12 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
         let after = units::duration_us(r.stats.elapsed_us as f64);
         out += &format!("> **Interrupted** after {after}: partial results.\n\n");
     }
+    if let Some(starved) = Starvation::of(&r.stats) {
+        out += &format!("> **Warning:** {}.\n\n", escape_text(&starved.to_string()));
+    }
     out += &summary_table(r, &summary);
     out += &format!("\n{}\n", model_note(&r.config.load));
-    out += &percentile_table(&r.stats.latency.hist, &opts.percentiles);
+    out += &percentile_table(&r.stats, &opts.percentiles);
     out += &status_table(r);
     out += &error_table(r);
     out += "\n### Configuration\n\n";
@@ -95,16 +99,45 @@ fn model_note(load: &LoadModel) -> &'static str {
     }
 }
 
-fn percentile_table(h: &Histo, percentiles: &[f64]) -> String {
+/// Completed requests' percentiles; when some never got an answer, a second column with
+/// them counted at their age at the end (a lower bound), and the per-connection figures.
+fn percentile_table(s: &Stats, percentiles: &[f64]) -> String {
     if percentiles.is_empty() {
         return String::new();
     }
+    let (h, censored) = (&s.latency.hist, &s.latency_censored.hist);
+    let unanswered = s.unanswered();
+    if unanswered == 0 {
+        let rows: Vec<Vec<String>> = percentiles
+            .iter()
+            .map(|&p| vec![units::percentile_label(p), latency(h, p)])
+            .collect();
+        let table = table(&["percentile", "latency"], &[Align::Right; 2], &rows);
+        return format!("\n### Latency percentiles\n\n{table}");
+    }
     let rows: Vec<Vec<String>> = percentiles
         .iter()
-        .map(|&p| vec![units::percentile_label(p), latency(h, p)])
+        .map(|&p| {
+            let bound = format!("≥ {}", latency(censored, p));
+            vec![units::percentile_label(p), latency(h, p), bound]
+        })
         .collect();
-    let table = table(&["percentile", "latency"], &[Align::Right; 2], &rows);
-    format!("\n### Latency percentiles\n\n{table}")
+    let head = ["percentile", "completed", "incl. in flight (lower bound)"];
+    let table = table(&head, &[Align::Right; 3], &rows);
+    let c = &s.per_connection;
+    format!(
+        "\n### Latency percentiles\n\nCompleted requests, and including the {unanswered} {} \
+         still in flight (censored at run end: each counted at its age, a lower bound). \
+         {} of {} connections got no response; completed per connection min / median / max: \
+         {} / {} / {}; oldest request in flight: {}.\n\n{table}",
+        plural(unanswered, "request"),
+        c.starved,
+        c.connections(),
+        c.min(),
+        c.median(),
+        c.max(),
+        units::duration_us(c.oldest_in_flight_us as f64)
+    )
 }
 
 fn status_table(r: &RunResult) -> String {

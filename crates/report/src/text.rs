@@ -6,7 +6,7 @@
 use crate::distribution::{self, Bar};
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
-use loadbench_model::{Histo, LoadModel, RunResult, Summary};
+use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Summary};
 use std::io::Write;
 
 /// Longest bar of the response-time histogram, in characters.
@@ -124,6 +124,9 @@ fn header(rep: &Report) -> Vec<String> {
     };
     lines.push(format!("Running {} @ {target}", run_length(rep)));
     lines.push(format!("{INDENT}{}", shape(rep)));
+    if let Some(starved) = Starvation::of(&rep.r.stats) {
+        lines.push(rep.paint.code("1;33", &format!("WARNING: {starved}")));
+    }
     lines
 }
 
@@ -216,6 +219,7 @@ fn summary(rep: &Report) -> Vec<String> {
     if s.abandoned > 0 {
         pairs.push(("Abandoned in flight at end", s.abandoned.to_string()));
     }
+    pairs.extend(unanswered_pairs(s, paint));
     if let Some(target) = sum.target_per_sec {
         pairs.extend(open_model_pairs(s, target, sum.sent_per_sec));
     }
@@ -223,6 +227,31 @@ fn summary(rep: &Report) -> Vec<String> {
     lines.extend(key_values(&pairs));
     lines.push(format!("{INDENT}{}", model_note(rep)));
     lines
+}
+
+/// Per connection: completed requests' spread, those left without an answer, the oldest
+/// request in flight and (open model) the requests still waiting for a connection.
+fn unanswered_pairs(s: &loadbench_model::Stats, paint: Paint) -> Vec<(&'static str, String)> {
+    let c = &s.per_connection;
+    let mut pairs = Vec::new();
+    if c.connections() > 0 {
+        let spread = format!("{} / {} / {}", c.min(), c.median(), c.max());
+        pairs.push(("Completed per connection min / median / max", spread));
+        let starved = format!("{} of {}", paint.alarm(c.starved), c.connections());
+        pairs.push(("Connections without a response", starved));
+    }
+    if c.oldest_in_flight_us > 0 {
+        let age = units::duration_us(c.oldest_in_flight_us as f64);
+        pairs.push(("Oldest request in flight at end", age));
+    }
+    if s.waiting > 0 {
+        let waiting = format!(
+            "{} (no free connection; never sent)",
+            paint.red(&s.waiting.to_string())
+        );
+        pairs.push(("Waiting for a connection at end", waiting));
+    }
+    pairs
 }
 
 /// The open model's own figures: target vs achieved rate and how late sends were.
@@ -332,23 +361,38 @@ fn duration_or_missing(h: &Histo, ns: f64) -> String {
     }
 }
 
+/// The percentiles of completed requests; when some never got an answer, beside them those
+/// of the censored distribution (each unanswered request at its age: a lower bound).
 fn percentiles(rep: &Report) -> Vec<String> {
-    let h = &rep.r.stats.latency.hist;
+    let s = &rep.r.stats;
+    let (h, censored) = (&s.latency.hist, &s.latency_censored.hist);
     if rep.opts.percentiles.is_empty() {
         return Vec::new();
     }
-    let rows: Vec<Vec<String>> = rep
+    let unanswered = s.unanswered();
+    let cell = |h: &Histo, p: f64| duration_or_missing(h, h.percentile_ns(p) as f64);
+    let mut rows: Vec<Vec<String>> = rep
         .opts
         .percentiles
         .iter()
         .map(|&p| {
-            vec![
-                units::percentile_label(p),
-                duration_or_missing(h, h.percentile_ns(p) as f64),
-            ]
+            let mut row = vec![units::percentile_label(p), cell(h, p)];
+            if unanswered > 0 {
+                row.push(cell(censored, p));
+            }
+            row
         })
         .collect();
     let mut lines = vec![rep.title("Latency distribution")];
+    if unanswered > 0 {
+        lines.push(format!(
+            "{INDENT}completed requests, and including the {unanswered} {} still in flight \
+             (censored at run end: a lower bound)",
+            plural(unanswered, "request")
+        ));
+        let head = ["", "completed", "incl. in flight (≥)"].map(String::from);
+        rows.insert(0, head.to_vec());
+    }
     lines.extend(table(&rows, false));
     lines
 }

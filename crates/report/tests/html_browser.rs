@@ -174,6 +174,7 @@ const PROBE: &str = r#"<script>
   });
   out.alerts = Array.prototype.map.call(document.querySelectorAll('.alert'),
                                         function (a) { return a.className; });
+  out.text = document.body.innerText;
   out.viewport = window.innerWidth;
   out.page_width = document.documentElement.scrollWidth;
   // Of the content: the frame's viewport is taller than any page.
@@ -693,6 +694,72 @@ fn run_page_renders_every_chart_and_table_at_laptop_and_phone_width() {
         let height = v["page_height"].as_f64().unwrap() as u32;
         screenshot(&chromium, &path, width, height, shot);
     }
+}
+
+/// 32 connections for 4 s against a server that serves 8 at once, 50 ms per request: 8 of
+/// them completed 80 requests each, 24 waited the whole run.
+fn starved_run() -> RunResult {
+    let mut r = open_run();
+    r.config.load = LoadModel::Closed;
+    r.config.connections = 32;
+    let mut s = Stats {
+        elapsed_us: 4_000_000,
+        requests: 640,
+        abandoned: 32,
+        ..Stats::default()
+    };
+    for _ in 0..640 {
+        s.latency.hist.record_ns(50_400_000);
+        s.service.hist.record_ns(50_400_000);
+    }
+    s.status.add(200, 640);
+    s.latency_censored = s.latency.clone();
+    for conn in 0..32 {
+        let (completed, age_us) = if conn < 8 {
+            (80, 20_000)
+        } else {
+            (0, 4_000_000)
+        };
+        s.per_connection.add(completed, Some(age_us));
+        s.latency_censored.hist.record_ns(age_us * 1_000);
+    }
+    r.stats = s;
+    r.finalize();
+    r
+}
+
+#[test]
+fn starved_connections_show_in_the_browser_with_the_censored_lower_bound() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let page = render_to_string(Format::Html, &starved_run(), &RenderOptions::default());
+    save("starved", &page);
+    let v = inspect(&chromium, "starved", &page, LAPTOP);
+    let shown = v["text"].as_str().unwrap();
+    assert!(
+        shown.contains("24 of 32 connections got no response in 4.00s")
+            && shown.contains("serves at most 8 connections at once"),
+        "{shown}"
+    );
+    assert!(shown.contains("Incl. in flight (lower bound)"), "{shown}");
+    assert!(
+        shown.contains("including the 32 requests still in flight"),
+        "{shown}"
+    );
+    // p99 of completed requests is 50 ms; with the 24 starved ones at 4 s it reads in seconds.
+    let p99 = shown
+        .lines()
+        .find(|l| l.starts_with("99%\t"))
+        .unwrap_or_else(|| panic!("no 99% row: {shown}"));
+    assert!(p99.contains("50.") && p99.contains("≥ 4.00s"), "{p99:?}");
+    let alerts: Vec<&str> = v["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(alerts.contains(&"alert error"), "{alerts:?}");
 }
 
 #[test]

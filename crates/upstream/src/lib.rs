@@ -60,6 +60,12 @@
 //!   request, in place of the server's hiccup. A slot of the concurrency limit stays taken
 //!   during the stall.
 //!
+//! - **Served connections** (`max_served_conns: Some(n)`): at most `n` connections are served
+//!   at once, like a thread-per-connection server or a blocking servlet pool: each accepted
+//!   connection holds a worker for its whole life, and the others wait, unread, in the kernel's
+//!   accept queue until a served one closes. Against keep-alive clients the extra connections
+//!   get no answer at all: the behaviour loadbench reports as starved connections.
+//!
 //! Fault routes, `/stats` and 400s for malformed parameters bypass the limit and hiccups. With
 //! neither set, an answer takes no lock and allocates nothing more than before; without
 //! `keep_abandoned`, no answer spawns a task.

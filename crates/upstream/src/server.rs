@@ -12,7 +12,7 @@ use hyper::server::conn::http1;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::conn;
 use crate::routes::{App, Options, MAX_BODY};
@@ -50,6 +50,10 @@ pub struct ServerConfig {
     /// [`Stats::abandoned_completed`]. So an overload leaves a backlog behind. `false` (the
     /// default): a request whose client leaves gives up its place at once.
     pub keep_abandoned: bool,
+    /// Serve at most this many connections at once, like a thread-per-connection server or a
+    /// blocking servlet pool: each accepted connection holds a worker for its whole life, and
+    /// the others wait unserved in the accept queue until one closes. `None`: no limit.
+    pub max_served_conns: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +70,7 @@ impl Default for ServerConfig {
             max_concurrency: None,
             hiccup: None,
             keep_abandoned: false,
+            max_served_conns: None,
         }
     }
 }
@@ -99,6 +104,12 @@ impl ServerConfig {
             .is_some_and(|n| !(1..=Semaphore::MAX_PERMITS).contains(&n))
         {
             return bad("max concurrency must be at least 1");
+        }
+        if self
+            .max_served_conns
+            .is_some_and(|n| !(1..=Semaphore::MAX_PERMITS).contains(&n))
+        {
+            return bad("max served connections must be at least 1");
         }
         if let Some(hiccup) = self.hiccup {
             if let Err(reason) = hiccup.check() {
@@ -142,7 +153,10 @@ impl Server {
         let shared = Arc::clone(&app);
         let thread = std::thread::Builder::new()
             .name("upstream".into())
-            .spawn(move || run(runtime, listener, shared, stop_rx, cfg.grace))
+            .spawn(move || {
+                let served = cfg.max_served_conns.map(|n| Arc::new(Semaphore::new(n)));
+                run(runtime, listener, shared, stop_rx, cfg.grace, served)
+            })
             .map_err(UpstreamError::Runtime)?;
         Ok(Server {
             addr,
@@ -227,9 +241,10 @@ fn run(
     app: Arc<App>,
     stop: watch::Receiver<bool>,
     grace: Duration,
+    served: Option<Arc<Semaphore>>,
 ) {
     runtime.block_on(async move {
-        let task = tokio::spawn(accept_loop(listener, app, stop, grace));
+        let task = tokio::spawn(accept_loop(listener, app, stop, grace, served));
         let _ = task.await;
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
@@ -240,6 +255,7 @@ async fn accept_loop(
     app: Arc<App>,
     mut stop: watch::Receiver<bool>,
     grace: Duration,
+    served: Option<Arc<Semaphore>>,
 ) {
     let Ok(listener) = TcpListener::from_std(listener) else {
         return;
@@ -248,13 +264,17 @@ async fn accept_loop(
     // Every connection task holds a sender; `recv` yields `None` once all have finished.
     let (alive, mut all_done) = mpsc::channel::<()>(1);
     loop {
+        // With a connection limit, a worker is taken before accepting, so connections beyond
+        // it stay in the kernel's accept queue (their requests sent, never read).
         let accepted = tokio::select! {
             biased;
             () = conn::stopped(&mut stop) => break,
-            accepted = listener.accept() => accepted,
+            accepted = accept(&listener, served.as_ref()) => accepted,
         };
         match accepted {
-            Ok((stream, _)) => spawn_connection(stream, &app, &http, &stop, alive.clone()),
+            Ok((stream, worker)) => {
+                spawn_connection(stream, &app, &http, &stop, (alive.clone(), worker))
+            }
             // Out of file descriptors or similar: back off instead of spinning.
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
@@ -263,12 +283,34 @@ async fn accept_loop(
     let _ = tokio::time::timeout(grace, all_done.recv()).await;
 }
 
+/// Takes a worker (when connections are limited), then accepts the next connection.
+async fn accept(
+    listener: &TcpListener,
+    served: Option<&Arc<Semaphore>>,
+) -> std::io::Result<(TcpStream, Option<OwnedSemaphorePermit>)> {
+    let worker = match served {
+        Some(s) => Some(
+            Arc::clone(s)
+                .acquire_owned()
+                .await
+                .map_err(std::io::Error::other)?,
+        ),
+        None => None,
+    };
+    let (stream, _) = listener.accept().await?;
+    Ok((stream, worker))
+}
+
+/// What a connection task holds until it ends: its place among the live connections, and
+/// its worker when connections are limited.
+type Held = (mpsc::Sender<()>, Option<OwnedSemaphorePermit>);
+
 fn spawn_connection(
     stream: TcpStream,
     app: &Arc<App>,
     http: &Arc<http1::Builder>,
     stop: &watch::Receiver<bool>,
-    alive: mpsc::Sender<()>,
+    alive: Held,
 ) {
     let _ = stream.set_nodelay(true);
     let (app, http, stop) = (Arc::clone(app), Arc::clone(http), stop.clone());

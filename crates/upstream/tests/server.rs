@@ -810,3 +810,71 @@ fn shutdown_finishes_in_flight_requests_then_refuses_connections() {
     assert_eq!(client.join().unwrap().text(), "hello world");
     assert!(TcpStream::connect(addr).is_err());
 }
+
+/// Sends a keep-alive GET on `stream` and reads its response (status line to body).
+fn keepalive_get(stream: &mut TcpStream) -> std::io::Result<u16> {
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut length = 0;
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    reader.read_exact(&mut vec![0; length])?;
+    Ok(status)
+}
+
+#[test]
+fn max_served_conns_leaves_later_connections_waiting_until_one_closes() {
+    let s = start(ServerConfig {
+        threads: 2,
+        max_served_conns: Some(2),
+        ..ServerConfig::ephemeral()
+    });
+    let addr = s.local_addr();
+    let (mut a, mut b, mut c) = (connect(addr), connect(addr), connect(addr));
+    assert_eq!(keepalive_get(&mut a).unwrap(), 200);
+    assert_eq!(keepalive_get(&mut b).unwrap(), 200);
+    // The third connection is accepted by the kernel, but no worker reads its request.
+    c.set_read_timeout(Some(ms(300))).unwrap();
+    let starved = keepalive_get(&mut c).unwrap_err();
+    assert!(
+        matches!(starved.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        "{starved:?}"
+    );
+    // Served connections keep being served.
+    assert_eq!(keepalive_get(&mut a).unwrap(), 200);
+    drop(a);
+    // Once one closes, its worker takes the waiting connection and answers what it sent.
+    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut reader = BufReader::new(&mut c);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line:?}");
+    assert_eq!(keepalive_get(&mut b).unwrap(), 200);
+}
+
+#[test]
+fn max_served_conns_of_zero_is_rejected() {
+    let bad = Server::start(ServerConfig {
+        max_served_conns: Some(0),
+        ..ServerConfig::ephemeral()
+    });
+    assert!(
+        matches!(bad, Err(UpstreamError::InvalidConfig(_))),
+        "{bad:?}"
+    );
+}

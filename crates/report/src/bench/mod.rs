@@ -13,7 +13,7 @@ pub mod text;
 use crate::units::{self, MISSING};
 use crate::Format;
 use loadbench_model::resources::Bottleneck;
-use loadbench_model::{BenchCell, BenchLoad, BenchModel, BenchResult, CellPercentile};
+use loadbench_model::{BenchCell, BenchLoad, BenchModel, BenchResult, CellPercentile, Starvation};
 use std::borrow::Cow;
 
 /// The percentiles shown per cell, a subset of the model's `CELL_PERCENTILES`.
@@ -190,7 +190,7 @@ pub(crate) fn cell_row(r: &BenchResult, c: &BenchCell) -> CellRow {
         rss_start: bytes(c.rss_start_bytes),
         rss_peak: bytes(c.rss_peak_bytes),
         rss_trough: bytes(c.rss_trough_bytes),
-        verdict: verdict(c),
+        verdict: with_starvation(r, c, verdict(c)),
         relative: relative(r, c),
     }
 }
@@ -220,6 +220,27 @@ pub(crate) fn bottleneck_name(b: Bottleneck) -> &'static str {
         Bottleneck::TargetBound => "target-bound",
         Bottleneck::Neither => "neither",
     }
+}
+
+/// The verdict, led by the starved connections of the cell's rounds when a server left
+/// connections without an answer: `24 of 32 conns got no response: serves at most 8 at once
+/// (3/3 rounds); target-bound`. The worst round's finding is shown.
+fn with_starvation(r: &BenchResult, c: &BenchCell, verdict: String) -> String {
+    let rounds: Vec<_> = r
+        .rounds
+        .iter()
+        .filter(|x| x.load == c.load && x.level == c.level && x.target == c.target)
+        .filter_map(|x| x.measured_run())
+        .collect();
+    let found: Vec<Starvation> = rounds
+        .iter()
+        .filter_map(|run| Starvation::of(&run.stats))
+        .collect();
+    let Some(worst) = found.iter().max_by_key(|s| s.starved) else {
+        return verdict;
+    };
+    let share = format!("{}/{} rounds", found.len(), rounds.len());
+    format!("{} ({share}); {verdict}", worst.short())
 }
 
 /// The majority verdict, with the count when the rounds disagree: `target-bound (2/3)`.

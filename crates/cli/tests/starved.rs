@@ -1,0 +1,264 @@
+//! Starved connections end to end: the reference backend serving at most 8 connections at once
+//! (each holding a worker for its life, 50 ms per request), loaded by the real binary. With
+//! more connections than it serves, the result counts the connections left without an answer,
+//! the oldest request in flight, a censored latency that reads in seconds, and the report says
+//! so in words; with as many connections as it serves, and against nginx, nothing of it shows.
+
+use crate::support::nginx::Nginx;
+use crate::support::{bin, have, tempdir, text, Run};
+use loadbench_model::{BenchResult, RunResult, Starvation};
+use loadbench_upstream::{parse_delay, Server, ServerConfig};
+
+/// A thread-per-connection server: 8 served connections, 50 ms per request.
+fn eight_served() -> Server {
+    Server::start(ServerConfig {
+        threads: 2,
+        delay: Some(parse_delay("50ms").unwrap()),
+        max_served_conns: Some(8),
+        ..ServerConfig::ephemeral()
+    })
+    .expect("reference backend starts")
+}
+
+fn url(s: &Server) -> String {
+    format!("http://{}/", s.local_addr())
+}
+
+/// `loadbench report FILE -f FORMAT` of a saved result.
+fn report(r: &RunResult, format: &str) -> String {
+    let dir = tempdir("starved-report");
+    let file = dir.join("result.json");
+    std::fs::write(&file, serde_json::to_string(r).unwrap()).unwrap();
+    let out = bin()
+        .arg("report")
+        .arg(&file)
+        .args(["-f", format])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{:?}", text(&out));
+    text(&out).0
+}
+
+#[test]
+fn connections_a_server_never_serves_are_counted_censored_and_named() {
+    let _machine = crate::support::measuring();
+    let server = eight_served();
+    let ran = Run::new(&url(&server))
+        .args(["-c", "32", "-d", "4s", "-t", "2"])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let (s, c) = (&r.stats, &r.stats.per_connection);
+    assert_eq!((c.starved, c.connections()), (24, 32), "{c:?}");
+    assert_eq!((c.min(), c.served()), (0, 8));
+    assert!(c.max() > 10, "the served ones kept being served: {c:?}");
+    let window = s.elapsed_us as f64;
+    let oldest = c.oldest_in_flight_us as f64;
+    assert!(
+        (oldest - window).abs() <= window * 0.1,
+        "oldest {oldest} µs of {window} µs"
+    );
+    // 24 requests censored at about 4 s among a few hundred completed ones.
+    let censored_p99 = s.latency_censored.hist.percentile_ns(99.0) as f64 / 1e3;
+    assert!(
+        censored_p99 >= window - 1e6,
+        "censored p99 {censored_p99} µs"
+    );
+    assert!(
+        s.latency.hist.percentile_ns(99.0) < 1_000_000_000,
+        "completed p99 stays ~50 ms"
+    );
+    assert_eq!(s.unanswered(), 32, "24 starved + 8 in service at the end");
+    let found = Starvation::of(s).expect("the finding");
+    assert_eq!(found.served, 8);
+    assert!(
+        (6.0..=10.0).contains(&found.in_service),
+        "Little's law: {found:?}"
+    );
+    let first_lines: String = stdout.lines().take(4).collect::<Vec<_>>().join("\n");
+    assert!(
+        first_lines.contains("24 of 32 connections got no response in 4")
+            && first_lines.contains("serves at most 8 connections at once")
+            && first_lines.contains("Little's law"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("including the 32 requests still in flight"),
+        "{stdout}"
+    );
+    let md = report(&r, "markdown");
+    assert!(md.contains("24 of 32 connections got no response"), "{md}");
+    assert!(md.contains("incl. in flight (lower bound)"), "{md}");
+    let html = report(&r, "html");
+    assert!(html.contains("24 of 32 connections got no response"));
+    assert!(html.contains("Incl. in flight (lower bound)"));
+}
+
+#[test]
+fn as_many_connections_as_the_server_serves_raise_no_alarm() {
+    let _machine = crate::support::measuring();
+    let server = eight_served();
+    let ran = Run::new(&url(&server))
+        .args(["-c", "8", "-d", "2s", "-t", "2"])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let c = &r.stats.per_connection;
+    assert_eq!((c.starved, c.connections()), (0, 8), "{c:?}");
+    assert!(c.min() > 5, "every connection was served: {c:?}");
+    assert!(c.oldest_in_flight_us < 1_000_000, "{c:?}");
+    assert!(Starvation::of(&r.stats).is_none());
+    assert!(!stdout.contains("got no response"), "{stdout}");
+    assert!(!report(&r, "html").contains("got no response"));
+}
+
+#[test]
+fn nginx_at_256_connections_raises_no_alarm() {
+    let _machine = crate::support::loading();
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let ran = Run::new(&nginx.url("/"))
+        .args(["-c", "256", "-d", "2s", "-t", "2"])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let c = &r.stats.per_connection;
+    assert_eq!((c.starved, c.connections()), (0, 256), "{c:?}");
+    assert!(c.min() > 0, "{c:?}");
+    assert!(Starvation::of(&r.stats).is_none());
+    assert!(!stdout.contains("got no response"), "{stdout}");
+}
+
+#[test]
+fn open_model_counts_requests_waiting_behind_starved_connections() {
+    let _machine = crate::support::measuring();
+    let server = eight_served();
+    let ran = Run::new(&url(&server))
+        .args([
+            "--rate",
+            "400",
+            "-d",
+            "3s",
+            "--max-connections",
+            "32",
+            "-t",
+            "1",
+        ])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let s = &r.stats;
+    let c = &s.per_connection;
+    assert_eq!((c.starved, c.connections()), (24, 32), "{c:?}");
+    // 8 connections of 50 ms serve 160/s of the 400/s asked: the rest waits, and is counted.
+    assert!(s.waiting > 300, "waiting {}", s.waiting);
+    let scheduled = s.scheduled.unwrap();
+    let accounted = s.requests + s.errors.total() + s.abandoned + s.waiting;
+    assert!(
+        accounted.abs_diff(scheduled) <= 2,
+        "{accounted} of {scheduled} accounted for"
+    );
+    assert_eq!(
+        s.latency_censored.hist.len(),
+        s.requests + s.abandoned + s.waiting
+    );
+    assert!(
+        stdout.contains("Waiting for a connection at end"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("24 of 32 connections got no response"),
+        "{stdout}"
+    );
+}
+
+const STARVED_SCENARIO: &str = r#"
+name = "starved"
+rounds = 1
+
+[[target]]
+name = "pool8"
+kind = "upstream"
+[target.upstream]
+threads = 2
+delay = "50ms"
+max_served_conns = 8
+
+[[load]]
+name = "sweep"
+model = "closed"
+targets = ["pool8"]
+connections = [8, 32]
+"#;
+
+#[test]
+fn a_bench_step_names_the_starved_connections_in_its_verdict_and_json() {
+    let _machine = crate::support::measuring();
+    let dir = tempdir("bench-starved");
+    let file = dir.join("starved.toml");
+    std::fs::write(&file, STARVED_SCENARIO).unwrap();
+    let results = dir.join("results");
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .args([
+            "--duration",
+            "3s",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "0s",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let run_dir = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let json = std::fs::read_to_string(run_dir.join("result.json")).unwrap();
+    let r = BenchResult::from_json(&json).unwrap();
+    let stats = |level: u32| {
+        let round = r.rounds.iter().find(|x| x.level == level).unwrap();
+        round.result.as_ref().unwrap().stats.clone()
+    };
+    let (eight, thirty_two) = (stats(0), stats(1));
+    assert_eq!(eight.per_connection.starved, 0);
+    assert!(Starvation::of(&eight).is_none());
+    assert_eq!(thirty_two.per_connection.starved, 24);
+    let censored_p99 = thirty_two.latency_censored.hist.percentile_ns(99.0) as f64 / 1e3;
+    assert!(
+        censored_p99 >= thirty_two.elapsed_us as f64 - 1e6,
+        "{censored_p99}"
+    );
+    let raw: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let named = &raw["rounds"][1]["result"]["stats"];
+    assert_eq!(named["per_connection"]["starved"], 24, "{named}");
+    assert!(named["latency_censored"]["count"].as_u64().unwrap() > 0);
+    let row = |label: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains("pool8") && l.contains(label))
+            .unwrap_or_else(|| panic!("no {label} row:\n{stdout}"))
+            .to_string()
+    };
+    assert!(
+        row("c=32").contains("24 of 32 conns got no response: serves at most 8 at once"),
+        "{stdout}"
+    );
+    assert!(!row("c=8").contains("no response"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

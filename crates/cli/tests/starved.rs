@@ -198,6 +198,17 @@ targets = ["pool8"]
 connections = [8, 32]
 "#;
 
+/// The `result.json` of the one run folder under `results`.
+fn saved_bench(results: &std::path::Path) -> String {
+    let run_dir = std::fs::read_dir(results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::read_to_string(run_dir.join("result.json")).unwrap()
+}
+
 #[test]
 fn a_bench_step_names_the_starved_connections_in_its_verdict_and_json() {
     let _machine = crate::support::measuring();
@@ -223,13 +234,7 @@ fn a_bench_step_names_the_starved_connections_in_its_verdict_and_json() {
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    let run_dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap();
-    let json = std::fs::read_to_string(run_dir.join("result.json")).unwrap();
+    let json = saved_bench(&results);
     let r = BenchResult::from_json(&json).unwrap();
     let stats = |level: u32| {
         let round = r.rounds.iter().find(|x| x.level == level).unwrap();

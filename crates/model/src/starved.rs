@@ -127,14 +127,19 @@ impl<'de> Deserialize<'de> for PerConnection {
 /// server's concurrency estimated from the data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Starvation {
+    /// Connections that never completed a request.
     pub starved: u64,
+    /// Connections the run used.
     pub connections: u64,
+    /// The measured window, µs.
     pub window_us: u64,
     /// Connections that completed requests: the server's concurrency as observed.
     pub served: u64,
     /// Little's law: completed rate × mean service time = requests in service on average.
     pub in_service: f64,
+    /// Completed requests per second.
     pub rate: f64,
+    /// Mean service time of completed requests, µs.
     pub mean_service_us: f64,
 }
 

@@ -55,7 +55,8 @@ pub fn set_affinity(pid: u32, cpus: &[usize]) -> io::Result<()> {
 
 /// Adds a `pre_exec` hook to `cmd` that, in the child before exec, joins the cgroup of `guard`
 /// and pins the child to `cpus`. Errors in the child are ignored (the spawn must not fail
-/// because of limits): call [`apply_to_pid`] after spawn to check and record them.
+/// because of limits): call [`apply_to_pid`](super::apply_to_pid) after spawn to check and
+/// record them.
 pub fn join_in_child(cmd: &mut Command, guard: Option<&CgroupGuard>, cpus: Option<&[usize]>) {
     let paths = guard.map(CgroupGuard::procs_paths).unwrap_or_default();
     let set = cpus.and_then(|c| cpu_set(c).ok());

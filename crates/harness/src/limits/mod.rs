@@ -16,9 +16,9 @@
 //! cgroup of each hierarchy (so limits set on loadbench itself still apply). v2 is used when its
 //! root offers every needed controller, otherwise the v1 `cpu` and `memory` hierarchies.
 //!
-//! Layout: the steps are the same for both versions and written once here ([`write_limits`]:
+//! Layout: the steps are the same for both versions and written once here (`write_limits`:
 //! find the controller's directory, write the limit, turn swap off, record it or warn); what
-//! differs is behind [`Hierarchy`] and a table of [`Files`], filled in by `v1.rs` and `v2.rs`.
+//! differs is behind `Hierarchy` and a table of `Files`, filled in by `v1.rs` and `v2.rs`.
 //! `affinity.rs` holds the process side: CPU affinity and joining the cgroup before exec.
 //!
 //! Process side: [`join_in_child`] adds a `pre_exec` hook so the target is in the cgroup and has

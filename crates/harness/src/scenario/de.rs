@@ -1,11 +1,12 @@
-//! Values that serde cannot read on its own: durations, sizes, stop signals, CPU lists, ports
-//! and SLOs, each parsed once here with the shared rules of [`loadbench_plan::units`], so a bad
-//! value is reported by toml with its line and key.
+//! Values that serde cannot read on its own: durations, sizes, stop signals, CPU lists, ports,
+//! SLOs and load levels (one or a list), each parsed once here with the shared rules of
+//! [`loadbench_plan::units`], so that toml reports a bad value with its line and key.
 
 use super::{CpuSet, PortSpec};
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, Deserializer, IntoDeserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 impl std::str::FromStr for CpuSet {
@@ -104,6 +105,50 @@ pub(super) fn opt_slo<'de, D: Deserializer<'de>>(
     loadbench_plan::parse_slo(&String::deserialize(d)?)
         .map(Some)
         .map_err(|e| de::Error::custom(format!("slo {e}")))
+}
+
+/// A list of levels, or one level alone: `connections = 10` is `connections = [10]`.
+pub(super) fn opt_levels<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    d.deserialize_any(OneOrMany(PhantomData)).map(Some)
+}
+
+struct OneOrMany<T>(PhantomData<T>);
+
+impl<T> OneOrMany<T> {
+    fn one<'de, E: de::Error, V: IntoDeserializer<'de, E>>(v: V) -> Result<Vec<T>, E>
+    where
+        T: Deserialize<'de>,
+    {
+        T::deserialize(v.into_deserializer()).map(|x| vec![x])
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for OneOrMany<T> {
+    type Value = Vec<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number or a list of numbers")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+        let mut levels = Vec::new();
+        while let Some(level) = seq.next_element()? {
+            levels.push(level);
+        }
+        Ok(levels)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Vec<T>, E> {
+        Self::one(v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Vec<T>, E> {
+        Self::one(v)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Vec<T>, E> {
+        Self::one(v)
+    }
 }
 
 pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

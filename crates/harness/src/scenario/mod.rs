@@ -8,11 +8,13 @@
 //!
 //! Layout: `model.rs` holds the types serde reads, `de.rs` the values serde cannot read alone
 //! (durations, sizes, signals, CPU lists, ports, SLOs), `validate.rs` the checks across values,
+//! `load.rs` each `[[load]]` (as written, then typed and checked),
 //! `template.rs` placeholders and rendering, `ports.rs` the ports of a run, and `error.rs` the
 //! one-line [`ScenarioError`] (with toml's errors mapped to a line and key path).
 
 mod de;
 mod error;
+mod load;
 mod model;
 mod ports;
 mod template;
@@ -20,6 +22,7 @@ mod validate;
 
 pub use de::{parse_duration, parse_size};
 pub use error::ScenarioError;
+pub use load::{MAX_CONNECTIONS, MAX_STEP};
 pub use model::{
     ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, PortSpec, ReadySpec,
     RequestSpec, TargetKind, TargetSpec, UpstreamSpec,
@@ -33,26 +36,38 @@ use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
 
-/// A validated scenario file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A validated scenario file: every value checked, every load typed.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     /// Short name, used in result file names and reports.
     pub name: String,
-    #[serde(default)]
     pub description: Option<String>,
     /// How many times every load step is repeated.
-    #[serde(default = "model::one")]
     pub rounds: u32,
     /// Pause between rounds (and steps), so that targets settle.
-    #[serde(default, deserialize_with = "de::duration")]
     pub cooldown: Duration,
-    #[serde(default)]
     pub generator: GeneratorSpec,
-    #[serde(rename = "target", default)]
     pub targets: Vec<TargetSpec>,
-    #[serde(rename = "load", default)]
     pub loads: Vec<LoadSpec>,
+}
+
+/// A scenario file as written, read by serde; [`ScenarioFile::validate`] makes it a [`Scenario`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default = "model::one")]
+    rounds: u32,
+    #[serde(default, deserialize_with = "de::duration")]
+    cooldown: Duration,
+    #[serde(default)]
+    generator: GeneratorSpec,
+    #[serde(rename = "target", default)]
+    targets: Vec<TargetSpec>,
+    #[serde(rename = "load", default)]
+    loads: Vec<load::LoadFile>,
 }
 
 impl Scenario {
@@ -71,9 +86,8 @@ impl Scenario {
 
     /// Parses and validates scenario text; `file` names it in errors and anchors `template_file`.
     pub fn parse(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
-        let mut s: Scenario = toml::from_str(text).map_err(|e| toml_error(file, text, &e))?;
-        s.validate(file)?;
-        Ok(s)
+        let written: ScenarioFile = toml::from_str(text).map_err(|e| toml_error(file, text, &e))?;
+        written.validate(file)
     }
 
     /// The target called `name`.

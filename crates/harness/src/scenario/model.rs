@@ -1,7 +1,8 @@
-//! The scenario file's types, as serde reads them: targets, their limits and readiness, the
-//! built-in backend's settings, loads and requests. Checks that span several values live in
-//! [`super::validate`]; custom value parsers (durations, sizes, signals, CPU lists, ports,
-//! SLOs) in [`super::de`].
+//! The scenario's types: targets, their limits and readiness, the built-in backend's settings and
+//! requests as serde reads them, and the typed loads ([`LoadSpec`], [`LoadModel`]) that `load.rs`
+//! makes from each `[[load]]` as written. Checks that span several values live in `validate.rs`
+//! and `load.rs`; custom value parsers (durations, sizes, signals, CPU lists, ports, SLOs,
+//! levels) in `de.rs`.
 
 use super::de;
 use serde::Deserialize;
@@ -167,43 +168,40 @@ pub struct UpstreamSpec {
     pub hiccup: Option<String>,
 }
 
-/// How load is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// How load is applied, with exactly the settings of that model, every value checked when the
+/// file loads (`load.rs`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum LoadModel {
-    Closed,
-    Open,
-    FindMax,
+    /// Fixed connections, one request in flight on each.
+    Closed {
+        /// Connection counts, one step each.
+        connections: Vec<u32>,
+    },
+    /// A fixed arrival rate.
+    Open {
+        /// Requests per second, one step each.
+        rate: Vec<f64>,
+        /// The most connections (requests in flight) the generator opens; `None`: the default.
+        max_connections: Option<u32>,
+    },
+    /// The highest rate that holds the objective.
+    FindMax {
+        slo: loadbench_model::Slo,
+        /// The most connections (requests in flight) the generator opens; `None`: the default.
+        max_connections: Option<u32>,
+    },
 }
 
 /// One row of the matrix: a model with its levels, against some targets.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoadSpec {
-    #[serde(default)]
     pub name: Option<String>,
     pub model: LoadModel,
     /// Targets loaded one after another (or all at once with `together = true`).
     pub targets: Vec<String>,
-    #[serde(default)]
     pub together: bool,
-    /// Closed model: connection counts, one step each.
-    #[serde(default)]
-    pub connections: Vec<u32>,
-    /// Open model: request rates per second, one step each.
-    #[serde(default)]
-    pub rate: Vec<f64>,
-    /// find-max: the objective, e.g. `p99<50ms`, parsed when the file loads.
-    #[serde(default, deserialize_with = "de::opt_slo")]
-    pub slo: Option<loadbench_model::Slo>,
-    /// Open and find-max: the most connections (requests in flight) the generator opens.
-    #[serde(default)]
-    pub max_connections: Option<u32>,
-    #[serde(default = "ten_seconds", deserialize_with = "de::duration")]
     pub duration: Duration,
-    #[serde(default, deserialize_with = "de::duration")]
     pub warmup: Duration,
-    #[serde(default)]
     pub request: RequestSpec,
 }
 
@@ -245,7 +243,7 @@ fn sigterm() -> i32 {
 fn five_seconds() -> Duration {
     Duration::from_secs(5)
 }
-fn ten_seconds() -> Duration {
+pub(super) fn ten_seconds() -> Duration {
     Duration::from_secs(10)
 }
 fn get() -> String {

@@ -56,9 +56,13 @@ fn parses_reverse_proxy_comparison() {
     assert_eq!(s.targets[2].stop_signal, libc::SIGTERM);
     assert_eq!(s.targets[2].ready, ReadySpec::default());
     let load = &s.loads[0];
-    assert_eq!(load.model, LoadModel::Closed);
+    assert_eq!(
+        load.model,
+        LoadModel::Closed {
+            connections: vec![5, 10, 15, 20]
+        }
+    );
     assert_eq!(load.targets, ["nginx", "haproxy", "backend"]);
-    assert_eq!(load.connections, [5, 10, 15, 20]);
     assert_eq!(
         (load.duration, load.warmup),
         (Duration::from_secs(10), Duration::from_secs(2))
@@ -188,7 +192,13 @@ fn max_connections_is_for_open_loads_only() {
     );
     let open = MINI.replace("connections = [1]", "rate = [100]\nmax_connections = 1500");
     let s = parse(&open.replace("\"closed\"", "\"open\"")).unwrap();
-    assert_eq!(s.loads[0].max_connections, Some(1500));
+    assert!(matches!(
+        s.loads[0].model,
+        LoadModel::Open {
+            max_connections: Some(1500),
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -202,4 +212,111 @@ fn port_of_another_target_renders_and_unknown_names_are_errors() {
     let ports = HashMap::from([("lb".to_string(), 7001)]);
     let values = s.placeholders(&s.targets[1], &ports, Path::new("/d"));
     assert_eq!(render_template("{port:lb}", &values).unwrap(), "7001");
+}
+
+/// A scenario with upstream targets `a` and `b` and these loads (their keys beside `targets`).
+fn with_loads(loads: &[&str]) -> String {
+    let mut text = String::from(
+        "name = \"m\"\n[[target]]\nname = \"a\"\nkind = \"upstream\"\n\
+         [[target]]\nname = \"b\"\nkind = \"upstream\"\n",
+    );
+    for l in loads {
+        text.push_str(&format!("\n[[load]]\ntargets = [\"a\"]\n{l}\n"));
+    }
+    text
+}
+
+const CLOSED: &str = "model = \"closed\"\nconnections = [1]";
+
+/// Asserts that `text` fails with exactly `key` on one line saying `words` and a fix, naming no
+/// command-line flag.
+fn assert_key(text: &str, key: &str, words: &str) -> ScenarioError {
+    let e = parse(text).unwrap_err();
+    let line = e.to_string();
+    assert_eq!(e.key, key, "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    assert!(line.contains(words), "{line} should say {words}");
+    assert!(line.contains("; fix: "), "{line}");
+    assert!(
+        !line.contains("--") && !line.contains(" -c"),
+        "{line} names a flag"
+    );
+    e
+}
+
+#[test]
+fn invalid_slo_names_its_load_key_and_line() {
+    let text = with_loads(&[CLOSED, CLOSED, "model = \"find-max\"\nslo = \"p99 < fast\""]);
+    let e = assert_key(&text, "load[2].slo", "'p99 < fast'");
+    assert_eq!(e.line, Some(text.lines().count()));
+}
+
+#[test]
+fn bad_load_duration_names_its_key() {
+    let text = with_loads(&[&format!("{CLOSED}\nduration = \"10 parsecs\"")]);
+    assert_key(&text, "load[0].duration", "10 parsecs");
+}
+
+#[test]
+fn zero_and_absurd_connections_are_refused() {
+    let zero = with_loads(&["model = \"closed\"\nconnections = [5, 0]"]);
+    assert_key(&zero, "load[0].connections", "above zero");
+    let million = with_loads(&["model = \"closed\"\nconnections = [1000000]"]);
+    assert_key(&million, "load[0].connections", "65535");
+    let negative = with_loads(&["model = \"closed\"\nconnections = [-1]"]);
+    assert_key(&negative, "load[0].connections", "-1");
+}
+
+#[test]
+fn zero_and_negative_rates_are_blamed_on_rate() {
+    for rate in ["[-5]", "[100, 0]"] {
+        let text = with_loads(&[&format!("model = \"open\"\nrate = {rate}")]);
+        assert_key(&text, "load[0].rate", "not a rate above zero");
+    }
+}
+
+#[test]
+fn steps_longer_than_a_day_are_refused() {
+    let long = with_loads(&[&format!("{CLOSED}\nduration = \"25h\"")]);
+    assert_key(&long, "load[0].duration", "longer than a day");
+    let warmup = with_loads(&[&format!("{CLOSED}\nwarmup = \"48h\"")]);
+    assert_key(&warmup, "load[0].warmup", "longer than a day");
+    let day = with_loads(&[&format!("{CLOSED}\nduration = \"24h\"")]);
+    assert_eq!(parse(&day).unwrap().loads[0].duration, MAX_STEP);
+}
+
+#[test]
+fn zero_max_connections_and_zero_rounds_are_refused() {
+    let open = with_loads(&["model = \"open\"\nrate = [10]\nmax_connections = 0"]);
+    assert_key(&open, "load[0].max_connections", "above zero");
+    let find_max = with_loads(&["model = \"find-max\"\nslo = \"p99<5ms\"\nmax_connections = 0"]);
+    assert_key(&find_max, "load[0].max_connections", "above zero");
+    let rounds = with_loads(&[CLOSED]).replace("name = \"m\"", "name = \"m\"\nrounds = 0");
+    assert_key(&rounds, "rounds", "at least 1");
+}
+
+#[test]
+fn settings_of_another_model_are_refused() {
+    let slo = with_loads(&[&format!("{CLOSED}\nslo = \"p99<5ms\"")]);
+    assert_key(&slo, "load[0].model", "connections = [10, 50]");
+    let empty = with_loads(&["model = \"open\"\nrate = []"]);
+    assert_key(&empty, "load[0].model", "rate = [1000, 5000]");
+    let unknown = with_loads(&["model = \"closd\"\nconnections = [1]"]);
+    assert_key(&unknown, "load[0].model", "closd");
+}
+
+#[test]
+fn one_level_needs_no_list() {
+    let s = parse(&with_loads(&[
+        "model = \"closed\"\nconnections = 10",
+        "model = \"open\"\nrate = 100",
+    ]))
+    .unwrap();
+    let connections = vec![10];
+    assert_eq!(s.loads[0].model, LoadModel::Closed { connections });
+    let open = LoadModel::Open {
+        rate: vec![100.0],
+        max_connections: None,
+    };
+    assert_eq!(s.loads[1].model, open);
 }

@@ -1,51 +1,60 @@
 //! Checks that span several values of a scenario, made before any process starts: distinct
-//! names and ports, each target's command, templates and placeholders, each load's model and
-//! levels, and the start order (no dependency circles).
+//! names and ports, each target's command, templates and placeholders, and the start order (no
+//! dependency circles). Each load is checked and typed by `load.rs`.
 
 use super::{
-    placeholders_in, ConfigFile, Limits, LoadModel, LoadSpec, PortSpec, Scenario, ScenarioError,
+    placeholders_in, ConfigFile, Limits, PortSpec, Scenario, ScenarioError, ScenarioFile,
     TargetKind, TargetSpec, PORT_OF,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-impl Scenario {
-    pub(super) fn validate(&mut self, file: &Path) -> Result<(), ScenarioError> {
-        let err =
-            |key: String, problem: String, fix: &str| ScenarioError::new(file, key, problem, fix);
+impl ScenarioFile {
+    /// Checks the file as written and types its loads: the validated [`Scenario`].
+    pub(super) fn validate(self, file: &Path) -> Result<Scenario, ScenarioError> {
+        self.check_counts(file)?;
+        let mut s = Scenario {
+            name: self.name,
+            description: self.description,
+            rounds: self.rounds,
+            cooldown: self.cooldown,
+            generator: self.generator,
+            targets: self.targets,
+            loads: Vec::new(),
+        };
+        s.check_names_and_ports(file)?;
+        let base = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let names: HashSet<String> = s.targets.iter().map(|t| t.name.clone()).collect();
+        for (i, t) in s.targets.iter_mut().enumerate() {
+            check_target(t, &format!("target[{i}]"), &names, &base, file)?;
+        }
+        s.loads = (self.loads.into_iter().enumerate())
+            .map(|(i, l)| l.resolve(&format!("load[{i}]"), &names, file))
+            .collect::<Result<_, _>>()?;
+        s.start_order(file)?;
+        Ok(s)
+    }
+
+    fn check_counts(&self, file: &Path) -> Result<(), ScenarioError> {
+        let err = |key: &str, problem: &str, fix: &str| ScenarioError::new(file, key, problem, fix);
         if self.rounds == 0 {
             return Err(err(
-                "rounds".into(),
-                "must be at least 1".into(),
+                "rounds",
+                "must be at least 1",
                 "set rounds = 1 or more",
             ));
         }
         if self.targets.is_empty() {
-            return Err(err(
-                "target".into(),
-                "no targets".into(),
-                "add a [[target]] table",
-            ));
+            return Err(err("target", "no targets", "add a [[target]] table"));
         }
         if self.loads.is_empty() {
-            return Err(err(
-                "load".into(),
-                "no loads".into(),
-                "add a [[load]] table",
-            ));
+            return Err(err("load", "no loads", "add a [[load]] table"));
         }
-        self.check_names_and_ports(file)?;
-        let base = file.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let names: HashSet<String> = self.targets.iter().map(|t| t.name.clone()).collect();
-        for (i, t) in self.targets.iter_mut().enumerate() {
-            check_target(t, &format!("target[{i}]"), &names, &base, file)?;
-        }
-        for (i, l) in self.loads.iter().enumerate() {
-            check_load(l, &format!("load[{i}]"), &names, file)?;
-        }
-        self.start_order(file).map(|_| ())
+        Ok(())
     }
+}
 
+impl Scenario {
     fn check_names_and_ports(&self, file: &Path) -> Result<(), ScenarioError> {
         let mut names = HashSet::new();
         let mut ports: HashMap<u16, usize> = HashMap::new();
@@ -299,87 +308,6 @@ fn check_placeholders(
                 fix,
             ));
         }
-    }
-    Ok(())
-}
-
-fn check_load(
-    l: &LoadSpec,
-    key: &str,
-    names: &HashSet<String>,
-    file: &Path,
-) -> Result<(), ScenarioError> {
-    let err = |k: &str, problem: String, fix: &str| {
-        ScenarioError::new(file, format!("{key}.{k}"), problem, fix)
-    };
-    if l.targets.is_empty() {
-        return Err(err(
-            "targets",
-            "is empty".into(),
-            "list target names, e.g. targets = [\"nginx\"]",
-        ));
-    }
-    if let Some(t) = l.targets.iter().find(|t| !names.contains(*t)) {
-        let mut known: Vec<&str> = names.iter().map(String::as_str).collect();
-        known.sort_unstable();
-        let fix = format!("use one of: {}", known.join(", "));
-        return Err(err("targets", format!("no target named '{t}'"), &fix));
-    }
-    let (levels, other) = match l.model {
-        LoadModel::Closed => (
-            !l.connections.is_empty(),
-            !l.rate.is_empty() || l.slo.is_some(),
-        ),
-        LoadModel::Open => (
-            !l.rate.is_empty(),
-            !l.connections.is_empty() || l.slo.is_some(),
-        ),
-        LoadModel::FindMax => (
-            l.slo.is_some(),
-            !l.rate.is_empty() || !l.connections.is_empty(),
-        ),
-    };
-    let fix = match l.model {
-        LoadModel::Closed => "closed loads take connections = [10, 50] (and no rate or slo)",
-        LoadModel::Open => "open loads take rate = [1000, 5000] (and no connections or slo)",
-        LoadModel::FindMax => {
-            "find-max loads take slo = \"p99<50ms\" (and no rate or connections; cap them with max_connections)"
-        }
-    };
-    if !levels || other {
-        return Err(err(
-            "model",
-            "its settings do not match the model".into(),
-            fix,
-        ));
-    }
-    if l.max_connections.is_some() && l.model == LoadModel::Closed {
-        return Err(err(
-            "max_connections",
-            "only for open and find-max loads".into(),
-            "closed loads set their connections with connections = [...]",
-        ));
-    }
-    if l.max_connections == Some(0) {
-        return Err(err(
-            "max_connections",
-            "must be above zero".into(),
-            "use e.g. max_connections = 1500",
-        ));
-    }
-    if l.connections.contains(&0) || l.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-        return Err(err(
-            "connections",
-            "levels must be above zero".into(),
-            "remove zero or negative levels",
-        ));
-    }
-    if l.duration.is_zero() {
-        return Err(err(
-            "duration",
-            "must be longer than zero".into(),
-            "use e.g. duration = \"10s\"",
-        ));
     }
     Ok(())
 }

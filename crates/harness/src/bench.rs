@@ -28,9 +28,13 @@ use std::time::{Duration, Instant};
 /// One step of the matrix: a load level, a round, and the targets loaded together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
+    /// Index of the load in the scenario.
     pub load: usize,
+    /// Index of the level in the load.
     pub level: usize,
+    /// Round, from 0.
     pub round: u32,
+    /// The targets loaded in this step (several for a `together` load).
     pub targets: Vec<String>,
 }
 
@@ -109,14 +113,19 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
 
 /// Everything one matrix run needs.
 pub struct Matrix<'a> {
+    /// The scenario whose loads run.
     pub scenario: &'a Scenario,
+    /// Its started targets.
     pub targets: &'a mut Targets,
+    /// Samples the targets' resources; each step marks its start and end.
     pub sampler: &'a Sampler,
     /// Sees every load that runs alone (loads run `together` are quiet).
     pub observer: &'a dyn Observer,
+    /// Set to end the current step early and skip the rest.
     pub stop: &'a Arc<AtomicBool>,
-    /// Generator worker threads (`None`: one per core) and the cores it may use.
+    /// Generator worker threads (`None`: one per core).
     pub threads: Option<u32>,
+    /// The cores the generator may use (for the bottleneck verdict).
     pub generator_cores: f64,
 }
 

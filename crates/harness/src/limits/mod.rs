@@ -78,7 +78,9 @@ pub struct Applied {
 /// Which cgroup version a guard uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CgroupVersion {
+    /// One hierarchy per controller.
     V1,
+    /// The unified hierarchy.
     V2,
 }
 

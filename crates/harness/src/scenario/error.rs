@@ -11,11 +11,15 @@ const DOCS: &str = "see docs/scenarios.md";
 /// One user mistake in a scenario file, displayed as one line: file, key, problem, fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ScenarioError {
+    /// The scenario file.
     pub file: PathBuf,
+    /// The line, when toml knows it (syntax, type and unknown-key errors).
     pub line: Option<usize>,
     /// Key path such as `target[1].ready.timeout`.
     pub key: String,
+    /// What is wrong, one line.
     pub problem: String,
+    /// What to do about it.
     pub fix: String,
 }
 

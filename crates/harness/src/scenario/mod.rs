@@ -41,13 +41,17 @@ use std::time::Duration;
 pub struct Scenario {
     /// Short name, used in result file names and reports.
     pub name: String,
+    /// Free text shown in reports.
     pub description: Option<String>,
     /// How many times every load step is repeated.
     pub rounds: u32,
     /// Pause between rounds (and steps), so that targets settle.
     pub cooldown: Duration,
+    /// Where the load generator runs.
     pub generator: GeneratorSpec,
+    /// The processes under test (`[[target]]`).
     pub targets: Vec<TargetSpec>,
+    /// The loads to run (`[[load]]`), in order.
     pub loads: Vec<LoadSpec>,
 }
 

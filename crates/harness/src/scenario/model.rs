@@ -37,17 +37,21 @@ pub enum TargetKind {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
+    /// Distinct name; loads and `{port:NAME}` refer to it.
     pub name: String,
+    /// An external program or the built-in backend.
     #[serde(default)]
     pub kind: TargetKind,
     /// Program to run (kind = "command" only); placeholders allowed.
     #[serde(default)]
     pub command: Option<String>,
+    /// Its arguments; placeholders allowed.
     #[serde(default)]
     pub args: Vec<String>,
     /// Working directory; default: the per-run directory `{dir}`.
     #[serde(default)]
     pub workdir: Option<String>,
+    /// Extra environment variables; values may use placeholders.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Loopback port the target listens on: a number, or "auto" for a free one.
@@ -59,10 +63,13 @@ pub struct TargetSpec {
     /// URL to load; default `http://127.0.0.1:{port}`.
     #[serde(default)]
     pub url: Option<String>,
+    /// Config files rendered into the run directory.
     #[serde(default)]
     pub config: Vec<ConfigFile>,
+    /// How to tell that it is ready.
     #[serde(default)]
     pub ready: ReadySpec,
+    /// Its CPU and memory limits.
     #[serde(default)]
     pub limits: Limits,
     /// Settings of the built-in backend (kind = "upstream" only).
@@ -79,8 +86,10 @@ pub struct TargetSpec {
 /// A loopback port: fixed or allocated per run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PortSpec {
+    /// A free port, picked for each run.
     #[default]
     Auto,
+    /// This port.
     Fixed(u16),
 }
 
@@ -111,6 +120,7 @@ pub struct ReadySpec {
     /// `host:port` that must accept a TCP connection; placeholders allowed.
     #[serde(default)]
     pub tcp: Option<String>,
+    /// How long to wait; a target not ready by then is an error.
     #[serde(default = "ten_seconds", deserialize_with = "de::duration")]
     pub timeout: Duration,
 }
@@ -129,6 +139,7 @@ impl Default for ReadySpec {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
+    /// CPUs the target's whole process tree may run on.
     #[serde(default)]
     pub cpuset: Option<CpuSet>,
     /// CPU quota in cores (1.5 = one and a half cores of time per period).
@@ -152,6 +163,7 @@ pub struct UpstreamSpec {
     /// Body size of `/`.
     #[serde(default, deserialize_with = "de::opt_size")]
     pub body_size: Option<u64>,
+    /// Worker threads of the backend; default: one per core.
     #[serde(default)]
     pub threads: Option<u32>,
     /// Serve at most this many requests at once; more wait in line (a known capacity).
@@ -186,6 +198,7 @@ pub enum LoadModel {
     },
     /// The highest rate that holds the objective.
     FindMax {
+        /// The objective, e.g. `p99<50ms`, parsed when the file loads.
         slo: loadbench_model::Slo,
         /// The most connections (requests in flight) the generator opens; `None`: the default.
         max_connections: Option<u32>,
@@ -195,13 +208,19 @@ pub enum LoadModel {
 /// One row of the matrix: a model with its levels, against some targets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadSpec {
+    /// Label in reports; default `<model>-<n>`.
     pub name: Option<String>,
+    /// How load is applied, with its levels.
     pub model: LoadModel,
     /// Targets loaded one after another (or all at once with `together = true`).
     pub targets: Vec<String>,
+    /// Load all targets at the same time in one step.
     pub together: bool,
+    /// How long each step is measured.
     pub duration: Duration,
+    /// Load applied before measuring, not recorded.
     pub warmup: Duration,
+    /// The request sent.
     pub request: RequestSpec,
 }
 
@@ -209,12 +228,16 @@ pub struct LoadSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestSpec {
+    /// HTTP method; default `GET`.
     #[serde(default = "get")]
     pub method: String,
+    /// Path and query, appended to the target's URL; default `/`.
     #[serde(default = "slash")]
     pub path: String,
+    /// Extra request headers.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Request body.
     #[serde(default)]
     pub body: Option<String>,
 }

@@ -16,7 +16,9 @@ pub const PORT_OF: &str = "port:";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{problem} on line {line}")]
 pub struct TemplateError {
+    /// Line of the template, from 1.
     pub line: usize,
+    /// What is wrong, e.g. an unknown placeholder.
     pub problem: String,
 }
 

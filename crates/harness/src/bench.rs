@@ -28,9 +28,13 @@ use std::time::{Duration, Instant};
 /// One step of the matrix: a load level, a round, and the targets loaded together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
+    /// Index of the load in the scenario.
     pub load: usize,
+    /// Index of the level in the load.
     pub level: usize,
+    /// Round, from 0.
     pub round: u32,
+    /// The targets loaded in this step (several for a `together` load).
     pub targets: Vec<String>,
 }
 
@@ -59,10 +63,10 @@ pub fn steps(s: &Scenario) -> Vec<Step> {
 
 /// The levels of a load: connection counts, rates, or the single find-max search.
 pub fn levels(l: &scenario::LoadSpec) -> Vec<f64> {
-    match l.model {
-        LoadModel::Closed => l.connections.iter().map(|&c| f64::from(c)).collect(),
-        LoadModel::Open => l.rate.clone(),
-        LoadModel::FindMax => vec![0.0],
+    match &l.model {
+        LoadModel::Closed { connections } => connections.iter().map(|&c| f64::from(c)).collect(),
+        LoadModel::Open { rate, .. } => rate.clone(),
+        LoadModel::FindMax { .. } => vec![0.0],
     }
 }
 
@@ -71,40 +75,57 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
     s.loads
         .iter()
         .enumerate()
-        .map(|(i, l)| BenchLoad {
-            name: l.name.clone().unwrap_or_else(|| match l.model {
-                LoadModel::Closed => format!("closed-{}", i + 1),
-                LoadModel::Open => format!("open-{}", i + 1),
-                LoadModel::FindMax => format!("find-max-{}", i + 1),
-            }),
-            model: match l.model {
-                LoadModel::Closed => BenchModel::Closed,
-                LoadModel::Open => BenchModel::Open,
-                LoadModel::FindMax => BenchModel::FindMax,
-            },
-            targets: l.targets.clone(),
-            together: l.together,
-            levels: levels(l),
-            slo: l.slo.as_ref().map(|s| s.text.clone()),
-            max_connections: l.max_connections,
-            duration_ms: l.duration.as_millis() as u64,
-            warmup_ms: l.warmup.as_millis() as u64,
-            method: l.request.method.clone(),
-            path: l.request.path.clone(),
+        .map(|(i, l)| {
+            let (model, slo, max_connections) = match &l.model {
+                LoadModel::Closed { .. } => (BenchModel::Closed, None, None),
+                LoadModel::Open {
+                    max_connections, ..
+                } => (BenchModel::Open, None, *max_connections),
+                LoadModel::FindMax {
+                    slo,
+                    max_connections,
+                } => (
+                    BenchModel::FindMax,
+                    Some(slo.text.clone()),
+                    *max_connections,
+                ),
+            };
+            BenchLoad {
+                name: l.name.clone().unwrap_or_else(|| match model {
+                    BenchModel::Closed => format!("closed-{}", i + 1),
+                    BenchModel::Open => format!("open-{}", i + 1),
+                    BenchModel::FindMax => format!("find-max-{}", i + 1),
+                }),
+                model,
+                targets: l.targets.clone(),
+                together: l.together,
+                levels: levels(l),
+                slo,
+                max_connections,
+                duration_ms: l.duration.as_millis() as u64,
+                warmup_ms: l.warmup.as_millis() as u64,
+                method: l.request.method.clone(),
+                path: l.request.path.clone(),
+            }
         })
         .collect()
 }
 
 /// Everything one matrix run needs.
 pub struct Matrix<'a> {
+    /// The scenario whose loads run.
     pub scenario: &'a Scenario,
+    /// Its started targets.
     pub targets: &'a mut Targets,
+    /// Samples the targets' resources; each step marks its start and end.
     pub sampler: &'a Sampler,
     /// Sees every load that runs alone (loads run `together` are quiet).
     pub observer: &'a dyn Observer,
+    /// Set to end the current step early and skip the rest.
     pub stop: &'a Arc<AtomicBool>,
-    /// Generator worker threads (`None`: one per core) and the cores it may use.
+    /// Generator worker threads (`None`: one per core).
     pub threads: Option<u32>,
+    /// The cores the generator may use (for the bottleneck verdict).
     pub generator_cores: f64,
 }
 
@@ -190,7 +211,7 @@ impl Matrix<'_> {
 
     fn load(&mut self, load: &scenario::LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {
         let specs: Vec<LoadSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
-        if let (LoadModel::FindMax, Some(slo)) = (load.model, &load.slo) {
+        if let LoadModel::FindMax { slo, .. } = &load.model {
             return specs.into_iter().map(|s| self.find_max(s, slo)).collect();
         }
         if let [spec] = specs.as_slice() {
@@ -248,9 +269,6 @@ impl Matrix<'_> {
             .map(|r| r.info.url.clone())
             .unwrap_or_default();
         let req = &load.request;
-        let max_connections = load
-            .max_connections
-            .unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
         let mut spec = LoadSpec::closed(&join_url(&base, &req.path), level as u32, load.duration);
         spec.threads = self.threads;
         spec.warmup = load.warmup;
@@ -266,15 +284,20 @@ impl Matrix<'_> {
                 .clone()
                 .map_or(Body::None, |b| Body::Bytes(b.into_bytes())),
         };
-        match load.model {
-            LoadModel::Closed => {}
-            LoadModel::Open => {
+        let or_default = |m: &Option<u32>| m.unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
+        match &load.model {
+            LoadModel::Closed { .. } => {}
+            LoadModel::Open {
+                max_connections, ..
+            } => {
                 spec.load = Load::Open {
                     schedule: Schedule::constant(level, load.duration),
-                    max_connections,
+                    max_connections: or_default(max_connections),
                 };
             }
-            LoadModel::FindMax => spec.connections = max_connections,
+            LoadModel::FindMax {
+                max_connections, ..
+            } => spec.connections = or_default(max_connections),
         }
         spec
     }

@@ -111,9 +111,9 @@ fn reverse_proxies_compares_three_proxies_with_the_backend() {
     assert!(haproxy.contains("nbthread 1") && haproxy.contains("http-reuse always"));
     assert_eq!(s.loads.len(), 1);
     let l = &s.loads[0];
-    assert_eq!(l.model, LoadModel::Closed);
+    let connections = vec![50, 100, 250];
+    assert_eq!(l.model, LoadModel::Closed { connections });
     assert_eq!(l.targets, ["nginx", "haproxy", "caddy", "backend"]);
-    assert_eq!(l.connections, [50, 100, 250]);
     assert_eq!(l.duration, Duration::from_secs(10));
 }
 
@@ -131,10 +131,8 @@ fn gateway_overhead_puts_nginx_before_a_200ms_backend() {
     );
     assert_eq!(s.rounds, 5);
     let l = &s.loads[0];
-    assert_eq!(
-        (l.model, l.connections.as_slice()),
-        (LoadModel::Closed, &[300][..])
-    );
+    let connections = vec![300];
+    assert_eq!(l.model, LoadModel::Closed { connections });
     assert_eq!(l.targets, ["gateway", "backend"]);
 }
 
@@ -159,7 +157,12 @@ fn scale_out_balances_three_backends_by_port_name() {
     let loads: Vec<_> = s
         .loads
         .iter()
-        .map(|l| (l.targets.clone(), l.connections.clone(), l.together))
+        .map(|l| match &l.model {
+            LoadModel::Closed { connections } => {
+                (l.targets.clone(), connections.clone(), l.together)
+            }
+            other => panic!("a closed load, not {other:?}"),
+        })
         .collect();
     let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(
@@ -186,9 +189,9 @@ fn concurrency_sweep_steps_5_to_20_against_a_serializing_app() {
         (Some(1), Some("7ms"))
     );
     let l = &s.loads[0];
-    assert_eq!(l.model, LoadModel::Closed);
+    let connections = vec![5, 10, 15, 20];
+    assert_eq!(l.model, LoadModel::Closed { connections });
     assert_eq!(l.targets, ["app", "backend"]);
-    assert_eq!(l.connections, [5, 10, 15, 20]);
 }
 
 #[test]
@@ -198,9 +201,14 @@ fn find_max_searches_within_a_p99_slo() {
     assert_eq!(names(&s), ["backend", "nginx"]);
     assert_two_core_layout(&s);
     let l = &s.loads[0];
-    assert_eq!(l.model, LoadModel::FindMax);
-    assert_eq!(l.slo.as_ref().map(|s| s.text.as_str()), Some("p99<20ms"));
-    assert_eq!(l.max_connections, Some(2000));
+    let LoadModel::FindMax {
+        slo,
+        max_connections,
+    } = &l.model
+    else {
+        panic!("a find-max load, not {:?}", l.model);
+    };
+    assert_eq!(slo.text, "p99<20ms");
+    assert_eq!(*max_connections, Some(2000));
     assert_eq!(l.targets, ["nginx", "backend"]);
-    assert!(l.rate.is_empty());
 }

@@ -1,0 +1,314 @@
+//! One `[[load]]` table: read as written ([`LoadFile`]: the shared keys and every model's keys,
+//! each value parsed by serde so that a bad one is reported with its line), then typed into a
+//! [`LoadSpec`] whose [`LoadModel`] holds exactly its model's settings, every value checked
+//! against what a run can do. So nothing a file can say fails later, after targets started, with
+//! a message about command-line flags: errors name the key (`load[2].rate`) and the fix.
+//!
+//! Why not serde's internally tagged enum on `model`: serde buffers such a table before it picks
+//! the variant, and toml then knows only the table's header, so errors could name `load[2]` but
+//! never `load[2].slo` or its line.
+
+use super::model::ten_seconds;
+use super::{de, LoadModel, LoadSpec, RequestSpec, ScenarioError};
+use loadbench_model::Slo;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// The most connections one load opens to one target: the ports of one source address (the
+/// generator connects from one loopback address).
+pub const MAX_CONNECTIONS: u32 = 65_535;
+
+/// The longest `duration` or `warmup` of a load step.
+pub const MAX_STEP: Duration = Duration::from_secs(24 * 3600);
+
+/// Open files the engine needs beside its connections (it checks the same sum).
+const SPARE_FILES: u64 = 64;
+
+/// A `[[load]]` table as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LoadFile {
+    #[serde(default)]
+    name: Option<String>,
+    model: ModelName,
+    targets: Vec<String>,
+    #[serde(default)]
+    together: bool,
+    #[serde(default, deserialize_with = "de::opt_levels")]
+    connections: Option<Vec<u32>>,
+    #[serde(default, deserialize_with = "de::opt_levels")]
+    rate: Option<Vec<f64>>,
+    #[serde(default, deserialize_with = "de::opt_slo")]
+    slo: Option<Slo>,
+    #[serde(default)]
+    max_connections: Option<u32>,
+    #[serde(default = "ten_seconds", deserialize_with = "de::duration")]
+    duration: Duration,
+    #[serde(default, deserialize_with = "de::duration")]
+    warmup: Duration,
+    #[serde(default)]
+    request: RequestSpec,
+}
+
+/// The `model` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ModelName {
+    Closed,
+    Open,
+    FindMax,
+}
+
+/// A mistake in one load: the key under `load[i]`, what is wrong, and the fix.
+#[derive(Debug, PartialEq)]
+struct Bad {
+    key: &'static str,
+    problem: String,
+    fix: String,
+}
+
+fn bad(key: &'static str, problem: impl Into<String>, fix: impl Into<String>) -> Bad {
+    Bad {
+        key,
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+impl Bad {
+    /// The one-line error of this mistake in load `key` (`load[i]`) of `file`.
+    fn at(self, key: &str, file: &Path) -> ScenarioError {
+        ScenarioError::new(file, format!("{key}.{}", self.key), self.problem, &self.fix)
+    }
+}
+
+impl LoadFile {
+    /// Checks this load (`key` is `load[i]`, `names` the targets of the file) and types it.
+    pub(super) fn resolve(
+        self,
+        key: &str,
+        names: &HashSet<String>,
+        file: &Path,
+    ) -> Result<LoadSpec, ScenarioError> {
+        let model = self.check(names).map_err(|b| b.at(key, file))?;
+        Ok(LoadSpec {
+            name: self.name,
+            model,
+            targets: self.targets,
+            together: self.together,
+            duration: self.duration,
+            warmup: self.warmup,
+            request: self.request,
+        })
+    }
+
+    /// Every value of this load, checked; the typed model.
+    fn check(&self, names: &HashSet<String>) -> Result<LoadModel, Bad> {
+        check_targets(&self.targets, names)?;
+        let model = self.model()?;
+        let at_once = match (&model, self.together) {
+            (LoadModel::FindMax { .. }, _) | (_, false) => 1,
+            (_, true) => self.targets.len() as u64,
+        };
+        check_levels(&model, at_once, open_files_limit())?;
+        if self.duration.is_zero() {
+            return Err(bad(
+                "duration",
+                "must be longer than zero",
+                "use e.g. duration = \"10s\"",
+            ));
+        }
+        check_step("duration", self.duration)?;
+        check_step("warmup", self.warmup)?;
+        Ok(model)
+    }
+
+    /// The typed model: its own settings present (levels not empty), no other model's.
+    fn model(&self) -> Result<LoadModel, Bad> {
+        let (rate, slo) = (self.rate.clone(), self.slo.clone());
+        let model = match (self.model, self.connections.clone(), rate, slo) {
+            (ModelName::Closed, Some(connections), None, None) if !connections.is_empty() => {
+                if self.max_connections.is_some() {
+                    return Err(bad(
+                        "max_connections",
+                        "only for open and find-max loads",
+                        "closed loads set their connections with connections = [...]",
+                    ));
+                }
+                LoadModel::Closed { connections }
+            }
+            (ModelName::Open, None, Some(rate), None) if !rate.is_empty() => LoadModel::Open {
+                rate,
+                max_connections: self.max_connections,
+            },
+            (ModelName::FindMax, None, None, Some(slo)) => LoadModel::FindMax {
+                slo,
+                max_connections: self.max_connections,
+            },
+            (m, ..) => return Err(mismatch(m)),
+        };
+        Ok(model)
+    }
+}
+
+fn mismatch(m: ModelName) -> Bad {
+    let fix = match m {
+        ModelName::Closed => "closed loads take connections = [10, 50] (and no rate or slo)",
+        ModelName::Open => "open loads take rate = [1000, 5000] (and no connections or slo)",
+        ModelName::FindMax => {
+            "find-max loads take slo = \"p99<50ms\" (and no rate or connections; cap them with max_connections)"
+        }
+    };
+    bad("model", "its settings do not match the model", fix)
+}
+
+fn check_targets(targets: &[String], names: &HashSet<String>) -> Result<(), Bad> {
+    if targets.is_empty() {
+        return Err(bad(
+            "targets",
+            "is empty",
+            "list target names, e.g. targets = [\"nginx\"]",
+        ));
+    }
+    if let Some(t) = targets.iter().find(|t| !names.contains(*t)) {
+        let mut known: Vec<&str> = names.iter().map(String::as_str).collect();
+        known.sort_unstable();
+        let fix = format!("use one of: {}", known.join(", "));
+        return Err(bad("targets", format!("no target named '{t}'"), fix));
+    }
+    Ok(())
+}
+
+/// Every level of `model` is one a run can apply, in a process that may hold `open_files` files.
+/// Closed loads open all their connections: `at_once` targets loaded together need them all.
+/// `max_connections` only caps an open load, so each engine checks it alone, as the engine does.
+fn check_levels(model: &LoadModel, at_once: u64, open_files: u64) -> Result<(), Bad> {
+    let max_connections = match model {
+        LoadModel::Closed { connections } => {
+            for &c in connections {
+                check_connections("connections", c, at_once, open_files)?;
+            }
+            return Ok(());
+        }
+        LoadModel::Open {
+            rate,
+            max_connections,
+        } => {
+            if let Some(r) = rate.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+                let fix = "give requests per second above zero, e.g. rate = [1000, 5000]";
+                return Err(bad("rate", format!("{r} is not a rate above zero"), fix));
+            }
+            max_connections
+        }
+        LoadModel::FindMax {
+            max_connections, ..
+        } => max_connections,
+    };
+    let n = max_connections.unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
+    check_connections("max_connections", n, 1, open_files).map_err(|b| match max_connections {
+        Some(_) => b,
+        None => Bad {
+            problem: format!("not set, and its default of {}", b.problem),
+            ..b
+        },
+    })
+}
+
+/// `n` connections under `key`, to each of `at_once` targets, fit what one process can open.
+fn check_connections(key: &'static str, n: u32, at_once: u64, open_files: u64) -> Result<(), Bad> {
+    if n == 0 {
+        let example = if key == "connections" {
+            "[10, 50]"
+        } else {
+            "1500"
+        };
+        return Err(bad(
+            key,
+            "must be above zero",
+            format!("use e.g. {key} = {example}"),
+        ));
+    }
+    if n > MAX_CONNECTIONS {
+        let problem = format!(
+            "{n} connections to one target are more than one source address has ports for \
+             ({MAX_CONNECTIONS})"
+        );
+        return Err(bad(key, problem, format!("use at most {MAX_CONNECTIONS}")));
+    }
+    let needed = u64::from(n) * at_once + SPARE_FILES;
+    if needed > open_files {
+        let most = open_files.saturating_sub(SPARE_FILES) / at_once;
+        let each = match at_once {
+            1 => String::new(),
+            _ => format!(" to each of {at_once} targets at once"),
+        };
+        let problem = format!(
+            "{n} connections{each} need {needed} open files, above this host's hard limit of \
+             {open_files} (ulimit -Hn)"
+        );
+        let fix = format!("use at most {most}, or raise the hard limit of open files");
+        return Err(bad(key, problem, fix));
+    }
+    Ok(())
+}
+
+/// A step of a load lasts at most [`MAX_STEP`].
+fn check_step(key: &'static str, d: Duration) -> Result<(), Bad> {
+    if d > MAX_STEP {
+        let problem = format!("{} is longer than a day", humantime::format_duration(d));
+        let fix = format!("use e.g. {key} = \"10s\"; run long tests as several rounds");
+        return Err(bad(key, problem, fix));
+    }
+    Ok(())
+}
+
+/// The hard limit of open files of this process (the engine raises its soft limit up to it).
+fn open_files_limit() -> u64 {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(u64::MAX, |(_, hard)| hard)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_must_fit_the_open_files_of_the_process() {
+        let closed = |c: u32| LoadModel::Closed {
+            connections: vec![10, c],
+        };
+        assert_eq!(check_levels(&closed(960), 1, 1024), Ok(()));
+        let e = check_levels(&closed(961), 1, 1024).unwrap_err();
+        assert_eq!(e.key, "connections");
+        assert!(
+            e.problem.contains("1025 open files") && e.problem.contains("1024"),
+            "{e:?}"
+        );
+        assert!(e.fix.contains("at most 960"), "{e:?}");
+        // Targets loaded together share the process's files.
+        assert_eq!(check_levels(&closed(480), 2, 1024), Ok(()));
+        let e = check_levels(&closed(481), 2, 1024).unwrap_err();
+        assert!(e.problem.contains("each of 2 targets"), "{e:?}");
+    }
+
+    #[test]
+    fn open_loads_check_max_connections_or_its_default() {
+        let open = |m: Option<u32>| LoadModel::Open {
+            rate: vec![100.0],
+            max_connections: m,
+        };
+        assert_eq!(check_levels(&open(Some(1000)), 1, 2048), Ok(()));
+        let e = check_levels(&open(None), 1, 2048).unwrap_err();
+        assert_eq!(e.key, "max_connections");
+        assert!(
+            e.problem.starts_with("not set, and its default of 10000"),
+            "{e:?}"
+        );
+        // A cap, not a demand: targets loaded together are checked one by one, like the engine.
+        let open_2000 = open(Some(2000));
+        assert_eq!(check_levels(&open_2000, 2, 4000), Ok(()));
+        let e = check_levels(&open(Some(2000)), 1, 2000).unwrap_err();
+        assert!(e.problem.starts_with("2000 connections need 2064"), "{e:?}");
+    }
+}

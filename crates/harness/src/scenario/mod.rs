@@ -1,0 +1,104 @@
+//! Scenario files: what `loadbench bench scenario.toml` reads.
+//!
+//! A scenario names the targets to start (a command with rendered config files, or the built-in
+//! reference backend), their limits, how to tell they are ready, and the loads to run against
+//! them. Everything is checked here, before any process starts, so that a mistake costs one
+//! clear line naming the file, the key and the fix rather than a half-run benchmark.
+//! docs/scenarios.md documents every key.
+//!
+//! Layout: `model.rs` holds the types serde reads, `de.rs` the values serde cannot read alone
+//! (durations, sizes, signals, CPU lists, ports, SLOs), `validate.rs` the checks across values,
+//! `load.rs` each `[[load]]` (as written, then typed and checked),
+//! `template.rs` placeholders and rendering, `ports.rs` the ports of a run, and `error.rs` the
+//! one-line [`ScenarioError`] (with toml's errors mapped to a line and key path).
+
+mod de;
+mod error;
+mod load;
+mod model;
+mod ports;
+mod template;
+mod validate;
+
+pub use de::{parse_duration, parse_size};
+pub use error::ScenarioError;
+pub use load::{MAX_CONNECTIONS, MAX_STEP};
+pub use model::{
+    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, PortSpec, ReadySpec,
+    RequestSpec, TargetKind, TargetSpec, UpstreamSpec,
+};
+pub use ports::allocate_ports;
+pub use template::{placeholders_in, render_template, TemplateError, PLACEHOLDERS, PORT_OF};
+pub use validate::dependencies;
+
+use error::toml_error;
+use serde::Deserialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// A validated scenario file: every value checked, every load typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Short name, used in result file names and reports.
+    pub name: String,
+    /// Free text shown in reports.
+    pub description: Option<String>,
+    /// How many times every load step is repeated.
+    pub rounds: u32,
+    /// Pause between rounds (and steps), so that targets settle.
+    pub cooldown: Duration,
+    /// Where the load generator runs.
+    pub generator: GeneratorSpec,
+    /// The processes under test (`[[target]]`).
+    pub targets: Vec<TargetSpec>,
+    /// The loads to run (`[[load]]`), in order.
+    pub loads: Vec<LoadSpec>,
+}
+
+/// A scenario file as written, read by serde; [`ScenarioFile::validate`] makes it a [`Scenario`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default = "model::one")]
+    rounds: u32,
+    #[serde(default, deserialize_with = "de::duration")]
+    cooldown: Duration,
+    #[serde(default)]
+    generator: GeneratorSpec,
+    #[serde(rename = "target", default)]
+    targets: Vec<TargetSpec>,
+    #[serde(rename = "load", default)]
+    loads: Vec<load::LoadFile>,
+}
+
+impl Scenario {
+    /// Reads, parses and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ScenarioError::new(
+                path,
+                "(file)",
+                format!("cannot read it: {e}"),
+                "check the path",
+            )
+        })?;
+        Scenario::parse(&text, path)
+    }
+
+    /// Parses and validates scenario text; `file` names it in errors and anchors `template_file`.
+    pub fn parse(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
+        let written: ScenarioFile = toml::from_str(text).map_err(|e| toml_error(file, text, &e))?;
+        written.validate(file)
+    }
+
+    /// The target called `name`.
+    pub fn target(&self, name: &str) -> Option<&TargetSpec> {
+        self.targets.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

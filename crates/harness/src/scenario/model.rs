@@ -1,0 +1,283 @@
+//! The scenario's types: targets, their limits and readiness, the built-in backend's settings and
+//! requests as serde reads them, and the typed loads ([`LoadSpec`], [`LoadModel`]) that `load.rs`
+//! makes from each `[[load]]` as written. Checks that span several values live in `validate.rs`
+//! and `load.rs`; custom value parsers (durations, sizes, signals, CPU lists, ports, SLOs,
+//! levels) in `de.rs`.
+
+use super::de;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the load generator itself runs.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorSpec {
+    /// CPUs the generator is pinned to.
+    #[serde(default)]
+    pub cpuset: Option<CpuSet>,
+    /// Worker threads; default: one per CPU in `cpuset` (or per core).
+    #[serde(default)]
+    pub threads: Option<u32>,
+}
+
+/// What a target is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// An external program (`command`, `args`).
+    #[default]
+    Command,
+    /// The built-in reference backend (`loadbench serve`), configured by `[target.upstream]`.
+    Upstream,
+}
+
+/// One process under test.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// Distinct name; loads and `{port:NAME}` refer to it.
+    pub name: String,
+    /// An external program or the built-in backend.
+    #[serde(default)]
+    pub kind: TargetKind,
+    /// Program to run (kind = "command" only); placeholders allowed.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments; placeholders allowed.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Working directory; default: the per-run directory `{dir}`.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Extra environment variables; values may use placeholders.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Loopback port the target listens on: a number, or "auto" for a free one.
+    #[serde(default)]
+    pub port: PortSpec,
+    /// Name of the target this one forwards to; gives `{upstream}` = `127.0.0.1:<its port>`.
+    #[serde(default)]
+    pub proxy_to: Option<String>,
+    /// URL to load; default `http://127.0.0.1:{port}`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Config files rendered into the run directory.
+    #[serde(default)]
+    pub config: Vec<ConfigFile>,
+    /// How to tell that it is ready.
+    #[serde(default)]
+    pub ready: ReadySpec,
+    /// Its CPU and memory limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Settings of the built-in backend (kind = "upstream" only).
+    #[serde(default)]
+    pub upstream: Option<UpstreamSpec>,
+    /// Signal sent to stop the target: TERM, INT, QUIT, HUP, KILL, USR1, USR2.
+    #[serde(default = "sigterm", deserialize_with = "de::signal")]
+    pub stop_signal: i32,
+    /// How long to wait after the stop signal before killing the process group.
+    #[serde(default = "five_seconds", deserialize_with = "de::duration")]
+    pub stop_timeout: Duration,
+}
+
+/// A loopback port: fixed or allocated per run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PortSpec {
+    /// A free port, picked for each run.
+    #[default]
+    Auto,
+    /// This port.
+    Fixed(u16),
+}
+
+/// A config file rendered from a template into the per-run directory.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Inline template text.
+    #[serde(default)]
+    pub template: Option<String>,
+    /// Template file, relative to the scenario file.
+    #[serde(default)]
+    pub template_file: Option<PathBuf>,
+    /// Where to write it, relative to the per-run directory.
+    pub path: PathBuf,
+    /// The template text, from `template` or the contents of `template_file` (filled by load).
+    #[serde(skip)]
+    pub text: String,
+}
+
+/// How to tell that a target is ready; by default a TCP connect to its port.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadySpec {
+    /// URL that must answer with a 2xx/3xx status; placeholders allowed.
+    #[serde(default)]
+    pub http: Option<String>,
+    /// `host:port` that must accept a TCP connection; placeholders allowed.
+    #[serde(default)]
+    pub tcp: Option<String>,
+    /// How long to wait; a target not ready by then is an error.
+    #[serde(default = "ten_seconds", deserialize_with = "de::duration")]
+    pub timeout: Duration,
+}
+
+impl Default for ReadySpec {
+    fn default() -> Self {
+        Self {
+            http: None,
+            tcp: None,
+            timeout: ten_seconds(),
+        }
+    }
+}
+
+/// Resource limits, like docker's `--cpuset-cpus`, `--cpus` and `--memory`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// CPUs the target's whole process tree may run on.
+    #[serde(default)]
+    pub cpuset: Option<CpuSet>,
+    /// CPU quota in cores (1.5 = one and a half cores of time per period).
+    #[serde(default)]
+    pub cpus: Option<f64>,
+    /// Memory limit in bytes (written as `512MiB`, `8GiB`, ...).
+    #[serde(default, deserialize_with = "de::opt_size")]
+    pub memory: Option<u64>,
+}
+
+/// Settings of the built-in reference backend.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSpec {
+    /// Paths the backend must answer (checked at readiness); default `["/"]`.
+    #[serde(default)]
+    pub routes: Vec<String>,
+    /// Delay before every answer, e.g. `1ms`, `uniform:1ms..5ms` (passed to `serve --delay`).
+    #[serde(default)]
+    pub delay: Option<String>,
+    /// Body size of `/`.
+    #[serde(default, deserialize_with = "de::opt_size")]
+    pub body_size: Option<u64>,
+    /// Worker threads of the backend; default: one per core.
+    #[serde(default)]
+    pub threads: Option<u32>,
+    /// Serve at most this many requests at once; more wait in line (a known capacity).
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    /// Status code of `/` instead of 200.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Share of answers replaced by a 500, e.g. 0.01.
+    #[serde(default)]
+    pub fail_rate: Option<f64>,
+    /// Periodic stalls like a GC pause, `STALL/EVERY`, e.g. `500ms/1s`.
+    #[serde(default)]
+    pub hiccup: Option<String>,
+    /// Keep working on requests whose client has gone (`serve --keep-abandoned`).
+    #[serde(default)]
+    pub keep_abandoned: bool,
+    /// Serve at most this many connections at once (`serve --max-served-conns`).
+    #[serde(default)]
+    pub max_served_conns: Option<u32>,
+}
+
+/// How load is applied, with exactly the settings of that model, every value checked when the
+/// file loads (`load.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadModel {
+    /// Fixed connections, one request in flight on each.
+    Closed {
+        /// Connection counts, one step each.
+        connections: Vec<u32>,
+    },
+    /// A fixed arrival rate.
+    Open {
+        /// Requests per second, one step each.
+        rate: Vec<f64>,
+        /// The most connections (requests in flight) the generator opens; `None`: the default.
+        max_connections: Option<u32>,
+    },
+    /// The highest rate that holds the objective.
+    FindMax {
+        /// The objective, e.g. `p99<50ms`, parsed when the file loads.
+        slo: loadbench_model::Slo,
+        /// The most connections (requests in flight) the generator opens; `None`: the default.
+        max_connections: Option<u32>,
+    },
+}
+
+/// One row of the matrix: a model with its levels, against some targets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    /// Label in reports; default `<model>-<n>`.
+    pub name: Option<String>,
+    /// How load is applied, with its levels.
+    pub model: LoadModel,
+    /// Targets loaded one after another (or all at once with `together = true`).
+    pub targets: Vec<String>,
+    /// Load all targets at the same time in one step.
+    pub together: bool,
+    /// How long each step is measured.
+    pub duration: Duration,
+    /// Load applied before measuring, not recorded.
+    pub warmup: Duration,
+    /// The request sent.
+    pub request: RequestSpec,
+}
+
+/// The request sent by a load.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSpec {
+    /// HTTP method; default `GET`.
+    #[serde(default = "get")]
+    pub method: String,
+    /// Path and query, appended to the target's URL; default `/`.
+    #[serde(default = "slash")]
+    pub path: String,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Request body.
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+impl Default for RequestSpec {
+    fn default() -> Self {
+        Self {
+            method: get(),
+            path: slash(),
+            headers: BTreeMap::new(),
+            body: None,
+        }
+    }
+}
+
+/// A sorted, duplicate-free CPU list, written like `0-1,3`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuSet(pub Vec<usize>);
+
+pub(super) fn one() -> u32 {
+    1
+}
+fn sigterm() -> i32 {
+    libc::SIGTERM
+}
+fn five_seconds() -> Duration {
+    Duration::from_secs(5)
+}
+pub(super) fn ten_seconds() -> Duration {
+    Duration::from_secs(10)
+}
+fn get() -> String {
+    "GET".into()
+}
+fn slash() -> String {
+    "/".into()
+}

@@ -1,0 +1,322 @@
+use super::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const FULL: &str = include_str!("../../tests/fixtures/reverse-proxies.toml");
+
+fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(text, Path::new("bench/scn.toml"))
+}
+
+/// Asserts a one-line error naming the file, the key and a fix.
+fn assert_error(text: &str, key: &str, words: &str) {
+    let e = parse(text).unwrap_err().to_string();
+    assert!(!e.contains('\n'), "{e}");
+    assert!(e.starts_with("bench/scn.toml"), "{e}");
+    assert!(e.contains(key), "{e} should name {key}");
+    assert!(e.contains("fix:"), "{e}");
+    assert!(e.contains(words), "{e} should say {words}");
+}
+
+const MINI: &str = "name = \"m\"\n[[target]]\nname = \"a\"\nkind = \"upstream\"\n\
+    [[load]]\nmodel = \"closed\"\ntargets = [\"a\"]\nconnections = [1]\n";
+
+#[test]
+fn parses_reverse_proxy_comparison() {
+    let s = parse(FULL).unwrap();
+    assert_eq!(s.name, "reverse-proxies");
+    assert_eq!((s.rounds, s.cooldown), (5, Duration::from_secs(5)));
+    assert_eq!(s.generator.cpuset, Some(CpuSet(vec![0])));
+    let names: Vec<&str> = s.targets.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["backend", "nginx", "haproxy"]);
+    let backend = &s.targets[0];
+    assert_eq!(
+        (backend.kind, backend.port),
+        (TargetKind::Upstream, PortSpec::Auto)
+    );
+    assert_eq!(backend.upstream.as_ref().unwrap().body_size, Some(133));
+    let nginx = &s.targets[1];
+    assert_eq!(nginx.command.as_deref(), Some("/usr/sbin/nginx"));
+    assert_eq!(nginx.proxy_to.as_deref(), Some("backend"));
+    assert_eq!(nginx.stop_signal, libc::SIGQUIT);
+    assert_eq!(nginx.config[0].path, PathBuf::from("nginx.conf"));
+    assert!(nginx.config[0].text.contains("server {upstream};"));
+    assert_eq!(
+        nginx.ready.http.as_deref(),
+        Some("http://127.0.0.1:{port}/")
+    );
+    assert_eq!(nginx.ready.timeout, Duration::from_secs(10));
+    let limits = Limits {
+        cpuset: Some(CpuSet(vec![1])),
+        cpus: Some(1.0),
+        memory: Some(8 << 30),
+    };
+    assert_eq!(nginx.limits, limits);
+    assert_eq!(s.targets[2].stop_signal, libc::SIGTERM);
+    assert_eq!(s.targets[2].ready, ReadySpec::default());
+    let load = &s.loads[0];
+    assert_eq!(
+        load.model,
+        LoadModel::Closed {
+            connections: vec![5, 10, 15, 20]
+        }
+    );
+    assert_eq!(load.targets, ["nginx", "haproxy", "backend"]);
+    assert_eq!(
+        (load.duration, load.warmup),
+        (Duration::from_secs(10), Duration::from_secs(2))
+    );
+    assert_eq!(load.request.method, "GET");
+    assert_eq!(load.request.headers["accept"], "*/*");
+}
+
+#[test]
+fn renders_the_nginx_config_with_ports_and_dir() {
+    let s = parse(FULL).unwrap();
+    let ports = HashMap::from([("backend".to_string(), 4000), ("nginx".to_string(), 4001)]);
+    let nginx = &s.targets[1];
+    let values = s.placeholders(nginx, &ports, Path::new("/tmp/run"));
+    let conf = render_template(&nginx.config[0].text, &values).unwrap();
+    assert!(conf.contains("server 127.0.0.1:4000;"));
+    assert!(conf.contains("listen 127.0.0.1:4001;"));
+    assert!(conf.contains("pid /tmp/run/nginx.pid;"));
+    assert!(conf.contains("events { worker_connections 4096; }"));
+}
+
+#[test]
+fn minimal_scenario_gets_defaults() {
+    let s = parse(MINI).unwrap();
+    assert_eq!((s.rounds, s.cooldown), (1, Duration::ZERO));
+    assert_eq!(s.loads[0].duration, Duration::from_secs(10));
+    assert_eq!(s.loads[0].request, RequestSpec::default());
+}
+
+#[test]
+fn unknown_key_names_line_and_key() {
+    let text = FULL.replace("timeout = \"10s\"", "timeout = \"10s\"\ntimout = \"1s\"");
+    assert_error(&text, "target[1].ready.timout", "remove the key");
+    let e = parse(&text).unwrap_err();
+    assert!(e.line.is_some());
+}
+
+#[test]
+fn command_target_without_command() {
+    let text = MINI.replace("kind = \"upstream\"", "kind = \"command\"");
+    assert_error(&text, "target[0].command", "add command =");
+}
+
+#[test]
+fn upstream_target_with_command() {
+    let text = MINI.replace(
+        "kind = \"upstream\"",
+        "kind = \"upstream\"\ncommand = \"x\"",
+    );
+    assert_error(&text, "target[0].command", "remove command");
+}
+
+#[test]
+fn port_clash() {
+    let text = FULL
+        .replace(
+            "kind = \"upstream\"\nport = \"auto\"",
+            "kind = \"upstream\"\nport = 8080",
+        )
+        .replace("name = \"haproxy\"", "name = \"haproxy\"\nport = 8080");
+    assert_error(&text, "target[2].port", "distinct ports");
+}
+
+#[test]
+fn unknown_placeholder() {
+    let text = FULL.replace("bind 127.0.0.1:{port}", "bind 127.0.0.1:{prot}");
+    assert_error(&text, "target[2].config[0].template", "{prot}");
+}
+
+#[test]
+fn upstream_placeholder_without_proxy_to() {
+    let text = FULL.replace("proxy_to = \"backend\"\nstop_signal", "stop_signal");
+    assert_error(&text, "target[1].config[0].template", "proxy_to");
+}
+
+#[test]
+fn load_naming_missing_target() {
+    let text = FULL.replace("\"haproxy\", \"backend\"]", "\"haproxy\", \"envoy\"]");
+    assert_error(&text, "load[0].targets", "envoy");
+}
+
+#[test]
+fn bad_duration() {
+    let text = FULL.replace("timeout = \"10s\"", "timeout = \"10 parsecs\"");
+    assert_error(&text, "target[1].ready.timeout", "10 parsecs");
+}
+
+#[test]
+fn bad_cpuset() {
+    let text = FULL.replace("cpuset = \"0\"", "cpuset = \"0-x\"");
+    assert_error(&text, "generator.cpuset", "0-1,3");
+}
+
+#[test]
+fn zero_rounds_and_mismatched_model() {
+    assert_error(
+        &MINI.replace("name = \"m\"", "name = \"m\"\nrounds = 0"),
+        "rounds",
+        "rounds = 1",
+    );
+    assert_error(
+        &MINI.replace("\"closed\"", "\"open\""),
+        "load[0].model",
+        "rate =",
+    );
+}
+
+#[test]
+fn targets_start_after_what_they_depend_on_and_circles_are_errors() {
+    let lb = MINI.replace(
+        "[[target]]\nname = \"a\"",
+        "[[target]]\nname = \"lb\"\ncommand = \"x\"\nargs = [\"{port:a}\"]\nproxy_to = \"a\"\n\n[[target]]\nname = \"a\"",
+    );
+    let s = parse(&lb).unwrap();
+    assert_eq!(s.targets[0].name, "lb");
+    assert_eq!(s.start_order(Path::new("t")).unwrap(), [1, 0]);
+    let circle = lb.replace("kind = \"upstream\"", "command = \"y\"\nproxy_to = \"lb\"");
+    assert_error(&circle, "target[", "circle");
+}
+
+#[test]
+fn max_connections_is_for_open_loads_only() {
+    assert_error(
+        &format!("{MINI}max_connections = 10\n"),
+        "load[0].max_connections",
+        "only for open",
+    );
+    let open = MINI.replace("connections = [1]", "rate = [100]\nmax_connections = 1500");
+    let s = parse(&open.replace("\"closed\"", "\"open\"")).unwrap();
+    assert!(matches!(
+        s.loads[0].model,
+        LoadModel::Open {
+            max_connections: Some(1500),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn port_of_another_target_renders_and_unknown_names_are_errors() {
+    let lb = MINI.replace(
+        "[[load]]",
+        "[[target]]\nname = \"lb\"\ncommand = \"x\"\nargs = [\"{port:b-2}\"]\n\n[[load]]",
+    );
+    assert_error(&lb, "target[1].args[0]", "name one of the targets");
+    let s = parse(&lb.replace("b-2", "lb")).unwrap();
+    let ports = HashMap::from([("lb".to_string(), 7001)]);
+    let values = s.placeholders(&s.targets[1], &ports, Path::new("/d"));
+    assert_eq!(render_template("{port:lb}", &values).unwrap(), "7001");
+}
+
+/// A scenario with upstream targets `a` and `b` and these loads (their keys beside `targets`).
+fn with_loads(loads: &[&str]) -> String {
+    let mut text = String::from(
+        "name = \"m\"\n[[target]]\nname = \"a\"\nkind = \"upstream\"\n\
+         [[target]]\nname = \"b\"\nkind = \"upstream\"\n",
+    );
+    for l in loads {
+        text.push_str(&format!("\n[[load]]\ntargets = [\"a\"]\n{l}\n"));
+    }
+    text
+}
+
+const CLOSED: &str = "model = \"closed\"\nconnections = [1]";
+
+/// Asserts that `text` fails with exactly `key` on one line saying `words` and a fix, naming no
+/// command-line flag.
+fn assert_key(text: &str, key: &str, words: &str) -> ScenarioError {
+    let e = parse(text).unwrap_err();
+    let line = e.to_string();
+    assert_eq!(e.key, key, "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    assert!(line.contains(words), "{line} should say {words}");
+    assert!(line.contains("; fix: "), "{line}");
+    assert!(
+        !line.contains("--") && !line.contains(" -c"),
+        "{line} names a flag"
+    );
+    e
+}
+
+#[test]
+fn invalid_slo_names_its_load_key_and_line() {
+    let text = with_loads(&[CLOSED, CLOSED, "model = \"find-max\"\nslo = \"p99 < fast\""]);
+    let e = assert_key(&text, "load[2].slo", "'p99 < fast'");
+    assert_eq!(e.line, Some(text.lines().count()));
+}
+
+#[test]
+fn bad_load_duration_names_its_key() {
+    let text = with_loads(&[&format!("{CLOSED}\nduration = \"10 parsecs\"")]);
+    assert_key(&text, "load[0].duration", "10 parsecs");
+}
+
+#[test]
+fn zero_and_absurd_connections_are_refused() {
+    let zero = with_loads(&["model = \"closed\"\nconnections = [5, 0]"]);
+    assert_key(&zero, "load[0].connections", "above zero");
+    let million = with_loads(&["model = \"closed\"\nconnections = [1000000]"]);
+    assert_key(&million, "load[0].connections", "65535");
+    let negative = with_loads(&["model = \"closed\"\nconnections = [-1]"]);
+    assert_key(&negative, "load[0].connections", "-1");
+}
+
+#[test]
+fn zero_and_negative_rates_are_blamed_on_rate() {
+    for rate in ["[-5]", "[100, 0]"] {
+        let text = with_loads(&[&format!("model = \"open\"\nrate = {rate}")]);
+        assert_key(&text, "load[0].rate", "not a rate above zero");
+    }
+}
+
+#[test]
+fn steps_longer_than_a_day_are_refused() {
+    let long = with_loads(&[&format!("{CLOSED}\nduration = \"25h\"")]);
+    assert_key(&long, "load[0].duration", "longer than a day");
+    let warmup = with_loads(&[&format!("{CLOSED}\nwarmup = \"48h\"")]);
+    assert_key(&warmup, "load[0].warmup", "longer than a day");
+    let day = with_loads(&[&format!("{CLOSED}\nduration = \"24h\"")]);
+    assert_eq!(parse(&day).unwrap().loads[0].duration, MAX_STEP);
+}
+
+#[test]
+fn zero_max_connections_and_zero_rounds_are_refused() {
+    let open = with_loads(&["model = \"open\"\nrate = [10]\nmax_connections = 0"]);
+    assert_key(&open, "load[0].max_connections", "above zero");
+    let find_max = with_loads(&["model = \"find-max\"\nslo = \"p99<5ms\"\nmax_connections = 0"]);
+    assert_key(&find_max, "load[0].max_connections", "above zero");
+    let rounds = with_loads(&[CLOSED]).replace("name = \"m\"", "name = \"m\"\nrounds = 0");
+    assert_key(&rounds, "rounds", "at least 1");
+}
+
+#[test]
+fn settings_of_another_model_are_refused() {
+    let slo = with_loads(&[&format!("{CLOSED}\nslo = \"p99<5ms\"")]);
+    assert_key(&slo, "load[0].model", "connections = [10, 50]");
+    let empty = with_loads(&["model = \"open\"\nrate = []"]);
+    assert_key(&empty, "load[0].model", "rate = [1000, 5000]");
+    let unknown = with_loads(&["model = \"closd\"\nconnections = [1]"]);
+    assert_key(&unknown, "load[0].model", "closd");
+}
+
+#[test]
+fn one_level_needs_no_list() {
+    let s = parse(&with_loads(&[
+        "model = \"closed\"\nconnections = 10",
+        "model = \"open\"\nrate = 100",
+    ]))
+    .unwrap();
+    let connections = vec![10];
+    assert_eq!(s.loads[0].model, LoadModel::Closed { connections });
+    let open = LoadModel::Open {
+        rate: vec![100.0],
+        max_connections: None,
+    };
+    assert_eq!(s.loads[1].model, open);
+}

@@ -280,11 +280,7 @@ fn assert_same(merged: &Stats, whole: &Stats) -> Result<(), TestCaseError> {
 proptest! {
     // Counterexamples found so far are pinned as named tests in this file, so no
     // regressions file is written.
-    #![proptest_config(ProptestConfig {
-        cases: 64,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
 
     #[test]
     fn merged_workers_equal_one_recorder(run in run()) {

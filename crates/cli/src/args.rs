@@ -27,7 +27,8 @@ pub(crate) enum Command {
     Run(Box<RunArgs>),
     /// Run the reference backend (plaintext, JSON, sizes, delays, status codes, faults).
     Serve(ServeArgs),
-    /// Zero-setup first run: start the reference backend in-process and benchmark it.
+    /// Zero-setup first run: start the reference backend (`loadbench serve`, as a process) and,
+    /// when nginx is installed, nginx in front of it; benchmark both; keep the report in results/.
     Demo(DemoArgs),
     /// Search the highest rate the target sustains within an SLO (open model, step by step).
     FindMax(Box<FindMaxArgs>),
@@ -36,8 +37,8 @@ pub(crate) enum Command {
     Bench(BenchArgs),
     /// Re-render a saved result (run, find-max or bench) as text, Markdown, CSV, JSON or HTML.
     Report(ReportArgs),
-    /// Compare two saved run results: req/s, p50 and p99 with a significance test; exit 1 on a
-    /// regression beyond the threshold.
+    /// Compare two saved run results or two bench results: req/s, p50 and p99 with a
+    /// significance test; exit 1 on a regression beyond the threshold.
     Compare(CompareArgs),
 }
 
@@ -80,7 +81,8 @@ pub(crate) struct ReportArgs {
     /// text, md (Markdown), csv, json or html; every kind of result renders in each.
     #[arg(short = 'f', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
     pub format: OutputFormat,
-    /// Write to this file (atomically) instead of stdout; with html, the chart SVGs go beside it.
+    /// Write to this file (atomically) instead of stdout; with html, the chart SVGs and PNGs
+    /// (PNGs when the system has a font) are written beside it.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     /// Percentiles of the latency tables, comma-separated [default: those of the run].
@@ -90,9 +92,11 @@ pub(crate) struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// The baseline result (`loadbench run --save`).
+    /// The baseline result: saved by `loadbench run --save` (or `-o json`), or a
+    /// `loadbench bench` result.json (then each target × load × level in both is compared
+    /// across rounds). Not a find-max result.
     pub base: PathBuf,
-    /// The result to judge against the baseline.
+    /// The result to judge against the baseline, of the same kind (two runs or two benches).
     pub new: PathBuf,
     /// Smallest relative change that counts: 5% or 0.05.
     #[arg(long, default_value = "5%")]
@@ -158,7 +162,8 @@ pub(crate) struct RunArgs {
     /// How long to measure, e.g. 10s, 1m [default: 10s].
     #[arg(short = 'd', long, value_parser = values::duration("-d"))]
     pub duration: Option<Duration>,
-    /// Stop after exactly N finished requests in total (completed or failed); at least -c.
+    /// Stop after exactly N finished requests in total (completed or failed); N must be at
+    /// least -c (every connection needs a request).
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
     /// Send traffic for this long first and leave it out of the statistics, e.g. 2s.

@@ -12,6 +12,7 @@ mod support;
 
 mod bench;
 mod find_max;
+mod help;
 mod library;
 mod open;
 mod report;

@@ -1,0 +1,71 @@
+//! The help lines a new user reads first must say what the commands really do (issue 16,
+//! "never mislead"): these pin the key sentences of `--help`, so that a reworded doc comment
+//! cannot silently bring back a false claim (`demo` "in-process", `compare` for runs only, ...).
+
+use crate::support::{bin, free_port, text};
+
+/// `loadbench ARGS` (a `--help`), its stdout with every run of whitespace made one space, so
+/// the checks do not depend on where clap wraps the lines.
+fn help(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(out.status.success(), "loadbench {args:?} failed: {out:?}");
+    let (stdout, _) = text(&out);
+    stdout.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn assert_says(help: &str, what: &str) {
+    assert!(help.contains(what), "help should say {what:?}:\n{help}");
+}
+
+#[test]
+fn demo_says_it_starts_the_reference_backend_and_nginx_as_processes() {
+    for page in [help(&["demo", "--help"]), help(&["--help"])] {
+        assert!(
+            !page.contains("in-process"),
+            "demo is not in-process:\n{page}"
+        );
+        assert_says(
+            &page,
+            "start the reference backend (`loadbench serve`, as a process)",
+        );
+        assert_says(&page, "when nginx is installed, nginx in front of it");
+    }
+}
+
+#[test]
+fn report_says_it_reads_runs_find_max_and_bench_results_and_writes_charts_beside_html() {
+    let page = help(&["report", "--help"]);
+    assert_says(&page, "(run, find-max or bench)");
+    assert_says(
+        &page,
+        "`loadbench find-max --save` or `loadbench bench` (its `result.json`)",
+    );
+    assert_says(&page, "with html, the chart SVGs and PNGs");
+    assert_says(&page, "are written beside it");
+}
+
+#[test]
+fn compare_says_it_reads_two_runs_or_two_benches_but_not_find_max() {
+    let page = help(&["compare", "--help"]);
+    assert_says(&page, "Compare two saved run results or two bench results");
+    assert_says(&page, "a `loadbench bench` result.json");
+    assert_says(&page, "Not a find-max result");
+    let top = help(&["--help"]);
+    assert_says(&top, "Compare two saved run results or two bench results");
+}
+
+#[test]
+fn run_says_n_must_be_at_least_c_and_refuses_less() {
+    let page = help(&["run", "--help"]);
+    assert_says(&page, "N must be at least -c");
+    // What the help promises is what the command does: -n below -c is refused before any
+    // connection is made (nothing listens on the port), with exit code 2.
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let out = bin()
+        .args(["run", &url, "-n", "3", "-c", "4", "-q"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("-n 3 is below -c 4"), "{stderr}");
+}

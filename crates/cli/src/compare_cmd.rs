@@ -1,7 +1,8 @@
 //! `loadbench compare BASE.json NEW.json`: read two saved run results (or two bench results),
 //! compare them with `loadbench_report::compare` (Welch's t-test on per-second values of runs,
 //! across rounds of benches; docs/compare.md), print the table, and turn the verdict into an exit code a CI job can gate on: 1 when req/s fell or p99
-//! rose beyond the threshold with p < 0.05, 0 otherwise, 2 for bad input.
+//! rose beyond the threshold with p < 0.05, 0 otherwise, 2 for bad input (including two
+//! benches that share no target × load × level: nothing compared must never pass).
 
 use crate::args::CompareArgs;
 use crate::report_cmd::load;
@@ -37,6 +38,9 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         }
         (Side::Bench(base), Side::Bench(new)) => {
             let c = BenchComparison::of(names, &base, &new, threshold);
+            if let Some(line) = c.nothing_shared {
+                return Err(UserError(line).into());
+            }
             (
                 pick(format, c.text(), c.markdown()),
                 !c.failing().is_empty(),

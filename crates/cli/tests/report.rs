@@ -433,6 +433,43 @@ fn compare_of_the_same_bench_exits_0_and_swapped_is_an_improvement() {
     );
 }
 
+/// `bench-base.json` changed by `edit` and saved as `name` in a fresh folder; its path.
+fn edited_bench(name: &str, edit: impl FnOnce(&mut BenchResult)) -> String {
+    let text = std::fs::read_to_string(fixture("bench-base.json")).unwrap();
+    let mut r = BenchResult::from_json(&text).unwrap();
+    edit(&mut r);
+    r.recompute();
+    let path = tempdir("compare-bench").join(name);
+    std::fs::write(&path, loadbench_report::bench_json(&r)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn compare_of_benches_sharing_no_cell_exits_2_naming_what_each_holds() {
+    let other = edited_bench("other.json", |r| {
+        r.loads[0].name = "open".into();
+        r.rounds.retain(|x| x.target == "direct");
+    });
+    assert_user_error(
+        &["compare", "bench-base.json", &other],
+        &format!("bench-base.json and {other} share no target × load × level, so nothing was compared: bench-base.json holds direct, nginx, haproxy at c=50, c=200 (load closed); {other} holds direct at c=50, c=200 (load open)"),
+    );
+}
+
+#[test]
+fn compare_of_benches_overlapping_in_part_lists_what_was_not_compared() {
+    let part = edited_bench("part.json", |r| r.rounds.retain(|x| x.target != "haproxy"));
+    let out = loadbench(&["compare", "bench-base.json", &part]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("note: only in bench-base.json, not compared: haproxy at c=50 (closed), haproxy at c=200 (closed)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("nginx"), "{stdout}");
+    assert!(!stdout.contains("  haproxy"), "{stdout}");
+}
+
 #[test]
 fn compare_of_a_run_and_a_bench_is_one_clear_line() {
     assert_user_error(

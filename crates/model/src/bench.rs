@@ -340,8 +340,12 @@ pub struct RelativeSpeed {
     pub target: String,
     /// `mean(target req/s) / mean(baseline req/s)`, with hyperfine's propagated error.
     pub ratio: f64,
-    /// The ratio's uncertainty, propagated from both standard deviations.
+    /// The ratio's uncertainty, propagated from both standard deviations; no estimate (0)
+    /// when `rounds` is below 2.
     pub ratio_err: f64,
+    /// Rounds with a value on the side with fewer (0 in files written before this field).
+    #[serde(default)]
+    pub rounds: u32,
     /// "nginx: 1.80 ± 0.10 times faster than direct".
     pub text: String,
 }
@@ -488,6 +492,7 @@ impl BenchResult {
                             target: t.clone(),
                             ratio: rel.ratio,
                             ratio_err: rel.ratio_err,
+                            rounds: rel.rounds as u32,
                             text: rel.describe(t, baseline),
                         });
                     }

@@ -64,7 +64,8 @@ pub struct CellStats {
     pub mean: f64,
     /// Sample standard deviation (n − 1 denominator); 0 when `n` is 1.
     pub stddev: f64,
-    /// Lower end of the 95% confidence interval of the mean (Student's t, n − 1 df).
+    /// Lower end of the 95% confidence interval of the mean (Student's t, n − 1 df), clamped
+    /// at 0 when no value is negative (req/s, latency and CPU cannot be).
     pub ci95_low: f64,
     /// Upper end of the 95% confidence interval of the mean.
     pub ci95_high: f64,
@@ -79,6 +80,8 @@ pub struct CellStats {
 /// The confidence interval is `mean ± t(0.975, n − 1) · stddev / √n`. With a single value
 /// there is no spread to estimate: the interval collapses to that value (`ci95_low ==
 /// ci95_high == value`), which says nothing about the uncertainty — run more rounds for that.
+/// When every value is ≥ 0 (the quantity cannot be negative), the lower end is clamped at 0:
+/// with two rounds `t` is 12.7 and the raw interval easily reaches below zero.
 ///
 /// `None` when `values` is empty or holds a value that is not finite.
 pub fn cell_stats(values: &[f64], higher_is_better: bool) -> Option<CellStats> {
@@ -106,7 +109,11 @@ pub fn cell_stats(values: &[f64], higher_is_better: bool) -> Option<CellStats> {
         max: spread.max,
         mean: spread.mean,
         stddev: spread.stdev,
-        ci95_low: spread.mean - half,
+        ci95_low: if spread.min >= 0.0 {
+            (spread.mean - half).max(0.0)
+        } else {
+            spread.mean - half
+        },
         ci95_high: spread.mean + half,
         best: if higher_is_better {
             spread.max
@@ -149,6 +156,10 @@ pub struct Relative {
     /// The ratio's standard error propagated from both standard deviations:
     /// `ratio · √((sd_b / mean_b)² + (sd_o / mean_o)²)` (as hyperfine does).
     pub ratio_err: f64,
+    /// Values on the side with fewer; below 2 there is no spread, so `ratio_err` (0) is no
+    /// estimate and [`Relative::describe`] says so.
+    #[serde(default)]
+    pub rounds: usize,
 }
 
 /// Relative speed of `other` against `baseline` from throughput samples (higher is better):
@@ -167,14 +178,19 @@ pub fn relative_speed(baseline: &[f64], other: &[f64]) -> Option<Relative> {
     }
     let ratio = o.mean / b.mean;
     let ratio_err = ratio * ((b.stdev / b.mean).powi(2) + (o.stdev / o.mean).powi(2)).sqrt();
-    Some(Relative { ratio, ratio_err })
+    Some(Relative {
+        ratio,
+        ratio_err,
+        rounds: baseline.len().min(other.len()),
+    })
 }
 
 impl Relative {
     /// One line for people: `"nginx: 1.80 ± 0.10 times faster than direct"`. A ratio below 1
     /// is shown as `1 / ratio` times slower, its error scaled the same way (first-order:
     /// `ratio_err / ratio²`, i.e. the same relative error). A ratio of exactly 1 reads as
-    /// "1.00 ± … times faster".
+    /// "1.00 ± … times faster". From a single round there is no error to give: `"proxy: 3.19
+    /// times slower than direct, ± n/a (1 round)"`.
     pub fn describe(&self, name: &str, baseline_name: &str) -> String {
         let (factor, err, word) = if self.ratio >= 1.0 {
             (self.ratio, self.ratio_err, "faster")
@@ -185,8 +201,20 @@ impl Relative {
                 "slower",
             )
         };
+        if self.rounds < 2 {
+            return format!(
+                "{name}: {factor:.2} times {word} than {baseline_name}, ± {}",
+                no_interval(self.rounds)
+            );
+        }
         format!("{name}: {factor:.2} ± {err:.2} times {word} than {baseline_name}")
     }
+}
+
+/// What an interval from fewer than two values is shown as: `n/a (1 round)`.
+pub fn no_interval(rounds: usize) -> String {
+    let s = if rounds == 1 { "" } else { "s" };
+    format!("n/a ({rounds} round{s})")
 }
 
 #[cfg(test)]
@@ -327,7 +355,7 @@ mod tests {
         assert!(close(r.ratio_err, err, 1e-12), "{r:?}");
         // Single values: no error.
         let r = relative_speed(&[200.0], &[50.0]).unwrap();
-        assert_eq!((r.ratio, r.ratio_err), (0.25, 0.0));
+        assert_eq!((r.ratio, r.ratio_err, r.rounds), (0.25, 0.0, 1));
     }
 
     #[test]
@@ -344,6 +372,7 @@ mod tests {
         let r = Relative {
             ratio: 1.8,
             ratio_err: 0.1,
+            rounds: 3,
         };
         assert_eq!(
             r.describe("nginx", "direct"),
@@ -357,6 +386,7 @@ mod tests {
         let r = Relative {
             ratio: 0.5,
             ratio_err: 0.05,
+            rounds: 3,
         };
         assert_eq!(
             r.describe("proxy", "direct"),
@@ -364,5 +394,25 @@ mod tests {
         );
         let r = relative_speed(&[100.0, 100.0], &[80.0, 80.0]).unwrap();
         assert_eq!(r.describe("b", "a"), "b: 1.25 ± 0.00 times slower than a");
+    }
+
+    #[test]
+    fn describe_from_one_round_gives_no_interval() {
+        let r = relative_speed(&[3190.0], &[1000.0]).unwrap();
+        assert_eq!(
+            r.describe("proxy", "direct"),
+            "proxy: 3.19 times slower than direct, ± n/a (1 round)"
+        );
+    }
+
+    #[test]
+    fn cell_stats_clamps_the_lower_bound_of_what_cannot_be_negative() {
+        // Two rounds: t = 12.7, the raw interval is 2550 ± 31 115.
+        let s = cell_stats(&[100.0, 5000.0], true).unwrap();
+        assert_eq!(s.ci95_low, 0.0, "{s:?}");
+        assert!(s.ci95_high > 30_000.0, "{s:?}");
+        // A quantity that can be negative keeps its interval.
+        let s = cell_stats(&[-100.0, 5000.0], true).unwrap();
+        assert!(s.ci95_low < -10_000.0, "{s:?}");
     }
 }

@@ -65,8 +65,12 @@ pub struct HostInfo {
     pub kernel: String,
     /// First `model name` of `/proc/cpuinfo`; empty if there is none.
     pub cpu_model: String,
-    /// CPUs this process may use (respects affinity and cpusets).
+    /// CPUs this process may use (respects affinity and cpusets: 1 under `taskset -c 0`).
     pub cores: u32,
+    /// CPUs online on the machine, whatever this process may use; 0 in files written before
+    /// this field.
+    #[serde(default)]
+    pub host_cores: u32,
 }
 
 /// How load is offered.

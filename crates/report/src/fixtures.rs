@@ -33,6 +33,7 @@ pub(crate) fn empty() -> RunResult {
             kernel: "6.1.0".into(),
             cpu_model: "Test CPU".into(),
             cores: 2,
+            host_cores: 2,
         },
         config: config(),
         started_at: "2026-11-22T10:00:00Z".into(),

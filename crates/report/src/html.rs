@@ -486,8 +486,17 @@ fn host_facts(h: &loadbench_model::HostInfo) -> Vec<(&'static str, String)> {
         ("Kernel", h.kernel.clone()),
         ("Architecture", h.arch.clone()),
         ("CPU", h.cpu_model.clone()),
-        ("Cores", h.cores.to_string()),
+        ("Cores", cores_text(h)),
     ]
+}
+
+/// `2`, or `1 usable of 2 online` when the process was confined to fewer than the machine has.
+pub(crate) fn cores_text(h: &loadbench_model::HostInfo) -> String {
+    if h.host_cores > 0 && h.host_cores != h.cores {
+        format!("{} usable of {} online", h.cores, h.host_cores)
+    } else {
+        h.cores.to_string()
+    }
 }
 
 fn footer(version: &str) -> String {

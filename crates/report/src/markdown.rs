@@ -268,7 +268,7 @@ fn host_text(h: &loadbench_model::HostInfo) -> String {
         escape_text(&h.kernel),
         escape_text(&h.arch),
         escape_text(&h.cpu_model),
-        h.cores
+        crate::html::cores_text(h)
     )
 }
 

@@ -383,6 +383,7 @@ fn host() -> HostInfo {
         kernel: "6.1.0".into(),
         cpu_model: "AMD EPYC 7B13".into(),
         cores: 2,
+        host_cores: 2,
     }
 }
 

@@ -24,7 +24,7 @@ const HEAD: [&str; 15] = [
     "RSS start",
     "RSS peak / trough",
     "verdict",
-    "relative",
+    "relative (mean req/s)",
 ];
 
 pub(crate) fn render(r: &BenchResult) -> String {

@@ -12,6 +12,7 @@ pub mod text;
 
 use crate::units::{self, MISSING};
 use crate::Format;
+use loadbench_model::bench_stats::{no_interval, t_critical_95};
 use loadbench_model::resources::Bottleneck;
 use loadbench_model::{BenchCell, BenchLoad, BenchModel, BenchResult, CellPercentile, Starvation};
 use std::borrow::Cow;
@@ -79,6 +80,7 @@ pub(crate) fn warnings(r: &BenchResult) -> Vec<(Severity, String)> {
     for c in &r.cells {
         list.extend(cell_warnings(r, c));
     }
+    list.extend(few_rounds(r).map(|w| (Severity::Warn, w)));
     list.extend(r.warnings.iter().map(|w| (Severity::Warn, w.clone())));
     list.sort_by_key(|w| w.0);
     list
@@ -115,6 +117,24 @@ fn cell_warnings(r: &BenchResult, c: &BenchCell) -> Vec<(Severity, String)> {
     list
 }
 
+/// Said once when some cell's req/s interval comes from 2 rounds: Student's t with one degree
+/// of freedom is 12.7, so the interval is too wide to tell targets apart. (From 1 round the
+/// tables print `n/a (1 round)` in its place.)
+fn few_rounds(r: &BenchResult) -> Option<String> {
+    let two = r
+        .cells
+        .iter()
+        .filter(|c| c.requests_per_sec.is_some_and(|s| s.n == 2))
+        .count();
+    (two > 0).then(|| {
+        format!(
+            "{two} of {} cells have only 2 rounds: their 95% confidence intervals use t = {:.1} and are too wide to mean much (lower ends clamped at 0); run 3 or more rounds",
+            r.cells.len(),
+            t_critical_95(1.0)
+        )
+    })
+}
+
 /// `haproxy at c=200 (load closed)`.
 pub(crate) fn cell_name(r: &BenchResult, c: &BenchCell) -> String {
     let level = load_of(r, c.load).map_or(MISSING.to_string(), |l| l.level_label(c.level as usize));
@@ -146,9 +166,10 @@ pub(crate) struct CellRow {
     pub rounds: String,
     /// Median req/s.
     pub rps: String,
-    /// Half-width of the 95% confidence interval of the mean req/s: `± 760`.
+    /// Half-width of the 95% confidence interval of the mean req/s: `± 760` (its lower end
+    /// may be clamped at 0, see `rps_range`); `n/a (1 round)` from a single round.
     pub rps_ci: String,
-    /// `39470–40840`.
+    /// `39470–40840`, the lower end clamped at 0; `n/a (1 round)` from a single round.
     pub rps_range: String,
     /// Best of the rounds (the highest req/s; the seed's "best of several").
     pub rps_best: String,
@@ -160,7 +181,8 @@ pub(crate) struct CellRow {
     pub rss_peak: String,
     pub rss_trough: String,
     pub verdict: String,
-    /// Against the load's first target: `baseline`, `1.65 ± 0.02× slower`.
+    /// Against the load's first target, by mean req/s: `baseline`, `1.65 ± 0.02× slower`,
+    /// `3.19× slower, ± n/a (1 round)`.
     pub relative: String,
 }
 
@@ -172,11 +194,13 @@ pub(crate) fn cell_row(r: &BenchResult, c: &BenchCell) -> CellRow {
         level: load.map_or(MISSING.to_string(), |l| l.level_label(c.level as usize)),
         rounds: c.rounds.to_string(),
         rps: rps.map_or(MISSING.to_string(), |s| format!("{:.0}", s.median)),
-        rps_ci: rps.map_or(MISSING.to_string(), |s| {
-            format!("± {:.0}", (s.ci95_high - s.ci95_low) / 2.0)
+        rps_ci: rps.map_or(MISSING.to_string(), |s| match s.n {
+            0 | 1 => no_interval(s.n),
+            _ => format!("± {:.0}", s.ci95_high - s.mean),
         }),
-        rps_range: rps.map_or(MISSING.to_string(), |s| {
-            format!("{:.0}–{:.0}", s.ci95_low, s.ci95_high)
+        rps_range: rps.map_or(MISSING.to_string(), |s| match s.n {
+            0 | 1 => no_interval(s.n),
+            _ => format!("{:.0}–{:.0}", s.ci95_low, s.ci95_high),
         }),
         rps_best: rps.map_or(MISSING.to_string(), |s| format!("{:.0}", s.best)),
         latency: TABLE_PERCENTILES
@@ -269,6 +293,14 @@ fn relative(r: &BenchResult, c: &BenchCell) -> String {
         .iter()
         .find(|x| x.load == c.load && x.level == c.level && x.target == c.target);
     match rel {
+        Some(x) if x.rounds < 2 => {
+            let (factor, word) = if x.ratio >= 1.0 {
+                (x.ratio, "faster")
+            } else {
+                (1.0 / x.ratio, "slower")
+            };
+            format!("{factor:.2}× {word}, ± {}", no_interval(x.rounds as usize))
+        }
         Some(x) if x.ratio >= 1.0 => format!("{:.2} ± {:.2}× faster", x.ratio, x.ratio_err),
         Some(x) => format!(
             "{:.2} ± {:.2}× slower",

@@ -206,3 +206,59 @@ fn rounds_pointing_nowhere_render_without_panicking() {
     let c = crate::compare::BenchComparison::of(["a", "b"], &r, &fixture(), 0.05);
     assert!(c.text().contains("ghost at c=50 (closed)"), "{}", c.text());
 }
+
+/// The fixture with only its first `rounds` rounds of every cell.
+fn truncated(rounds: u32) -> BenchResult {
+    let mut r = fixture();
+    r.rounds.retain(|x| x.round < rounds);
+    r.scenario.rounds = rounds;
+    r.recompute();
+    r
+}
+
+#[test]
+fn one_round_prints_no_interval_in_every_table() {
+    let r = truncated(1);
+    let text = render_bench(Format::Text, &r);
+    assert!(!text.contains("± 0"), "{text}");
+    let direct = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("direct") && l.contains("c=50"))
+        .unwrap();
+    assert!(direct.contains("n/a (1 round)"), "{direct}");
+    assert!(
+        text.contains("c=50: nginx: 1.66 times slower than direct, ± n/a (1 round)"),
+        "{text}"
+    );
+    let md = render_bench(Format::Markdown, &r);
+    assert!(!md.contains("± 0"), "{md}");
+    assert!(md.contains("| n/a (1 round) |"), "{md}");
+    assert!(md.contains("× slower, ± n/a (1 round) |"), "{md}");
+    let html = render_bench(Format::Html, &r);
+    assert!(!html.contains("± 0"), "{html}");
+    assert!(html.contains("<td>n/a (1 round)</td>") || html.contains(">n/a (1 round)<"));
+}
+
+#[test]
+fn two_rounds_warn_that_the_interval_says_little_and_clamp_it_at_zero() {
+    let mut r = truncated(2);
+    // Two rounds far apart: the raw interval of the mean reaches far below 0.
+    let round = r
+        .rounds
+        .iter_mut()
+        .find(|x| x.target == "direct" && x.level == 0 && x.round == 1)
+        .unwrap();
+    round.result.as_mut().unwrap().stats.requests /= 40;
+    r.recompute();
+    let cell = r.cell_of(0, 0, "direct").unwrap().requests_per_sec.unwrap();
+    assert_eq!(cell.ci95_low, 0.0, "{cell:?}");
+    let text = render_bench(Format::Text, &r);
+    assert!(
+        text.contains("6 of 6 cells have only 2 rounds: their 95% confidence intervals use t = 12.7 and are too wide to mean much"),
+        "{text}"
+    );
+    let json = render_bench(Format::Json, &r);
+    assert!(!json.contains("\"ci95_low\": -"), "{json}");
+    // Three rounds: no such warning.
+    assert!(!render_bench(Format::Text, &fixture()).contains("only 2 rounds"));
+}

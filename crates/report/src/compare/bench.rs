@@ -46,6 +46,9 @@ pub struct BenchComparison {
     pub rows: Vec<BenchRow>,
     /// What a reader should know before trusting the table (e.g. cells only one side has).
     pub notes: Vec<String>,
+    /// When the two results share no target × load × level: one line naming what each holds.
+    /// Nothing was compared, so `compare` must not pass: it refuses with this line.
+    pub nothing_shared: Option<String>,
 }
 
 /// A cell's place, by names (indices may differ between the two files).
@@ -70,6 +73,7 @@ impl BenchComparison {
         BenchComparison {
             names: names.map(String::from),
             threshold,
+            nothing_shared: rows.is_empty().then(|| nothing_shared(names, &kb, &kn)),
             rows,
             notes,
         }
@@ -192,6 +196,52 @@ fn keys(r: &BenchResult) -> Vec<(Key, (u32, u32))> {
         }
     }
     out
+}
+
+/// `base.json and new.json share no target × load × level: base.json holds …; new.json holds …`.
+fn nothing_shared(names: [&str; 2], kb: &[(Key, (u32, u32))], kn: &[(Key, (u32, u32))]) -> String {
+    format!(
+        "{} and {} share no target × load × level, so nothing was compared: {} holds {}; {} holds {}; compare two benches of the same loads, levels and targets",
+        names[0],
+        names[1],
+        names[0],
+        holdings(kb),
+        names[1],
+        holdings(kn)
+    )
+}
+
+/// `direct, nginx at c=50, c=200 (load closed)`, per load; `no finished round` when empty.
+fn holdings(keys: &[(Key, (u32, u32))]) -> String {
+    let mut loads: Vec<&str> = Vec::new();
+    for (k, _) in keys {
+        push_new(&mut loads, &k.0);
+    }
+    let of_load = |load: &str| {
+        let mut targets: Vec<&str> = Vec::new();
+        let mut levels: Vec<&str> = Vec::new();
+        for (k, _) in keys.iter().filter(|(k, _)| k.0 == load) {
+            push_new(&mut targets, &k.2);
+            push_new(&mut levels, &k.1);
+        }
+        format!(
+            "{} at {} (load {load})",
+            targets.join(", "),
+            levels.join(", ")
+        )
+    };
+    let list: Vec<String> = loads.iter().map(|l| of_load(l)).collect();
+    if list.is_empty() {
+        "no finished round".to_string()
+    } else {
+        list.join("; ")
+    }
+}
+
+fn push_new<'a>(list: &mut Vec<&'a str>, item: &'a str) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
 }
 
 fn key_of(load: &BenchLoad, round: &BenchRound) -> Key {
@@ -323,5 +373,23 @@ mod tests {
         assert!(c.notes.iter().any(|n| n.starts_with("only in base.json, not compared: haproxy at c=50 (closed)")), "{:?}", c.notes);
         let md = c.markdown();
         assert!(md.contains("| load | level | target | metric |"), "{md}");
+    }
+
+    #[test]
+    fn benches_sharing_no_cell_say_what_each_holds() {
+        let base = fixtures::bench();
+        let mut new = fixtures::bench();
+        new.loads[0].name = "open".into();
+        new.rounds.retain(|r| r.target == "direct");
+        new.recompute();
+        let c = BenchComparison::of(["base.json", "new.json"], &base, &new, 0.05);
+        assert!(c.rows.is_empty());
+        let line = c.nothing_shared.expect("nothing in common is reported");
+        assert_eq!(
+            line,
+            "base.json and new.json share no target × load × level, so nothing was compared: base.json holds direct, nginx, haproxy at c=50, c=200 (load closed); new.json holds direct at c=50, c=200 (load open); compare two benches of the same loads, levels and targets"
+        );
+        let same = BenchComparison::of(["a", "b"], &base, &base, 0.05);
+        assert_eq!(same.nothing_shared, None);
     }
 }

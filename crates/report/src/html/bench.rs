@@ -62,7 +62,7 @@ fn alerts(r: &BenchResult) -> Vec<Alert> {
         .collect();
     list.push(alert(
         Level::Note,
-        "Figures are medians over the rounds; the 95% confidence interval is of the mean req/s (Student's t). The verdict says who ran out of CPU in most rounds: generator-bound throughput is loadbench's limit, not the target's.",
+        "Figures are medians over the rounds; the 95% confidence interval is of the mean req/s (Student's t; n/a from a single round) and relative speed is the ratio of mean req/s. The verdict says who ran out of CPU in most rounds: generator-bound throughput is loadbench's limit, not the target's.",
     ));
     list
 }
@@ -109,7 +109,7 @@ const HEAD: [&str; 18] = [
     "RSS peak",
     "RSS trough",
     "Verdict",
-    "Relative",
+    "Relative (mean req/s)",
     "Noisy",
 ];
 

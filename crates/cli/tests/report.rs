@@ -207,7 +207,7 @@ fn report_csv_of_a_find_max_search_is_its_step_table() {
     assert_eq!(lines.len(), 1 + search.steps.len(), "{csv}");
     assert!(
         lines[0].starts_with(
-            "step,phase,target_per_sec,achieved_per_sec,latency_p50_us,latency_p99_us,"
+            "step,phase,target_per_sec,sent_per_sec,completed_per_sec,latency_p50_us,latency_p99_us,"
         ),
         "{csv}"
     );

@@ -193,6 +193,10 @@ pub enum FailReason {
     /// The generator could not keep up (it sent too little while its CPU was saturated): the
     /// step measured loadbench, not the target.
     Generator,
+    /// The target completed clearly fewer responses than were sent to it (below 97% of those
+    /// sent, after allowing for the requests normally still in flight when the step ended): it
+    /// fell behind, however fast the few responses that did come back were.
+    Throughput,
 }
 
 /// Why the search ended.
@@ -225,8 +229,17 @@ pub struct FindMaxStep {
     pub phase: SearchPhase,
     /// The rate offered, requests per second.
     pub target_rate: f64,
-    /// Requests actually sent per second in the measured window.
+    /// Requests SENT per second in the measured window: the load the generator actually
+    /// offered (`run.stats.sent / window`). It says whether the generator kept up, not whether
+    /// the target did: against an overloaded target it still equals the target rate.
     pub achieved_rate: f64,
+    /// Responses COMPLETED per second in the measured window, whatever their status
+    /// (`run.stats.requests / window`): what the target actually served. Below `achieved_rate`
+    /// when the target falls behind (the difference is still in flight or failed at the end);
+    /// above its capacity it stays at the capacity, the plateau. Steps are judged on it.
+    /// Missing in files written before it existed: then recomputed from `run` on load.
+    #[serde(default)]
+    pub completed_rate: f64,
     /// Median latency from the intended send time, µs; `None` when no response completed.
     pub p50_us: Option<f64>,
     /// 99th percentile latency from the intended send time, µs; `None` when no response completed.
@@ -297,6 +310,9 @@ impl FindMaxResult {
                 .revalidate()
                 .map_err(|e| invalid(format!("steps[{}].run.stats.series: {e}", s.step)))?;
             s.run.finalize();
+            if s.completed_rate == 0.0 {
+                s.completed_rate = s.run.stats.summary().requests_per_sec;
+            }
         }
         Ok(r)
     }

@@ -1,4 +1,4 @@
-//! Renders a `loadbench find-max` result: a table of every step (rate offered and achieved, the
+//! Renders a `loadbench find-max` result: a table of every step (rate offered, sent and completed, the
 //! latency percentiles the SLO names, errors, verdict) and one closing line with the maximum
 //! sustainable rate and why the search stopped; or the result as pretty JSON (the serde model
 //! is the schema). Pure functions of [`FindMaxResult`].
@@ -41,11 +41,12 @@ pub fn find_max_text(result: &FindMaxResult) -> String {
 pub fn find_max_step_line(step: &FindMaxStep) -> String {
     let p99 = step.p99_us.map_or(MISSING.to_string(), units::duration_us);
     format!(
-        "step {} ({}): {} req/s offered, {} sent/s, p99 {p99}, errors {}: {}",
+        "step {} ({}): {} req/s offered, {} sent/s, {} completed/s, p99 {p99}, errors {}: {}",
         step.step,
         phase_name(step),
         units::rate_short(step.target_rate),
         units::rate(step.achieved_rate),
+        units::rate(step.completed_rate),
         units::percent(step.error_share),
         verdict_text(step)
     )
@@ -101,8 +102,8 @@ pub(crate) fn slo_columns(r: &FindMaxResult) -> Vec<SloStat> {
 fn table(r: &FindMaxResult) -> Vec<String> {
     let cols = slo_columns(r);
     let mut head = format!(
-        "  {:>3}  {:<11} {:>10} {:>11}",
-        "#", "phase", "target/s", "achieved/s"
+        "  {:>3}  {:<11} {:>10} {:>11} {:>11}",
+        "#", "phase", "target/s", "sent/s", "completed/s"
     );
     for c in &cols {
         head += &format!(" {:>10}", c.label());
@@ -120,11 +121,12 @@ fn table(r: &FindMaxResult) -> Vec<String> {
 
 fn row(step: &FindMaxStep, cols: &[SloStat]) -> String {
     let mut line = format!(
-        "  {:>3}  {:<11} {:>10} {:>11}",
+        "  {:>3}  {:<11} {:>10} {:>11} {:>11}",
         step.step,
         phase_name(step),
         units::rate_short(step.target_rate),
-        units::rate(step.achieved_rate)
+        units::rate(step.achieved_rate),
+        units::rate(step.completed_rate)
     );
     let hist = &step.run.stats.latency.hist;
     for c in cols {
@@ -184,6 +186,7 @@ fn reason_name(reason: FailReason) -> &'static str {
         FailReason::Slo => "slo",
         FailReason::Errors => "errors",
         FailReason::Generator => "generator",
+        FailReason::Throughput => "throughput",
     }
 }
 

@@ -297,7 +297,7 @@ fn steps_table(r: &FindMaxResult) -> String {
         return "No step finished.\n".to_string();
     }
     let cols = crate::find_max::slo_columns(r);
-    let mut head: Vec<String> = ["#", "phase", "target/s", "achieved/s"]
+    let mut head: Vec<String> = ["#", "phase", "target/s", "sent/s", "completed/s"]
         .map(String::from)
         .to_vec();
     head.extend(cols.iter().map(|c| c.label()));
@@ -320,6 +320,7 @@ fn step_row(s: &FindMaxStep, cols: &[SloStat]) -> Vec<String> {
         phase.to_string(),
         units::rate_short(s.target_rate),
         units::rate(s.achieved_rate),
+        units::rate(s.completed_rate),
     ];
     let hist = &s.run.stats.latency.hist;
     row.extend(cols.iter().map(|c| {
@@ -335,6 +336,7 @@ fn step_row(s: &FindMaxStep, cols: &[SloStat]) -> Vec<String> {
                 Some(FailReason::Slo) => " (slo)",
                 Some(FailReason::Errors) => " (errors)",
                 Some(FailReason::Generator) => " (generator)",
+                Some(FailReason::Throughput) => " (throughput)",
                 None => "",
             };
             let recovery =

@@ -1,6 +1,6 @@
 //! find-max as a library call against the reference backend set up with a known capacity.
 
-use loadbench_model::{FindMaxResult, StopReason, Verdict};
+use loadbench_model::{FailReason, FindMaxResult, StopReason, Verdict};
 use loadbench_plan::LoadSpec;
 use loadbench_runner::find_max::{search, FindMaxSpec};
 use loadbench_runner::{Control, Quiet};
@@ -145,4 +145,45 @@ fn a_target_that_does_not_recover_ends_the_search_without_a_rate() {
         .as_ref()
         .expect("the failed step records the wait");
     assert!(!rec.recovered && rec.waited_ms >= 300, "{rec:?}");
+}
+
+/// Past its capacity (2 slots × 20 ms = 100 req/s, far below what any machine can drive) the
+/// target completes no more, however much is sent: steps at 2× and 5× the capacity record the
+/// full rate as sent, a completed rate at the capacity (the plateau), and fail on throughput.
+#[test]
+fn a_step_past_the_capacity_completes_the_capacity_not_what_was_sent() {
+    let server = backend(2, "20ms", false);
+    let mut completed = Vec::new();
+    for rate in [200.0, 500.0] {
+        let mut spec = FindMaxSpec {
+            start_rate: rate,
+            max_steps: 1,
+            step_duration: Duration::from_secs(2),
+            max_connections: 1_500,
+            ..spec(&server, "p99<100ms")
+        };
+        spec.base.warmup = Duration::ZERO;
+        let r = run(&spec);
+        let step = &r.steps[0];
+        let stats = &step.run.stats;
+        assert!(stats.requests < stats.sent, "{}", steps(&r));
+        assert!(
+            step.completed_rate < 0.6 * step.achieved_rate,
+            "{}",
+            steps(&r)
+        );
+        assert!(
+            (60.0..=115.0).contains(&step.completed_rate),
+            "completed {} at {rate}/s\n{}",
+            step.completed_rate,
+            steps(&r)
+        );
+        assert_eq!(step.reason, Some(FailReason::Throughput), "{}", steps(&r));
+        assert!(step.detail.starts_with("completed "), "{}", step.detail);
+        completed.push(step.completed_rate);
+    }
+    assert!(
+        (completed[1] - completed[0]).abs() < 0.25 * completed[0],
+        "2.5 times the rate sent, about the same completed: {completed:?}"
+    );
 }

@@ -1,5 +1,6 @@
-//! The plots of a find-max search, with the offered rate across: did the generator send what
-//! was asked (achieved against target, failed steps marked), and how latency grew as the rate
+//! The plots of a find-max search, with the offered rate across: what the target completed
+//! against what was sent (a target past its capacity completes no more: the plateau; failed
+//! steps marked on it), and how latency grew as the rate
 //! rose, each SLO limit drawn as a horizontal line and the maximum sustainable rate as a
 //! vertical one. Steps cut short by Ctrl-C measured a partial window and are left out.
 
@@ -9,6 +10,10 @@ use crate::units;
 use loadbench_model::{FindMaxResult, FindMaxStep, Verdict};
 use plotters::style::RGBColor;
 
+/// The legend of the responses the target completed per second.
+const COMPLETED: &str = "completed (responses/s)";
+/// The legend of the requests the generator sent per second.
+const SENT: &str = "sent (requests/s)";
 /// SLO limits are reds, told apart by shade.
 const SLO_COLORS: [RGBColor; 3] = [RED, RGBColor(150, 20, 60), RGBColor(240, 100, 90)];
 
@@ -47,13 +52,19 @@ fn max_rate_mark(r: &FindMaxResult) -> Vec<Mark> {
         .collect()
 }
 
+/// Completed (what the target served) and sent (what the generator offered) by target rate.
+/// Sent follows the diagonal as long as the generator keeps up; completed leaves it where the
+/// target falls behind, which is the figure the search is about.
 fn rates(r: &FindMaxResult) -> Plot {
     let steps = steps(r);
     let top = steps.iter().map(|s| s.target_rate).fold(0.0, f64::max);
     let failed = steps.iter().filter(|s| s.verdict == Verdict::Fail);
-    let mut lines = vec![
+    let series = |rate: fn(&FindMaxStep) -> f64| -> Vec<(f64, f64)> {
+        steps.iter().map(|s| (s.target_rate, rate(s))).collect()
+    };
+    let lines = vec![
         Line {
-            label: "achieved = target".into(),
+            label: "= target".into(),
             color: GREY,
             style: Style::Dashed,
             points: if steps.is_empty() {
@@ -62,27 +73,26 @@ fn rates(r: &FindMaxResult) -> Plot {
                 vec![(0.0, 0.0), (top, top)]
             },
         },
-        solid(
-            "achieved (sent/s)",
-            PALETTE[0],
-            steps
-                .iter()
-                .map(|s| (s.target_rate, s.achieved_rate))
-                .collect(),
-        ),
+        Line {
+            label: SENT.into(),
+            color: PALETTE[1],
+            style: Style::Dashed,
+            points: series(|s| s.achieved_rate),
+        },
+        solid(COMPLETED, PALETTE[0], series(|s| s.completed_rate)),
+        Line {
+            label: "failed step".into(),
+            color: RED,
+            style: Style::Markers,
+            points: failed.map(|s| (s.target_rate, s.completed_rate)).collect(),
+        },
     ];
-    lines.push(Line {
-        label: "failed step".into(),
-        color: RED,
-        style: Style::Markers,
-        points: failed.map(|s| (s.target_rate, s.achieved_rate)).collect(),
-    });
     Plot {
         name: "find-max-rate".into(),
-        title: "Achieved rate by target rate".into(),
+        title: "Completed and sent rate by target rate".into(),
         x: target_axis(),
         y: Axis {
-            title: "achieved rate (requests per second)",
+            title: "requests per second",
             scale: Scale::Linear,
             unit: Unit::Rate,
         },
@@ -129,5 +139,32 @@ fn latency(r: &FindMaxResult) -> Plot {
         x_marks: max_rate_mark(r),
         empty_note: "No step completed a response: there is no latency to show.",
         extras: Extras::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    /// The plotted values of one line, rounded to 0.01 req/s.
+    fn points(plot: &Plot, label: &str) -> Vec<(f64, f64)> {
+        let line = plot.lines.iter().find(|l| l.label == label);
+        let round = |v: f64| (v * 100.0).round() / 100.0;
+        let points = &line.expect("the line is drawn").points;
+        points.iter().map(|&(x, y)| (round(x), round(y))).collect()
+    }
+
+    /// Against a 160 req/s target, sent follows the target while completed levels off: the
+    /// plateau the chart must show (it used to plot only sent, a straight diagonal).
+    #[test]
+    fn the_rate_chart_plots_completed_which_levels_off_at_the_capacity() {
+        let plot = rates(&fixtures::find_max());
+        let sent = points(&plot, SENT);
+        assert_eq!(sent, [(100.0, 99.9), (150.0, 149.85), (200.0, 199.8)]);
+        let completed = points(&plot, COMPLETED);
+        assert_eq!(completed, [(100.0, 99.8), (150.0, 149.7), (200.0, 160.0)]);
+        assert!(completed[2].1 - completed[1].1 < 0.25 * (200.0 - 150.0));
+        assert_eq!(points(&plot, "failed step"), [(200.0, 160.0)]);
     }
 }

@@ -1,5 +1,5 @@
 //! A find-max search as CSV: one row per step, in the order the steps ran, with the columns of
-//! the step table (rate offered and achieved, p50, p99 and every other statistic the SLO names,
+//! the step table (rate offered, sent and completed, p50, p99 and every other statistic the SLO names,
 //! errors, verdict) as plain numbers in the units their names say, for a spreadsheet.
 
 use super::slo_columns;
@@ -17,9 +17,15 @@ pub(crate) fn render(r: &FindMaxResult) -> String {
 }
 
 fn head(cols: &[SloStat]) -> Vec<String> {
-    let mut head: Vec<String> = ["step", "phase", "target_per_sec", "achieved_per_sec"]
-        .map(String::from)
-        .to_vec();
+    let mut head: Vec<String> = [
+        "step",
+        "phase",
+        "target_per_sec",
+        "sent_per_sec",
+        "completed_per_sec",
+    ]
+    .map(String::from)
+    .to_vec();
     head.extend(cols.iter().map(|c| stat_column(*c)));
     head.extend(
         [
@@ -46,6 +52,7 @@ fn fields(step: &FindMaxStep, cols: &[SloStat]) -> Vec<String> {
         json_name(step.phase),
         format!("{:.2}", step.target_rate),
         format!("{:.2}", step.achieved_rate),
+        format!("{:.2}", step.completed_rate),
     ];
     // Empty, not 0, when no response completed: 0 would read as a measurement.
     row.extend(cols.iter().map(|c| {
@@ -81,7 +88,7 @@ mod tests {
         assert_eq!(lines.len(), 1 + r.steps.len(), "{csv}");
         assert_eq!(
             lines[0],
-            "step,phase,target_per_sec,achieved_per_sec,latency_p50_us,latency_p99_us,latency_p99_9_us,error_share,generator_cpu_share,verdict,reason,detail"
+            "step,phase,target_per_sec,sent_per_sec,completed_per_sec,latency_p50_us,latency_p99_us,latency_p99_9_us,error_share,generator_cpu_share,verdict,reason,detail"
         );
         let widths: Vec<usize> = lines.iter().map(|l| l.split(',').count()).collect();
         assert!(widths.iter().all(|w| *w == widths[0]), "{csv}");
@@ -99,6 +106,6 @@ mod tests {
         r.steps[0].run.stats = Default::default();
         let csv = render(&r);
         let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
-        assert_eq!(&row[4..7], &["", "", ""], "{csv}");
+        assert_eq!(&row[5..8], &["", "", ""], "{csv}");
     }
 }

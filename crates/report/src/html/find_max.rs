@@ -94,7 +94,7 @@ fn steps_table(r: &FindMaxResult) -> String {
         return "<p class=\"muted\">No step finished.</p>\n".to_string();
     }
     let stats = crate::find_max::slo_columns(r);
-    let mut head: Vec<String> = ["#", "Phase", "Target/s", "Achieved/s"]
+    let mut head: Vec<String> = ["#", "Phase", "Target/s", "Sent/s", "Completed/s"]
         .map(String::from)
         .to_vec();
     head.extend(stats.iter().map(|s| s.label()));
@@ -113,6 +113,7 @@ fn step_row(step: &FindMaxStep, stats: &[SloStat]) -> Row {
         .to_string(),
         units::rate_short(step.target_rate),
         units::rate(step.achieved_rate),
+        units::rate(step.completed_rate),
     ];
     let hist = &step.run.stats.latency.hist;
     cells.extend(stats.iter().map(|s| {
@@ -142,6 +143,7 @@ fn verdict(step: &FindMaxStep) -> String {
                 Some(FailReason::Slo) => "slo",
                 Some(FailReason::Errors) => "errors",
                 Some(FailReason::Generator) => "generator",
+                Some(FailReason::Throughput) => "throughput",
                 None => "fail",
             };
             let detail = [

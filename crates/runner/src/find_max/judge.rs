@@ -1,12 +1,20 @@
 //! Judging one step: the SLO on latency from the intended send time, the error budget, and
 //! whether the generator itself kept up (if it did not, the step measured loadbench, not the
 //! target). Every broken condition is named in the step's `detail`.
+//!
+//! Two rates are kept apart: the rate SENT (the load offered, what the generator check is
+//! about) and the rate COMPLETED (what the target served). A target that falls behind
+//! completes clearly less than it was sent, and that alone fails the step, however fast the
+//! few responses that came back were.
 
 use loadbench_model::human as units;
 use loadbench_model::{FailReason, Histo, Slo, SloCondition, SloOp, SloValue, Stats, Verdict};
 
 /// A step whose achieved send rate is below this share of its target did not offer the load.
 const KEEP_UP: f64 = 0.97;
+/// A step whose completed count is below this share of what was sent (less what may normally
+/// still be in flight at its end) fell behind.
+const SERVED: f64 = 0.97;
 /// Above this share of its threads' CPU time, the generator is the bottleneck.
 const CPU_BUSY: f64 = 0.90;
 /// `/proc` reports CPU time in clock ticks of `USER_HZ`, which Linux fixes at 100 per second.
@@ -26,7 +34,10 @@ pub(crate) fn cpu_seconds() -> Option<f64> {
 /// The verdict of one step and what it rests on.
 #[derive(Debug)]
 pub(crate) struct Judgement {
+    /// Requests sent per second of the measured window.
     pub(crate) achieved: f64,
+    /// Responses completed per second of the measured window.
+    pub(crate) completed: f64,
     pub(crate) error_share: f64,
     pub(crate) slo_values: Vec<SloValue>,
     pub(crate) verdict: Verdict,
@@ -35,13 +46,11 @@ pub(crate) struct Judgement {
 }
 
 /// Judges a step. Every broken condition goes into `detail`; the recorded reason is the first
-/// of: the generator (then nothing else measured the target), the error budget, the SLO.
+/// of: the generator (then nothing else measured the target), the error budget, throughput
+/// (completed clearly below sent), the SLO.
 pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget: f64) -> Judgement {
-    let achieved = if s.elapsed_us == 0 {
-        0.0
-    } else {
-        s.sent as f64 / s.elapsed_secs()
-    };
+    let summary = s.summary();
+    let (achieved, completed) = (summary.sent_per_sec, summary.requests_per_sec);
     let attempts = s.attempts();
     let bad = s.errors.total() + s.status.non_success();
     let error_share = if attempts == 0 {
@@ -72,6 +81,9 @@ pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget:
             ),
         ));
     }
+    if let Some(d) = throughput_shortfall(s, target, slo) {
+        broken.push((FailReason::Throughput, d));
+    }
     for (c, v) in slo.conditions.iter().zip(&slo_values) {
         if !v.ok {
             broken.push((FailReason::Slo, slo_breach(c, v.value_us)));
@@ -88,12 +100,36 @@ pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget:
     };
     Judgement {
         achieved,
+        completed,
         error_share,
         slo_values,
         verdict,
         reason,
         detail,
     }
+}
+
+/// The detail when the target completed clearly fewer responses than were sent to it.
+///
+/// Requests sent in the last moments of a step are normally still in flight when it ends: up
+/// to `target × the SLO's largest latency limit` of them (one younger than the limit could
+/// still have met it) are not held against the target. Of the rest, at least [`SERVED`] must
+/// have completed.
+fn throughput_shortfall(s: &Stats, target: f64, slo: &Slo) -> Option<String> {
+    let limit_s = slo
+        .conditions
+        .iter()
+        .map(|c| c.limit_us / 1e6)
+        .fold(0.0, f64::max);
+    let due = s.sent as f64 - target * limit_s;
+    if due <= 0.0 || s.requests as f64 >= SERVED * due {
+        return None;
+    }
+    let summary = s.summary();
+    Some(format!(
+        "completed {:.0}/s of {:.0}/s sent ({} still in flight at the end)",
+        summary.requests_per_sec, summary.sent_per_sec, s.abandoned
+    ))
 }
 
 fn measure_slo(slo: &Slo, hist: &Histo) -> Vec<SloValue> {
@@ -168,6 +204,26 @@ mod tests {
         assert_eq!(busy.reason, Some(FailReason::Generator));
         let idle = judge(&stats(900, 900, 0), 1000.0, Some(0.30), &slo, 0.001);
         assert_eq!(idle.verdict, Verdict::Pass, "slow sends alone blame no one");
+    }
+
+    #[test]
+    fn completing_clearly_less_than_was_sent_fails_however_fast_the_answers() {
+        let slo = loadbench_plan::parse_slo("p99<50ms").unwrap();
+        let mut behind = stats(1600, 596, 0);
+        behind.abandoned = 1004;
+        let j = judge(&behind, 1600.0, Some(0.2), &slo, 0.001);
+        assert_eq!((j.achieved, j.completed), (1600.0, 596.0));
+        assert_eq!(j.reason, Some(FailReason::Throughput), "{}", j.detail);
+        assert_eq!(
+            j.detail,
+            "completed 596/s of 1600/s sent (1004 still in flight at the end)"
+        );
+        // 80 = 1600 × 50 ms may be in flight normally: 1,470 of the other 1,520 is 96.7%.
+        let short = judge(&stats(1600, 1470, 0), 1600.0, None, &slo, 0.001);
+        assert_eq!(short.reason, Some(FailReason::Throughput));
+        let kept_up = judge(&stats(1600, 1480, 0), 1600.0, None, &slo, 0.001);
+        assert_eq!(kept_up.verdict, Verdict::Pass, "{}", kept_up.detail);
+        assert_eq!(kept_up.completed, 1480.0);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Each step is one open-model run through [`crate::run_plan`] at a fixed rate; [`search`]
 //! doubles the rate from the start rate while steps pass, then bisects between the highest pass
 //! and the lowest fail ([`search`] module). A step fails on the SLO (latency from the intended
-//! send time), on the error budget, or because the generator itself could not keep up, which
+//! send time), on the error budget, on throughput (the target completed clearly fewer
+//! responses than were sent), or because the generator itself could not keep up, which
 //! ends the search ([`judge`]). After a failed step the search waits, bounded and recorded,
 //! until the target has worked off what the step left behind ([`recovery`]), so no step is
 //! judged on an earlier step's backlog; every step also runs on connections of its own, so no
@@ -210,6 +211,7 @@ fn run_step(
         phase,
         target_rate: rate,
         achieved_rate: judged.achieved,
+        completed_rate: judged.completed,
         p50_us: SloStat::Percentile { percentile: 50.0 }.measure_us(hist),
         p99_us: SloStat::Percentile { percentile: 99.0 }.measure_us(hist),
         slo_values: judged.slo_values,

@@ -206,3 +206,19 @@ fn rounds_pointing_nowhere_render_without_panicking() {
     let c = crate::compare::BenchComparison::of(["a", "b"], &r, &fixture(), 0.05);
     assert!(c.text().contains("ghost at c=50 (closed)"), "{}", c.text());
 }
+
+#[test]
+fn the_load_heading_says_when_keep_alive_is_off() {
+    let mut r = fixture();
+    let on = render_bench(Format::Text, &r);
+    assert!(!on.contains("keep-alive off"), "{on}");
+    r.loads[0].keepalive = false;
+    for format in [Format::Text, Format::Markdown] {
+        let off = render_bench(format, &r);
+        let heading = off.lines().find(|l| l.contains("closed model")).unwrap();
+        assert!(
+            heading.contains("keep-alive off (a new connection per request)"),
+            "{heading}"
+        );
+    }
+}

@@ -357,7 +357,9 @@ fn sigkill_of_loadbench_mid_run_leaves_no_target_behind() {
         assert!(Instant::now() < deadline, "targets never became ready");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let folder = std::fs::canonicalize(folder).unwrap();
+    assert!(folder.starts_with(&dir));
+    // Targets run in the scenario's folder (which holds the run folder too).
+    let folder = std::fs::canonicalize(&dir).unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let before = processes_in(&folder);
     assert!(before.len() >= 2, "nginx and the backend run: {before:?}");
@@ -542,6 +544,8 @@ fn example_gateway_overhead_adds_nginx_before_a_200ms_backend() {
     let Some(r) = run_example("gateway-overhead", &["nginx"]) else {
         return;
     };
+    // Like the seed's ab without -k: a new connection for every request.
+    assert!(r.loads.iter().all(|l| !l.keepalive), "{:?}", r.loads);
     for round in &r.rounds {
         let p50 = round
             .result
@@ -648,5 +652,125 @@ fn a_target_that_dies_mid_run_fails_its_later_rounds_and_keeps_the_finished_ones
         r.warnings.iter().any(|w| w.contains("step 3")),
         "{:?}",
         r.warnings
+    );
+}
+
+/// nginx started through `sh`, which first writes its working directory; it serves the files of
+/// `site/` beside the scenario (named with `{scenario_dir}`) and logs, per request, nginx's
+/// connection number, the requests that connection carried so far, and the URI.
+const NGINX_PER_CONNECTION: &str = r#"
+name = "per-connection"
+[[target]]
+name = "nginx"
+command = "/bin/sh"
+args = ["-c", "pwd > {dir}/cwd.txt && exec /usr/sbin/nginx -p {dir} -c {dir}/nginx.conf -e stderr"]
+stop_signal = "QUIT"
+[[target.config]]
+path = "nginx.conf"
+template = """
+daemon off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log stderr;
+events { worker_connections 1024; }
+http {
+  log_format per_connection '$connection $connection_requests $request_uri';
+  access_log {dir}/access.log per_connection;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:{port};
+    root {scenario_dir}/site;
+  }
+}
+"""
+[target.ready]
+http = "http://127.0.0.1:{port}/index.html"
+
+[[load]]
+name = "no keep-alive"
+model = "closed"
+targets = ["nginx"]
+connections = [2]
+keepalive = false
+[load.request]
+path = "/index.html?keepalive=off"
+
+[[load]]
+name = "keep-alive"
+model = "closed"
+targets = ["nginx"]
+connections = [2]
+[load.request]
+path = "/index.html?keepalive=on"
+"#;
+
+/// `(connection, requests on it so far)` of every logged request whose URI ends with `tag`.
+fn logged(log: &str, tag: &str) -> Vec<(u64, u64)> {
+    log.lines()
+        .filter(|l| l.ends_with(tag))
+        .map(|l| {
+            let f: Vec<u64> = l.split(' ').take(2).map(|x| x.parse().unwrap()).collect();
+            (f[0], f[1])
+        })
+        .collect()
+}
+
+#[test]
+fn keep_alive_off_opens_a_connection_per_request_and_targets_run_in_the_scenario_folder() {
+    if !have("nginx") {
+        return;
+    }
+    let _machine = crate::support::loading();
+    let dir = tempdir("bench-keepalive");
+    std::fs::create_dir(dir.join("site")).unwrap();
+    std::fs::write(dir.join("site/index.html"), "hello\n").unwrap();
+    let file = scenario(&dir, "per-connection.toml", NGINX_PER_CONNECTION);
+    let results = dir.join("results");
+    let args = [
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--rounds",
+        "1",
+        "--cooldown",
+        "0s",
+    ];
+    let (out, result) = bench(&file, &results, &args);
+    assert!(out.status.success(), "{:?}", output_text(&out));
+    let r = result.expect("result.json saved");
+    let keepalive: Vec<bool> = r.loads.iter().map(|l| l.keepalive).collect();
+    assert_eq!(keepalive, [false, true]);
+    for round in &r.rounds {
+        let stats = &round.result.as_ref().expect("a run").stats;
+        // Every request found the file named through {scenario_dir}.
+        assert!(stats.requests > 0, "{}", round.load);
+        assert_eq!(stats.errors.total(), 0, "load {}", round.load);
+    }
+    let target_dir = run_folder(&results).unwrap().join("targets/nginx");
+    let cwd = std::fs::read_to_string(target_dir.join("cwd.txt")).unwrap();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap();
+    assert_eq!(canonical(Path::new(cwd.trim())), canonical(&dir));
+    let log = std::fs::read_to_string(target_dir.join("access.log")).unwrap();
+    let off = logged(&log, "keepalive=off");
+    assert!(off.len() >= 10, "{} requests without keep-alive", off.len());
+    assert!(off.iter().all(|&(_, n)| n == 1), "{off:?}");
+    let connections: std::collections::HashSet<u64> = off.iter().map(|&(c, _)| c).collect();
+    assert_eq!(connections.len(), off.len());
+    // The same count with keep-alive on finds connections that carried many requests.
+    let on = logged(&log, "keepalive=on");
+    assert!(on.iter().any(|&(_, n)| n > 1), "{on:?}");
+}
+
+#[test]
+fn a_target_not_ready_in_time_says_how_to_raise_its_ready_timeout() {
+    rejected(
+        "slow-start",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\ncommand = \"/bin/sleep\"\nargs = [\"30\"]\n\
+             [target.ready]\ntimeout = \"500ms\"\n{LOAD}"
+        ),
+        "target[0].ready",
+        "raise target[0].ready.timeout: add timeout = \"60s\" under the [target.ready] of 't'",
     );
 }

@@ -106,6 +106,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
                 warmup_ms: l.warmup.as_millis() as u64,
                 method: l.request.method.clone(),
                 path: l.request.path.clone(),
+                keepalive: l.keepalive,
             }
         })
         .collect()
@@ -272,6 +273,7 @@ impl Matrix<'_> {
         let mut spec = LoadSpec::closed(&join_url(&base, &req.path), level as u32, load.duration);
         spec.threads = self.threads;
         spec.warmup = load.warmup;
+        spec.keepalive = load.keepalive;
         spec.request = RequestSpec {
             method: req.method.clone(),
             headers: req

@@ -15,7 +15,7 @@ use loadbench_model::{AppliedLimits, BenchTarget};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What [`Targets::start`] needs besides the scenario.
 #[derive(Debug, Clone)]
@@ -109,6 +109,8 @@ struct Starting<'a> {
     opts: &'a StartOptions,
     key: String,
     dir: PathBuf,
+    /// The scenario file's folder: the working directory unless `workdir` says otherwise.
+    scenario_dir: PathBuf,
     values: HashMap<String, String>,
 }
 
@@ -165,7 +167,7 @@ impl Starting<'_> {
         .args(args);
         spec.cwd = Some(match &t.workdir {
             Some(w) => PathBuf::from(self.render("workdir", w)?),
-            None => self.dir.clone(),
+            None => self.scenario_dir.clone(),
         });
         for (k, v) in &t.env {
             spec.env
@@ -192,6 +194,7 @@ fn start_one(
         key: format!("target[{index}]"),
         values: s.placeholders(t, ports, &dir),
         dir,
+        scenario_dir: s.dir.clone(),
     };
     std::fs::create_dir_all(&starting.dir)
         .map_err(|e| starting.io_err("create the target's folder", e))?;
@@ -360,10 +363,12 @@ fn process_error(opts: &StartOptions, key: &str, t: &TargetSpec, e: ProcessError
             .join(" | ")
     };
     let (k, problem, fix) = match &e {
-        ProcessError::Spawn { command, source, .. } => (
+        ProcessError::Spawn {
+            command, source, ..
+        } => (
             "command",
             format!("cannot start `{command}`: {source}"),
-            "install the program or correct the command (a full path works best)",
+            "install the program or correct the command (a full path works best)".into(),
         ),
         ProcessError::ExitedEarly {
             status,
@@ -376,7 +381,7 @@ fn process_error(opts: &StartOptions, key: &str, t: &TargetSpec, e: ProcessError
                 t.name,
                 one_line(stderr_tail)
             ),
-            "run the command by hand with the rendered config (under targets/) to see why",
+            "run the command by hand with the rendered config (under targets/) to see why".into(),
         ),
         ProcessError::NotReady {
             check,
@@ -390,16 +395,27 @@ fn process_error(opts: &StartOptions, key: &str, t: &TargetSpec, e: ProcessError
                 t.name,
                 one_line(stderr_tail)
             ),
-            "check that it listens on {port} (or set ready.http / ready.tcp), or raise ready.timeout",
+            slow_start_fix(key, &t.name, *timeout),
         ),
-        _ => ("", one_line(&e.to_string()), "see the message"),
+        _ => ("", one_line(&e.to_string()), "see the message".into()),
     };
     let key = if k.is_empty() {
         key.to_string()
     } else {
         format!("{key}.{k}")
     };
-    ScenarioError::new(&opts.file, key, problem, fix)
+    ScenarioError::new(&opts.file, key, problem, &fix)
+}
+
+/// The fix for a target not ready after `timeout`: the check may be wrong, or the start slow.
+/// `key` is the target's (`target[2]`).
+fn slow_start_fix(key: &str, name: &str, timeout: Duration) -> String {
+    let longer = (timeout * 4).as_secs().max(60);
+    format!(
+        "check that it listens on {{port}} (or set ready.http / ready.tcp); if it starts slowly \
+         (a JVM on a busy core), raise {key}.ready.timeout: add timeout = \"{longer}s\" under \
+         the [target.ready] of '{name}'"
+    )
 }
 
 fn applied_limits(a: &Applied, host_cores: usize) -> AppliedLimits {

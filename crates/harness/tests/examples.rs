@@ -134,6 +134,7 @@ fn gateway_overhead_puts_nginx_before_a_200ms_backend() {
     let connections = vec![300];
     assert_eq!(l.model, LoadModel::Closed { connections });
     assert_eq!(l.targets, ["gateway", "backend"]);
+    assert!(!l.keepalive, "the seed's ab ran without -k");
 }
 
 #[test]

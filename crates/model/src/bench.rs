@@ -166,6 +166,14 @@ pub struct BenchLoad {
     pub method: String,
     /// Path and query, appended to the target's `url`.
     pub path: String,
+    /// Connections kept open across requests (HTTP keep-alive); `false`: a new connection per
+    /// request, like `ab` without `-k`. Results written before this field existed used keep-alive.
+    #[serde(default = "keep_alive")]
+    pub keepalive: bool,
+}
+
+fn keep_alive() -> bool {
+    true
 }
 
 impl BenchLoad {
@@ -526,4 +534,24 @@ fn latency_cells(runs: &[&RunResult]) -> Vec<CellPercentile> {
             cell_stats(&values, false).map(|stats| CellPercentile { p, stats })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_without_keepalive_reads_as_keep_alive_on() {
+        let mut load = serde_json::json!({
+            "name": "closed", "model": "closed", "targets": ["nginx"], "together": false,
+            "levels": [10.0], "duration_ms": 1000, "warmup_ms": 0, "method": "GET", "path": "/"
+        });
+        let read: BenchLoad = serde_json::from_value(load.clone()).unwrap();
+        assert!(read.keepalive);
+        load["keepalive"] = false.into();
+        let read: BenchLoad = serde_json::from_value(load).unwrap();
+        assert!(!read.keepalive);
+        let written = serde_json::to_value(&read).unwrap();
+        assert_eq!(written["keepalive"], false);
+    }
 }

@@ -327,6 +327,7 @@ fn bench_load() -> BenchLoad {
         warmup_ms: 2_000,
         method: "GET".into(),
         path: "/plaintext".into(),
+        keepalive: true,
     }
 }
 

@@ -8,7 +8,7 @@
 //! the variant, and toml then knows only the table's header, so errors could name `load[2]` but
 //! never `load[2].slo` or its line.
 
-use super::model::ten_seconds;
+use super::model::{ten_seconds, yes};
 use super::{de, LoadModel, LoadSpec, RequestSpec, ScenarioError};
 use loadbench_model::Slo;
 use serde::Deserialize;
@@ -50,6 +50,8 @@ pub(super) struct LoadFile {
     warmup: Duration,
     #[serde(default)]
     request: RequestSpec,
+    #[serde(default = "yes")]
+    keepalive: bool,
 }
 
 /// The `model` key.
@@ -101,6 +103,7 @@ impl LoadFile {
             duration: self.duration,
             warmup: self.warmup,
             request: self.request,
+            keepalive: self.keepalive,
         })
     }
 

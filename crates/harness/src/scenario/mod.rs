@@ -33,7 +33,7 @@ pub use validate::dependencies;
 
 use error::toml_error;
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A validated scenario file: every value checked, every load typed.
@@ -53,6 +53,8 @@ pub struct Scenario {
     pub targets: Vec<TargetSpec>,
     /// The loads to run (`[[load]]`), in order.
     pub loads: Vec<LoadSpec>,
+    /// The folder of the scenario file, absolute: `{scenario_dir}`, and where targets run.
+    pub dir: PathBuf,
 }
 
 /// A scenario file as written, read by serde; [`ScenarioFile::validate`] makes it a [`Scenario`].

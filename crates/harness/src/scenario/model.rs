@@ -120,8 +120,9 @@ pub struct ReadySpec {
     /// `host:port` that must accept a TCP connection; placeholders allowed.
     #[serde(default)]
     pub tcp: Option<String>,
-    /// How long to wait; a target not ready by then is an error.
-    #[serde(default = "ten_seconds", deserialize_with = "de::duration")]
+    /// How long to wait; a target not ready by then is an error. The default, 30 s, leaves
+    /// a JVM application time to start on a busy core.
+    #[serde(default = "thirty_seconds", deserialize_with = "de::duration")]
     pub timeout: Duration,
 }
 
@@ -130,7 +131,7 @@ impl Default for ReadySpec {
         Self {
             http: None,
             tcp: None,
-            timeout: ten_seconds(),
+            timeout: thirty_seconds(),
         }
     }
 }
@@ -228,6 +229,8 @@ pub struct LoadSpec {
     pub warmup: Duration,
     /// The request sent.
     pub request: RequestSpec,
+    /// Keep connections open across requests; `false` opens a new connection per request.
+    pub keepalive: bool,
 }
 
 /// The request sent by a load.
@@ -263,6 +266,9 @@ impl Default for RequestSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuSet(pub Vec<usize>);
 
+pub(super) fn yes() -> bool {
+    true
+}
 pub(super) fn one() -> u32 {
     1
 }
@@ -274,6 +280,9 @@ fn five_seconds() -> Duration {
 }
 pub(super) fn ten_seconds() -> Duration {
     Duration::from_secs(10)
+}
+fn thirty_seconds() -> Duration {
+    Duration::from_secs(30)
 }
 fn get() -> String {
     "GET".into()

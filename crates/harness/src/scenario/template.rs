@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// Placeholders that templates, args, env values, URLs and ready checks may use; besides these,
 /// `{port:NAME}` is the port of the target called NAME (for load balancers with several backends).
-pub const PLACEHOLDERS: [&str; 4] = ["port", "upstream", "dir", "name"];
+pub const PLACEHOLDERS: [&str; 5] = ["port", "upstream", "dir", "name", "scenario_dir"];
 
 /// Prefix of the placeholder naming another target's port: `{port:backend-2}`.
 pub const PORT_OF: &str = "port:";
@@ -33,6 +33,7 @@ impl Scenario {
         let mut map = HashMap::new();
         map.insert("name".into(), t.name.clone());
         map.insert("dir".into(), dir.display().to_string());
+        map.insert("scenario_dir".into(), self.dir.display().to_string());
         if let Some(p) = ports.get(&t.name) {
             map.insert("port".into(), p.to_string());
         }

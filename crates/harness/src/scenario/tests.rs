@@ -320,3 +320,38 @@ fn one_level_needs_no_list() {
     };
     assert_eq!(s.loads[1].model, open);
 }
+
+#[test]
+fn keepalive_is_on_unless_a_load_turns_it_off() {
+    let s = parse(MINI).unwrap();
+    assert!(s.loads[0].keepalive);
+    let s = parse(&format!("{MINI}keepalive = false\n")).unwrap();
+    assert!(!s.loads[0].keepalive);
+    assert_key(
+        &format!("{MINI}keepalive = \"no\"\n"),
+        "load[0].keepalive",
+        "bool",
+    );
+}
+
+#[test]
+fn scenario_dir_is_the_absolute_folder_of_the_scenario_file() {
+    let s = parse(MINI).unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(s.dir, cwd.join("bench"));
+    let values = s.placeholders(&s.targets[0], &HashMap::new(), Path::new("/run/a"));
+    assert_eq!(
+        values["scenario_dir"],
+        cwd.join("bench").display().to_string()
+    );
+    assert_eq!(values["dir"], "/run/a");
+    let bare = Scenario::parse(MINI, Path::new("scn.toml")).unwrap();
+    assert_eq!(bare.dir, cwd);
+}
+
+#[test]
+fn readiness_waits_thirty_seconds_by_default() {
+    let s = parse(MINI).unwrap();
+    assert_eq!(s.targets[0].ready.timeout, Duration::from_secs(30));
+    assert_eq!(ReadySpec::default().timeout, Duration::from_secs(30));
+}

@@ -7,7 +7,7 @@ use super::{
     TargetKind, TargetSpec, PORT_OF,
 };
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 impl ScenarioFile {
     /// Checks the file as written and types its loads: the validated [`Scenario`].
@@ -21,9 +21,10 @@ impl ScenarioFile {
             generator: self.generator,
             targets: self.targets,
             loads: Vec::new(),
+            dir: folder_of(file),
         };
         s.check_names_and_ports(file)?;
-        let base = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let base = s.dir.clone();
         let names: HashSet<String> = s.targets.iter().map(|t| t.name.clone()).collect();
         for (i, t) in s.targets.iter_mut().enumerate() {
             check_target(t, &format!("target[{i}]"), &names, &base, file)?;
@@ -310,4 +311,12 @@ fn check_placeholders(
         }
     }
     Ok(())
+}
+
+/// The folder holding `file`, absolute (a relative one would mean another folder to a target
+/// whose working directory differs from loadbench's).
+fn folder_of(file: &Path) -> PathBuf {
+    let parent = file.parent().filter(|p| !p.as_os_str().is_empty());
+    let parent = parent.unwrap_or(Path::new("."));
+    std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf())
 }

@@ -338,6 +338,9 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
     if load.together {
         line += ", all targets loaded together";
     }
+    if !load.keepalive {
+        line += ", keep-alive off (a new connection per request)";
+    }
     line
 }
 

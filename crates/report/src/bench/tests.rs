@@ -262,3 +262,19 @@ fn two_rounds_warn_that_the_interval_says_little_and_clamp_it_at_zero() {
     // Three rounds: no such warning.
     assert!(!render_bench(Format::Text, &fixture()).contains("only 2 rounds"));
 }
+
+#[test]
+fn the_load_heading_says_when_keep_alive_is_off() {
+    let mut r = fixture();
+    let on = render_bench(Format::Text, &r);
+    assert!(!on.contains("keep-alive off"), "{on}");
+    r.loads[0].keepalive = false;
+    for format in [Format::Text, Format::Markdown] {
+        let off = render_bench(format, &r);
+        let heading = off.lines().find(|l| l.contains("closed model")).unwrap();
+        assert!(
+            heading.contains("keep-alive off (a new connection per request)"),
+            "{heading}"
+        );
+    }
+}

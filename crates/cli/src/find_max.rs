@@ -3,23 +3,16 @@
 //! printed. Exit 0 when a rate held, 1 when none did, 130 when interrupted.
 
 use crate::args::FindMaxArgs;
-use crate::progress::Bar;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_model::FindMaxResult;
 use loadbench_runner::find_max::{self, FindMaxError, FindMaxSpec};
-use loadbench_runner::Control;
 use std::process::ExitCode;
 
 pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
-    let stop = crate::signals::stop_flag()?;
-    let bar = Bar::new(args.quiet);
-    let ctl = Control {
-        stop: &stop,
-        observer: &bar,
-    };
-    let result = find_max::search(&spec, ctl).map_err(search_error)?;
+    let result = crate::progress::controlled(args.quiet, |ctl| find_max::search(&spec, ctl))?
+        .map_err(search_error)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     crate::output::print(&saved, args.output, &Default::default())?;
     if let Some(path) = &args.html {

@@ -6,7 +6,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadbench_model::FindMaxStep;
 use loadbench_plan::{Plan, Stop};
-use loadbench_runner::{Live, Observer};
+use loadbench_runner::{Control, Live, Observer};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -62,6 +62,16 @@ impl Observer for Bar {
             eprintln!("{text}");
         }
     }
+}
+
+/// Runs `f` under the process's stop flag (Ctrl-C, SIGTERM) with a progress bar as observer.
+pub(crate) fn controlled<T>(quiet: bool, f: impl FnOnce(Control<'_>) -> T) -> anyhow::Result<T> {
+    let stop = crate::signals::stop_flag()?;
+    let bar = Bar::new(quiet);
+    Ok(f(Control {
+        stop: &stop,
+        observer: &bar,
+    }))
 }
 
 struct Progress {

@@ -2,24 +2,18 @@
 //! Ctrl-C handling, then print and save the result. The exit code is decided at the end.
 
 use crate::args::{RequestArgs, RunArgs};
-use crate::progress::Bar;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_model::RunResult;
 use loadbench_plan::{closed_stop, open_load, Body, Load, LoadSpec, OpenFlags, RequestSpec};
 use loadbench_report::{Format, RenderOptions};
-use loadbench_runner::{Control, RunError};
+use loadbench_runner::RunError;
 use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
-    let stop = crate::signals::stop_flag()?;
-    let bar = Bar::new(args.quiet);
-    let ctl = Control {
-        stop: &stop,
-        observer: &bar,
-    };
-    let result = loadbench_runner::run(&spec, ctl).map_err(run_error)?;
+    let result = crate::progress::controlled(args.quiet, |ctl| loadbench_runner::run(&spec, ctl))?
+        .map_err(run_error)?;
     let opts = RenderOptions {
         percentiles: spec.percentiles.clone(),
         color: false,

@@ -150,7 +150,7 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     }
     let mut parts = Vec::new();
     if let Some(rps) = round.throughput() {
-        parts.push(format!("{} req/s", units::rate(rps)));
+        parts.push(format!("{rps:.0} req/s"));
     }
     if let Some(run) = &round.result {
         let h = &run.stats.latency.hist;

@@ -12,6 +12,12 @@
 //! sampling interval doubles, so any run length fits and the whole run stays covered, at a
 //! coarser resolution (see [`Samples::interval_ms`]).
 //!
+//! CPU rates come from tick-granular counters (10 ms per tick at the usual 100 Hz), so a rate over
+//! a very short interval is mostly rounding: a reading taken 1 ms after a late one would turn one
+//! tick into 10 cores. A reading closer than [`Recorder::min_window`] to the previous one is
+//! therefore skipped (its interval merges into the next), and a target's rate is capped at the
+//! cores it may use (its CPU affinity, its cgroup's `cpu.max` quota, the host's cores).
+//!
 //! Accounting limits: CPU time of a process that exits between two samples is lost for its last
 //! partial interval (at most one interval per exiting process); RSS sums resident pages per
 //! process, so pages shared between workers (copy-on-write after fork) are counted once per
@@ -123,6 +129,10 @@ struct Reading {
     rss_pages: Vec<(u64, u32)>,
     generator_ticks: u64,
     cores: Vec<CoreTicks>,
+    /// Per target: the cores its root process may use (0 when it is gone).
+    allowed: Vec<f64>,
+    /// The cores this process (the generator) may use.
+    generator_allowed: f64,
 }
 
 impl Reading {
@@ -146,7 +156,59 @@ impl Reading {
                 .collect(),
             generator_ticks: generator.map_or(0, |s| s.utime + s.stime),
             cores: read_cores(),
+            allowed: roots.iter().map(|&r| allowed_cores(r)).collect(),
+            generator_allowed: allowed_cores(std::process::id()),
         }
+    }
+}
+
+/// The cores process `pid` may use: its CPU affinity, capped by any `cpu.max` quota on its
+/// cgroup (v2) or that cgroup's ancestors; 0 when the process is gone.
+fn allowed_cores(pid: u32) -> f64 {
+    let Ok(process) = Process::new(pid as i32) else {
+        return 0.0;
+    };
+    let affinity = process
+        .status()
+        .ok()
+        .and_then(|s| s.cpus_allowed_list)
+        .map(|ranges| ranges.iter().map(|&(a, b)| f64::from(b - a + 1)).sum());
+    let host = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let cores = affinity.unwrap_or(host);
+    cgroup_quota(&process).map_or(cores, |q| cores.min(q))
+}
+
+/// The tightest `cpu.max` quota (in cores) on the process's v2 cgroup path, if any.
+fn cgroup_quota(process: &Process) -> Option<f64> {
+    let groups = process.cgroups().ok()?;
+    let path = groups.0.iter().find(|g| g.hierarchy == 0)?.pathname.clone();
+    let mut dir = std::path::PathBuf::from("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+    let mut tightest: Option<f64> = None;
+    loop {
+        let text = std::fs::read_to_string(dir.join("cpu.max")).unwrap_or_default();
+        if let Some(q) = parse_cpu_max(&text) {
+            tightest = Some(tightest.map_or(q, |t| t.min(q)));
+        }
+        if dir == std::path::Path::new("/sys/fs/cgroup") || !dir.pop() {
+            return tightest;
+        }
+    }
+}
+
+/// Cores granted by a `cpu.max` line ("quota period"); `None` for "max" or unreadable text.
+fn parse_cpu_max(text: &str) -> Option<f64> {
+    let mut parts = text.split_whitespace();
+    let quota: f64 = parts.next()?.parse().ok()?;
+    let period: f64 = parts.next()?.parse().ok()?;
+    (period > 0.0).then(|| quota / period)
+}
+
+/// Caps a rate at the cores allowed; an unknown allowance (0) leaves it as is.
+fn capped(rate: f64, allowed: f64) -> f64 {
+    if allowed > 0.0 {
+        rate.min(allowed)
+    } else {
+        rate
     }
 }
 
@@ -233,7 +295,10 @@ fn make_sample(
         .enumerate()
         .map(|(i, name)| TargetSample {
             name: name.clone(),
-            cpu_cores: units.cores(tree_ticks_since(&prev.targets[i], &now.targets[i]), wall),
+            cpu_cores: capped(
+                units.cores(tree_ticks_since(&prev.targets[i], &now.targets[i]), wall),
+                now.allowed[i].max(prev.allowed[i]),
+            ),
             rss_bytes: now.rss_pages[i].0 * units.page_bytes,
             processes: now.rss_pages[i].1,
         })
@@ -241,9 +306,12 @@ fn make_sample(
     Sample {
         t_ms: now.at.duration_since(start).as_millis() as u64,
         targets,
-        generator_cpu_cores: units.cores(
-            now.generator_ticks.saturating_sub(prev.generator_ticks),
-            wall,
+        generator_cpu_cores: capped(
+            units.cores(
+                now.generator_ticks.saturating_sub(prev.generator_ticks),
+                wall,
+            ),
+            now.generator_allowed,
         ),
         core_busy: core_busy(&prev.cores, &now.cores),
     }
@@ -320,18 +388,28 @@ impl Recorder {
                     return (self.samples, self.interval);
                 }
             }
-            let now = Reading::take(&self.roots);
-            self.push(make_sample(
-                &self.names,
-                self.units,
-                self.start,
-                &prev,
-                &now,
-            ));
-            prev = now;
-            // Absolute deadlines keep the rate steady; after a stall, resume from now.
-            next = (next + self.interval).max(Instant::now());
+            self.observe(&mut prev, Reading::take(&self.roots));
+            // Absolute deadlines keep the rate steady; after a stall, resume one interval on.
+            next = (next + self.interval).max(Instant::now() + self.interval / 2);
         }
+    }
+
+    /// The shortest interval a CPU rate is computed over: half the sampling interval, and at
+    /// least 5 clock ticks, so tick rounding stays small beside the rate.
+    fn min_window(&self) -> Duration {
+        let ticks = Duration::from_secs_f64(5.0 / self.units.ticks_per_second);
+        (self.interval / 2).max(ticks)
+    }
+
+    /// Records a sample from `prev` to `now`, or skips `now` when it is too close to `prev` (the
+    /// next reading then covers both intervals).
+    fn observe(&mut self, prev: &mut Reading, now: Reading) {
+        if now.at.duration_since(prev.at) < self.min_window() {
+            return;
+        }
+        let sample = make_sample(&self.names, self.units, self.start, prev, &now);
+        self.push(sample);
+        *prev = now;
     }
 
     fn push(&mut self, sample: Sample) {
@@ -587,6 +665,90 @@ mod tests {
         // Three halvings (at the 5th, 7th and 9th push): 100 ms → 800 ms.
         assert_eq!(rec.interval, Duration::from_millis(800));
         assert_eq!(rec.samples.last().unwrap().t_ms, 900);
+    }
+
+    fn reading(at: Instant, ticks: u64, allowed: f64) -> Reading {
+        Reading {
+            at,
+            targets: vec![HashMap::from([((7, 1), ticks)])],
+            rss_pages: vec![(10, 1)],
+            generator_ticks: ticks,
+            cores: vec![],
+            allowed: vec![allowed],
+            generator_allowed: allowed,
+        }
+    }
+
+    fn recorder() -> Recorder {
+        Recorder {
+            names: vec!["app".into()],
+            roots: vec![],
+            units: Units {
+                ticks_per_second: 100.0,
+                page_bytes: 4096,
+            },
+            start: Instant::now(),
+            interval: Duration::from_millis(100),
+            max_samples: 100,
+            samples: vec![],
+        }
+    }
+
+    #[test]
+    fn a_reading_just_after_a_late_one_does_not_spike() {
+        let mut rec = recorder();
+        let t0 = rec.start;
+        let mut prev = reading(t0, 0, 8.0);
+        // A late reading (150 ms, one core busy), then one 1 ms later holding one more tick.
+        rec.observe(&mut prev, reading(t0 + Duration::from_millis(150), 15, 8.0));
+        rec.observe(&mut prev, reading(t0 + Duration::from_millis(151), 16, 8.0));
+        rec.observe(&mut prev, reading(t0 + Duration::from_millis(250), 25, 8.0));
+        for s in &rec.samples {
+            assert!(s.targets[0].cpu_cores <= 1.05, "{:?}", s.targets[0]);
+            assert!(s.generator_cpu_cores <= 1.05, "{s:?}");
+        }
+        assert_eq!(rec.samples.len(), 2);
+        assert_eq!(rec.samples[1].t_ms, 250);
+    }
+
+    #[test]
+    fn rates_never_exceed_the_cores_the_target_may_use() {
+        let mut rec = recorder();
+        let t0 = rec.start;
+        let mut prev = reading(t0, 0, 1.0);
+        // 11 ticks in 100 ms reads as 1.1 cores on a target limited to one core.
+        rec.observe(&mut prev, reading(t0 + Duration::from_millis(100), 11, 1.0));
+        assert_eq!(rec.samples[0].targets[0].cpu_cores, 1.0);
+        assert_eq!(rec.samples[0].generator_cpu_cores, 1.0);
+    }
+
+    #[test]
+    fn cpu_max_quota_reads_as_cores() {
+        assert_eq!(parse_cpu_max("100000 100000\n"), Some(1.0));
+        assert_eq!(parse_cpu_max("50000 100000"), Some(0.5));
+        assert_eq!(parse_cpu_max("max 100000"), None);
+        assert_eq!(parse_cpu_max(""), None);
+    }
+
+    #[test]
+    fn a_busy_child_never_reads_above_the_host_cores() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .expect("sh");
+        let sampler = Sampler::start(vec![("busy".into(), child.id())], Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(800));
+        let samples = sampler.stop();
+        let _ = child.kill();
+        let _ = child.wait();
+        let host = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        let max = samples
+            .samples
+            .iter()
+            .map(|s| s.targets[0].cpu_cores)
+            .fold(0.0, f64::max);
+        assert!(!samples.samples.is_empty());
+        assert!(max <= host, "max {max} cores on a {host}-core host");
     }
 
     #[test]

@@ -34,6 +34,15 @@ pub fn duration_ms_short(ms: u64) -> String {
     }
 }
 
+/// How a step or round starts: ` after 2s warm-up`, or `, no warm-up` (never "0ns warm-up").
+pub fn after_warmup(ms: u64) -> String {
+    if ms == 0 {
+        ", no warm-up".to_string()
+    } else {
+        format!(" after {} warm-up", duration_ms_short(ms))
+    }
+}
+
 /// A byte count: `512B`, `1.50KiB`, `3.20MiB`, `1.00GiB`.
 pub fn bytes(n: f64) -> String {
     scaled(n, &BYTE_UNITS, 1024.0, 0)
@@ -99,6 +108,12 @@ fn round_to(x: f64, decimals: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_warm_up_is_said_in_words() {
+        assert_eq!(after_warmup(0), ", no warm-up");
+        assert_eq!(after_warmup(2000), " after 2s warm-up");
+    }
 
     #[test]
     fn durations_scale_at_each_boundary() {

@@ -67,9 +67,9 @@ fn header(r: &FindMaxResult) -> Vec<String> {
             units::percent(r.max_error_share)
         ),
         format!(
-            "  steps of {} after {} warm-up, {} generator thread{}; start {} req/s, max {} req/s, precision {}, at most {} steps",
+            "  steps of {}{}, {} generator thread{}; start {} req/s, max {} req/s, precision {}, at most {} steps",
             units::duration_ms_short(s.step_duration_ms),
-            units::duration_ms_short(s.warmup_ms),
+            units::after_warmup(s.warmup_ms),
             s.threads,
             if s.threads == 1 { "" } else { "s" },
             units::rate_short(s.start_rate),

@@ -367,9 +367,9 @@ fn search_items(r: &FindMaxResult) -> Vec<(&'static str, String)> {
         (
             "Steps",
             format!(
-                "{} each after {} warm-up, {}",
+                "{} each{}, {}",
                 units::duration_ms_short(s.step_duration_ms),
-                units::duration_ms_short(s.warmup_ms),
+                units::after_warmup(s.warmup_ms),
                 plural(u64::from(s.threads), "thread")
             ),
         ),

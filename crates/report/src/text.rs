@@ -194,6 +194,16 @@ fn plural(n: u64, word: &str) -> String {
     }
 }
 
+/// Requests cut off when the run stopped: expected when a timed run ends, so said calmly.
+fn in_flight_at_end(rep: &Report) -> String {
+    let n = rep.r.stats.abandoned;
+    if rep.r.config.duration_ms.is_some() && !rep.r.interrupted {
+        format!("{n} (normal for a timed run)")
+    } else {
+        n.to_string()
+    }
+}
+
 fn summary(rep: &Report) -> Vec<String> {
     let (s, sum, paint) = (&rep.r.stats, &rep.summary, rep.paint);
     let mut pairs = vec![
@@ -217,7 +227,7 @@ fn summary(rep: &Report) -> Vec<String> {
         ("Connections opened", s.connections_opened.to_string()),
     ];
     if s.abandoned > 0 {
-        pairs.push(("Abandoned in flight at end", s.abandoned.to_string()));
+        pairs.push(("In flight when run stopped", in_flight_at_end(rep)));
     }
     pairs.extend(unanswered_pairs(s, paint));
     if let Some(target) = sum.target_per_sec {

@@ -165,12 +165,31 @@ const PROBE: &str = r#"<script>
       c.texts = Array.prototype.filter.call(svg.querySelectorAll('text'), function (t) {
         return t.getComputedTextLength() > 0;
       }).length;
+      // The title: the text that reads as the chart's label, and whether it lies inside the
+      // drawing as shown (not clipped on either side).
+      var label = svg.getAttribute('aria-label');
+      var title = Array.prototype.find.call(svg.querySelectorAll('text'), function (t) {
+        return t.textContent.trim() === label;
+      });
+      if (title) {
+        var tb = title.getBoundingClientRect();
+        c.title_inside = tb.width > 0 && tb.left >= box.left - 0.5 && tb.right <= box.right + 0.5;
+      }
     }
     out.charts.push(c);
   });
   document.querySelectorAll('table').forEach(function (t) {
+    var wrap = t.parentElement, wb = wrap.getBoundingClientRect();
+    // Header cells a reader can see without scrolling: inside the table's container.
+    var heads = Array.prototype.map.call(t.querySelectorAll('thead th'), function (h) {
+      var hb = h.getBoundingClientRect();
+      return { text: h.textContent.trim(),
+               visible: hb.width > 0 && hb.left >= wb.left - 0.5 && hb.right <= wb.right + 0.5 };
+    });
     out.tables.push({ cls: t.className, rows: t.rows.length,
-                      width: t.getBoundingClientRect().width });
+                      width: t.getBoundingClientRect().width,
+                      scroll_width: wrap.scrollWidth, client_width: wrap.clientWidth,
+                      headers: heads });
   });
   out.alerts = Array.prototype.map.call(document.querySelectorAll('.alert'),
                                         function (a) { return a.className; });
@@ -817,6 +836,50 @@ fn find_max_page_renders_steps_and_charts_with_the_slo_lines() {
 fn bench() -> BenchResult {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/fixtures/bench-base.json");
     BenchResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every chart's title lies inside its drawing as shown (none clipped at either side).
+fn titles_fit(v: &Value, width: u32) {
+    for c in v["charts"].as_array().unwrap() {
+        assert_eq!(
+            c["title_inside"], true,
+            "at {width}px a chart title is clipped: {c}"
+        );
+    }
+}
+
+/// The bench summary table shows every column without a horizontal scroll.
+fn summary_table_fits(v: &Value, width: u32) {
+    let tables = v["tables"].as_array().unwrap();
+    let t = tables.iter().find(|t| t["cls"] == "bench").unwrap();
+    let (scroll, client) = (
+        t["scroll_width"].as_f64().unwrap(),
+        t["client_width"].as_f64().unwrap(),
+    );
+    assert!(
+        scroll <= client,
+        "at {width}px the summary table scrolls ({scroll} > {client}): {t}"
+    );
+    let heads = t["headers"].as_array().unwrap();
+    assert!(heads.len() >= 10, "{t}");
+    for h in heads {
+        assert_eq!(
+            h["visible"], true,
+            "at {width}px a column header is hidden: {h}"
+        );
+    }
+}
+
+#[test]
+fn bench_page_fits_a_laptop_without_scrolling_and_titles_fit_a_phone() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let page = html::render_bench(&bench());
+    let v = inspect(&chromium, "bench-fit", &page, 1280);
+    summary_table_fits(&v, 1280);
+    titles_fit(&v, 1280);
+    titles_fit(&inspect(&chromium, "bench-fit", &page, PHONE), PHONE);
 }
 
 #[test]

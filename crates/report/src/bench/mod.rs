@@ -325,11 +325,11 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
         .map(|l| load.level_label(l))
         .collect();
     let mut line = format!(
-        "{model}, {} {}, {} per round after {} warm-up, levels {}",
+        "{model}, {} {}, {} per round{}, levels {}",
         load.method,
         load.path,
         units::duration_ms_short(load.duration_ms),
-        units::duration_ms_short(load.warmup_ms),
+        units::after_warmup(load.warmup_ms),
         levels.join(", ")
     );
     if let Some(slo) = &load.slo {

@@ -150,12 +150,20 @@ fn log_span(lo: f64, hi: f64) -> Span {
 fn nines_span(hi: f64) -> Span {
     // 3.0000000001 nines is 99.9% with rounding noise, not a reason to show 99.99%.
     let hi = (hi - 1e-6).ceil().clamp(2.0, MAX_NINES);
-    let ticks = (0..=hi as i32).map(f64::from).collect();
+    let mut ticks: Vec<f64> = (0..=hi as i32).map(f64::from).collect();
+    // The median sits at 0.3 nines, between "0%" and "90%": without its own tick it reads as 30%.
+    ticks.insert(1, P50);
     Span { lo: 0.0, hi, ticks }
 }
 
+/// The coordinate of the median on the nines scale.
+const P50: f64 = std::f64::consts::LOG10_2;
+
 /// `0%`, `90%`, `99%`, `99.9%`, … for whole nines; the percentile otherwise.
 fn nines_label(c: f64) -> String {
+    if (c - P50).abs() < 1e-9 {
+        return "p50".to_string();
+    }
     let n = c.round();
     if (c - n).abs() > 1e-9 || n < 0.0 {
         return units::percentile_label((100.0 * (1.0 - 10f64.powf(-c)) * 1e3).round() / 1e3);
@@ -235,7 +243,11 @@ mod tests {
         assert!((a.value(2.0) - 99.0).abs() < 1e-9);
         let span = a.span(&[0.0, 4.2], true);
         let labels: Vec<String> = span.ticks.iter().map(|&t| a.label(t)).collect();
-        assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"]);
+        assert_eq!(
+            labels,
+            ["0%", "p50", "90%", "99%", "99.9%", "99.99%", "99.999%"]
+        );
+        assert!((a.value(span.ticks[1]) - 50.0).abs() < 1e-9);
         assert_eq!(a.span(&[0.0, 0.5], false).hi, 2.0);
     }
 

@@ -5,6 +5,8 @@
 //! reader sees which step loaded whom and what the other targets did meanwhile.
 
 use super::axis::{Axis, Scale, Unit};
+#[cfg(test)]
+use super::draw;
 use super::{Band, Extras, Line, Plot, Style, Whisker, GREY, PALETTE};
 use loadbench_model::resources::Samples;
 use loadbench_model::{BenchCell, BenchLoad, BenchResult};
@@ -172,7 +174,9 @@ fn step_bands(r: &BenchResult) -> Vec<Band> {
         .collect()
 }
 
-/// Per target, one value per sample.
+/// Per target, one value per sample taken while the target ran: samples after it stopped
+/// (no process left, so 0 cores and 0 bytes) are left out, so its line ends instead of
+/// falling to 0 as if it had crashed.
 fn per_target(
     r: &BenchResult,
     value: impl Fn(&loadbench_model::resources::TargetSample) -> f64,
@@ -188,7 +192,7 @@ fn per_target(
         .enumerate()
         .map(|(i, name)| {
             let points = s.samples.iter().filter_map(|x| {
-                let t = x.targets.get(i)?;
+                let t = x.targets.get(i).filter(|t| t.processes > 0)?;
                 Some((x.t_ms as f64 / 1e3, value(t)))
             });
             let color = target_color(r, &name);
@@ -246,5 +250,68 @@ fn rss(r: &BenchResult) -> Plot {
             bands: step_bands(r),
             ..Extras::default()
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    /// The x of every SVG `<text>` whose content is `label`.
+    fn text_x(svg: &str, label: &str) -> Vec<f64> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let (attrs, rest) = t.split_once('>')?;
+                let content = rest.split("</text>").next()?.trim();
+                (content == label).then_some(attrs)
+            })
+            .filter_map(|a| a.split("x=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn percentile_axis_has_a_p50_tick_where_the_median_sits() {
+        let r = fixtures::bench();
+        let plot = plots(&r)
+            .into_iter()
+            .find(|p| p.name.contains("latency"))
+            .unwrap();
+        let svg = draw::svg(&plot, draw::WIDE).unwrap();
+        let (zero, p50, ninety) = (text_x(&svg, "0%"), text_x(&svg, "p50"), text_x(&svg, "90%"));
+        assert_eq!((zero.len(), p50.len(), ninety.len()), (1, 1, 1), "{svg}");
+        // Tick labels are centred on their tick: p50 sits 30% of the way from 0% to 90%.
+        let share = (p50[0] - zero[0]) / (ninety[0] - zero[0]);
+        assert!(
+            (0.2..0.4).contains(&share),
+            "p50 at {share} of the 0%..90% gap"
+        );
+    }
+
+    #[test]
+    fn resource_lines_end_at_the_last_sample_taken_while_the_target_ran() {
+        let mut r = fixtures::bench();
+        let last_ran = r.resources.samples.last().unwrap().clone();
+        let mut stopped = last_ran.clone();
+        stopped.t_ms += 100;
+        for t in &mut stopped.targets {
+            (t.cpu_cores, t.rss_bytes, t.processes) = (0.0, 0, 0);
+        }
+        r.resources.samples.push(stopped);
+        for name in ["bench-cpu", "bench-rss"] {
+            let plot = plots(&r).into_iter().find(|p| p.name == name).unwrap();
+            for (line, t) in plot.lines.iter().zip(&last_ran.targets) {
+                let end = *line.points.last().unwrap();
+                assert_eq!(end.0, last_ran.t_ms as f64 / 1e3, "{name} {}", line.label);
+                assert!(end.1 > 0.0, "{name} {} falls to 0", line.label);
+                let want = if name == "bench-cpu" {
+                    t.cpu_cores
+                } else {
+                    t.rss_bytes as f64 / MIB
+                };
+                assert_eq!(end.1, want);
+            }
+        }
     }
 }

@@ -123,7 +123,8 @@ fn draw<'p>(
     lines: impl Iterator<Item = &'p Mapped<'p>> + Clone,
 ) -> DrawResult<()> {
     root.fill(&WHITE)?;
-    let body = root.titled(&plot.title, (FONT, CAPTION_PX))?;
+    let caption = caption_px(&plot.title, root.dim_in_pixel().0);
+    let body = root.titled(&plot.title, (FONT, caption))?;
     let rows = legend_rows(lines.clone(), body.dim_in_pixel().0);
     let (legend, chart) = body.split_vertically(LEGEND_ROW_PX * rows.len() as u32 + 6);
     draw_legend(&legend, &rows)?;
@@ -247,6 +248,15 @@ fn legend_rows<'p>(lines: impl Iterator<Item = &'p Mapped<'p>>, width: u32) -> V
     }
     rows.retain(|r| !r.is_empty());
     rows
+}
+
+/// The title's font size: [`CAPTION_PX`], or smaller so that a long title fits the drawing's
+/// width (centred titles wider than the drawing are clipped on both sides on a phone).
+fn caption_px(title: &str, width: u32) -> u32 {
+    // A generous width per character in the browser's sans-serif, in font sizes.
+    let per_char = 0.6 * title.chars().count().max(1) as f64;
+    let fit = f64::from(width.saturating_sub(2 * MARGIN_PX)) / per_char;
+    (fit.floor() as u32).clamp(10, CAPTION_PX)
 }
 
 /// A generous estimate of the text's width in the browser's sans-serif.

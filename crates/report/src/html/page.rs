@@ -200,6 +200,12 @@ h3 { font-size: 1rem; margin: 1.2em 0 0.3em; }
 h4 { font-size: 0.95rem; margin: 1em 0 0.2em; }
 ul.relative { margin: 0.3em 0 1em; padding-left: 1.2em; }
 table.bench :is(th, td):nth-child(2), table.bench :is(th, td):nth-last-child(-n+3) { text-align: left; }
+/* The bench summary has ~18 columns: headers wrap and cells pack so that errors, CPU, memory and
+   the verdict show without a horizontal scroll at laptop width. */
+table.bench { font-size: 0.8rem; }
+table.bench :is(th, td) { padding: 0.3em 0.25em; }
+table.bench thead th { white-space: normal; vertical-align: bottom; }
+table.bench td:is(:nth-child(5), :nth-last-child(-n+2)) { white-space: normal; }
 p { margin: 0.3em 0; }
 code, .mono { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 .target { font-size: 1.05rem; word-break: break-all; }
@@ -235,6 +241,7 @@ figure.chart.empty { padding: 0.8em 1em; color: var(--muted); }
 figure.chart.empty figcaption { font-weight: 600; color: var(--fg); }
 footer { margin-top: 2.5em; color: var(--muted); font-size: 0.85rem; }
 @media (min-width: 1000px) { figure.chart svg { max-width: 960px; margin: 0 auto; } }
+@media (min-width: 1200px) { main { max-width: 1260px; } }
 figure.chart .compact { display: none; }
 @media (max-width: 600px) {
   body { font-size: 14px; }

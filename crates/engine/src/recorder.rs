@@ -69,7 +69,7 @@ impl Recorder {
             connections_opened: 0,
             second: 0,
             second_counts: SecondCounts::default(),
-            second_latency: Histo::new(),
+            second_latency: Histo::per_second(),
             series: Vec::new(),
         }
     }

@@ -14,6 +14,10 @@ const LOWEST_NS: u64 = 1;
 pub const HIGHEST_NS: u64 = 3_600_000_000_000;
 /// Significant decimal digits kept at every magnitude.
 const SIGFIG: u8 = 3;
+/// Significant digits of the per-second histograms of a series: values within 1%. A second's
+/// p50/p99 need no more, and each second's encoded histogram is then about a tenth of the size,
+/// so a long run's memory (one histogram per worker per second) stays nearly flat.
+const SECOND_SIGFIG: u8 = 2;
 
 /// The percentiles written into JSON beside every latency histogram.
 pub const STANDARD_PERCENTILES: [f64; 9] =
@@ -43,7 +47,28 @@ pub struct HistoDecodeError(String);
 impl Histo {
     /// An empty histogram with the fixed bounds (1 ns to 1 h, 3 significant digits).
     pub fn new() -> Self {
-        let h = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG)
+        Self::with_sigfig(SIGFIG)
+    }
+
+    /// An empty histogram for one second of a series: the same bounds with 2 significant
+    /// digits (values within 1%), which keeps a long run's per-second series small.
+    pub fn per_second() -> Self {
+        Self::with_sigfig(SECOND_SIGFIG)
+    }
+
+    /// This histogram at [`Histo::per_second`] precision: itself if it already is, else a
+    /// copy with every count re-recorded (each value moves by under 1%).
+    pub fn at_per_second_precision(&self) -> std::borrow::Cow<'_, Histo> {
+        if self.0.sigfig() == SECOND_SIGFIG {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut h = Histo::per_second();
+        h.merge(self);
+        std::borrow::Cow::Owned(h)
+    }
+
+    fn with_sigfig(sigfig: u8) -> Self {
+        let h = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, sigfig)
             .expect("constant histogram bounds are valid");
         Histo(h)
     }
@@ -128,13 +153,22 @@ impl Histo {
     /// Decodes the form [`Histo::to_base64`] writes (any HdrHistogram V2 + DEFLATE in base64);
     /// values are re-recorded into this crate's bounds.
     pub fn from_base64(text: &str) -> Result<Histo, HistoDecodeError> {
+        Self::decode_into(text, Histo::new())
+    }
+
+    /// Decodes like [`Histo::from_base64`] into a [`Histo::per_second`] histogram (a series
+    /// point's).
+    pub fn from_base64_per_second(text: &str) -> Result<Histo, HistoDecodeError> {
+        Self::decode_into(text, Histo::per_second())
+    }
+
+    fn decode_into(text: &str, mut h: Histo) -> Result<Histo, HistoDecodeError> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| HistoDecodeError(e.to_string()))?;
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
-        let mut h = Histo::new();
         h.0.add(&decoded)
             .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
         Ok(h)
@@ -286,5 +320,45 @@ mod tests {
         assert!((json["max_us"].as_f64().unwrap() - 2000.0).abs() < 2.0);
         let back: Latency = serde_json::from_value(json).unwrap();
         assert_eq!(back, l);
+    }
+
+    /// A wide second as a loaded target gives it: 100,000 pseudo-random latencies from 50 µs
+    /// to about 50 ms, denser at the low end.
+    fn wide_second(mut h: Histo) -> Histo {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let spread = 1u64 << (x % 20);
+            h.record_ns(50_000 + (x >> 20) % (spread * 48));
+        }
+        h
+    }
+
+    #[test]
+    fn a_per_second_histogram_is_far_smaller_and_within_one_percent() {
+        let fine = wide_second(Histo::new());
+        let coarse = wide_second(Histo::per_second());
+        let (fine_len, coarse_len) = (fine.to_base64().len(), coarse.to_base64().len());
+        assert!(
+            coarse_len * 4 < fine_len,
+            "per-second {coarse_len} B vs full {fine_len} B"
+        );
+        assert_eq!(coarse.len(), fine.len());
+        for p in [50.0, 90.0, 99.0, 99.9] {
+            let (f, c) = (fine.percentile_ns(p) as f64, coarse.percentile_ns(p) as f64);
+            assert!((c - f).abs() <= f * 0.01, "p{p}: {c} vs {f}");
+        }
+    }
+
+    #[test]
+    fn per_second_precision_is_kept_through_a_round_trip_and_a_conversion() {
+        let coarse = wide_second(Histo::per_second());
+        let back = Histo::from_base64_per_second(&coarse.to_base64()).unwrap();
+        assert_eq!(back, coarse);
+        let converted = wide_second(Histo::new()).at_per_second_precision().into_owned();
+        assert_eq!(converted.len(), coarse.len());
+        assert_eq!(converted.to_base64().len(), coarse.to_base64().len());
     }
 }

@@ -33,8 +33,10 @@ pub struct SeriesPoint {
 }
 
 impl SeriesPoint {
-    /// A point built from one second's counters and latency histogram.
+    /// A point built from one second's counters and latency histogram, kept at
+    /// [`Histo::per_second`] precision (values within 1%) whatever precision `hist` has.
     pub fn new(second: u32, counts: SecondCounts, hist: &Histo) -> Self {
+        let hist = hist.at_per_second_precision();
         SeriesPoint {
             second,
             requests: counts.requests,
@@ -52,7 +54,7 @@ impl SeriesPoint {
     /// This point's latency histogram, decoded from `hdr`; empty if it does not decode (never
     /// the case for a result read through `from_json`, which checks every point).
     pub fn histogram(&self) -> Histo {
-        Histo::from_base64(&self.hdr).unwrap_or_default()
+        Histo::from_base64_per_second(&self.hdr).unwrap_or_else(|_| Histo::per_second())
     }
 
     fn merge(&mut self, other: &SeriesPoint) {
@@ -120,7 +122,7 @@ impl Series {
     /// other latency figure read back from a file.
     pub fn revalidate(&mut self) -> Result<(), crate::histogram::HistoDecodeError> {
         for p in &mut self.0 {
-            let h = Histo::from_base64(&p.hdr)?;
+            let h = Histo::from_base64_per_second(&p.hdr)?;
             p.p50_us = h.percentile_ns(50.0) as f64 / 1000.0;
             p.p99_us = h.percentile_ns(99.0) as f64 / 1000.0;
         }

@@ -357,7 +357,9 @@ mod tests {
         let coarse = wide_second(Histo::per_second());
         let back = Histo::from_base64_per_second(&coarse.to_base64()).unwrap();
         assert_eq!(back, coarse);
-        let converted = wide_second(Histo::new()).at_per_second_precision().into_owned();
+        let converted = wide_second(Histo::new())
+            .at_per_second_precision()
+            .into_owned();
         assert_eq!(converted.len(), coarse.len());
         assert_eq!(converted.to_base64().len(), coarse.to_base64().len());
     }

@@ -163,18 +163,18 @@ fn answer(conn: &mut TcpStream, mode: Hostile, stop: &AtomicBool) -> bool {
         Hostile::ShorterThanBody => {
             last(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA")
         }
-        Hostile::BothClAndChunked => last(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        Hostile::BothClAndChunked => w(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
         ),
-        Hostile::CloseMidHead => w(conn, b"HTTP/1.1 200 OK\r\nContent-Le"),
+        Hostile::CloseMidHead => last(conn, b"HTTP/1.1 200 OK\r\nContent-Le"),
         Hostile::CloseMidBody => {
             last(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
         }
-        Hostile::Interim => last(conn, b"HTTP/1.1 100 Continue\r\n\r\n") && w(conn, OK),
+        Hostile::Interim => w(conn, b"HTTP/1.1 100 Continue\r\n\r\n") && w(conn, OK),
         Hostile::SlowDrip => OK.iter().all(|b| {
             std::thread::sleep(Duration::from_millis(2));
             w(conn, &[*b])
         }),
-        Hostile::CloseEach => w(conn, OK),
+        Hostile::CloseEach => last(conn, OK),
         Hostile::HugeBody => {
             let head = b"HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n";
             w(conn, head) && w(conn, &vec![b'x'; 4 << 20])
@@ -226,7 +226,7 @@ enum Model {
     Open,
 }
 
-const TIMEOUT: Duration = Duration::from_millis(400);
+const TIMEOUT: Duration = Duration::from_secs(1);
 const WINDOW: Duration = Duration::from_millis(800);
 
 fn spec(url: &str, model: Model) -> LoadSpec {
@@ -239,7 +239,7 @@ fn spec(url: &str, model: Model) -> LoadSpec {
     match model {
         Model::Closed => base,
         Model::Count => LoadSpec {
-            stop: Stop::Requests(40),
+            stop: Stop::Requests(12),
             ..base
         },
         Model::NoKeepalive => LoadSpec {
@@ -336,11 +336,13 @@ fn run_case(mode: Hostile, model: Model) -> Result<(), String> {
     check(!e.completes || s.requests > 0, "some completed", &what)?;
     check(e.completes || s.requests == 0, "none completed", &what)?;
     if e.counted {
-        check(
-            server.settled_count() == s.sent,
-            "sent == server's count",
-            &what,
-        )?;
+        // Exact, except that requests abandoned at the deadline may be lost on the server's
+        // side: the generator closes their sockets (RST when an answer was left unread) and
+        // the server's kernel may drop a request its thread had not read yet.
+        let server = server.settled_count();
+        let what = format!("server {server}, {what}");
+        let ok = server <= s.sent && server + s.abandoned >= s.sent;
+        check(ok, "sent == server's count", &what)?;
     }
     Ok(())
 }

@@ -430,3 +430,26 @@ fn refused_connects_back_off_and_the_run_ends_on_time() {
     assert_eq!(s.sent, 0);
     assert_eq!(s.abandoned, 0);
 }
+
+/// Point 1: a server that closes idle keep-alive connections after 100 ms, loaded at a low
+/// open-model rate (every connection idles past the timeout between requests). Each dead
+/// connection is noticed while idle or its request is retried once on a new one: no error, and
+/// every request sent reached the server and was answered. What happened is visible.
+#[test]
+fn idle_keepalive_closes_are_not_blamed_on_the_server() {
+    let server = Server::start(Hostile::IdleClose);
+    let url = format!("http://{}/", server.addr);
+    let spec = LoadSpec {
+        threads: Some(1),
+        ..LoadSpec::open(&url, 5.0, Duration::from_millis(1500), 2)
+    };
+    let s = Engine::new(Plan::resolve(&spec).unwrap())
+        .run()
+        .unwrap()
+        .stats;
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!(s.requests + s.abandoned, s.sent);
+    assert_eq!(server.settled_count(), s.sent);
+    assert!(s.requests >= 5, "{}", s.requests);
+    assert!(s.stale_closes + s.stale_retries > 0, "{s:?}");
+}

@@ -9,7 +9,12 @@ use crate::worker::Ctx;
 use loadbench_model::ErrorKind;
 use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// First wait before reconnecting after a failed connect (closed model); doubles per failure.
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+/// Longest wait between reconnects after failed connects.
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Where a connection is in its request cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +49,14 @@ pub struct Conn {
     pub measured: bool,
     /// Bytes of the current response read so far.
     read_bytes: u64,
+    /// The current request went out on a connection that had served one before.
+    reused: bool,
+    /// The current request was already sent again after a dead keep-alive connection.
+    retried: bool,
+    /// Closed model: wait before the next connect after a failed one (zero: none).
+    backoff: Duration,
+    /// Closed model: when the backed-off connection may connect again.
+    pub wake_at: Instant,
 }
 
 impl Conn {
@@ -60,6 +73,10 @@ impl Conn {
             completed: 0,
             measured: false,
             read_bytes: 0,
+            reused: false,
+            retried: false,
+            backoff: Duration::ZERO,
+            wake_at: now,
         }
     }
 
@@ -76,7 +93,9 @@ impl Conn {
     pub fn start(&mut self, ctx: &mut Ctx, intended: Instant, now: Instant) {
         self.intended = intended;
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
-        if self.stream.is_some() {
+        self.reused = self.stream.is_some();
+        self.retried = false;
+        if self.reused {
             self.send(ctx, now);
         } else {
             self.connect(ctx, now);
@@ -99,6 +118,24 @@ impl Conn {
         }
     }
 
+    /// The request went into a keep-alive connection the peer had already closed (EOF or
+    /// reset before any response byte): it never reached the server, so it is sent once more
+    /// on a new connection, keeping its intended time. Counted as a stale retry, not an error.
+    /// Returns false when this is not such a case (then the caller counts the failure).
+    fn retry_stale(&mut self, ctx: &mut Ctx, now: Instant) -> bool {
+        if !self.reused || self.retried || self.parser.started() {
+            return false;
+        }
+        if self.measured {
+            ctx.recorder.stale_retry(now);
+        }
+        self.close();
+        self.reused = false;
+        self.retried = true;
+        self.connect(ctx, now);
+        true
+    }
+
     /// Handles a readiness event for this connection. `read_closed`: the peer's FIN (or an
     /// error) is already queued, so reading must go on until it shows.
     pub fn on_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
@@ -106,7 +143,16 @@ impl Conn {
             Phase::Connecting => self.on_connect_ready(ctx),
             Phase::Writing => self.write_rest(ctx, Instant::now()),
             Phase::Reading => self.on_readable(ctx, read_closed),
-            Phase::Idle => {}
+            Phase::Idle => self.on_idle_event(ctx, read_closed),
+        }
+    }
+
+    /// An idle keep-alive connection the peer closed (FIN or error): dropped now, so the next
+    /// request opens a new one instead of being written into a dead socket.
+    fn on_idle_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
+        if read_closed && self.stream.is_some() {
+            self.close();
+            ctx.recorder.stale_close();
         }
     }
 
@@ -118,6 +164,7 @@ impl Conn {
         match stream.connect_status() {
             Ok(false) => {}
             Ok(true) => {
+                self.backoff = Duration::ZERO;
                 if self.measured && ctx.recorder.measuring(self.since) {
                     ctx.recorder
                         .connected(now.saturating_duration_since(self.since));
@@ -133,8 +180,12 @@ impl Conn {
     fn send(&mut self, ctx: &mut Ctx, now: Instant) {
         self.since = now;
         if self.measured {
-            ctx.recorder
-                .sent(now, now.saturating_duration_since(self.intended));
+            if self.retried {
+                ctx.recorder.resent(now);
+            } else {
+                ctx.recorder
+                    .sent(now, now.saturating_duration_since(self.intended));
+            }
         }
         self.written = 0;
         self.read_bytes = 0;
@@ -151,7 +202,7 @@ impl Conn {
         };
         while self.written < ctx.request.len() {
             match stream.write(&ctx.request[self.written..]) {
-                Ok(0) => return self.fail(ctx, ErrorKind::WriteError, Instant::now()),
+                Ok(0) => return self.fail_sent(ctx, ErrorKind::WriteError, Instant::now()),
                 Ok(n) => {
                     self.written += n;
                     if self.measured {
@@ -160,7 +211,7 @@ impl Conn {
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => return self.fail(ctx, write_error_kind(&e), Instant::now()),
+                Err(e) => return self.fail_sent(ctx, write_error_kind(&e), Instant::now()),
             }
         }
         self.phase = Phase::Reading;
@@ -187,7 +238,7 @@ impl Conn {
                     self.read_bytes += n as u64;
                     match self.parser.feed(&ctx.buf[..n]) {
                         Ok(Progress::Complete { consumed }) => {
-                            return self.complete(ctx, now, consumed == n)
+                            return self.complete(ctx, now, consumed == n && !read_closed)
                         }
                         Ok(Progress::NeedMore) if n < ctx.buf.len() && !read_closed => return,
                         Ok(Progress::NeedMore) => {}
@@ -196,8 +247,16 @@ impl Conn {
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => return self.fail(ctx, read_error_kind(&e), Instant::now()),
+                Err(e) => return self.fail_sent(ctx, read_error_kind(&e), Instant::now()),
             }
+        }
+    }
+
+    /// A written request failed: retried once if its reused connection was dead, else counted.
+    #[cold]
+    fn fail_sent(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        if !self.retry_stale(ctx, now) {
+            self.fail(ctx, kind, now);
         }
     }
 
@@ -206,7 +265,7 @@ impl Conn {
         match self.parser.on_eof() {
             EofOutcome::Complete => self.complete(ctx, now, false),
             EofOutcome::NothingReceived | EofOutcome::Truncated => {
-                self.fail(ctx, ErrorKind::ClosedBeforeResponseComplete, now)
+                self.fail_sent(ctx, ErrorKind::ClosedBeforeResponseComplete, now)
             }
         }
     }
@@ -237,16 +296,34 @@ impl Conn {
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        if ctx.records(self.measured, self.intended, now) {
+        // A request that was never written (failed connect) past the deadline is neither
+        // sent nor abandoned: it is left out, so the accounting identity stays exact.
+        let unsent_late = kind.before_send() && !ctx.in_window(now);
+        if !unsent_late && ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
         }
         self.close();
         self.phase = Phase::Idle;
         if ctx.open {
             ctx.idle.push(self.token.0);
+        } else if kind.before_send() {
+            self.back_off(ctx, now);
         } else {
             ctx.retry.push(self.token.0);
         }
+    }
+
+    /// Closed model: a failed connect waits (10 ms doubling to 1 s, reset by a successful
+    /// connect) before the slot connects again, so an outage is not a tight retry loop.
+    #[cold]
+    fn back_off(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.backoff = (self.backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX);
+        self.wake_at = now + self.backoff;
+        if ctx.recorder.measuring(now) && ctx.in_window(now) {
+            let end = ctx.window_end().unwrap_or(self.wake_at).min(self.wake_at);
+            ctx.recorder.backoff(end.saturating_duration_since(now));
+        }
+        ctx.backoff.push(self.token.0);
     }
 
     /// Drops the socket (closing it); the slot stays and may connect again.
@@ -258,10 +335,17 @@ impl Conn {
     pub fn in_flight(&self) -> bool {
         self.phase != Phase::Idle
     }
+
+    /// Holds a request that was written (fully or in part) and has no outcome yet: what
+    /// `abandoned` counts when the run ends. A connection still connecting has sent nothing.
+    pub fn sent_in_flight(&self) -> bool {
+        matches!(self.phase, Phase::Writing | Phase::Reading)
+    }
 }
 
 fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
+        IoKind::AddrNotAvailable => ErrorKind::AddrNotAvailable,
         IoKind::ConnectionRefused => ErrorKind::ConnectRefused,
         IoKind::TimedOut => ErrorKind::ConnectTimeout,
         _ => ErrorKind::ConnectError,

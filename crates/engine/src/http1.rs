@@ -1388,3 +1388,24 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod interim_split_tests {
+    use super::*;
+
+    /// Regression (hostile matrix): a 100 Continue that arrives in its own read, with the
+    /// final response in a later one, completes with the final status.
+    #[test]
+    fn interim_then_final_response_in_separate_reads_completes() {
+        let mut p = ResponseParser::new();
+        p.reset(false);
+        let first = p.feed(b"HTTP/1.1 100 Continue\r\n\r\n");
+        assert!(matches!(first, Ok(Progress::NeedMore)), "{first:?}");
+        let second = p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        assert!(
+            matches!(second, Ok(Progress::Complete { .. })),
+            "{second:?}"
+        );
+        assert_eq!(p.status(), 200);
+    }
+}

@@ -30,6 +30,9 @@ pub enum EngineError {
     /// Preflight: the target refused the connection, so nothing listens at this address.
     #[error("nothing is listening on {0} (connection refused): start the target or fix the URL")]
     NothingListening(SocketAddr),
+    /// Preflight: no local port was free (`EADDRNOTAVAIL`): the ephemeral ports are used up.
+    #[error("cannot connect to {0}: no free local port (ephemeral ports exhausted, often by connections in TIME_WAIT after a --no-keepalive run): wait a minute, keep connections alive, or widen net.ipv4.ip_local_port_range")]
+    NoLocalPort(SocketAddr),
     /// Preflight: connecting failed for another reason (timeout, network unreachable, …).
     #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
     Unreachable(SocketAddr, std::io::Error),
@@ -150,10 +153,7 @@ impl Engine {
         let addr = self.plan.target.addr;
         match TcpStream::connect_timeout(&addr, self.plan.connect_timeout) {
             Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                Err(EngineError::NothingListening(addr))
-            }
-            Err(e) => Err(EngineError::Unreachable(addr, e)),
+            Err(e) => Err(preflight_error(addr, e)),
         }
     }
 
@@ -248,6 +248,15 @@ impl Engine {
     }
 }
 
+/// Why the preflight connect failed, named for the user.
+fn preflight_error(addr: SocketAddr, e: std::io::Error) -> EngineError {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => EngineError::NothingListening(addr),
+        std::io::ErrorKind::AddrNotAvailable => EngineError::NoLocalPort(addr),
+        _ => EngineError::Unreachable(addr, e),
+    }
+}
+
 /// Open model: what the schedule called for, in all and in each second of the window (the
 /// warm-up lead is not part of `schedule`, so its time 0 is the window's start).
 fn set_targets(stats: &mut Stats, schedule: &Schedule, stop: Stop) {
@@ -307,6 +316,17 @@ fn raise_fd_limit(connections: u64) -> Result<(), EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_exhaustion_is_named_in_the_preflight() {
+        let addr: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let e = preflight_error(addr, std::io::ErrorKind::AddrNotAvailable.into());
+        let text = e.to_string();
+        assert!(matches!(e, EngineError::NoLocalPort(_)), "{text}");
+        assert!(text.contains("ip_local_port_range"), "{text}");
+        let refused = preflight_error(addr, std::io::ErrorKind::ConnectionRefused.into());
+        assert!(matches!(refused, EngineError::NothingListening(_)));
+    }
 
     #[test]
     fn splits_are_exact() {

@@ -30,6 +30,10 @@ pub struct Recorder {
     censored: Histo,
     per_connection: PerConnection,
     waiting: u64,
+    stale_retries: u64,
+    stale_closes: u64,
+    connect_backoffs: u64,
+    backoff_us: u64,
     status: Box<[u64; STATUS_SLOTS]>,
     errors: [u64; ErrorKind::ALL.len()],
     requests: u64,
@@ -59,6 +63,10 @@ impl Recorder {
             censored: Histo::new(),
             per_connection: PerConnection::default(),
             waiting: 0,
+            stale_retries: 0,
+            stale_closes: 0,
+            connect_backoffs: 0,
+            backoff_us: 0,
             status: Box::new([0; STATUS_SLOTS]),
             errors: [0; ErrorKind::ALL.len()],
             requests: 0,
@@ -126,6 +134,38 @@ impl Recorder {
                 self.sent_late += 1;
             }
         }
+    }
+
+    /// A measured request sent again on a new connection after its reused connection turned
+    /// out dead: counted in `sent` again, but its send lag was recorded the first time.
+    #[cold]
+    pub fn resent(&mut self, now: Instant) {
+        self.roll(now);
+        self.sent += 1;
+        self.second_counts.sent += 1;
+    }
+
+    /// A measured request written into a keep-alive connection the peer had closed: it never
+    /// reached the server and will be sent again, so its first send is taken back.
+    #[cold]
+    pub fn stale_retry(&mut self, now: Instant) {
+        self.roll(now);
+        self.sent = self.sent.saturating_sub(1);
+        self.second_counts.sent = self.second_counts.sent.saturating_sub(1);
+        self.stale_retries += 1;
+    }
+
+    /// An idle keep-alive connection was found closed by the peer and dropped before reuse.
+    #[cold]
+    pub fn stale_close(&mut self) {
+        self.stale_closes += 1;
+    }
+
+    /// A reconnect was delayed by `wait` after a failed connect (closed model backoff).
+    #[cold]
+    pub fn backoff(&mut self, wait: Duration) {
+        self.connect_backoffs += 1;
+        self.backoff_us += u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
     }
 
     /// A measured request received its first response byte `ttfb` after it was written.
@@ -241,6 +281,10 @@ impl Recorder {
             sent_late: self.sent_late,
             abandoned,
             waiting: self.waiting,
+            stale_retries: self.stale_retries,
+            stale_closes: self.stale_closes,
+            connect_backoffs: self.connect_backoffs,
+            backoff_us: self.backoff_us,
             latency_censored: Latency {
                 hist: self.censored,
             },

@@ -35,6 +35,8 @@ pub struct Ctx<'a> {
     pub recorder: Recorder,
     /// Connections whose request failed, to restart on the next loop turn (closed model).
     pub retry: Vec<usize>,
+    /// Closed model: connections waiting out a connect backoff (see `Conn::wake_at`).
+    pub backoff: Vec<usize>,
     /// Open model: requests are paced, and a connection whose request ended waits in `idle`.
     pub open: bool,
     /// Open model: connections free for the next due request, by index.
@@ -84,6 +86,11 @@ impl Ctx<'_> {
         self.recorder
             .censor(end.saturating_duration_since(intended));
         false
+    }
+
+    /// End of the measured window in timed runs.
+    pub fn window_end(&self) -> Option<Instant> {
+        self.deadline
     }
 
     /// Whether an outcome at `now` still falls inside the measured window.
@@ -141,6 +148,7 @@ impl<'a> Worker<'a> {
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             recorder: Recorder::new(cfg.t0, cfg.pacing.is_some()),
             retry: Vec::with_capacity(cfg.connections),
+            backoff: Vec::with_capacity(cfg.connections),
             open: cfg.pacing.is_some(),
             idle: Vec::new(),
             past_deadline: 0,
@@ -189,6 +197,9 @@ impl<'a> Worker<'a> {
             for i in retry_work.drain(..) {
                 self.conns[i].begin(&mut self.ctx, now);
             }
+            if !self.ctx.backoff.is_empty() {
+                self.wake_backed_off(now);
+            }
             if now >= next_tick {
                 self.housekeeping(now, live);
                 next_tick = now + self.limits.tick;
@@ -200,12 +211,35 @@ impl<'a> Worker<'a> {
         Ok(self.finish(now, live))
     }
 
-    /// How long to sleep: until the next tick, sooner for retries or a due request.
+    /// Closed model: connections whose connect backoff has passed connect again.
+    #[cold]
+    fn wake_backed_off(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.ctx.backoff.len() {
+            let c = self.ctx.backoff[i];
+            if self.conns[c].wake_at <= now {
+                self.ctx.backoff.swap_remove(i);
+                self.conns[c].begin(&mut self.ctx, now);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// How long to sleep: until the next tick, sooner for retries, a backoff's end or a due
+    /// request.
     fn wait(&mut self, now: Instant, next_tick: Instant) -> Duration {
         if !self.ctx.retry.is_empty() {
             return Duration::ZERO;
         }
-        let limit = next_tick.saturating_duration_since(now);
+        let wake = self
+            .ctx
+            .backoff
+            .iter()
+            .map(|&i| self.conns[i].wake_at)
+            .min();
+        let next = wake.map_or(next_tick, |w| w.min(next_tick));
+        let limit = next.saturating_duration_since(now);
         let can_send = !self.ctx.idle.is_empty() || self.conns.len() < self.max_connections();
         match self.pacer.as_mut() {
             Some(p) => p.wait(now, limit, can_send),
@@ -313,7 +347,7 @@ impl<'a> Worker<'a> {
             + self
                 .conns
                 .iter()
-                .filter(|c| c.in_flight() && c.measured)
+                .filter(|c| c.sent_in_flight() && c.measured)
                 .count() as u64;
         self.account_unanswered(end);
         for c in &mut self.conns {

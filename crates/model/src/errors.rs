@@ -12,7 +12,7 @@ pub enum ErrorKind {
     ConnectRefused,
     /// The TCP connection was not established within `--connect-timeout`.
     ConnectTimeout,
-    /// Any other failure to connect (address not available, network unreachable, …).
+    /// Any other failure to connect (network unreachable, …).
     ConnectError,
     /// The peer reset the connection (RST) while a request was outstanding.
     Reset,
@@ -26,11 +26,14 @@ pub enum ErrorKind {
     MalformedResponse,
     /// The peer closed the connection before the response was complete.
     ClosedBeforeResponseComplete,
+    /// No local address/port was free for a new connection (`EADDRNOTAVAIL`): the ephemeral
+    /// ports are used up, mostly by connections in TIME_WAIT.
+    AddrNotAvailable,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -40,6 +43,7 @@ impl ErrorKind {
         ErrorKind::ReadError,
         ErrorKind::MalformedResponse,
         ErrorKind::ClosedBeforeResponseComplete,
+        ErrorKind::AddrNotAvailable,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -59,7 +63,24 @@ impl ErrorKind {
             ErrorKind::ReadError => "read error",
             ErrorKind::MalformedResponse => "malformed response",
             ErrorKind::ClosedBeforeResponseComplete => "closed before response complete",
+            ErrorKind::AddrNotAvailable => {
+                "local address not available (ephemeral ports exhausted: widen \
+                 net.ipv4.ip_local_port_range, keep connections alive, or lower the \
+                 --no-keepalive rate)"
+            }
         }
+    }
+
+    /// A failure to open the connection: the request was never written, so it is not in
+    /// `sent` (see the accounting identity in docs/result-schema.md).
+    pub fn before_send(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::ConnectRefused
+                | ErrorKind::ConnectTimeout
+                | ErrorKind::ConnectError
+                | ErrorKind::AddrNotAvailable
+        )
     }
 }
 
@@ -86,6 +107,16 @@ impl ErrorCounts {
         self.0.get(&kind).copied().unwrap_or(0)
     }
 
+    /// Failures of requests that were never written (connect classes, see
+    /// [`ErrorKind::before_send`]).
+    pub fn before_send(&self) -> u64 {
+        self.0
+            .iter()
+            .filter(|(k, _)| k.before_send())
+            .map(|(_, &n)| n)
+            .sum()
+    }
+
     /// Adds the other counts, class by class (union of keys).
     pub fn merge(&mut self, other: &ErrorCounts) {
         for (&k, &n) in &other.0 {
@@ -94,7 +125,7 @@ impl ErrorCounts {
     }
 
     /// From a dense array indexed by [`ErrorKind::index`].
-    pub fn from_array(counts: &[u64; 9]) -> Self {
+    pub fn from_array(counts: &[u64; ErrorKind::ALL.len()]) -> Self {
         let mut e = ErrorCounts::default();
         for kind in ErrorKind::ALL {
             e.add(kind, counts[kind.index()]);

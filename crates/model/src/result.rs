@@ -173,6 +173,21 @@ pub struct Stats {
     /// `latency_censored` at their age, never dropped silently.
     #[serde(default)]
     pub waiting: u64,
+    /// Requests whose reused keep-alive connection turned out closed by the peer (EOF or
+    /// reset before any response byte) and that were sent again once on a new connection:
+    /// reconnects, not errors. Each such request is counted once in `sent`.
+    #[serde(default)]
+    pub stale_retries: u64,
+    /// Idle keep-alive connections the peer closed, noticed and dropped before reuse.
+    #[serde(default)]
+    pub stale_closes: u64,
+    /// Closed model: connects delayed by the per-connection backoff after a failed connect
+    /// (10 ms doubling to 1 s, reset on success), and the time spent waiting in them, µs.
+    #[serde(default)]
+    pub connect_backoffs: u64,
+    /// Total backoff waited before reconnecting, µs (summed over connections).
+    #[serde(default)]
+    pub backoff_us: u64,
     /// From the request's intended send time to the last byte of the response. In the closed
     /// model the intended time is the actual send time.
     pub latency: Latency,
@@ -216,6 +231,10 @@ impl Stats {
         self.sent_late += o.sent_late;
         self.abandoned += o.abandoned;
         self.waiting += o.waiting;
+        self.stale_retries += o.stale_retries;
+        self.stale_closes += o.stale_closes;
+        self.connect_backoffs += o.connect_backoffs;
+        self.backoff_us += o.backoff_us;
         self.latency.merge(&o.latency);
         self.latency_censored.merge(&o.latency_censored);
         self.per_connection.merge(&o.per_connection);

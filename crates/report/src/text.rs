@@ -230,6 +230,7 @@ fn summary(rep: &Report) -> Vec<String> {
         pairs.push(("In flight when run stopped", in_flight_at_end(rep)));
     }
     pairs.extend(unanswered_pairs(s, paint));
+    pairs.extend(reconnect_pairs(s));
     if let Some(target) = sum.target_per_sec {
         pairs.extend(open_model_pairs(s, target, sum.sent_per_sec));
     }
@@ -237,6 +238,28 @@ fn summary(rep: &Report) -> Vec<String> {
     lines.extend(key_values(&pairs));
     lines.push(format!("{INDENT}{}", model_note(rep)));
     lines
+}
+
+/// Dead keep-alive connections (retried or dropped, never errors) and the closed model's
+/// connect backoff, shown only when they happened.
+fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
+    let mut pairs = Vec::new();
+    if s.stale_retries + s.stale_closes > 0 {
+        let what = format!(
+            "{} requests resent on a new connection, {} idle connections dropped",
+            s.stale_retries, s.stale_closes
+        );
+        pairs.push(("Closed by the server while idle", what));
+    }
+    if s.connect_backoffs > 0 {
+        let what = format!(
+            "{} waits after failed connects, {} in all",
+            s.connect_backoffs,
+            units::duration_us(s.backoff_us as f64)
+        );
+        pairs.push(("Connect backoff", what));
+    }
+    pairs
 }
 
 /// Per connection: completed requests' spread, those left without an answer, the oldest

@@ -44,6 +44,8 @@ pub struct Conn {
     pub measured: bool,
     /// Bytes of the current response read so far.
     read_bytes: u64,
+    /// The socket was opened for the current request (not a keep-alive reuse).
+    fresh: bool,
 }
 
 impl Conn {
@@ -60,6 +62,7 @@ impl Conn {
             completed: 0,
             measured: false,
             read_bytes: 0,
+            fresh: false,
         }
     }
 
@@ -86,6 +89,7 @@ impl Conn {
     fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
         self.since = now;
         self.phase = Phase::Connecting;
+        self.fresh = true;
         match Stream::connect(ctx.addr) {
             Ok(mut s) => match s.register(
                 &ctx.registry,
@@ -222,7 +226,9 @@ impl Conn {
             let status = self.parser.status();
             ctx.recorder
                 .response(now, latency, service, status, self.read_bytes);
+            ctx.recorder.body(self.parser.body_bytes(), !self.fresh);
         }
+        self.fresh = false;
         if !(clean && ctx.keepalive && self.parser.keep_alive()) {
             self.close();
         }

@@ -3,8 +3,8 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series, SeriesPoint,
-    Stats, StatusCounts,
+    BodySizes, ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series,
+    SeriesPoint, Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,8 @@ pub struct Recorder {
     per_connection: PerConnection,
     waiting: u64,
     status: Box<[u64; STATUS_SLOTS]>,
+    body: BodySizes,
+    keepalive_requests: u64,
     errors: [u64; ErrorKind::ALL.len()],
     requests: u64,
     sent: u64,
@@ -60,6 +62,8 @@ impl Recorder {
             per_connection: PerConnection::default(),
             waiting: 0,
             status: Box::new([0; STATUS_SLOTS]),
+            body: BodySizes::default(),
+            keepalive_requests: 0,
             errors: [0; ErrorKind::ALL.len()],
             requests: 0,
             sent: 0,
@@ -112,6 +116,14 @@ impl Recorder {
         self.second_counts.requests += 1;
         self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
         self.add_read(bytes_read);
+    }
+
+    /// The body of a measured complete response had `n` payload bytes; `reused`: it came on
+    /// a connection that had already answered (ab's Keep-Alive requests).
+    #[inline]
+    pub fn body(&mut self, n: u64, reused: bool) {
+        self.body.add(n);
+        self.keepalive_requests += u64::from(reused);
     }
 
     /// A measured request was sent at `now`, `lag` after its intended time.
@@ -233,6 +245,8 @@ impl Recorder {
             requests: self.requests,
             errors: ErrorCounts::from_array(&self.errors),
             status,
+            body: self.body,
+            keepalive_requests: self.keepalive_requests,
             bytes_read: self.bytes_read,
             bytes_written: self.bytes_written,
             connections_opened: self.connections_opened,

@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod bench_stats;
+pub mod body;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
@@ -24,6 +25,7 @@ pub use bench::{
     AppliedLimits, BenchCell, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget,
     BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo,
 };
+pub use body::BodySizes;
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,

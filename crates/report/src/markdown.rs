@@ -146,16 +146,37 @@ fn status_table(r: &RunResult) -> String {
         return "\n### Status codes\n\nnone\n".to_string();
     }
     let total: u64 = status.values().sum();
+    let rates = r.stats.summary().status_per_sec;
+    let rate = |code: &u16| units::rate(rates.get(code).copied().unwrap_or(0.0));
     let rows: Vec<Vec<String>> = status
         .iter()
-        .map(|(code, &n)| vec![code.to_string(), n.to_string(), share(n, total)])
+        .map(|(code, &n)| vec![code.to_string(), n.to_string(), rate(code), share(n, total)])
         .collect();
     let table = table(
-        &["status", "responses", "share"],
-        &[Align::Left, Align::Right, Align::Right],
+        &["status", "responses", "req/s", "share"],
+        &[Align::Left, Align::Right, Align::Right, Align::Right],
         &rows,
     );
-    format!("\n### Status codes\n\n{table}")
+    format!("\n### Status codes\n\n{table}{}", connection_reuse(r))
+}
+
+/// ab's keep-alive, document-length and per-user time figures, as one compact line.
+fn connection_reuse(r: &RunResult) -> String {
+    let s = &r.stats;
+    let mut line = format!(
+        "\nKeep-alive requests: {} · document length: {}",
+        s.keepalive_requests,
+        crate::text::document_length(&s.body)
+    );
+    if let (LoadModel::Closed, Some(us)) =
+        (&r.config.load, s.time_per_request_us(r.config.connections))
+    {
+        line += &format!(
+            " · time per request per connection: {}",
+            units::duration_us(us)
+        );
+    }
+    line + "\n"
 }
 
 fn error_table(r: &RunResult) -> String {

@@ -215,6 +215,8 @@ fn summary(rep: &Report) -> Vec<String> {
             paint.alarm(sum.non_success_responses),
         ),
         ("Connections opened", s.connections_opened.to_string()),
+        ("Keep-alive requests", s.keepalive_requests.to_string()),
+        ("Document length", document_length(&s.body)),
     ];
     if s.abandoned > 0 {
         pairs.push(("Abandoned in flight at end", s.abandoned.to_string()));
@@ -300,10 +302,40 @@ fn time_per_request(rep: &Report) -> String {
         return MISSING.to_string();
     }
     let us = s.elapsed_us as f64 / s.requests as f64;
-    format!(
+    let across = format!(
         "{} (mean, across all concurrent requests)",
         units::duration_us(us)
-    )
+    );
+    match time_per_user(rep) {
+        Some(user) => format!("{across}, {user} per connection"),
+        None => across,
+    }
+}
+
+/// ab's "Time per request (mean)" per user: connections × elapsed / requests. Only the closed
+/// model has a fixed number of users.
+fn time_per_user(rep: &Report) -> Option<String> {
+    let s = &rep.r.stats;
+    match (
+        &rep.r.config.load,
+        s.time_per_request_us(rep.r.config.connections),
+    ) {
+        (LoadModel::Closed, Some(us)) => Some(units::duration_us(us)),
+        _ => None,
+    }
+}
+
+/// ab's "Document Length" / hey's "Size/request": the mean body, and its range if it varied.
+pub(crate) fn document_length(b: &loadbench_model::BodySizes) -> String {
+    let Some(mean) = b.mean() else {
+        return MISSING.to_string();
+    };
+    let mean = format!("{} bytes", units::rate_short(mean));
+    if b.varied() {
+        format!("{mean} mean (varied {}–{})", b.min, b.max)
+    } else {
+        mean
+    }
 }
 
 fn read_written(read: f64, written: f64, suffix: &str) -> String {
@@ -436,8 +468,17 @@ fn status_codes(rep: &Report) -> Vec<String> {
         return lines;
     }
     let counts_w = width(&status.values().map(u64::to_string).collect::<Vec<_>>());
+    let words_w = width(
+        &status
+            .values()
+            .map(|&n| plural(n, "response"))
+            .collect::<Vec<_>>(),
+    );
+    let rates = &rep.summary.status_per_sec;
     lines.extend(status.iter().map(|(&code, &n)| {
-        let line = format!("{INDENT}[{code}] {n:>counts_w$} {}", plural(n, "response"));
+        let rate = units::rate(rates.get(&code).copied().unwrap_or(0.0));
+        let word = plural(n, "response");
+        let line = format!("{INDENT}[{code}] {n:>counts_w$} {word:<words_w$}  {rate}/s");
         if (200..400).contains(&code) {
             line
         } else {

@@ -3,8 +3,8 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    BodySizes, ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series,
-    SeriesPoint, Stats, StatusCounts,
+    BodySizes, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency, PerConnection,
+    SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,7 @@ pub struct Recorder {
     body: BodySizes,
     keepalive_requests: u64,
     errors: [u64; ErrorKind::ALL.len()],
+    reasons: [u64; ErrorReason::ALL.len()],
     requests: u64,
     sent: u64,
     sent_late: u64,
@@ -65,6 +66,7 @@ impl Recorder {
             body: BodySizes::default(),
             keepalive_requests: 0,
             errors: [0; ErrorKind::ALL.len()],
+            reasons: [0; ErrorReason::ALL.len()],
             requests: 0,
             sent: 0,
             sent_late: 0,
@@ -191,6 +193,12 @@ impl Recorder {
         self.per_connection.add(u64::from(completed), age_us);
     }
 
+    /// Why a measured request failed, below its class (counted besides [`Recorder::error`]).
+    #[cold]
+    pub fn reason(&mut self, reason: ErrorReason) {
+        self.reasons[reason.index()] += 1;
+    }
+
     /// Request bytes written, for a request sent at `at`.
     #[inline]
     pub fn wrote(&mut self, at: Instant, n: u64) {
@@ -244,6 +252,7 @@ impl Recorder {
                 .unwrap_or(u64::MAX),
             requests: self.requests,
             errors: ErrorCounts::from_array(&self.errors),
+            error_reasons: ErrorReasons::from_array(&self.reasons),
             status,
             body: self.body,
             keepalive_requests: self.keepalive_requests,

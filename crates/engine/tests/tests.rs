@@ -5,3 +5,4 @@
 mod connections;
 mod merge;
 mod raw;
+mod reasons;

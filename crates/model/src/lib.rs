@@ -14,6 +14,7 @@ pub mod errors;
 pub mod find_max;
 pub mod histogram;
 pub mod human;
+pub mod reasons;
 pub mod resources;
 pub mod result;
 pub mod saved;
@@ -32,6 +33,7 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use reasons::{ErrorReason, ErrorReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };

@@ -4,6 +4,7 @@
 use crate::body::BodySizes;
 use crate::errors::{ErrorCounts, StatusCounts};
 use crate::histogram::Latency;
+use crate::reasons::ErrorReasons;
 use crate::saved::{checked_as, ResultReadError};
 use crate::series::Series;
 use crate::starved::PerConnection;
@@ -150,6 +151,9 @@ pub struct Stats {
     pub requests: u64,
     /// Requests that produced no complete response, by class.
     pub errors: ErrorCounts,
+    /// Why, below the class: counts of a fixed set of reasons (which malformation).
+    #[serde(default)]
+    pub error_reasons: ErrorReasons,
     /// Complete responses by status code.
     pub status: StatusCounts,
     /// Body bytes of the complete responses: total, smallest, largest (ab's Document Length).
@@ -212,6 +216,7 @@ impl Stats {
         self.elapsed_us = self.elapsed_us.max(o.elapsed_us);
         self.requests += o.requests;
         self.errors.merge(&o.errors);
+        self.error_reasons.merge(&o.error_reasons);
         self.status.merge(&o.status);
         self.body.merge(&o.body);
         self.keepalive_requests += o.keepalive_requests;

@@ -176,6 +176,7 @@ fn stats() -> impl Strategy<Value = Stats> {
                     errors: errors_of(&errors),
                     status: status_of(&status),
                     body: body_of(requests),
+                    error_reasons: Default::default(),
                     keepalive_requests: requests / 2,
                     bytes_read,
                     bytes_written,

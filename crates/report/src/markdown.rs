@@ -187,7 +187,7 @@ fn error_table(r: &RunResult) -> String {
     let attempts = r.stats.attempts();
     let rows: Vec<Vec<String>> = errors
         .iter()
-        .map(|(k, &n)| vec![k.describe().to_string(), n.to_string(), share(n, attempts)])
+        .map(|(&k, &n)| vec![error_name(r, k), n.to_string(), share(n, attempts)])
         .collect();
     let table = table(
         &["error", "count", "share of attempts"],
@@ -195,6 +195,14 @@ fn error_table(r: &RunResult) -> String {
         &rows,
     );
     format!("\n### Errors\n\n{table}")
+}
+
+/// The class, with its reasons when counted: `malformed response (bad chunk size 3)`.
+fn error_name(r: &RunResult, kind: loadbench_model::ErrorKind) -> String {
+    match r.stats.error_reasons.describe(kind) {
+        Some(why) => format!("{} ({why})", kind.describe()),
+        None => kind.describe().to_string(),
+    }
 }
 
 fn share(n: u64, total: u64) -> String {

@@ -6,7 +6,7 @@
 use crate::distribution::{self, Bar};
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
-use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Summary};
+use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult, Starvation, Summary};
 use std::io::Write;
 
 /// Longest bar of the response-time histogram, in characters.
@@ -497,10 +497,32 @@ fn errors(rep: &Report) -> Vec<String> {
     }
     let pairs: Vec<(&str, String)> = errors
         .iter()
-        .map(|(k, &n)| (k.describe(), rep.paint.red(&n.to_string())))
+        .map(|(&k, &n)| (k.describe(), error_cell(rep, k, n)))
         .collect();
     lines.extend(key_values(&pairs));
     lines
+}
+
+/// A class's count and, when known, why: `118 (bad chunk size 116, head over 64 KiB 2)`, or
+/// the limit a timeout hit.
+fn error_cell(rep: &Report, kind: ErrorKind, n: u64) -> String {
+    let count = rep.paint.red(&n.to_string());
+    let c = &rep.r.config;
+    let why = match kind {
+        ErrorKind::ReadTimeout => Some(format!(
+            "--timeout {}",
+            units::duration_us(c.timeout_ms as f64 * 1e3)
+        )),
+        ErrorKind::ConnectTimeout => Some(format!(
+            "--connect-timeout {}",
+            units::duration_us(c.connect_timeout_ms as f64 * 1e3)
+        )),
+        _ => rep.r.stats.error_reasons.describe(kind),
+    };
+    match why {
+        Some(why) => format!("{count} ({why})"),
+        None => count,
+    }
 }
 
 /// berf's per-second rate: omitted unless there are at least two seconds to compare.
@@ -633,6 +655,24 @@ mod tests {
         r.config.method = "POST".into();
         r.stats.series.0.truncate(1);
         insta::assert_snapshot!(render(&r, &RenderOptions::default()));
+    }
+
+    #[test]
+    fn error_reasons_follow_their_class() {
+        use loadbench_model::{ErrorKind, ErrorReason};
+        let mut r = fixtures::busy();
+        r.stats.errors.add(ErrorKind::MalformedResponse, 120);
+        r.stats.error_reasons.add(ErrorReason::HeadOver64KiB, 2);
+        r.stats.error_reasons.add(ErrorReason::BadChunkSize, 118);
+        let text = render(&r, &RenderOptions::default());
+        let line = text
+            .lines()
+            .find(|l| l.contains("malformed response"))
+            .unwrap();
+        assert!(
+            line.ends_with("120 (bad chunk size 118, head over 64 KiB 2)"),
+            "{line}"
+        );
     }
 
     #[test]

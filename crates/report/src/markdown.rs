@@ -163,6 +163,9 @@ fn status_table(r: &RunResult) -> String {
 /// ab's keep-alive, document-length and per-user time figures, as one compact line.
 fn connection_reuse(r: &RunResult) -> String {
     let s = &r.stats;
+    if s.body.responses != s.requests {
+        return String::new(); // saved before these fields existed
+    }
     let mut line = format!(
         "\nKeep-alive requests: {} · document length: {}",
         s.keepalive_requests,

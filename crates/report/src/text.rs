@@ -215,9 +215,12 @@ fn summary(rep: &Report) -> Vec<String> {
             paint.alarm(sum.non_success_responses),
         ),
         ("Connections opened", s.connections_opened.to_string()),
-        ("Keep-alive requests", s.keepalive_requests.to_string()),
-        ("Document length", document_length(&s.body)),
     ];
+    if s.body.responses == s.requests {
+        // Files saved before these fields existed have no body counts: leave them out.
+        pairs.push(("Keep-alive requests", s.keepalive_requests.to_string()));
+        pairs.push(("Document length", document_length(&s.body)));
+    }
     if s.abandoned > 0 {
         pairs.push(("Abandoned in flight at end", s.abandoned.to_string()));
     }

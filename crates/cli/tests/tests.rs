@@ -11,6 +11,7 @@
 mod support;
 
 mod bench;
+mod fields;
 mod find_max;
 mod help;
 mod library;

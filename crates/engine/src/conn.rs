@@ -3,7 +3,7 @@
 //! `write` and usually one `read` per request, no allocation, no epoll_ctl (sockets are registered
 //! once, edge-triggered, for both directions).
 
-use crate::http1::{EofOutcome, Progress, ResponseParser};
+use crate::http1::{EofOutcome, ParseError, Progress, ResponseParser};
 use crate::transport::Stream;
 use crate::worker::Ctx;
 use loadbench_model::ErrorKind;
@@ -242,7 +242,7 @@ impl Conn {
                         }
                         Ok(Progress::NeedMore) if n < ctx.buf.len() && !read_closed => return,
                         Ok(Progress::NeedMore) => {}
-                        Err(_) => return self.fail(ctx, ErrorKind::MalformedResponse, now),
+                        Err(e) => return self.fail_malformed(ctx, e, now),
                     }
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -281,6 +281,7 @@ impl Conn {
             let status = self.parser.status();
             ctx.recorder
                 .response(now, latency, service, status, self.read_bytes);
+            ctx.recorder.body(self.parser.body_bytes(), self.reused);
         }
         if !(clean && ctx.keepalive && self.parser.keep_alive()) {
             self.close();
@@ -291,6 +292,15 @@ impl Conn {
         } else {
             self.begin(ctx, now);
         }
+    }
+
+    /// A malformed response: its reason is counted, then it fails like any other.
+    #[cold]
+    fn fail_malformed(&mut self, ctx: &mut Ctx, e: ParseError, now: Instant) {
+        if self.measured && ctx.in_window(now) {
+            ctx.recorder.reason(e.reason());
+        }
+        self.fail(ctx, ErrorKind::MalformedResponse, now);
     }
 
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never

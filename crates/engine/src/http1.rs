@@ -7,6 +7,7 @@
 //! carries a few dozen bytes of fixed state across reads so that any split of the input works,
 //! down to one byte per read. It never allocates and never panics, whatever the peer sends.
 
+use loadbench_model::ErrorReason;
 use memchr::memchr;
 
 /// Largest header (or trailer) block accepted, and the longest chunk-size line.
@@ -86,6 +87,21 @@ pub enum ParseError {
     /// Content-Length values that disagree with each other.
     #[error("conflicting content-length")]
     ConflictingLength,
+}
+
+impl ParseError {
+    /// The reason the result counts this under (`malformed_response`).
+    pub fn reason(self) -> ErrorReason {
+        match self {
+            ParseError::StatusLine => ErrorReason::BadStatusLine,
+            ParseError::Header => ErrorReason::BadHeaderLine,
+            ParseError::ContentLength => ErrorReason::BadContentLength,
+            ParseError::ChunkSize => ErrorReason::BadChunkSize,
+            ParseError::ChunkFraming => ErrorReason::BadChunkFraming,
+            ParseError::HeadersTooLarge => ErrorReason::HeadOver64KiB,
+            ParseError::ConflictingLength => ErrorReason::ConflictingContentLength,
+        }
+    }
 }
 
 /// Where the reader is within a response.

@@ -3,8 +3,8 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series, SeriesPoint,
-    Stats, StatusCounts,
+    BodySizes, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency, PerConnection,
+    SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,10 @@ pub struct Recorder {
     connect_backoffs: u64,
     backoff_us: u64,
     status: Box<[u64; STATUS_SLOTS]>,
+    body: BodySizes,
+    keepalive_requests: u64,
     errors: [u64; ErrorKind::ALL.len()],
+    reasons: [u64; ErrorReason::ALL.len()],
     requests: u64,
     sent: u64,
     sent_late: u64,
@@ -68,7 +71,10 @@ impl Recorder {
             connect_backoffs: 0,
             backoff_us: 0,
             status: Box::new([0; STATUS_SLOTS]),
+            body: BodySizes::default(),
+            keepalive_requests: 0,
             errors: [0; ErrorKind::ALL.len()],
+            reasons: [0; ErrorReason::ALL.len()],
             requests: 0,
             sent: 0,
             sent_late: 0,
@@ -120,6 +126,14 @@ impl Recorder {
         self.second_counts.requests += 1;
         self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
         self.add_read(bytes_read);
+    }
+
+    /// The body of a measured complete response had `n` payload bytes; `reused`: it came on
+    /// a connection that had already answered (ab's Keep-Alive requests).
+    #[inline]
+    pub fn body(&mut self, n: u64, reused: bool) {
+        self.body.add(n);
+        self.keepalive_requests += u64::from(reused);
     }
 
     /// A measured request was sent at `now`, `lag` after its intended time.
@@ -219,6 +233,12 @@ impl Recorder {
         self.per_connection.add(u64::from(completed), age_us);
     }
 
+    /// Why a measured request failed, below its class (counted besides [`Recorder::error`]).
+    #[cold]
+    pub fn reason(&mut self, reason: ErrorReason) {
+        self.reasons[reason.index()] += 1;
+    }
+
     /// Request bytes written, for a request sent at `at`.
     #[inline]
     pub fn wrote(&mut self, at: Instant, n: u64) {
@@ -272,7 +292,10 @@ impl Recorder {
                 .unwrap_or(u64::MAX),
             requests: self.requests,
             errors: ErrorCounts::from_array(&self.errors),
+            error_reasons: ErrorReasons::from_array(&self.reasons),
             status,
+            body: self.body,
+            keepalive_requests: self.keepalive_requests,
             bytes_read: self.bytes_read,
             bytes_written: self.bytes_written,
             connections_opened: self.connections_opened,

@@ -32,6 +32,10 @@ enum Call {
     },
     Connected(u64),
     FirstByte(u64),
+    /// A complete response's body bytes, and whether its connection was reused.
+    Body(u64, bool),
+    /// A failure's reason.
+    Reason(loadbench_model::ErrorReason),
     /// `n` request bytes written now (a write the socket did not take at once finishes on a
     /// later loop turn; the connection passes the time of the write itself).
     Wrote {
@@ -95,6 +99,8 @@ fn call() -> impl Strategy<Value = Call> {
             .prop_map(|(kind, bytes)| Call::Error { kind, bytes }),
         1 => latency.clone().prop_map(Call::Connected),
         1 => latency.prop_map(Call::FirstByte),
+        1 => (bytes.clone(), any::<bool>()).prop_map(|(n, reused)| Call::Body(n, reused)),
+        1 => select(loadbench_model::ErrorReason::ALL.to_vec()).prop_map(Call::Reason),
         2 => bytes.prop_map(|n| Call::Wrote { n }),
         1 => Just(Call::Tick),
     ]
@@ -183,6 +189,8 @@ fn apply(r: &mut Recorder, t0: Instant, e: &Event) {
         Call::Error { kind, bytes } => r.error(now, kind, bytes),
         Call::Connected(ns) => r.connected(Duration::from_nanos(ns)),
         Call::FirstByte(ns) => r.first_byte(Duration::from_nanos(ns)),
+        Call::Body(n, reused) => r.body(n, reused),
+        Call::Reason(reason) => r.reason(reason),
         Call::Wrote { n } => r.wrote(now, n),
         Call::Tick => r.tick(now),
     }
@@ -241,6 +249,9 @@ fn assert_same(merged: &Stats, whole: &Stats) -> Result<(), TestCaseError> {
     prop_assert_eq!(merged.requests, whole.requests);
     prop_assert_eq!(&merged.errors, &whole.errors);
     prop_assert_eq!(&merged.status, &whole.status);
+    prop_assert_eq!(&merged.body, &whole.body);
+    prop_assert_eq!(&merged.error_reasons, &whole.error_reasons);
+    prop_assert_eq!(merged.keepalive_requests, whole.keepalive_requests);
     prop_assert_eq!(merged.bytes_read, whole.bytes_read);
     prop_assert_eq!(merged.bytes_written, whole.bytes_written);
     prop_assert_eq!(merged.connections_opened, whole.connections_opened);

@@ -9,10 +9,12 @@
 
 pub mod bench;
 pub mod bench_stats;
+pub mod body;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
 pub mod human;
+pub mod reasons;
 pub mod resources;
 pub mod result;
 pub mod saved;
@@ -24,12 +26,14 @@ pub use bench::{
     AppliedLimits, BenchCell, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget,
     BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo,
 };
+pub use body::BodySizes;
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use reasons::{ErrorReason, ErrorReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };

@@ -1,8 +1,10 @@
 //! The result of one load run: its configuration, the host, the wall-clock window and the
 //! measurement ([`Stats`]). This struct *is* the JSON schema (see docs/result-schema.md).
 
+use crate::body::BodySizes;
 use crate::errors::{ErrorCounts, StatusCounts};
 use crate::histogram::Latency;
+use crate::reasons::ErrorReasons;
 use crate::saved::{checked_as, ResultReadError};
 use crate::series::Series;
 use crate::starved::PerConnection;
@@ -149,8 +151,18 @@ pub struct Stats {
     pub requests: u64,
     /// Requests that produced no complete response, by class.
     pub errors: ErrorCounts,
+    /// Why, below the class: counts of a fixed set of reasons (which malformation).
+    #[serde(default)]
+    pub error_reasons: ErrorReasons,
     /// Complete responses by status code.
     pub status: StatusCounts,
+    /// Body bytes of the complete responses: total, smallest, largest (ab's Document Length).
+    #[serde(default)]
+    pub body: BodySizes,
+    /// Complete responses that came on a connection which had already answered one (not opened
+    /// for that request): ab's "Keep-Alive requests".
+    #[serde(default)]
+    pub keepalive_requests: u64,
     /// Bytes read for the counted requests and errors: whole responses as they arrived (status
     /// line, headers, body, chunk framing).
     pub bytes_read: u64,
@@ -219,7 +231,10 @@ impl Stats {
         self.elapsed_us = self.elapsed_us.max(o.elapsed_us);
         self.requests += o.requests;
         self.errors.merge(&o.errors);
+        self.error_reasons.merge(&o.error_reasons);
         self.status.merge(&o.status);
+        self.body.merge(&o.body);
+        self.keepalive_requests += o.keepalive_requests;
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.connections_opened += o.connections_opened;
@@ -283,7 +298,22 @@ impl Stats {
             errors: self.errors.total(),
             non_success_responses: self.status.non_success(),
             per_second_rate: self.series.rate_stats(self.elapsed_secs()),
+            status_per_sec: self
+                .status
+                .0
+                .iter()
+                .map(|(&c, &n)| (c, self.per_sec(n)))
+                .collect(),
+            body_bytes_mean: self.body.mean(),
+            time_per_request_us: self.time_per_request_us(1),
         }
+    }
+
+    /// ab's "Time per request": `concurrency × elapsed / requests`, µs. With 1 it is the mean
+    /// across all concurrent requests; with the connections, the mean per user.
+    pub fn time_per_request_us(&self, concurrency: u32) -> Option<f64> {
+        (self.requests > 0)
+            .then(|| f64::from(concurrency) * self.elapsed_us as f64 / self.requests as f64)
     }
 }
 
@@ -307,6 +337,16 @@ pub struct Summary {
     pub non_success_responses: u64,
     /// Requests per second across the seconds of the series.
     pub per_second_rate: Option<Spread>,
+    /// Complete responses per second of the window, by status code (berf's per-status rate).
+    #[serde(default)]
+    pub status_per_sec: std::collections::BTreeMap<u16, f64>,
+    /// Mean response body bytes (ab's Document Length, hey's Size/request); absent with no
+    /// response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_bytes_mean: Option<f64>,
+    /// ab's "Time per request (mean, across all concurrent requests)": elapsed / requests, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_per_request_us: Option<f64>,
 }
 
 /// One `loadbench run`.

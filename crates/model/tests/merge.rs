@@ -122,6 +122,13 @@ fn errors_of(adds: &[(ErrorKind, u64)]) -> ErrorCounts {
     e
 }
 
+/// Bodies of a few responses, sizes depending on the count so the sides differ.
+fn body_of(requests: u64) -> loadbench_model::BodySizes {
+    let mut b = loadbench_model::BodySizes::default();
+    (0..requests % 4).for_each(|i| b.add(requests * 10 + i));
+    b
+}
+
 fn status_of(adds: &[(u16, u64)]) -> StatusCounts {
     let mut s = StatusCounts::default();
     for &(k, n) in adds {
@@ -168,6 +175,9 @@ fn stats() -> impl Strategy<Value = Stats> {
                     requests,
                     errors: errors_of(&errors),
                     status: status_of(&status),
+                    body: body_of(requests),
+                    error_reasons: Default::default(),
+                    keepalive_requests: requests / 2,
                     bytes_read,
                     bytes_written,
                     connections_opened,

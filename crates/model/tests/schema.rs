@@ -11,7 +11,12 @@ use std::collections::BTreeMap;
 const FIXTURE: &str = include_str!("fixtures/result-v2.json");
 
 /// Maps whose keys are data (status codes, error classes), not schema.
-const DATA_KEYED_MAPS: [&str; 2] = ["stats.status", "stats.errors"];
+const DATA_KEYED_MAPS: [&str; 4] = [
+    "stats.status",
+    "stats.errors",
+    "stats.error_reasons",
+    "summary.status_per_sec",
+];
 
 fn fixture() -> RunResult {
     RunResult::from_json(FIXTURE).expect("the fixture is a valid result")

@@ -71,6 +71,13 @@ fn busy_stats() -> Stats {
         bytes_read: 35_120 * 130,
         bytes_written: 35_120 * 40,
         connections_opened: 52,
+        keepalive_requests: 35_120 - 52,
+        body: loadbench_model::BodySizes {
+            total: 35_120 * 12 + 8,
+            min: 12,
+            max: 20,
+            responses: 35_120,
+        },
         abandoned: 4,
         latency: latency(35_120, 20_000, 5_000_000),
         connect: latency(52, 80_000, 200_000),

@@ -146,16 +146,40 @@ fn status_table(r: &RunResult) -> String {
         return "\n### Status codes\n\nnone\n".to_string();
     }
     let total: u64 = status.values().sum();
+    let rates = r.stats.summary().status_per_sec;
+    let rate = |code: &u16| units::rate(rates.get(code).copied().unwrap_or(0.0));
     let rows: Vec<Vec<String>> = status
         .iter()
-        .map(|(code, &n)| vec![code.to_string(), n.to_string(), share(n, total)])
+        .map(|(code, &n)| vec![code.to_string(), n.to_string(), rate(code), share(n, total)])
         .collect();
     let table = table(
-        &["status", "responses", "share"],
-        &[Align::Left, Align::Right, Align::Right],
+        &["status", "responses", "req/s", "share"],
+        &[Align::Left, Align::Right, Align::Right, Align::Right],
         &rows,
     );
-    format!("\n### Status codes\n\n{table}")
+    format!("\n### Status codes\n\n{table}{}", connection_reuse(r))
+}
+
+/// ab's keep-alive, document-length and per-user time figures, as one compact line.
+fn connection_reuse(r: &RunResult) -> String {
+    let s = &r.stats;
+    if s.body.responses != s.requests {
+        return String::new(); // saved before these fields existed
+    }
+    let mut line = format!(
+        "\nKeep-alive requests: {} · document length: {}",
+        s.keepalive_requests,
+        crate::text::document_length(&s.body)
+    );
+    if let (LoadModel::Closed, Some(us)) =
+        (&r.config.load, s.time_per_request_us(r.config.connections))
+    {
+        line += &format!(
+            " · time per request per connection: {}",
+            units::duration_us(us)
+        );
+    }
+    line + "\n"
 }
 
 fn error_table(r: &RunResult) -> String {
@@ -166,7 +190,7 @@ fn error_table(r: &RunResult) -> String {
     let attempts = r.stats.attempts();
     let rows: Vec<Vec<String>> = errors
         .iter()
-        .map(|(k, &n)| vec![k.describe().to_string(), n.to_string(), share(n, attempts)])
+        .map(|(&k, &n)| vec![error_name(r, k), n.to_string(), share(n, attempts)])
         .collect();
     let table = table(
         &["error", "count", "share of attempts"],
@@ -174,6 +198,14 @@ fn error_table(r: &RunResult) -> String {
         &rows,
     );
     format!("\n### Errors\n\n{table}")
+}
+
+/// The class, with its reasons when counted: `malformed response (bad chunk size 3)`.
+fn error_name(r: &RunResult, kind: loadbench_model::ErrorKind) -> String {
+    match r.stats.error_reasons.describe(kind) {
+        Some(why) => format!("{} ({why})", kind.describe()),
+        None => kind.describe().to_string(),
+    }
 }
 
 fn share(n: u64, total: u64) -> String {

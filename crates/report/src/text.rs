@@ -6,7 +6,7 @@
 use crate::distribution::{self, Bar};
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
-use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Summary};
+use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult, Starvation, Summary};
 use std::io::Write;
 
 /// Longest bar of the response-time histogram, in characters.
@@ -226,6 +226,11 @@ fn summary(rep: &Report) -> Vec<String> {
         ),
         ("Connections opened", s.connections_opened.to_string()),
     ];
+    if s.body.responses == s.requests {
+        // Files saved before these fields existed have no body counts: leave them out.
+        pairs.push(("Keep-alive requests", s.keepalive_requests.to_string()));
+        pairs.push(("Document length", document_length(&s.body)));
+    }
     if s.abandoned > 0 {
         pairs.push(("In flight when run stopped", in_flight_at_end(rep)));
     }
@@ -333,10 +338,40 @@ fn time_per_request(rep: &Report) -> String {
         return MISSING.to_string();
     }
     let us = s.elapsed_us as f64 / s.requests as f64;
-    format!(
+    let across = format!(
         "{} (mean, across all concurrent requests)",
         units::duration_us(us)
-    )
+    );
+    match time_per_user(rep) {
+        Some(user) => format!("{across}, {user} per connection"),
+        None => across,
+    }
+}
+
+/// ab's "Time per request (mean)" per user: connections × elapsed / requests. Only the closed
+/// model has a fixed number of users.
+fn time_per_user(rep: &Report) -> Option<String> {
+    let s = &rep.r.stats;
+    match (
+        &rep.r.config.load,
+        s.time_per_request_us(rep.r.config.connections),
+    ) {
+        (LoadModel::Closed, Some(us)) => Some(units::duration_us(us)),
+        _ => None,
+    }
+}
+
+/// ab's "Document Length" / hey's "Size/request": the mean body, and its range if it varied.
+pub(crate) fn document_length(b: &loadbench_model::BodySizes) -> String {
+    let Some(mean) = b.mean() else {
+        return MISSING.to_string();
+    };
+    let mean = format!("{} bytes", units::rate_short(mean));
+    if b.varied() {
+        format!("{mean} mean (varied {}–{})", b.min, b.max)
+    } else {
+        mean
+    }
 }
 
 fn read_written(read: f64, written: f64, suffix: &str) -> String {
@@ -469,8 +504,17 @@ fn status_codes(rep: &Report) -> Vec<String> {
         return lines;
     }
     let counts_w = width(&status.values().map(u64::to_string).collect::<Vec<_>>());
+    let words_w = width(
+        &status
+            .values()
+            .map(|&n| plural(n, "response"))
+            .collect::<Vec<_>>(),
+    );
+    let rates = &rep.summary.status_per_sec;
     lines.extend(status.iter().map(|(&code, &n)| {
-        let line = format!("{INDENT}[{code}] {n:>counts_w$} {}", plural(n, "response"));
+        let rate = units::rate(rates.get(&code).copied().unwrap_or(0.0));
+        let word = plural(n, "response");
+        let line = format!("{INDENT}[{code}] {n:>counts_w$} {word:<words_w$}  {rate}/s");
         if (200..400).contains(&code) {
             line
         } else {
@@ -489,10 +533,32 @@ fn errors(rep: &Report) -> Vec<String> {
     }
     let pairs: Vec<(&str, String)> = errors
         .iter()
-        .map(|(k, &n)| (k.describe(), rep.paint.red(&n.to_string())))
+        .map(|(&k, &n)| (k.describe(), error_cell(rep, k, n)))
         .collect();
     lines.extend(key_values(&pairs));
     lines
+}
+
+/// A class's count and, when known, why: `118 (bad chunk size 116, head over 64 KiB 2)`, or
+/// the limit a timeout hit.
+fn error_cell(rep: &Report, kind: ErrorKind, n: u64) -> String {
+    let count = rep.paint.red(&n.to_string());
+    let c = &rep.r.config;
+    let why = match kind {
+        ErrorKind::ReadTimeout => Some(format!(
+            "--timeout {}",
+            units::duration_us(c.timeout_ms as f64 * 1e3)
+        )),
+        ErrorKind::ConnectTimeout => Some(format!(
+            "--connect-timeout {}",
+            units::duration_us(c.connect_timeout_ms as f64 * 1e3)
+        )),
+        _ => rep.r.stats.error_reasons.describe(kind),
+    };
+    match why {
+        Some(why) => format!("{count} ({why})"),
+        None => count,
+    }
 }
 
 /// berf's per-second rate: omitted unless there are at least two seconds to compare.
@@ -625,6 +691,24 @@ mod tests {
         r.config.method = "POST".into();
         r.stats.series.0.truncate(1);
         insta::assert_snapshot!(render(&r, &RenderOptions::default()));
+    }
+
+    #[test]
+    fn error_reasons_follow_their_class() {
+        use loadbench_model::{ErrorKind, ErrorReason};
+        let mut r = fixtures::busy();
+        r.stats.errors.add(ErrorKind::MalformedResponse, 120);
+        r.stats.error_reasons.add(ErrorReason::HeadOver64KiB, 2);
+        r.stats.error_reasons.add(ErrorReason::BadChunkSize, 118);
+        let text = render(&r, &RenderOptions::default());
+        let line = text
+            .lines()
+            .find(|l| l.contains("malformed response"))
+            .unwrap();
+        assert!(
+            line.ends_with("120 (bad chunk size 118, head over 64 KiB 2)"),
+            "{line}"
+        );
     }
 
     #[test]

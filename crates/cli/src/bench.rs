@@ -29,11 +29,11 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     };
     let result = run(&scenario, &opts, a.quiet)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::print(&saved, a.output, &Default::default())?;
     if let Some(html) = &a.html {
         crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
     }
+    crate::output::print(&saved, a.output, &Default::default())?;
     eprintln!(
         "result saved to {}",
         Path::new(&result.run_dir).join("result.json").display()

@@ -113,10 +113,18 @@ pub(crate) fn print(
     opts: &RenderOptions,
 ) -> Result<()> {
     let rendered = render(result, format, opts)?;
+    stdout(&rendered.text)
+}
+
+/// Writes `text` to stdout. A reader that went away (`| head`, quitting `less`: a broken pipe)
+/// ends the output quietly; any other failure (a full disk) is one line, never a panic.
+pub(crate) fn stdout(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(rendered.text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot write to stdout: {e}")),
+    }
 }
 
 /// Writes the result in `format` to `path` atomically and, for HTML, its chart files (SVG, and

@@ -19,7 +19,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         color: false,
     };
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::print(&saved, args.output, &opts)?;
+    // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
     if let Some(path) = &args.save {
         save_json(path, &result)?;
         if !args.quiet {
@@ -32,6 +32,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             eprintln!("HTML report written to {}", path.display());
         }
     }
+    crate::output::print(&saved, args.output, &opts)?;
     Ok(exit_code(&result))
 }
 

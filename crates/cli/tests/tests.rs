@@ -19,3 +19,4 @@ mod report;
 mod run;
 mod serve;
 mod starved;
+mod stdout;

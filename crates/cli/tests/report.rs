@@ -542,6 +542,8 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
             "cannot read no-such-file.json",
         ),
         (bad_file("empty.json", b""), "is empty"),
+        // Endless: refused from its first block, never read until memory runs out.
+        ("/dev/zero".to_string(), "is not a text file"),
         (
             bad_file("text.json", b"Requests/sec: 1234\n"),
             "is not JSON",

@@ -355,3 +355,25 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn fd_limit_refusal_names_the_users_c_and_both_limits() {
+    if !have("prlimit") {
+        return;
+    }
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let out = std::process::Command::new("prlimit")
+        .arg("--nofile=256:512")
+        .arg(env!("CARGO_BIN_EXE_loadbench"))
+        .args(["run", &server.url("/"), "-c", "30000", "-d", "1s", "--quiet"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("-c 30000 needs about 30064"), "{stderr}");
+    assert!(stderr.contains("limit is 256 (hard limit 512)"), "{stderr}");
+    assert!(stderr.contains("use -c 448 or fewer"), "{stderr}");
+    assert!(!stderr.contains("ulimit -n 32768"), "{stderr}");
+    assert_eq!(server.requests(), 0, "no load before the refusal");
+}

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scenario = load(&a)?;
+    crate::output::check_writable("--html", a.html.as_deref())?;
     let opts = RunOptions {
         file: a.scenario.clone(),
         text: None,

@@ -127,6 +127,28 @@ pub(crate) fn stdout(text: &str) -> Result<()> {
     }
 }
 
+/// Checks before a run that `path` (given with `flag`) can be written: creates its directory
+/// as the final write would, then a temporary file beside it, and removes that file again. A
+/// run of ten minutes must not end in "cannot write".
+pub(crate) fn check_writable(flag: &str, path: Option<&Path>) -> Result<(), UserError> {
+    let Some(path) = path else { return Ok(()) };
+    let fail = |e: std::io::Error| {
+        UserError(format!(
+            "{flag} {}: cannot write there ({e}): give a path in a writable directory",
+            path.display()
+        ))
+    };
+    if path.is_dir() {
+        return Err(fail(std::io::Error::other("it is a directory")));
+    }
+    let dir = beside(path);
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    let probe = dir.join(format!(".loadbench-check.{}.tmp", std::process::id()));
+    std::fs::File::create(&probe).map_err(fail)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 /// Writes the result in `format` to `path` atomically and, for HTML, its chart files (SVG, and
 /// PNG when the system has a font) beside it; returns the chart files' paths.
 pub(crate) fn write(

@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    crate::output::check_writable("--save", args.save.as_deref())?;
+    crate::output::check_writable("--html", args.html.as_deref())?;
     let result = crate::progress::controlled(args.quiet, |ctl| loadbench_runner::run(&spec, ctl))?
         .map_err(run_error)?;
     let opts = RenderOptions {

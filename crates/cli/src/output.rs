@@ -142,7 +142,7 @@ pub(crate) fn check_writable(flag: &str, path: Option<&Path>) -> Result<(), User
         return Err(fail(std::io::Error::other("it is a directory")));
     }
     let dir = beside(path);
-    std::fs::create_dir_all(&dir).map_err(fail)?;
+    std::fs::create_dir_all(dir).map_err(fail)?;
     let probe = dir.join(format!(".loadbench-check.{}.tmp", std::process::id()));
     std::fs::File::create(&probe).map_err(fail)?;
     let _ = std::fs::remove_file(&probe);

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scenario = load(&a)?;
+    crate::output::check_writable("--html", a.html.as_deref())?;
     let opts = RunOptions {
         file: a.scenario.clone(),
         text: None,
@@ -29,11 +30,11 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     };
     let result = run(&scenario, &opts, a.quiet)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::print(&saved, a.output, &Default::default())?;
     if let Some(html) = &a.html {
         crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
     }
+    crate::output::print(&saved, a.output, &Default::default())?;
     eprintln!(
         "result saved to {}",
         Path::new(&result.run_dir).join("result.json").display()

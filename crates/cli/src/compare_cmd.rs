@@ -48,7 +48,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         }
         (base, new) => return Err(mixed(names, &base, &new).into()),
     };
-    print!("{report}");
+    crate::output::stdout(&report)?;
     Ok(if failing {
         ExitCode::from(1)
     } else {

@@ -11,14 +11,16 @@ use std::process::ExitCode;
 
 pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    crate::output::check_writable("--save", args.save.as_deref())?;
+    crate::output::check_writable("--html", args.html.as_deref())?;
     let result = crate::progress::controlled(args.quiet, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::print(&saved, args.output, &Default::default())?;
     if let Some(path) = &args.html {
         let html = crate::output::OutputFormat::Html;
         crate::output::write(path, &saved, html, &Default::default())?;
     }
+    crate::output::print(&saved, args.output, &Default::default())?;
     Ok(exit_code(&result))
 }
 

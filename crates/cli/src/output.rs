@@ -113,9 +113,39 @@ pub(crate) fn print(
     opts: &RenderOptions,
 ) -> Result<()> {
     let rendered = render(result, format, opts)?;
+    stdout(&rendered.text)
+}
+
+/// Writes `text` to stdout. A reader that went away (`| head`, quitting `less`: a broken pipe)
+/// ends the output quietly; any other failure (a full disk) is one line, never a panic.
+pub(crate) fn stdout(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(rendered.text.as_bytes())?;
-    out.flush()?;
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot write to stdout: {e}")),
+    }
+}
+
+/// Checks before a run that `path` (given with `flag`) can be written: creates its directory
+/// as the final write would, then a temporary file beside it, and removes that file again. A
+/// run of ten minutes must not end in "cannot write".
+pub(crate) fn check_writable(flag: &str, path: Option<&Path>) -> Result<(), UserError> {
+    let Some(path) = path else { return Ok(()) };
+    let fail = |e: std::io::Error| {
+        UserError(format!(
+            "{flag} {}: cannot write there ({e}): give a path in a writable directory",
+            path.display()
+        ))
+    };
+    if path.is_dir() {
+        return Err(fail(std::io::Error::other("it is a directory")));
+    }
+    let dir = beside(path);
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let probe = dir.join(format!(".loadbench-check.{}.tmp", std::process::id()));
+    std::fs::File::create(&probe).map_err(fail)?;
+    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 

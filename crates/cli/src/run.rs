@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    crate::output::check_writable("--save", args.save.as_deref())?;
+    crate::output::check_writable("--html", args.html.as_deref())?;
     let result = crate::progress::controlled(args.quiet, |ctl| loadbench_runner::run(&spec, ctl))?
         .map_err(run_error)?;
     let opts = RenderOptions {
@@ -19,7 +21,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         color: false,
     };
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::print(&saved, args.output, &opts)?;
+    // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
     if let Some(path) = &args.save {
         save_json(path, &result)?;
         if !args.quiet {
@@ -32,6 +34,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             eprintln!("HTML report written to {}", path.display());
         }
     }
+    crate::output::print(&saved, args.output, &opts)?;
     Ok(exit_code(&result))
 }
 

@@ -542,6 +542,8 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
             "cannot read no-such-file.json",
         ),
         (bad_file("empty.json", b""), "is empty"),
+        // Endless: refused from its first block, never read until memory runs out.
+        ("/dev/zero".to_string(), "is not a text file"),
         (
             bad_file("text.json", b"Requests/sec: 1234\n"),
             "is not JSON",
@@ -573,6 +575,47 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
                     .as_bytes(),
             ),
             "is not a valid loadbench run result",
+        ),
+    ]
+    .into_iter()
+    .chain(tampered_inputs(&good))
+    .collect()
+}
+
+/// Our own file with one figure changed into something no run produces.
+fn tampered_inputs(good: &str) -> Vec<(String, &'static str)> {
+    vec![
+        (
+            bad_file(
+                "tampered-requests.json",
+                good.replacen("\"requests\": 11407", "\"requests\": 3", 1)
+                    .as_bytes(),
+            ),
+            "stats.requests is 3 but stats.latency holds 11407 samples",
+        ),
+        (
+            bad_file(
+                "p150.json",
+                good.replacen(
+                    "\"percentiles\": [\n      50.0",
+                    "\"percentiles\": [\n      150.0",
+                    1,
+                )
+                .as_bytes(),
+            ),
+            "config.percentiles: 150 is outside 0 to 100",
+        ),
+        (
+            bad_file(
+                "p-1.json",
+                good.replacen(
+                    "\"percentiles\": [\n      50.0",
+                    "\"percentiles\": [\n      -1.0",
+                    1,
+                )
+                .as_bytes(),
+            ),
+            "config.percentiles: -1 is outside 0 to 100",
         ),
     ]
 }

@@ -355,3 +355,65 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn fd_limit_refusal_names_the_users_c_and_both_limits() {
+    if !have("prlimit") {
+        return;
+    }
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let out = std::process::Command::new("prlimit")
+        .arg("--nofile=256:512")
+        .arg(env!("CARGO_BIN_EXE_loadbench"))
+        .args([
+            "run",
+            &server.url("/"),
+            "-c",
+            "30000",
+            "-d",
+            "1s",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("-c 30000 needs about 30064"), "{stderr}");
+    assert!(stderr.contains("limit is 256 (hard limit 512)"), "{stderr}");
+    assert!(stderr.contains("use -c 448 or fewer"), "{stderr}");
+    assert!(!stderr.contains("ulimit -n 32768"), "{stderr}");
+    assert_eq!(server.requests(), 0, "no load before the refusal");
+}
+
+#[test]
+fn unwritable_save_and_html_paths_exit_2_before_any_load() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let file = tempdir("unwritable").join("file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let under_file = file.join("r.json");
+    let cases = [
+        ("--save", "/proc/loadbench-no/r.json"),
+        ("--html", "/proc/r.html"),
+        ("--save", under_file.to_str().unwrap()),
+    ];
+    for (flag, path) in cases {
+        let started = Instant::now();
+        let out = bin()
+            .args(["run", &server.url("/"), "-d", "30s", "-c", "2", flag, path])
+            .output()
+            .unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag} {path}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {flag} {path}")),
+            "{stderr}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "refused before the 30 s run"
+        );
+    }
+    assert_eq!(server.requests(), 0, "no load started");
+}

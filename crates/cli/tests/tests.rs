@@ -20,3 +20,4 @@ mod report;
 mod run;
 mod serve;
 mod starved;
+mod stdout;

@@ -37,14 +37,16 @@ pub enum EngineError {
     #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
     Unreachable(SocketAddr, std::io::Error),
     /// The open-file limit is too low for the connections and could not be raised.
-    #[error("-c {needed} needs about {needed} file descriptors but the limit is {limit}: raise it with `ulimit -n {suggest}`")]
+    #[error("{}", fd_limit_message(*connections, *needed, *soft, *hard))]
     FdLimit {
+        /// The user's `-c`.
+        connections: u64,
         /// File descriptors needed: the connections plus 64 to spare.
         needed: u64,
-        /// The limit in place (the higher of soft and hard).
-        limit: u64,
-        /// The `ulimit -n` value to suggest: `needed` rounded up to a power of two.
-        suggest: u64,
+        /// The soft limit in place (the engine raises it to the hard limit when that is enough).
+        soft: u64,
+        /// The hard limit: only root can raise it.
+        hard: u64,
     },
     /// A worker could not be set up, or its event loop failed (epoll, timer, socket).
     #[error("the engine could not start a worker: {0}")]
@@ -307,10 +309,23 @@ fn raise_fd_limit(connections: u64) -> Result<(), EngineError> {
         return Ok(());
     }
     Err(EngineError::FdLimit {
+        connections,
         needed,
-        limit: soft.max(hard),
-        suggest: needed.next_power_of_two(),
+        soft,
+        hard,
     })
+}
+
+/// The refusal with the user's numbers and what can be done: `ulimit -n` up to the hard limit,
+/// anything above it only as root; or fewer connections.
+fn fd_limit_message(connections: u64, needed: u64, soft: u64, hard: u64) -> String {
+    let fewer = format!("use -c {} or fewer", soft.max(hard).saturating_sub(64));
+    let fix = if needed <= hard {
+        format!("raise the soft limit with `ulimit -n {hard}` (the hard limit), or {fewer}")
+    } else {
+        format!("{fewer}, or raise the hard limit as root (`ulimit -Hn {}` in a root shell, or nofile in /etc/security/limits.conf)", needed.next_power_of_two())
+    };
+    format!("-c {connections} needs about {needed} file descriptors but the open-file limit is {soft} (hard limit {hard}): {fix}")
 }
 
 #[cfg(test)]
@@ -336,5 +351,17 @@ mod tests {
         assert_eq!(s.iter().sum::<u64>(), 100);
         assert_eq!(s, vec![67, 33]);
         assert_eq!(split_by(7, &[1, 1, 1]).iter().sum::<u64>(), 7);
+    }
+
+    #[test]
+    fn fd_limit_message_has_the_users_numbers_and_a_possible_fix() {
+        let m = fd_limit_message(30000, 30064, 256, 1024);
+        assert!(m.starts_with("-c 30000 needs about 30064"), "{m}");
+        assert!(m.contains("limit is 256 (hard limit 1024)"), "{m}");
+        assert!(m.contains("use -c 960 or fewer"), "{m}");
+        assert!(m.contains("as root"), "{m}");
+        assert!(!m.contains("ulimit -n 32768"), "{m}");
+        let m = fd_limit_message(500, 564, 256, 1024);
+        assert!(m.contains("`ulimit -n 1024`"), "{m}");
     }
 }

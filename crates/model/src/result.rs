@@ -394,7 +394,28 @@ impl RunResult {
             .series
             .revalidate()
             .map_err(|e| invalid(format!("stats.series: {e}")))?;
+        r.check_consistent().map_err(invalid)?;
         r.finalize();
         Ok(r)
+    }
+
+    /// Ranges and counts a run of ours always has: percentiles within 0..=100 and one latency
+    /// sample per completed request (a tampered `requests` would make every rate wrong).
+    fn check_consistent(&self) -> Result<(), String> {
+        if let Some(p) = self
+            .config
+            .percentiles
+            .iter()
+            .find(|p| !(0.0..=100.0).contains(*p))
+        {
+            return Err(format!("config.percentiles: {p} is outside 0 to 100"));
+        }
+        let (requests, samples) = (self.stats.requests, self.stats.latency.hist.len());
+        if requests != samples {
+            return Err(format!(
+                "stats.requests is {requests} but stats.latency holds {samples} samples"
+            ));
+        }
+        Ok(())
     }
 }

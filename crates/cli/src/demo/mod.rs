@@ -35,10 +35,10 @@ pub(crate) fn demo(quiet: bool) -> Result<ExitCode> {
     let saved = loadbench_model::SavedResult::from(result.clone());
     let text = crate::output::OutputFormat::Text;
     crate::output::print(&saved, text, &Default::default())?;
-    println!(
-        "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)",
+    crate::output::stdout(&format!(
+        "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)\n",
         Path::new(&result.run_dir).display()
-    );
+    ))?;
     Ok(crate::bench::exit_code(&result))
 }
 

@@ -175,9 +175,6 @@ fn stats() -> impl Strategy<Value = Stats> {
                     requests,
                     errors: errors_of(&errors),
                     status: status_of(&status),
-                    body: body_of(requests),
-                    error_reasons: Default::default(),
-                    keepalive_requests: requests / 2,
                     bytes_read,
                     bytes_written,
                     connections_opened,
@@ -186,10 +183,6 @@ fn stats() -> impl Strategy<Value = Stats> {
                     sent_late,
                     abandoned,
                     waiting,
-                    stale_retries: sent_late / 2,
-                    stale_closes: abandoned / 2,
-                    connect_backoffs: bytes_read % 7,
-                    backoff_us: bytes_written % 11,
                     latency: latency(&hists.0),
                     latency_censored: latency(&censored),
                     per_connection,
@@ -198,9 +191,23 @@ fn stats() -> impl Strategy<Value = Stats> {
                     connect: latency(&hists.3),
                     first_byte: latency(&hists.4),
                     series: series(&secs),
+                    ..Stats::default()
                 }
             },
         )
+        .prop_map(with_derived_counters)
+}
+
+/// The counters derived from others in [`stats`]: the body, keep-alive reuse, stale
+/// connections and connect backoff.
+fn with_derived_counters(mut s: Stats) -> Stats {
+    s.body = body_of(s.requests);
+    s.keepalive_requests = s.requests / 2;
+    s.stale_retries = s.sent_late / 2;
+    s.stale_closes = s.abandoned / 2;
+    s.connect_backoffs = s.bytes_read % 7;
+    s.backoff_us = s.bytes_written % 11;
+    s
 }
 
 /// Connections as the engine adds them at the end: completed count, age of the one in flight.

@@ -3,7 +3,7 @@
 //! keeps a server's stalls where the closed model hides them.
 
 use crate::support::{text, Run};
-use loadbench_model::RunResult;
+use loadbench_model::{Cause, RunResult, Shortfall};
 use loadbench_upstream::{Server, ServerConfig};
 
 fn backend() -> Server {
@@ -158,4 +158,60 @@ fn stalls_show_in_open_model_latency_but_not_in_service_time() {
     assert!(open.stats.sent_late > 0);
     let closed = load(&server, path, &["-c", "1", "-d", "3s", "-t", "1"]);
     assert!(closed.stats.latency.hist.percentile_ns(99.0) < 400_000_000);
+}
+
+/// `--rate 400` against a backend answering in 50 ms through at most 4 connections can send
+/// at most 80 req/s: the report says the connection pool was full, and names the limit.
+#[test]
+fn a_run_short_of_its_rate_says_the_connection_pool_was_full() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let url = format!("http://{}/delay/50ms", server.local_addr());
+    let args = [
+        "--rate",
+        "400",
+        "--max-connections",
+        "4",
+        "-d",
+        "2s",
+        "-t",
+        "1",
+    ];
+    let ran = Run::new(&url).args(args).json();
+    let (stdout, stderr) = ran.text();
+    let r = ran.result();
+    let short = Shortfall::of_run(&r).unwrap_or_else(|| panic!("not short: {stdout}{stderr}"));
+    assert_eq!(short.cause(), Cause::PoolFull, "{short:?}");
+    assert!(
+        short.reached <= 0.25,
+        "4 connections × 20/s of 400/s: {short:?}"
+    );
+    assert!(short.pool_full >= 0.5, "{short:?}");
+    assert_eq!(short.max_connections, 4);
+    assert!(
+        r.stats.generator.worker_us >= 1_900_000,
+        "{:?}",
+        r.stats.generator
+    );
+    assert!(
+        stdout.contains("because the connection pool was full"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("all 4 allowed connections"), "{stdout}");
+}
+
+/// A run that sends its rate has no shortfall line, and its pool was never full.
+#[test]
+fn a_run_at_its_rate_reports_no_shortfall() {
+    let _machine = crate::support::measuring();
+    let server = backend();
+    let url = format!("http://{}/", server.local_addr());
+    let ran = Run::new(&url).args(["--rate", "50", "-d", "2s"]).json();
+    let (stdout, _) = ran.text();
+    let r = ran.result();
+    assert_eq!(Shortfall::of_run(&r), None, "{stdout}");
+    assert!(!stdout.contains("Why short"), "{stdout}");
+    let g = r.stats.generator;
+    assert_eq!(g.pool_full_us, 0, "{g:?}");
+    assert!(g.cpu_us > 0 && g.cpu_us <= g.worker_us, "{g:?}");
 }

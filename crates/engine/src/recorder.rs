@@ -308,6 +308,8 @@ impl Recorder {
             stale_closes: self.stale_closes,
             connect_backoffs: self.connect_backoffs,
             backoff_us: self.backoff_us,
+            // Filled in by the worker, which owns the clocks.
+            generator: Default::default(),
             latency_censored: Latency {
                 hist: self.censored,
             },

@@ -6,7 +6,7 @@ use crate::conn::{Conn, Phase};
 use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
 use crate::{LiveCounters, WorkerLimits};
-use loadbench_model::{ErrorKind, Stats};
+use loadbench_model::{ErrorKind, GeneratorTime, Stats};
 use mio::{Events, Poll, Registry, Token};
 use std::io;
 use std::net::SocketAddr;
@@ -132,6 +132,42 @@ pub struct Worker<'a> {
     ctx: Ctx<'a>,
     limits: WorkerLimits,
     pacer: Option<Pacer<'a>>,
+    pool: PoolClock,
+}
+
+/// Open model: how long requests were due while every allowed connection was busy.
+#[derive(Default)]
+struct PoolClock {
+    full_since: Option<Instant>,
+    full: Duration,
+}
+
+impl PoolClock {
+    /// A due request found no free connection at `now`.
+    #[inline]
+    fn full(&mut self, now: Instant) {
+        self.full_since.get_or_insert(now);
+    }
+
+    /// Every due request got a connection by `now`.
+    #[inline]
+    fn free(&mut self, now: Instant) {
+        if let Some(since) = self.full_since.take() {
+            self.full += now.saturating_duration_since(since);
+        }
+    }
+}
+
+/// CPU time this thread has used, µs, from /proc/thread-self/schedstat (nanoseconds on a CPU
+/// first); `None` where the kernel does not provide it.
+fn thread_cpu_us() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1_000)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 impl<'a> Worker<'a> {
@@ -169,6 +205,7 @@ impl<'a> Worker<'a> {
             ctx,
             limits: cfg.limits,
             pacer,
+            pool: PoolClock::default(),
         })
     }
 
@@ -176,6 +213,7 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, stop: &AtomicBool, live: &LiveCounters) -> io::Result<Stats> {
         let mut events = Events::with_capacity(1024);
         let mut now = Instant::now();
+        let (started, cpu0) = (now, thread_cpu_us());
         for c in &mut self.conns {
             c.begin(&mut self.ctx, now);
         }
@@ -208,7 +246,17 @@ impl<'a> Worker<'a> {
                 break;
             }
         }
-        Ok(self.finish(now, live))
+        self.pool.free(now);
+        let pool_full = self.pool.full;
+        let mut stats = self.finish(now, live);
+        stats.generator = GeneratorTime {
+            worker_us: micros(now.saturating_duration_since(started)),
+            cpu_us: cpu0
+                .zip(thread_cpu_us())
+                .map_or(0, |(a, b)| b.saturating_sub(a)),
+            pool_full_us: micros(pool_full),
+        };
+        Ok(stats)
     }
 
     /// Closed model: connections whose connect backoff has passed connect again.
@@ -269,7 +317,7 @@ impl<'a> Worker<'a> {
                     self.conns.push(Conn::new(Token(self.conns.len()), now));
                     self.conns.len() - 1
                 }
-                None => return,
+                None => return self.pool.full(now),
             };
             if self.ctx.stopping || !self.ctx.in_window(due) {
                 self.ctx.idle.push(i);
@@ -278,6 +326,7 @@ impl<'a> Worker<'a> {
             pacer.advance();
             self.conns[i].start(&mut self.ctx, due, now);
         }
+        self.pool.free(now);
     }
 
     fn poll_once(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {

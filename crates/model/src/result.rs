@@ -200,6 +200,11 @@ pub struct Stats {
     /// Total backoff waited before reconnecting, µs (summed over connections).
     #[serde(default)]
     pub backoff_us: u64,
+    /// The worker threads' wall and CPU time and, in the open model, how long the connection
+    /// pool was full while a request was due: what explains a run short of its target rate.
+    /// Zero in files written before it existed.
+    #[serde(default)]
+    pub generator: crate::GeneratorTime,
     /// From the request's intended send time to the last byte of the response. In the closed
     /// model the intended time is the actual send time.
     pub latency: Latency,
@@ -250,6 +255,7 @@ impl Stats {
         self.stale_closes += o.stale_closes;
         self.connect_backoffs += o.connect_backoffs;
         self.backoff_us += o.backoff_us;
+        self.generator.merge(&o.generator);
         self.latency.merge(&o.latency);
         self.latency_censored.merge(&o.latency_censored);
         self.per_connection.merge(&o.per_connection);

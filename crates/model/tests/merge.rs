@@ -3,8 +3,8 @@
 //! empty `Stats` is the identity, and a histogram survives its saved (base64) form unchanged.
 
 use loadbench_model::{
-    ErrorCounts, ErrorKind, Histo, Latency, PerConnection, SecondCounts, Series, SeriesPoint,
-    Stats, StatusCounts,
+    ErrorCounts, ErrorKind, GeneratorTime, Histo, Latency, PerConnection, SecondCounts, Series,
+    SeriesPoint, Stats, StatusCounts,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -207,6 +207,11 @@ fn with_derived_counters(mut s: Stats) -> Stats {
     s.stale_closes = s.abandoned / 2;
     s.connect_backoffs = s.bytes_read % 7;
     s.backoff_us = s.bytes_written % 11;
+    s.generator = GeneratorTime {
+        worker_us: s.elapsed_us,
+        cpu_us: s.bytes_read % 13,
+        pool_full_us: s.waiting % 17,
+    };
     s
 }
 

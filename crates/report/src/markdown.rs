@@ -44,6 +44,10 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     if let Some(starved) = Starvation::of(&r.stats) {
         out += &format!("> **Warning:** {}.\n\n", escape_text(&starved.to_string()));
     }
+    if let Some(short) = loadbench_model::Shortfall::of_run(r) {
+        let text = escape_text(&short.to_string());
+        out += &format!("> **Short of the target rate:** {text}.\n\n");
+    }
     out += &summary_table(r, &summary);
     out += &format!("\n{}\n", model_note(&r.config.load));
     out += &percentile_table(&r.stats, &opts.percentiles);

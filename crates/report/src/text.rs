@@ -238,6 +238,9 @@ fn summary(rep: &Report) -> Vec<String> {
     pairs.extend(reconnect_pairs(s));
     if let Some(target) = sum.target_per_sec {
         pairs.extend(open_model_pairs(s, target, sum.sent_per_sec));
+        if let Some(short) = loadbench_model::Shortfall::of_run(rep.r) {
+            pairs.push(("Why short of the target", short.to_string()));
+        }
     }
     let mut lines = vec![rep.title("Summary")];
     lines.extend(key_values(&pairs));

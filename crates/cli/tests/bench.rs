@@ -442,6 +442,16 @@ fn bad_scenarios_give_one_line_with_file_key_and_fix() {
         "target[0].ready",
         "not ready after",
     );
+    rejected(
+        "ready-404",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\nkind = \"upstream\"\n\
+             [target.upstream]\nstatus = 404\n\
+             [target.ready]\nhttp = \"http://127.0.0.1:{{port}}/\"\ntimeout = \"700ms\"\n{LOAD}"
+        ),
+        "target[0].ready",
+        "last status 404",
+    );
 }
 
 #[test]

@@ -442,6 +442,16 @@ fn bad_scenarios_give_one_line_with_file_key_and_fix() {
         "target[0].ready",
         "not ready after",
     );
+    rejected(
+        "ready-404",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\nkind = \"upstream\"\n\
+             [target.upstream]\nstatus = 404\n\
+             [target.ready]\nhttp = \"http://127.0.0.1:{{port}}/\"\ntimeout = \"700ms\"\n{LOAD}"
+        ),
+        "target[0].ready",
+        "last status 404",
+    );
 }
 
 #[test]
@@ -773,4 +783,42 @@ fn a_target_not_ready_in_time_says_how_to_raise_its_ready_timeout() {
         "target[0].ready",
         "raise target[0].ready.timeout: add timeout = \"60s\" under the [target.ready] of 't'",
     );
+}
+
+/// Scenario values a run cannot use fail when the file loads: exit 2, one line naming the key,
+/// and the target (which would create a marker file) never starts.
+#[test]
+fn bad_load_values_fail_before_any_target_starts() {
+    let dir = tempdir("bad-values");
+    let marker = dir.join("started");
+    let cases = [
+        ("model = \"find-max\"\nslo = \"p99 < fast\"", "load[0].slo"),
+        (
+            "model = \"closed\"\nconnections = [1000000]",
+            "load[0].connections",
+        ),
+        (
+            "model = \"closed\"\nconnections = [1]\nduration = \"1000000h\"",
+            "load[0].duration",
+        ),
+        ("model = \"open\"\nrate = [-5]", "load[0].rate"),
+    ];
+    for (i, (load, key)) in cases.iter().enumerate() {
+        let text = format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\ncommand = \"/bin/sh\"\n\
+             args = [\"-c\", \"touch '{}'; exec sleep 30\"]\n\
+             [[load]]\ntargets = [\"t\"]\n{load}\n",
+            marker.display()
+        );
+        let file = scenario(&dir, &format!("bad-{i}.toml"), &text);
+        let (out, _) = bench(&file, &dir.join(format!("results-{i}")), &[]);
+        let (_, stderr) = output_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{key}: {stderr}");
+        let line = stderr.trim_end();
+        assert_eq!(line.lines().count(), 1, "one line: {line}");
+        assert!(line.contains(key), "names {key}: {line}");
+        assert!(line.contains("fix:"), "{line}");
+        assert!(!line.contains("--") && !line.contains(" -c"), "{line}");
+        assert!(!marker.exists(), "{key}: the target was started");
+    }
 }

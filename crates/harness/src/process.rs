@@ -107,8 +107,14 @@ impl ProcessSpec {
 /// When a target counts as ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Readiness {
-    /// A `GET` of this `http://host:port/path` URL answers with any HTTP status line.
+    /// A `GET` of this `http://host:port/path` URL answers 2xx or 3xx (docs/scenarios.md).
     Http {
+        /// The URL to GET.
+        url: String,
+    },
+    /// A `GET` of this URL answers with any HTTP status line: the reference backend, whose
+    /// configured status may well be an error it answers on purpose.
+    HttpAnswer {
         /// The URL to GET.
         url: String,
     },
@@ -122,7 +128,8 @@ pub enum Readiness {
 impl fmt::Display for Readiness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Readiness::Http { url } => write!(f, "HTTP GET {url}"),
+            Readiness::Http { url } => write!(f, "HTTP GET {url} answering 2xx/3xx"),
+            Readiness::HttpAnswer { url } => write!(f, "HTTP GET {url}"),
             Readiness::Tcp { addr } => write!(f, "TCP connect to {addr}"),
         }
     }
@@ -171,9 +178,10 @@ pub enum ProcessError {
         stderr_tail: String,
     },
     #[error(
-        "target `{name}` was not ready after {timeout:?} ({check} never succeeded); last lines of \
-         {}:\n{stderr_tail}\nhint: check that the target listens on the address of the readiness \
-         check, or raise the readiness timeout if it starts slowly",
+        "target `{name}` was not ready after {timeout:?} ({check} never succeeded{}); last lines \
+         of {}:\n{stderr_tail}\nhint: check that the target listens on the address of the \
+         readiness check, or raise the readiness timeout if it starts slowly",
+        last_status_note(*last_status),
         stderr_path.display()
     )]
     /// The readiness check never succeeded within the timeout.
@@ -184,6 +192,8 @@ pub enum ProcessError {
         check: String,
         /// How long it was tried.
         timeout: Duration,
+        /// The last HTTP status the check got, when it got one that does not count as ready.
+        last_status: Option<u16>,
         /// Its stderr log.
         stderr_path: PathBuf,
         /// The last lines of that log.
@@ -308,16 +318,18 @@ impl TargetProcess {
             reason,
         })?;
         let deadline = Instant::now() + timeout;
+        let mut last_status = None;
         loop {
             if let Some(status) = self.try_status()? {
                 return Err(self.exited_early(status));
             }
-            if probe.succeeds() {
-                return Ok(());
+            match probe.check() {
+                Ok(()) => return Ok(()),
+                Err(seen) => last_status = seen.or(last_status),
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(self.not_ready(readiness, timeout));
+                return Err(self.not_ready(readiness, timeout, last_status));
             }
             thread::sleep(POLL_INTERVAL.min(deadline - now));
         }
@@ -390,11 +402,17 @@ impl TargetProcess {
         }
     }
 
-    fn not_ready(&self, readiness: &Readiness, timeout: Duration) -> ProcessError {
+    fn not_ready(
+        &self,
+        readiness: &Readiness,
+        timeout: Duration,
+        last_status: Option<u16>,
+    ) -> ProcessError {
         ProcessError::NotReady {
             name: self.spec.name.clone(),
             check: readiness.to_string(),
             timeout,
+            last_status,
             stderr_path: self.spec.stderr_path.clone(),
             stderr_tail: stderr_tail(&self.spec.stderr_path),
         }
@@ -529,6 +547,8 @@ enum Probe {
         addr: SocketAddr,
         host: String,
         path: String,
+        /// Any status counts (the reference backend), not only 2xx/3xx.
+        any_status: bool,
     },
 }
 
@@ -536,20 +556,38 @@ impl Probe {
     fn new(readiness: &Readiness) -> Result<Probe, String> {
         match readiness {
             Readiness::Tcp { addr } => Ok(Probe::Tcp(*addr)),
-            Readiness::Http { url } => parse_http_url(url),
+            Readiness::Http { url } => parse_http_url(url, false),
+            Readiness::HttpAnswer { url } => parse_http_url(url, true),
         }
     }
 
-    fn succeeds(&self) -> bool {
+    /// `Ok` when ready; otherwise the HTTP status seen, if any, that did not count.
+    fn check(&self) -> Result<(), Option<u16>> {
         match self {
-            Probe::Tcp(addr) => TcpStream::connect_timeout(addr, PROBE_TIMEOUT).is_ok(),
-            Probe::Http { addr, host, path } => http_status_line(addr, host, path).is_ok(),
+            Probe::Tcp(addr) => TcpStream::connect_timeout(addr, PROBE_TIMEOUT)
+                .map(drop)
+                .map_err(|_| None),
+            Probe::Http {
+                addr,
+                host,
+                path,
+                any_status,
+            } => match http_status(addr, host, path) {
+                Ok(status) if *any_status || (200..400).contains(&status) => Ok(()),
+                Ok(status) => Err(Some(status)),
+                Err(_) => Err(None),
+            },
         }
     }
 }
 
+/// `; last status 404` for a readiness failure that saw a status, else nothing.
+pub(crate) fn last_status_note(status: Option<u16>) -> String {
+    status.map_or_else(String::new, |s| format!("; last status {s}"))
+}
+
 /// `http://host:port/path` → probe; only plain `http` is supported.
-fn parse_http_url(url: &str) -> Result<Probe, String> {
+fn parse_http_url(url: &str, any_status: bool) -> Result<Probe, String> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| format!("`{url}` is not an http:// URL"))?;
@@ -576,11 +614,12 @@ fn parse_http_url(url: &str) -> Result<Probe, String> {
         addr,
         host: authority.to_string(),
         path: path.to_string(),
+        any_status,
     })
 }
 
-/// Sends a `GET` and checks that the answer starts with an HTTP status line.
-fn http_status_line(addr: &SocketAddr, host: &str, path: &str) -> io::Result<()> {
+/// Sends a `GET` and returns the status of the answer's HTTP status line.
+fn http_status(addr: &SocketAddr, host: &str, path: &str) -> io::Result<u16> {
     let mut stream = TcpStream::connect_timeout(addr, PROBE_TIMEOUT)?;
     stream.set_read_timeout(Some(PROBE_TIMEOUT))?;
     stream.set_write_timeout(Some(PROBE_TIMEOUT))?;
@@ -591,7 +630,9 @@ fn http_status_line(addr: &SocketAddr, host: &str, path: &str) -> io::Result<()>
     let mut head = [0u8; 12];
     stream.read_exact(&mut head)?;
     if is_status_line(&head) {
-        Ok(())
+        Ok(head[9..12]
+            .iter()
+            .fold(0, |n, d| n * 10 + u16::from(d - b'0')))
     } else {
         Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -624,7 +665,9 @@ mod tests {
 
     #[test]
     fn parses_http_urls() {
-        let Ok(Probe::Http { addr, host, path }) = parse_http_url("http://127.0.0.1:8080/health")
+        let Ok(Probe::Http {
+            addr, host, path, ..
+        }) = parse_http_url("http://127.0.0.1:8080/health", false)
         else {
             panic!("not parsed");
         };
@@ -633,7 +676,7 @@ mod tests {
             (host.as_str(), path.as_str()),
             ("127.0.0.1:8080", "/health")
         );
-        assert!(parse_http_url("https://127.0.0.1/").is_err());
+        assert!(parse_http_url("https://127.0.0.1/", false).is_err());
     }
 
     #[test]

@@ -343,7 +343,7 @@ fn readiness(
             .as_ref()
             .and_then(|u| u.routes.first().cloned())
             .unwrap_or_else(|| "/".into());
-        return Ok(Readiness::Http {
+        return Ok(Readiness::HttpAnswer {
             url: format!("{}{route}", url.trim_end_matches('/')),
         });
     }
@@ -386,16 +386,24 @@ fn process_error(opts: &StartOptions, key: &str, t: &TargetSpec, e: ProcessError
         ProcessError::NotReady {
             check,
             timeout,
+            last_status,
             stderr_tail,
             ..
         } => (
             "ready",
             format!(
-                "'{}' was not ready after {timeout:?} ({check} never succeeded); its stderr: {}",
+                "'{}' was not ready after {timeout:?} ({check} never succeeded{}); its stderr: {}",
                 t.name,
+                crate::process::last_status_note(*last_status),
                 one_line(stderr_tail)
             ),
-            slow_start_fix(key, &t.name, *timeout),
+            match last_status {
+                Some(_) => format!(
+                    "make {key}.ready.http a URL that answers 2xx/3xx once '{}' is ready",
+                    t.name
+                ),
+                None => slow_start_fix(key, &t.name, *timeout),
+            },
         ),
         _ => ("", one_line(&e.to_string()), "see the message".into()),
     };

@@ -297,3 +297,84 @@ fn helper_parent_holding_a_target() {
     thread::sleep(Duration::from_secs(30));
     drop(target);
 }
+
+/// A loopback HTTP server answering every request with `status(time since start)`; it logs each
+/// status (before answering) and stops after 20 s or 2,000 connections.
+fn status_server(
+    status: impl Fn(Duration) -> u16 + Send + 'static,
+) -> (SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<u16>>>) {
+    use std::io::Read;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = served.clone();
+    listener.set_nonblocking(true).unwrap();
+    let started = Instant::now();
+    thread::spawn(move || {
+        let mut answered = 0;
+        while started.elapsed() < Duration::from_secs(20) && answered < 2_000 {
+            let Ok((mut conn, _)) = listener.accept() else {
+                thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            answered += 1;
+            let _ = conn.set_nonblocking(false);
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = conn.read(&mut [0u8; 1024]);
+            let code = status(started.elapsed());
+            log.lock().unwrap().push(code);
+            let head =
+                format!("HTTP/1.1 {code} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = conn.write_all(head.as_bytes());
+        }
+    });
+    (addr, served)
+}
+
+#[test]
+fn http_readiness_waits_for_2xx_past_a_503() {
+    let dir = run_dir("ready503");
+    let (addr, served) = status_server(|t| {
+        if t < Duration::from_millis(500) {
+            503
+        } else {
+            200
+        }
+    });
+    let mut target = TargetProcess::spawn(&sh(&dir, "warming", "exec sleep 30")).unwrap();
+    let url = format!("http://{addr}/health");
+    target
+        .wait_ready(&Readiness::Http { url }, Duration::from_secs(15))
+        .unwrap();
+    let served = served.lock().unwrap().clone();
+    assert!(served.contains(&503), "the probe saw the 503s: {served:?}");
+    assert_eq!(served.last(), Some(&200), "ready only at a 200: {served:?}");
+    drop(target);
+}
+
+#[test]
+fn http_readiness_that_only_sees_404_fails_naming_the_status() {
+    let dir = run_dir("ready404");
+    let (addr, served) = status_server(|_| 404);
+    let mut target = TargetProcess::spawn(&sh(&dir, "lost", "exec sleep 30")).unwrap();
+    let url = format!("http://{addr}/health");
+    let started = Instant::now();
+    let err = target
+        .wait_ready(&Readiness::Http { url }, Duration::from_millis(700))
+        .unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    assert!(
+        matches!(
+            err,
+            ProcessError::NotReady {
+                last_status: Some(404),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("last status 404"), "{msg}");
+    assert!(msg.contains("2xx/3xx"), "{msg}");
+    assert!(!served.lock().unwrap().is_empty());
+}

@@ -233,28 +233,34 @@ fn check_connections(key: &'static str, n: u32, at_once: u64, open_files: u64) -
             format!("use e.g. {key} = {example}"),
         ));
     }
-    if n > MAX_CONNECTIONS {
-        let problem = format!(
-            "{n} connections to one target are more than one source address has ports for \
-             ({MAX_CONNECTIONS})"
-        );
-        return Err(bad(key, problem, format!("use at most {MAX_CONNECTIONS}")));
-    }
+    let ports = (n > MAX_CONNECTIONS)
+        .then(|| format!("are more than one source address has ports for ({MAX_CONNECTIONS})"));
     let needed = u64::from(n) * at_once + SPARE_FILES;
-    if needed > open_files {
-        let most = open_files.saturating_sub(SPARE_FILES) / at_once;
-        let each = match at_once {
-            1 => String::new(),
-            _ => format!(" to each of {at_once} targets at once"),
-        };
-        let problem = format!(
-            "{n} connections{each} need {needed} open files, above this host's hard limit of \
-             {open_files} (ulimit -Hn)"
-        );
-        let fix = format!("use at most {most}, or raise the hard limit of open files");
-        return Err(bad(key, problem, fix));
+    let files = (needed > open_files).then(|| {
+        format!(
+            "need {needed} open files, above this host's hard limit of {open_files} (ulimit -Hn)"
+        )
+    });
+    if ports.is_none() && files.is_none() {
+        return Ok(());
     }
-    Ok(())
+    let each = match at_once {
+        1 if ports.is_some() => " to one target".to_string(),
+        1 => String::new(),
+        _ => format!(" to each of {at_once} targets at once"),
+    };
+    let why = [ports, files].into_iter().flatten().collect::<Vec<_>>();
+    let problem = format!("{n} connections{each} {}", why.join(" and "));
+    let most = (open_files.saturating_sub(SPARE_FILES) / at_once).min(u64::from(MAX_CONNECTIONS));
+    let fix = if needed > open_files {
+        format!(
+            "use at most {most}, or raise the hard limit of open files (as root, e.g. nofile in \
+             /etc/security/limits.conf)"
+        )
+    } else {
+        format!("use at most {most}")
+    };
+    Err(bad(key, problem, fix))
 }
 
 /// A step of a load lasts at most [`MAX_STEP`].
@@ -293,6 +299,26 @@ mod tests {
         assert_eq!(check_levels(&closed(480), 2, 1024), Ok(()));
         let e = check_levels(&closed(481), 2, 1024).unwrap_err();
         assert!(e.problem.contains("each of 2 targets"), "{e:?}");
+    }
+
+    #[test]
+    fn a_million_connections_name_the_ports_and_the_open_files_limit() {
+        let closed = LoadModel::Closed {
+            connections: vec![1_000_000],
+        };
+        let e = check_levels(&closed, 1, 20_000).unwrap_err();
+        assert_eq!(e.key, "connections");
+        for words in ["65535", "1000064 open files", "hard limit of 20000"] {
+            assert!(e.problem.contains(words), "{words}: {e:?}");
+        }
+        assert!(
+            e.fix.contains("at most 19936, or raise the hard limit"),
+            "{e:?}"
+        );
+        // Under a generous limit only the ports bind.
+        let e = check_levels(&closed, 1, 2_000_000).unwrap_err();
+        assert!(!e.problem.contains("open files"), "{e:?}");
+        assert_eq!(e.fix, "use at most 65535");
     }
 
     #[test]

@@ -281,6 +281,12 @@ fn steps_longer_than_a_day_are_refused() {
     assert_key(&long, "load[0].duration", "longer than a day");
     let warmup = with_loads(&[&format!("{CLOSED}\nwarmup = \"48h\"")]);
     assert_key(&warmup, "load[0].warmup", "longer than a day");
+    let huge = with_loads(&[&format!("{CLOSED}\nduration = \"1000000h\"")]);
+    assert_key(
+        &huge,
+        "load[0].duration",
+        "'1000000h' is longer than a year",
+    );
     let day = with_loads(&[&format!("{CLOSED}\nduration = \"24h\"")]);
     assert_eq!(parse(&day).unwrap().loads[0].duration, MAX_STEP);
 }

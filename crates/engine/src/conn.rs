@@ -103,7 +103,9 @@ impl Conn {
     }
 
     fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
-        self.since = now;
+        // A fresh clock for the connect time: the caller's `now` may be from before a batch of
+        // earlier connects (all of a closed run's connections start in one loop).
+        self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
         match Stream::connect(ctx.addr) {
             Ok(mut s) => match s.register(
@@ -167,7 +169,7 @@ impl Conn {
                 self.backoff = Duration::ZERO;
                 if self.measured && ctx.recorder.measuring(self.since) {
                     ctx.recorder
-                        .connected(now.saturating_duration_since(self.since));
+                        .connected(connect_took(self.since, ctx.polled_at, now));
                 }
                 self.send(ctx, now);
             }
@@ -373,5 +375,30 @@ fn read_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::ConnectionReset | IoKind::ConnectionAborted => ErrorKind::Reset,
         _ => ErrorKind::ReadError,
+    }
+}
+
+/// A connect's duration: from the connect call to the poll return that reported it done (the
+/// kernel finished it before then), not to when this connection's event was handled, which may
+/// be after many others of the same batch. A connect begun after that poll returned (its
+/// socket reused a token of the batch) is timed to `now`.
+fn connect_took(started: Instant, polled_at: Instant, now: Instant) -> Duration {
+    let done = if polled_at >= started { polled_at } else { now };
+    done.saturating_duration_since(started)
+}
+
+#[cfg(test)]
+mod connect_time_tests {
+    use super::connect_took;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_connect_ends_when_the_poll_reported_it_not_when_its_event_was_handled() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Connect at 0, reported by the poll at 1 ms, handled at 25 ms after 500 other events.
+        assert_eq!(connect_took(t0, t0 + ms(1), t0 + ms(25)), ms(1));
+        // Begun after the poll returned: timed to now.
+        assert_eq!(connect_took(t0 + ms(2), t0 + ms(1), t0 + ms(3)), ms(1));
     }
 }

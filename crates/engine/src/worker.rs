@@ -48,6 +48,8 @@ pub struct Ctx<'a> {
     budget: Option<u64>,
     deadline: Option<Instant>,
     stopping: bool,
+    /// When the last poll returned: the kernel had finished every connect it reported by then.
+    pub polled_at: Instant,
 }
 
 impl Ctx<'_> {
@@ -125,6 +127,9 @@ pub struct WorkerConfig<'a> {
     pub pacing: Option<Pacing<'a>>,
 }
 
+/// Connections a closed-model worker begins between two polls at the start.
+const START_BATCH: usize = 16;
+
 /// One worker thread's event loop: its poll, connections, context and pacer.
 pub struct Worker<'a> {
     poll: Poll,
@@ -191,6 +196,7 @@ impl<'a> Worker<'a> {
             budget: cfg.budget,
             deadline: cfg.deadline,
             stopping: false,
+            polled_at: now,
         };
         let conns = (0..cfg.connections)
             .map(|i| Conn::new(Token(i), now))
@@ -214,15 +220,21 @@ impl<'a> Worker<'a> {
         let mut events = Events::with_capacity(1024);
         let mut now = Instant::now();
         let (started, cpu0) = (now, thread_cpu_us());
-        for c in &mut self.conns {
-            c.begin(&mut self.ctx, now);
-        }
+        // The closed model's connections, started a batch at a time (the open model opens its
+        // own in `dispatch`, so it starts with none).
+        let mut unstarted = 0..self.conns.len();
         let mut next_tick = now + self.limits.tick;
         let mut retry_work = Vec::with_capacity(self.conns.len());
         loop {
+            let starting = self.start_some(&mut unstarted);
             self.dispatch();
-            let wait = self.wait(now, next_tick);
+            let wait = if starting {
+                Duration::ZERO
+            } else {
+                self.wait(now, next_tick)
+            };
             self.poll_once(&mut events, wait)?;
+            self.ctx.polled_at = Instant::now();
             for ev in events.iter() {
                 if let Some(c) = self.conns.get_mut(ev.token().0) {
                     c.on_event(&mut self.ctx, ev.is_read_closed() || ev.is_error());
@@ -257,6 +269,19 @@ impl<'a> Worker<'a> {
             pool_full_us: micros(pool_full),
         };
         Ok(stats)
+    }
+
+    /// Closed model: begins the next few of the connections not started yet, so the poll
+    /// between batches sees each connect complete soon after the kernel finished it (issuing
+    /// hundreds of connects before the first poll would add that whole loop to every connect
+    /// time). Returns whether some are still to start.
+    fn start_some(&mut self, unstarted: &mut std::ops::Range<usize>) -> bool {
+        let end = (unstarted.start + START_BATCH).min(unstarted.end);
+        for c in &mut self.conns[unstarted.start..end] {
+            c.begin(&mut self.ctx, Instant::now());
+        }
+        unstarted.start = end;
+        end < unstarted.end
     }
 
     /// Closed model: connections whose connect backoff has passed connect again.

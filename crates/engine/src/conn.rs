@@ -105,7 +105,8 @@ impl Conn {
     fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
         self.since = now;
         self.phase = Phase::Connecting;
-        match Stream::connect(ctx.addr) {
+        let source = ctx.sources.next();
+        match Stream::connect(ctx.addr, source) {
             Ok(mut s) => match s.register(
                 &ctx.registry,
                 self.token,

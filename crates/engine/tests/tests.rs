@@ -6,3 +6,4 @@ mod connections;
 mod hostile;
 mod merge;
 mod raw;
+mod source_addrs;

@@ -105,7 +105,7 @@ impl Conn {
     fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
         self.since = now;
         self.phase = Phase::Connecting;
-        let source = ctx.sources.next();
+        let source = ctx.sources.take();
         match Stream::connect(ctx.addr, source) {
             Ok(mut s) => match s.register(
                 &ctx.registry,

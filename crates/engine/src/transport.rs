@@ -82,7 +82,7 @@ impl<'a> Sources<'a> {
     }
 
     /// The address for the next connection; `None` when the OS picks.
-    pub fn next(&mut self) -> Option<IpAddr> {
+    pub fn take(&mut self) -> Option<IpAddr> {
         if self.addrs.is_empty() {
             return None;
         }

@@ -2,7 +2,7 @@
 
 use crate::compare_cmd::CompareFormat;
 use crate::output::{FormatParser, OutputFormat};
-use crate::values::{self, Percentiles, RateArg};
+use crate::values::{self, Percentiles, RateArg, SourceAddrs};
 use clap::{Args, Parser, Subcommand};
 use loadbench_model::Slo;
 use loadbench_plan::Schedule;
@@ -282,6 +282,11 @@ pub(crate) struct RequestArgs {
     /// Timeout for establishing a TCP connection.
     #[arg(long, default_value = "5s", value_parser = values::duration("--connect-timeout"))]
     pub connect_timeout: Duration,
+    /// Bind new connections to these local addresses, round-robin: a range or comma list of
+    /// the target's family, e.g. 127.0.0.2-127.0.0.9. Against a loopback target this
+    /// multiplies the ephemeral ports (no addr_not_available with --no-keepalive at high rates).
+    #[arg(long, value_parser = values::source_addrs)]
+    pub source_addrs: Option<SourceAddrs>,
 }
 
 #[cfg(test)]

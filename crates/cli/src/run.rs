@@ -69,6 +69,7 @@ pub(crate) fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
         keepalive: !r.no_keepalive,
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
+        source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
         ..LoadSpec::closed(url, 50, std::time::Duration::from_secs(10))
     }
 }

@@ -82,3 +82,14 @@ pub(crate) fn percentiles(text: &str) -> Result<Percentiles, String> {
 pub(crate) fn slo(text: &str) -> Result<Slo, String> {
     loadbench_plan::parse_slo(text).map_err(|e| format!("--slo {e}"))
 }
+
+/// `--source-addrs` as one value (a list).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SourceAddrs(pub Vec<std::net::IpAddr>);
+
+/// Parses `--source-addrs`.
+pub(crate) fn source_addrs(text: &str) -> Result<SourceAddrs, String> {
+    units::source_addrs(text)
+        .map(SourceAddrs)
+        .map_err(|e| format!("--source-addrs {e}"))
+}

@@ -416,4 +416,67 @@ fn unwritable_save_and_html_paths_exit_2_before_any_load() {
         );
     }
     assert_eq!(server.requests(), 0, "no load started");
+/// `--source-addrs` mistakes (`run` and `find-max`): exit code 2 and one line naming the flag,
+/// before any load starts.
+#[test]
+fn bad_source_addrs_give_one_line_naming_the_flag() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "run",
+                "http://127.0.0.1/",
+                "--source-addrs",
+                "127.0.0.9-127.0.0.2",
+            ],
+            "empty range",
+        ),
+        (
+            vec![
+                "run",
+                "http://127.0.0.1/",
+                "--source-addrs",
+                "127.0.0.2,::1",
+            ],
+            "mixes IPv4 and IPv6",
+        ),
+        (
+            vec![
+                "run",
+                "http://127.0.0.1/",
+                "--source-addrs",
+                "127.0.0.0-127.1.0.0",
+            ],
+            "more than 65536",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--source-addrs", "lo"],
+            "not an IP address",
+        ),
+        (
+            vec!["run", "http://[::1]:1/", "--source-addrs", "127.0.0.2"],
+            "give IPv6 source addresses",
+        ),
+        (
+            vec![
+                "find-max",
+                "http://127.0.0.1/",
+                "--slo",
+                "p99<1s",
+                "--source-addrs",
+                "::1",
+            ],
+            "give IPv4 source addresses",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = bin().args(&args).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("--source-addrs"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected '{needle}' in: {stderr}"
+        );
+    }
 }

@@ -107,7 +107,8 @@ impl Conn {
         // earlier connects (all of a closed run's connections start in one loop).
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
-        match Stream::connect(ctx.addr) {
+        let source = ctx.sources.take();
+        match Stream::connect(ctx.addr, source) {
             Ok(mut s) => match s.register(
                 &ctx.registry,
                 self.token,

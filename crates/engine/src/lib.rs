@@ -31,7 +31,7 @@ pub enum EngineError {
     #[error("nothing is listening on {0} (connection refused): start the target or fix the URL")]
     NothingListening(SocketAddr),
     /// Preflight: no local port was free (`EADDRNOTAVAIL`): the ephemeral ports are used up.
-    #[error("cannot connect to {0}: no free local port (ephemeral ports exhausted, often by connections in TIME_WAIT after a --no-keepalive run): wait a minute, keep connections alive, or widen net.ipv4.ip_local_port_range")]
+    #[error("cannot connect to {0}: no free local port (ephemeral ports exhausted, often by connections in TIME_WAIT after a --no-keepalive run): wait a minute, keep connections alive, widen net.ipv4.ip_local_port_range, or for a loopback target spread the connections over more source addresses with --source-addrs 127.0.0.2-127.0.0.254")]
     NoLocalPort(SocketAddr),
     /// Preflight: connecting failed for another reason (timeout, network unreachable, …).
     #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
@@ -236,6 +236,8 @@ impl Engine {
             .enumerate()
             .map(|(i, (c, budget))| WorkerConfig {
                 addr: plan.target.addr,
+                source_addrs: &plan.source_addrs,
+                first_source: i,
                 request: &plan.request.bytes,
                 head: plan.request.head,
                 keepalive: plan.keepalive,

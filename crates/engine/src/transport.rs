@@ -3,8 +3,9 @@
 
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
+use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// A connection's byte stream.
 pub enum Stream {
@@ -13,9 +14,13 @@ pub enum Stream {
 }
 
 impl Stream {
-    /// Starts a non-blocking connect; completion is signalled by writability.
-    pub fn connect(addr: SocketAddr) -> io::Result<Stream> {
-        let s = TcpStream::connect(addr)?;
+    /// Starts a non-blocking connect, from `source` (port 0: any free one) when given;
+    /// completion is signalled by writability.
+    pub fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<Stream> {
+        let s = match source {
+            None => TcpStream::connect(addr)?,
+            Some(ip) => connect_from(addr, ip)?,
+        };
         s.set_nodelay(true)?;
         Ok(Stream::Tcp(s))
     }
@@ -47,6 +52,43 @@ impl Stream {
                 }
             }
         }
+    }
+}
+
+/// A non-blocking connect from `source`: bind to it with port 0, then connect (`EINPROGRESS`
+/// is the expected answer). Only on connect, never per request.
+fn connect_from(addr: SocketAddr, source: IpAddr) -> io::Result<TcpStream> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&SocketAddr::new(source, 0).into())?;
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(socket.into()))
+}
+
+/// The source addresses new connections bind to, taken round-robin.
+pub struct Sources<'a> {
+    addrs: &'a [IpAddr],
+    next: usize,
+}
+
+impl<'a> Sources<'a> {
+    /// Round-robin over `addrs` from index `first` (workers start apart so all are used).
+    pub fn new(addrs: &'a [IpAddr], first: usize) -> Self {
+        Sources { addrs, next: first }
+    }
+
+    /// The address for the next connection; `None` when the OS picks.
+    pub fn take(&mut self) -> Option<IpAddr> {
+        if self.addrs.is_empty() {
+            return None;
+        }
+        let ip = self.addrs[self.next % self.addrs.len()];
+        self.next = self.next.wrapping_add(1);
+        Some(ip)
     }
 }
 

@@ -5,11 +5,12 @@
 use crate::conn::{Conn, Phase};
 use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
+use crate::transport::Sources;
 use crate::{LiveCounters, WorkerLimits};
 use loadbench_model::{ErrorKind, GeneratorTime, Stats};
 use mio::{Events, Poll, Registry, Token};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ pub struct Ctx<'a> {
     pub registry: Registry,
     /// The target's socket address.
     pub addr: SocketAddr,
+    /// Where new connections bind before connecting (`--source-addrs`).
+    pub sources: Sources<'a>,
     /// The rendered request, written as is by every connection.
     pub request: &'a [u8],
     /// The request is HEAD: responses carry no body.
@@ -106,6 +109,10 @@ impl Ctx<'_> {
 pub struct WorkerConfig<'a> {
     /// The target's socket address.
     pub addr: SocketAddr,
+    /// Source addresses for new connections, round-robin from index `first_source`.
+    pub source_addrs: &'a [IpAddr],
+    /// This worker's first source address (its index: workers start apart).
+    pub first_source: usize,
     /// The rendered request.
     pub request: &'a [u8],
     /// The request is HEAD: responses carry no body.
@@ -183,6 +190,7 @@ impl<'a> Worker<'a> {
         let ctx = Ctx {
             registry: poll.registry().try_clone()?,
             addr: cfg.addr,
+            sources: Sources::new(cfg.source_addrs, cfg.first_source),
             request: cfg.request,
             head: cfg.head,
             keepalive: cfg.keepalive,

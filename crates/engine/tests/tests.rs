@@ -7,3 +7,4 @@ mod hostile;
 mod merge;
 mod raw;
 mod reasons;
+mod source_addrs;

@@ -274,6 +274,7 @@ impl Matrix<'_> {
         spec.threads = self.threads;
         spec.warmup = load.warmup;
         spec.keepalive = load.keepalive;
+        spec.source_addrs = load.source_addrs.clone();
         spec.request = RequestSpec {
             method: req.method.clone(),
             headers: req

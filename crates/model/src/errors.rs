@@ -27,7 +27,8 @@ pub enum ErrorKind {
     /// The peer closed the connection before the response was complete.
     ClosedBeforeResponseComplete,
     /// No local address/port was free for a new connection (`EADDRNOTAVAIL`): the ephemeral
-    /// ports are used up, mostly by connections in TIME_WAIT.
+    /// ports are used up, mostly by connections in TIME_WAIT. Against a loopback target,
+    /// `--source-addrs` spreads connections over more local addresses (more ports).
     AddrNotAvailable,
 }
 
@@ -65,8 +66,9 @@ impl ErrorKind {
             ErrorKind::ClosedBeforeResponseComplete => "closed before response complete",
             ErrorKind::AddrNotAvailable => {
                 "local address not available (ephemeral ports exhausted: widen \
-                 net.ipv4.ip_local_port_range, keep connections alive, or lower the \
-                 --no-keepalive rate)"
+                 net.ipv4.ip_local_port_range, keep connections alive, lower the \
+                 --no-keepalive rate, or for a loopback target spread the connections with \
+                 --source-addrs 127.0.0.2-127.0.0.254)"
             }
         }
     }

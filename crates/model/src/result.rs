@@ -135,6 +135,11 @@ pub struct RunConfig {
     pub timeout_ms: u64,
     /// TCP connect timeout (`--connect-timeout`), ms.
     pub connect_timeout_ms: u64,
+    /// `--source-addrs`: the local addresses connections were bound to, round-robin, as
+    /// ranges of consecutive addresses (`"127.0.0.2-127.0.0.9"`) or single ones; absent
+    /// (empty) when the OS picked them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_addrs: Vec<String>,
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,

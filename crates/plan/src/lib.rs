@@ -22,6 +22,7 @@ pub use schedule::{Cursor, Schedule, Segment};
 pub use slo::parse_slo;
 pub use target::Target;
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -58,6 +59,9 @@ pub struct LoadSpec {
     pub connect_timeout: Duration,
     /// Percentiles the reports show.
     pub percentiles: Vec<f64>,
+    /// Local addresses new connections bind to, round-robin (empty: the OS picks). Spreading
+    /// them over 127.0.0.0/8 multiplies the ephemeral ports to a loopback target.
+    pub source_addrs: Vec<IpAddr>,
 }
 
 impl LoadSpec {
@@ -76,6 +80,7 @@ impl LoadSpec {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             percentiles: default_percentiles(),
+            source_addrs: Vec::new(),
         }
     }
 
@@ -178,6 +183,9 @@ pub struct Plan {
     pub connect_timeout: Duration,
     /// Percentiles the reports show.
     pub percentiles: Vec<f64>,
+    /// Local addresses new connections bind to, round-robin (empty: the OS picks); all of the
+    /// target's family.
+    pub source_addrs: Vec<IpAddr>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -213,7 +221,6 @@ impl Plan {
         )?;
         Ok(Plan {
             load: spec.load.clone(),
-            target,
             request,
             connections,
             threads,
@@ -223,7 +230,22 @@ impl Plan {
             timeout: positive("--timeout", spec.timeout)?,
             connect_timeout: positive("--connect-timeout", spec.connect_timeout)?,
             percentiles: spec.percentiles.clone(),
+            source_addrs: check_sources(&spec.source_addrs, &target)?,
+            target,
         })
+    }
+}
+
+/// The source addresses must be of the target's family, or no connection could be opened.
+fn check_sources(sources: &[IpAddr], target: &Target) -> Result<Vec<IpAddr>, PlanError> {
+    let v4 = target.addr.is_ipv4();
+    let family = if v4 { "IPv4" } else { "IPv6" };
+    match sources.iter().find(|a| a.is_ipv4() != v4) {
+        Some(a) => Err(invalid(format!(
+            "--source-addrs {a} is not of the target's family ({} is {family}): give {family} source addresses",
+            target.addr
+        ))),
+        None => Ok(sources.to_vec()),
     }
 }
 
@@ -308,6 +330,23 @@ mod tests {
         assert_eq!(p.stop, Stop::Duration(Duration::from_secs(10)));
         assert_eq!(p.threads, 1);
         assert_eq!(p.percentiles.len(), 7);
+    }
+
+    #[test]
+    fn source_addrs_must_be_of_the_targets_family() {
+        let with = |url: &str, a: &str| LoadSpec {
+            source_addrs: vec![a.parse().unwrap()],
+            ..spec(url)
+        };
+        let p = Plan::resolve(&with("http://127.0.0.1:8080/", "127.0.0.2")).unwrap();
+        assert_eq!(p.source_addrs, vec!["127.0.0.2".parse::<IpAddr>().unwrap()]);
+        let e = err(with("http://127.0.0.1:8080/", "::1"));
+        assert!(
+            e.starts_with("--source-addrs ::1") && e.contains("IPv4"),
+            "{e}"
+        );
+        let e = err(with("http://[::1]:8080/", "127.0.0.2"));
+        assert!(e.contains("give IPv6 source addresses"), "{e}");
     }
 
     #[test]

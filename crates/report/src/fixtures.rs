@@ -59,6 +59,7 @@ fn config() -> RunConfig {
         keepalive: true,
         timeout_ms: 2_000,
         connect_timeout_ms: 1_000,
+        source_addrs: vec![],
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadModel::Closed,
     }

@@ -421,6 +421,7 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
         keepalive: true,
         timeout_ms: 2_000,
         connect_timeout_ms: 1_000,
+        source_addrs: vec![],
         percentiles: vec![50.0, 90.0, 99.0, 99.9, 99.99],
         load: LoadModel::Open {
             schedule: vec![RateSegment {

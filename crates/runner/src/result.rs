@@ -5,6 +5,7 @@ use crate::host;
 use loadbench_engine::Outcome;
 use loadbench_model::{LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
 use loadbench_plan::{Load, Plan, Stop};
+use std::net::IpAddr;
 
 /// The result of one run of `plan`.
 pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
@@ -44,9 +45,34 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         keepalive: plan.keepalive,
         timeout_ms: plan.timeout.as_millis() as u64,
         connect_timeout_ms: plan.connect_timeout.as_millis() as u64,
+        source_addrs: address_ranges(&plan.source_addrs),
         percentiles: plan.percentiles.clone(),
         load: load_model(&plan.load),
     }
+}
+
+/// Addresses as runs of consecutive ones: `127.0.0.2-127.0.0.9`, or one address alone.
+fn address_ranges(addrs: &[IpAddr]) -> Vec<String> {
+    let number = |ip: &IpAddr| match ip {
+        IpAddr::V4(a) => u128::from(u32::from(*a)),
+        IpAddr::V6(a) => u128::from(*a),
+    };
+    let mut runs: Vec<(IpAddr, IpAddr)> = Vec::new();
+    for ip in addrs {
+        match runs.last_mut() {
+            Some((_, last)) if number(last).checked_add(1) == Some(number(ip)) => *last = *ip,
+            _ => runs.push((*ip, *ip)),
+        }
+    }
+    runs.iter()
+        .map(|(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect()
 }
 
 fn load_model(load: &Load) -> LoadModel {
@@ -67,5 +93,19 @@ fn load_model(load: &Load) -> LoadModel {
                 .collect(),
             max_connections: *max_connections,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_ranges;
+
+    #[test]
+    fn source_addresses_are_recorded_as_runs() {
+        let ips = |l: &[&str]| l.iter().map(|a| a.parse().unwrap()).collect::<Vec<_>>();
+        let runs = address_ranges(&ips(&["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.9"]));
+        assert_eq!(runs, vec!["127.0.0.2-127.0.0.4", "127.0.0.9"]);
+        assert_eq!(address_ranges(&ips(&["::1", "::2"])), vec!["::1-::2"]);
+        assert!(address_ranges(&[]).is_empty());
     }
 }

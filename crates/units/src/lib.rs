@@ -10,6 +10,7 @@
 //! One rule for a bare number, everywhere: a duration without a unit is seconds (`5` = 5 s),
 //! a size without a unit is bytes, a rate without a suffix is requests per second.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 /// Text that is not the unit expected; the message says what would be.
@@ -225,6 +226,76 @@ pub fn header(text: &str) -> Result<(String, String), UnitError> {
     Ok((name.to_string(), value.trim().to_string()))
 }
 
+/// The most source addresses accepted: more would only cost memory, never add ports.
+pub const MAX_SOURCE_ADDRS: u128 = 65_536;
+
+const SOURCE_FORMS: &str =
+    "give a range such as 127.0.0.2-127.0.0.9 or a comma list such as 127.0.0.2,127.0.0.3";
+
+/// Source addresses to spread connections over: a range `127.0.0.2-127.0.0.9` (inclusive),
+/// a comma list, or both (`127.0.0.2-127.0.0.5,127.0.0.9`); IPv4 or IPv6, one family.
+pub fn source_addrs(text: &str) -> Result<Vec<IpAddr>, UnitError> {
+    let mut out: Vec<IpAddr> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (first, last) = addr_range(item)?;
+        // `last - first` (not + 1): the full IPv6 range would overflow.
+        if out.len() as u128 + (last - first) >= MAX_SOURCE_ADDRS {
+            return Err(err(format!(
+                "'{text}' has more than {MAX_SOURCE_ADDRS} addresses: give a smaller range"
+            )));
+        }
+        let v6 = item.contains(':');
+        out.extend((first..=last).map(|n| ip_from(n, v6)));
+    }
+    match out.first() {
+        None => Err(err(format!("'{text}' names no address: {SOURCE_FORMS}"))),
+        Some(a) if out.iter().any(|b| b.is_ipv4() != a.is_ipv4()) => Err(err(format!(
+            "'{text}' mixes IPv4 and IPv6: give addresses of one family (the target's)"
+        ))),
+        Some(_) => Ok(out),
+    }
+}
+
+/// `a-b` or `a` as numbers `(first, last)`, first <= last.
+fn addr_range(item: &str) -> Result<(u128, u128), UnitError> {
+    let one = |t: &str| {
+        t.trim()
+            .parse::<IpAddr>()
+            .map_err(|_| err(format!("'{t}' is not an IP address: {SOURCE_FORMS}")))
+    };
+    let (a, b) = match item.split_once('-') {
+        Some((a, b)) => (one(a)?, one(b)?),
+        None => (one(item)?, one(item)?),
+    };
+    if a.is_ipv4() != b.is_ipv4() {
+        return Err(err(format!(
+            "'{item}' mixes IPv4 and IPv6: give addresses of one family (the target's)"
+        )));
+    }
+    let (first, last) = (ip_number(a), ip_number(b));
+    if last < first {
+        return Err(err(format!(
+            "'{item}' is an empty range (it ends before it starts): give the lower address first"
+        )));
+    }
+    Ok((first, last))
+}
+
+fn ip_number(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+fn ip_from(n: u128, v6: bool) -> IpAddr {
+    if v6 {
+        IpAddr::V6(Ipv6Addr::from(n))
+    } else {
+        IpAddr::V4(Ipv4Addr::from(n as u32))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,5 +375,43 @@ mod tests {
         assert!(header("no colon").is_err());
         assert!(header("Bad Name: x").is_err());
         assert!(header(": x").is_err());
+    }
+
+    #[test]
+    fn source_addrs_are_ranges_and_lists_of_one_family() {
+        let v4 = |t: &str| source_addrs(t).unwrap();
+        let ips = |l: &[&str]| {
+            l.iter()
+                .map(|a| a.parse::<IpAddr>().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            v4("127.0.0.2-127.0.0.5"),
+            ips(&["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"])
+        );
+        assert_eq!(v4("127.0.0.9"), ips(&["127.0.0.9"]));
+        assert_eq!(
+            v4("127.0.0.2, 127.0.1.255-127.0.2.0"),
+            ips(&["127.0.0.2", "127.0.1.255", "127.0.2.0"])
+        );
+        assert_eq!(v4("::1-::3"), ips(&["::1", "::2", "::3"]));
+        assert_eq!(v4("127.0.0.0-127.0.255.255").len(), 65_536);
+    }
+
+    #[test]
+    fn bad_source_addrs_say_what_is_wrong() {
+        let e = |t: &str| source_addrs(t).unwrap_err().0;
+        assert!(e("127.0.0.9-127.0.0.2").contains("empty range"));
+        assert!(e("127.0.0.0-127.1.0.0").contains("more than 65536"));
+        assert!(e("127.0.0.0-127.0.255.255,10.0.0.1").contains("more than 65536"));
+        assert!(e("::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff").contains("more than 65536"));
+        assert!(e("127.0.0.2,::1").contains("mixes IPv4 and IPv6"));
+        assert!(e("127.0.0.2-::1").contains("mixes IPv4 and IPv6"));
+        assert!(e("localhost").contains("not an IP address"));
+        assert!(e("127.0.0.2-").contains("not an IP address"));
+        assert!(e(" , ").contains("names no address"));
+        for bad in ["x", "127.0.0.9-127.0.0.2", ""] {
+            assert!(!e(bad).contains('\n'), "{bad}");
+        }
     }
 }

@@ -151,6 +151,13 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OneOrMany<T> {
     }
 }
 
+/// `source_addrs = "127.0.0.2-127.0.0.9"`: a range or comma list, as `--source-addrs`.
+pub(super) fn source_addrs<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<std::net::IpAddr>, D::Error> {
+    loadbench_plan::units::source_addrs(&String::deserialize(d)?).map_err(de::Error::custom)
+}
+
 pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     parse_duration(&String::deserialize(d)?).map_err(de::Error::custom)
 }

@@ -52,6 +52,8 @@ pub(super) struct LoadFile {
     request: RequestSpec,
     #[serde(default = "yes")]
     keepalive: bool,
+    #[serde(default, deserialize_with = "de::source_addrs")]
+    source_addrs: Vec<std::net::IpAddr>,
 }
 
 /// The `model` key.
@@ -104,6 +106,7 @@ impl LoadFile {
             warmup: self.warmup,
             request: self.request,
             keepalive: self.keepalive,
+            source_addrs: self.source_addrs,
         })
     }
 

@@ -231,6 +231,9 @@ pub struct LoadSpec {
     pub request: RequestSpec,
     /// Keep connections open across requests; `false` opens a new connection per request.
     pub keepalive: bool,
+    /// Local addresses new connections bind to, round-robin (`source_addrs`, as
+    /// `--source-addrs`); empty: the OS picks.
+    pub source_addrs: Vec<std::net::IpAddr>,
 }
 
 /// The request sent by a load.

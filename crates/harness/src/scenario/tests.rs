@@ -341,6 +341,18 @@ fn keepalive_is_on_unless_a_load_turns_it_off() {
 }
 
 #[test]
+fn source_addrs_spread_a_loads_connections() {
+    assert!(parse(MINI).unwrap().loads[0].source_addrs.is_empty());
+    let s = parse(&format!("{MINI}source_addrs = \"127.0.0.2-127.0.0.4\"\n")).unwrap();
+    assert_eq!(s.loads[0].source_addrs.len(), 3);
+    assert_key(
+        &format!("{MINI}source_addrs = \"127.0.0.9-127.0.0.2\"\n"),
+        "load[0].source_addrs",
+        "empty range",
+    );
+}
+
+#[test]
 fn scenario_dir_is_the_absolute_folder_of_the_scenario_file() {
     let s = parse(MINI).unwrap();
     let cwd = std::env::current_dir().unwrap();

@@ -416,6 +416,8 @@ fn unwritable_save_and_html_paths_exit_2_before_any_load() {
         );
     }
     assert_eq!(server.requests(), 0, "no load started");
+}
+
 /// `--source-addrs` mistakes (`run` and `find-max`): exit code 2 and one line naming the flag,
 /// before any load starts.
 #[test]

@@ -593,6 +593,36 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("Open model: latency counts from"), "{md}");
+        assert!(
+            !md.contains("Short of the target rate"),
+            "99.7% is not short: {md}"
+        );
+    }
+
+    #[test]
+    fn an_open_run_short_of_its_rate_says_why() {
+        let mut r = fixtures::busy();
+        r.config.load = LoadModel::Open {
+            schedule: vec![loadbench_model::RateSegment {
+                duration_ms: 10_000,
+                from_rate: 3_500.0,
+                to_rate: 3_500.0,
+            }],
+            max_connections: 100,
+        };
+        r.stats.scheduled = Some(35_000);
+        r.stats.sent = 17_500;
+        r.stats.generator = loadbench_model::GeneratorTime {
+            worker_us: 20_000_000,
+            cpu_us: 2_000_000,
+            pool_full_us: 18_000_000,
+        };
+        let md = render(&r);
+        assert!(
+            md.contains("> **Short of the target rate:** reached 50.00% of the target rate because the connection pool was full 90.00% of the time: all 100 allowed connections"),
+            "{md}"
+        );
+        assert!(md.contains("generator CPU 10.00%"), "{md}");
     }
 
     #[test]

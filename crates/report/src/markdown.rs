@@ -569,8 +569,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn open_model_shows_target_and_sent_rates() {
+    /// The busy run as an open-model run at 3,500 req/s for 10 s that sent `sent`.
+    fn open_run(sent: u64) -> RunResult {
         let mut r = fixtures::busy();
         r.config.load = LoadModel::Open {
             schedule: vec![loadbench_model::RateSegment {
@@ -581,7 +581,13 @@ mod tests {
             max_connections: 100,
         };
         r.stats.scheduled = Some(35_000);
-        r.stats.sent = 34_900;
+        r.stats.sent = sent;
+        r
+    }
+
+    #[test]
+    fn open_model_shows_target_and_sent_rates() {
+        let r = open_run(34_900);
         let md = render(&r);
         assert!(
             md.contains("| requests | req/s | target/s | sent/s | p50 |"),
@@ -601,17 +607,7 @@ mod tests {
 
     #[test]
     fn an_open_run_short_of_its_rate_says_why() {
-        let mut r = fixtures::busy();
-        r.config.load = LoadModel::Open {
-            schedule: vec![loadbench_model::RateSegment {
-                duration_ms: 10_000,
-                from_rate: 3_500.0,
-                to_rate: 3_500.0,
-            }],
-            max_connections: 100,
-        };
-        r.stats.scheduled = Some(35_000);
-        r.stats.sent = 17_500;
+        let mut r = open_run(17_500);
         r.stats.generator = loadbench_model::GeneratorTime {
             worker_us: 20_000_000,
             cpu_us: 2_000_000,

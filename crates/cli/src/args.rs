@@ -40,6 +40,45 @@ pub(crate) enum Command {
     /// Compare two saved run results or two bench results: req/s, p50 and p99 with a
     /// significance test; exit 1 on a regression beyond the threshold.
     Compare(CompareArgs),
+    /// Run as an executor of an existing scheduler; each trigger runs one shard of a load.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentCommand {
+    /// An xxl-job executor (xxl-job 2.x to 3.4 and compatible admins): a BEAN job with handler
+    /// `loadbench` runs shard broadcastIndex/broadcastTotal of the `run` arguments in its
+    /// parameters, e.g. `http://10.0.0.5:8080/ -c 300 -d 60s --start-at 2026-11-24T18:00:00Z`.
+    XxlJob(XxlJobArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct XxlJobArgs {
+    /// The admin's base URL with its context path, e.g. http://10.0.0.2:8080/xxl-job-admin
+    /// (2.x up to 3.4.0) or http://10.0.0.2:8080 (3.4.1 on).
+    #[arg(long)]
+    pub admin: String,
+    /// The executor group's AppName in the admin.
+    #[arg(long)]
+    pub app_name: String,
+    /// The admin's xxl.job.accessToken; required unless --insecure-no-token.
+    #[arg(long)]
+    pub access_token: Option<String>,
+    /// Run without a token: anyone who reaches --listen can start loads from this host.
+    #[arg(long)]
+    pub insecure_no_token: bool,
+    /// Address the executor endpoints listen on (xxl-job's default executor port is 9999).
+    #[arg(long, default_value = "0.0.0.0:9999")]
+    pub listen: String,
+    /// The address registered at the admin, e.g. http://10.0.0.7:9999/ [default: the listen
+    /// address, or the address of the interface that reaches the admin].
+    #[arg(long)]
+    pub advertise: Option<String>,
+    /// Folder for the shard results, one file per trigger: RUNID-shard-I-of-N.json (a shared
+    /// volume, so `loadbench merge` finds them all).
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

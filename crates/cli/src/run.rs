@@ -75,7 +75,7 @@ pub(crate) fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
 }
 
 /// `run`'s flags as one typed load; contradictory flags are the user's mistake.
-fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
+pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
     let user = |e: loadbench_plan::PlanError| UserError(e.to_string());
     if a.request.body.is_some() && a.request.body_file.is_some() {
         return Err(UserError(

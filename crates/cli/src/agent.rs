@@ -1,0 +1,132 @@
+//! `loadbench agent xxl-job`: the flags into an [`AgentConfig`], and the one thing the agent
+//! library needs from the CLI — `run`'s own flag parser, so a job's `executorParams` mean
+//! exactly what they mean on the command line. Parsed in this process, never re-executed.
+
+use crate::args::{Cli, Command, XxlJobArgs};
+use crate::UserError;
+use anyhow::Result;
+use clap::Parser;
+use loadbench_agent::{AgentConfig, Loads, Prepared, ShardOf};
+use loadbench_plan::Shard;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
+    let listen = a.listen.parse().map_err(|_| {
+        UserError(format!(
+            "--listen '{}' is not IP:PORT: give e.g. 0.0.0.0:9999",
+            a.listen
+        ))
+    })?;
+    let config = AgentConfig {
+        admin: a.admin,
+        app_name: a.app_name,
+        access_token: a.access_token,
+        insecure_no_token: a.insecure_no_token,
+        listen,
+        advertise: a.advertise,
+        results_dir: a.results_dir,
+    };
+    let stop = crate::signals::stop_flag()?;
+    loadbench_agent::run(config, Arc::new(RunFlags), &stop).map_err(|e| match e {
+        loadbench_agent::AgentError::Config(m) => UserError(m),
+        other => UserError(other.to_string()),
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `executorParams` as `loadbench run` flags.
+struct RunFlags;
+
+impl Loads for RunFlags {
+    fn prepare(&self, words: &[String], shard: ShardOf) -> Result<Prepared, String> {
+        let words = without_command(words);
+        if let Some(flag) = words.iter().find(|w| refused(w)) {
+            return Err(format!(
+                "executorParams: {flag} is not taken by the agent: each shard's result goes to its --results-dir"
+            ));
+        }
+        let argv = ["loadbench", "run"].into_iter().map(str::to_string);
+        let cli = Cli::try_parse_from(argv.chain(words.iter().cloned())).map_err(clap_line)?;
+        let Command::Run(args) = cli.command else {
+            return Err(
+                "executorParams: give `run` arguments, e.g. http://10.0.0.5:8080/ -c 100 -d 30s"
+                    .into(),
+            );
+        };
+        let spec = crate::run::spec(&args).map_err(|e| e.0)?;
+        let shard = Shard::new(shard.index, shard.total).map_err(|e| e.to_string())?;
+        let spec = spec.shard(shard).map_err(|e| e.to_string())?;
+        Ok(Prepared { spec, run_id: None })
+    }
+}
+
+/// The words after an optional leading `loadbench run` or `run`.
+fn without_command(words: &[String]) -> &[String] {
+    let words = match words.first() {
+        Some(w) if w == "loadbench" => &words[1..],
+        _ => words,
+    };
+    match words.first() {
+        Some(w) if w == "run" => &words[1..],
+        _ => words,
+    }
+}
+
+/// Output flags that would write files elsewhere on the load host, or to stdout no one reads.
+fn refused(word: &str) -> bool {
+    ["--save", "--html"]
+        .iter()
+        .any(|f| word == *f || word.starts_with(&format!("{f}=")))
+}
+
+/// clap's error as one line, with the executorParams prefix.
+fn clap_line(e: clap::Error) -> String {
+    let source = std::error::Error::source(&e).map(ToString::to_string);
+    let line = match source {
+        Some(s) if s.starts_with('-') => s,
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .to_string();
+            first.trim_start_matches("error: ").to_string()
+        }
+    };
+    format!("executorParams: {line}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        loadbench_agent::params::split(s).unwrap()
+    }
+
+    #[test]
+    fn executor_params_are_run_flags_sharded_by_the_broadcast() {
+        let shard = ShardOf { index: 1, total: 3 };
+        let p = RunFlags
+            .prepare(&words("run http://127.0.0.1:1/ -c 10 -n 100"), shard)
+            .unwrap();
+        assert_eq!(p.spec.connections, 3);
+        let e = RunFlags
+            .prepare(&words("http://h/ -c x"), shard)
+            .unwrap_err();
+        assert!(
+            e.starts_with("executorParams: ") && !e.contains('\n'),
+            "{e}"
+        );
+        let e = RunFlags
+            .prepare(&words("http://h/ -c 2"), shard)
+            .unwrap_err();
+        assert!(e.contains("-c 2"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --save /etc/x"), shard)
+            .unwrap_err();
+        assert!(e.contains("--save is not taken"), "{e}");
+    }
+}

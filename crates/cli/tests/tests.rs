@@ -10,6 +10,7 @@
 
 mod support;
 
+mod agent;
 mod bench;
 mod fields;
 mod find_max;

@@ -1,0 +1,287 @@
+//! `loadbench agent xxl-job` against a stand-in admin that checks every field of the classic
+//! executor protocol (registration, beat, idleBeat, run with a sharding broadcast, kill, log,
+//! timeout, a wrong token, a refused glue type, bad parameters, removal on SIGTERM), against a
+//! real third-party admin (ratchjob), and its memory over 100 jobs.
+
+use crate::support::admin::{call, trigger, Admin, Agent, CONTEXT, TOKEN};
+use crate::support::{loading, tempdir};
+use loadbench_model::RunResult;
+use loadbench_upstream::{Server, ServerConfig};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn backend() -> Server {
+    Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
+}
+
+fn result(path: &Path) -> RunResult {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    RunResult::from_json(&text).unwrap()
+}
+
+fn one_line(msg: &Value) -> &str {
+    let msg = msg.as_str().expect("handleMsg is a string");
+    assert!(!msg.is_empty() && !msg.contains('\n'), "{msg:?}");
+    msg
+}
+
+/// The registration body, header and envelope, for `op` (`registry` or `registryRemove`).
+fn check_registrations(admin: &Admin, op: &str, executors: &[String]) {
+    let calls = admin.calls();
+    let regs: Vec<_> = calls
+        .iter()
+        .filter(|c| c.path == format!("{CONTEXT}/api/{op}"))
+        .collect();
+    assert!(regs.len() >= executors.len(), "{op}: {calls:#?}");
+    for c in regs {
+        assert_eq!(c.token.as_deref(), Some(TOKEN), "{c:?}");
+        assert!(c
+            .content_type
+            .as_deref()
+            .unwrap_or("")
+            .contains("application/json"));
+        assert_eq!(c.body["registryGroup"], "EXECUTOR", "{c:?}");
+        assert_eq!(c.body["registryKey"], "lbtest", "{c:?}");
+        let value = c.body["registryValue"].as_str().unwrap();
+        assert!(executors.iter().any(|e| e == value), "{value}");
+        assert!(
+            value.starts_with("http://127.0.0.1:") && value.ends_with('/'),
+            "{value}"
+        );
+    }
+}
+
+/// beat, idleBeat, a wrong or missing token, a refused glue type and an unknown handler.
+fn check_small_calls(executor: &str) {
+    let ok = json!({"code": 200, "msg": null});
+    assert_eq!(call(executor, "beat", Some(TOKEN), &json!({})), ok);
+    assert_eq!(
+        call(executor, "idleBeat", Some(TOKEN), &json!({"jobId": 1})),
+        ok
+    );
+    let wrong = json!({"code": 500, "msg": "The access token is wrong."});
+    assert_eq!(call(executor, "beat", Some("nope"), &json!({})), wrong);
+    assert_eq!(
+        call(executor, "run", None, &trigger(1, 1, "x", (0, 1))),
+        wrong
+    );
+    let mut glue = trigger(1, 2, "http://127.0.0.1:1/", (0, 1));
+    glue["glueType"] = json!("GLUE_SHELL");
+    glue["glueSource"] = json!("#!/bin/sh\ntouch /tmp/pwned");
+    let refused = call(executor, "run", Some(TOKEN), &glue);
+    assert_eq!(refused["code"], 500, "{refused}");
+    assert!(
+        one_line(&refused["msg"]).contains("GLUE_SHELL refused"),
+        "{refused}"
+    );
+    let mut handler = trigger(1, 3, "http://127.0.0.1:1/", (0, 1));
+    handler["executorHandler"] = json!("demoJobHandler");
+    let refused = call(executor, "run", Some(TOKEN), &handler);
+    assert_eq!(refused["code"], 500, "{refused}");
+}
+
+#[test]
+fn a_sharding_broadcast_over_three_agents_loads_exactly_the_whole() {
+    let _machine = loading();
+    let server = backend();
+    let admin = Admin::start();
+    let results = tempdir("agent-broadcast");
+    let mut agents: Vec<Agent> = (0..3)
+        .map(|_| Agent::start(&[], &admin.url(), "127.0.0.1:0", &results))
+        .collect();
+    let executors = admin.executors(3);
+    check_registrations(&admin, "registry", &executors);
+    check_small_calls(&executors[0]);
+    let url = format!("http://{}/", server.local_addr());
+    let before = server.stats().total;
+    for (i, e) in executors.iter().enumerate() {
+        let t = trigger(
+            1,
+            10 + i as i64,
+            &format!("{url} -c 6 -n 3000"),
+            (i as i64, 3),
+        );
+        assert_eq!(call(e, "run", Some(TOKEN), &t)["code"], 200);
+    }
+    let mut total = 0;
+    for i in 0..3u64 {
+        let log_id = 10 + i as i64;
+        let cb = admin.callback_of(log_id, 60);
+        assert_eq!(cb["handleCode"], 200, "{cb}");
+        assert_eq!(cb["logDateTim"], 1_795_540_000_000i64 + log_id, "{cb}");
+        assert!(
+            one_line(&cb["handleMsg"]).contains(&format!("shard {i}/3")),
+            "{cb}"
+        );
+        let r = result(&results.join(format!("job1-log{log_id}-shard-{i}-of-3.json")));
+        assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+        assert_eq!(r.config.connections, 2, "-c 6 split over 3 shards");
+        total += r.stats.requests;
+    }
+    assert_eq!(total, 3000, "the shards' requests add up to -n");
+    assert_eq!(
+        server.stats().total - before,
+        3000,
+        "the backend counted them all"
+    );
+    check_log(&executors[1], 11);
+    for a in &mut agents {
+        assert!(a.stop().success(), "{}", a.stderr());
+    }
+    check_registrations(&admin, "registryRemove", &executors);
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+/// A finished job's `/log`: the payload under `data` and `content`, from line 1 to its end.
+fn check_log(executor: &str, log_id: i64) {
+    let body = json!({"logDateTim": 1_795_540_000_000i64, "logId": log_id, "fromLineNum": 1});
+    let log = call(executor, "log", Some(TOKEN), &body);
+    assert_eq!(log["code"], 200, "{log}");
+    assert_eq!(log["data"], log["content"], "{log}");
+    let data = &log["data"];
+    assert_eq!(data["fromLineNum"], 1);
+    assert!(data["toLineNum"].as_i64().unwrap() >= 2, "{log}");
+    assert_eq!(data["isEnd"], true, "{log}");
+    let text = data["logContent"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("trigger: job 1 log {log_id} shard 1/3")),
+        "{text}"
+    );
+    assert!(text.contains("end: 200 shard 1/3"), "{text}");
+    let rest = json!({"logDateTim": 0, "logId": log_id, "fromLineNum": 2});
+    let tail = call(executor, "log", Some(TOKEN), &rest);
+    assert_eq!(tail["data"]["fromLineNum"], 2);
+    assert!(!tail["data"]["logContent"]
+        .as_str()
+        .unwrap()
+        .contains("trigger:"));
+}
+
+/// Waits until the job's log shows a progress line with requests counted.
+fn wait_for_progress(executor: &str, log_id: i64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let body = json!({"logDateTim": 0, "logId": log_id, "fromLineNum": 1});
+        let log = call(executor, "log", Some(TOKEN), &body);
+        let text = log["data"]["logContent"].as_str().unwrap_or("").to_string();
+        if text
+            .lines()
+            .any(|l| l.contains("s: ") && !l.contains(" 0 requests") && l.contains("requests"))
+        {
+            assert_eq!(log["data"]["isEnd"], false, "{log}");
+            return text;
+        }
+        assert!(Instant::now() < deadline, "no progress line: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn kill_stops_a_load_at_once_and_keeps_its_partial_result() {
+    let _machine = loading();
+    let server = backend();
+    let admin = Admin::start();
+    let results = tempdir("agent-kill");
+    let mut agent = Agent::start(&[], &admin.url(), "127.0.0.1:0", &results);
+    let executor = admin.executors(1).remove(0);
+    let url = format!("http://{}/", server.local_addr());
+    let t = trigger(2, 20, &format!("{url} -c 2 -d 60s"), (0, 0));
+    assert_eq!(call(&executor, "run", Some(TOKEN), &t)["code"], 200);
+    wait_for_progress(&executor, 20);
+    let busy = call(&executor, "idleBeat", Some(TOKEN), &json!({"jobId": 2}));
+    assert_eq!(busy["code"], 500, "idleBeat while the job runs: {busy}");
+    let again = call(&executor, "run", Some(TOKEN), &trigger(2, 21, &url, (0, 1)));
+    assert_eq!(
+        again["code"], 500,
+        "a second trigger of a running job: {again}"
+    );
+    let killed_at = Instant::now();
+    assert_eq!(
+        call(&executor, "kill", Some(TOKEN), &json!({"jobId": 2}))["code"],
+        200
+    );
+    let cb = admin.callback_of(20, 30);
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(10),
+        "a 60 s load stopped at once"
+    );
+    assert_eq!(cb["handleCode"], 500, "{cb}");
+    assert!(one_line(&cb["handleMsg"]).contains("killed"), "{cb}");
+    let r = result(&results.join("job2-log20-shard-0-of-1.json"));
+    assert!(r.interrupted && r.stats.requests > 0, "partial result kept");
+    let idle = call(&executor, "idleBeat", Some(TOKEN), &json!({"jobId": 2}));
+    assert_eq!(idle["code"], 200, "{idle}");
+    assert!(agent.stop().success(), "{}", agent.stderr());
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+#[test]
+fn executor_timeout_and_bad_parameters_fail_the_trigger_with_one_line() {
+    let _machine = loading();
+    let server = backend();
+    let admin = Admin::start();
+    let results = tempdir("agent-timeout");
+    let mut agent = Agent::start(&[], &admin.url(), "127.0.0.1:0", &results);
+    let executor = admin.executors(1).remove(0);
+    let url = format!("http://{}/", server.local_addr());
+    let mut t = trigger(3, 30, &format!("{url} -c 1 -d 60s"), (0, 1));
+    t["executorTimeout"] = json!(1);
+    assert_eq!(call(&executor, "run", Some(TOKEN), &t)["code"], 200);
+    let bad = [
+        (40, format!("{url} -c zero"), (0, 1), "executorParams: "),
+        (
+            41,
+            format!("{url} -c 2"),
+            (2, 3),
+            "cannot be split into 3 shards",
+        ),
+        (
+            42,
+            format!("{url} --save /tmp/x.json"),
+            (0, 1),
+            "--save is not taken",
+        ),
+        (43, format!("{url} -H 'open"), (0, 1), "not closed"),
+        (44, url.clone(), (3, 3), "broadcastIndex 3"),
+    ];
+    for (log_id, params, shard, _) in &bad {
+        let t = trigger(4 + log_id, *log_id, params, *shard);
+        assert_eq!(call(&executor, "run", Some(TOKEN), &t)["code"], 200);
+    }
+    for (log_id, _, _, expected) in &bad {
+        let cb = admin.callback_of(*log_id, 30);
+        assert_eq!(cb["handleCode"], 500, "{cb}");
+        assert!(one_line(&cb["handleMsg"]).contains(expected), "{cb}");
+    }
+    let cb = admin.callback_of(30, 30);
+    assert_eq!(cb["handleCode"], 502, "{cb}");
+    assert!(
+        one_line(&cb["handleMsg"]).contains("executorTimeout 1s"),
+        "{cb}"
+    );
+    assert!(result(&results.join("job3-log30-shard-0-of-1.json")).interrupted);
+    assert!(agent.stop().success(), "{}", agent.stderr());
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+#[test]
+fn the_agent_refuses_to_start_without_a_token() {
+    let out = crate::support::bin()
+        .args([
+            "agent",
+            "xxl-job",
+            "--admin",
+            "http://127.0.0.1:1",
+            "--app-name",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--access-token is required") && err.lines().count() == 1,
+        "{err}"
+    );
+}

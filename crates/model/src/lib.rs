@@ -19,6 +19,7 @@ pub mod resources;
 pub mod result;
 pub mod saved;
 pub mod series;
+pub mod shard;
 pub mod shortfall;
 pub mod starved;
 pub mod stats;
@@ -44,6 +45,7 @@ pub use result::{
 };
 pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};
+pub use shard::{merge_shards, MergeError, ShardRun, ShardStart};
 pub use shortfall::{Cause, GeneratorTime, Shortfall};
 pub use starved::{PerConnection, Starvation};
 pub use stats::{Spread, Welch};

@@ -13,6 +13,7 @@ pub mod body;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
+pub mod hlog;
 pub mod human;
 pub mod reasons;
 pub mod resources;
@@ -35,6 +36,7 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use hlog::interval_log;
 pub use reasons::{ErrorReason, ErrorReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,

@@ -5,12 +5,13 @@
 use crate::client::{self, AdminUrl};
 use crate::logs::Logs;
 use crate::protocol::{self, Callback, JobIdParam, LogParam, TriggerParam};
-use crate::{AgentConfig, Loads, Prepared, ShardOf, HANDLER};
+use crate::{AgentConfig, Loads, ShardOf, HANDLER};
 use loadbench_model::RunResult;
-use loadbench_runner::{Control, Live, Observer, Plan};
+use loadbench_plan::{LoadSpec, Shard};
+use loadbench_runner::shard::result_file_name;
+use loadbench_runner::{Control, Live, Observer, Plan, ShardSpec};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -155,7 +156,7 @@ impl Agent {
             ),
         );
         let (code, msg) = match self.prepare(t) {
-            Ok((prepared, shard)) => self.finish(job, &prepared, shard),
+            Ok((spec, shard)) => self.finish(job, &spec, &shard),
             Err(e) => (500, e),
         };
         self.logs.push(t.log_id, format!("end: {code} {msg}"));
@@ -166,15 +167,25 @@ impl Agent {
         }
     }
 
-    fn prepare(&self, t: &TriggerParam) -> Result<(Prepared, ShardOf), String> {
-        let shard = ShardOf::from_broadcast(t.broadcast_index, t.broadcast_total)?;
+    /// The load and its shard: the broadcast's index and total, the parameters' run id (or
+    /// one made from the job and log ids) and start instant.
+    fn prepare(&self, t: &TriggerParam) -> Result<(LoadSpec, ShardSpec), String> {
+        let of = ShardOf::from_broadcast(t.broadcast_index, t.broadcast_total)?;
         let words = crate::params::split(&t.executor_params)?;
-        Ok((self.loads.prepare(&words, shard)?, shard))
+        let prepared = self.loads.prepare(&words, of)?;
+        let shard = ShardSpec {
+            shard: Shard::new(of.index, of.total).map_err(|e| e.to_string())?,
+            run_id: prepared
+                .run_id
+                .unwrap_or_else(|| format!("job{}-log{}", t.job_id, t.log_id)),
+            start_at: prepared.start_at,
+        };
+        Ok((prepared.spec, shard))
     }
 
     /// Runs the load, saves what it measured and says how it went.
-    fn finish(&self, job: &Job, prepared: &Prepared, shard: ShardOf) -> (u16, String) {
-        let end = job.run(&prepared.spec, &self.logs);
+    fn finish(&self, job: &Job, spec: &LoadSpec, shard: &ShardSpec) -> (u16, String) {
+        let end = job.run(spec, shard, &self.logs);
         let (code, what, result) = match end {
             End::Failed(e) => return (500, e),
             End::Done(r) if r.stats.requests == 0 && r.stats.errors.total() > 0 => {
@@ -191,7 +202,7 @@ impl Agent {
                 r,
             ),
         };
-        let path = self.result_path(&job.t, prepared.run_id.as_deref(), shard);
+        let path = self.config.results_dir.join(result_file_name(shard));
         let saved = match save(&path, &result) {
             Ok(()) => format!("saved to {}", path.display()),
             Err(e) => {
@@ -204,34 +215,11 @@ impl Agent {
         (
             code,
             format!(
-                "shard {}/{}: {what}: {}; {saved}",
-                shard.index,
-                shard.total,
+                "shard {}: {what}: {}; {saved}",
+                shard.shard,
                 summary(&result)
             ),
         )
-    }
-
-    /// `{results}/{run id}-shard-{index}-of-{total}.json`.
-    fn result_path(&self, t: &TriggerParam, run_id: Option<&str>, shard: ShardOf) -> PathBuf {
-        let run_id = run_id.map_or_else(
-            || format!("job{}-log{}", t.job_id, t.log_id),
-            str::to_string,
-        );
-        let safe: String = run_id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.config.results_dir.join(format!(
-            "{safe}-shard-{}-of-{}.json",
-            shard.index, shard.total
-        ))
     }
 
     /// Reports the outcome, retrying a few times: the admin may restart meanwhile.
@@ -275,7 +263,7 @@ impl Job {
 
     /// Runs the load on a scoped thread while this one watches the clock: a progress line each
     /// second, the stop flag raised at `executorTimeout`.
-    fn run(&self, spec: &loadbench_plan::LoadSpec, logs: &Logs) -> End {
+    fn run(&self, spec: &LoadSpec, shard: &ShardSpec, logs: &Logs) -> End {
         let progress = Progress::default();
         let timeout = u64::try_from(self.t.executor_timeout)
             .ok()
@@ -287,7 +275,7 @@ impl Job {
                 stop: &self.stop,
                 observer: &progress,
             };
-            let load = s.spawn(move || loadbench_runner::run(spec, ctl));
+            let load = s.spawn(move || loadbench_runner::run_shard(spec, shard, ctl));
             let mut next_line = Duration::from_secs(1);
             while !load.is_finished() {
                 std::thread::sleep(Duration::from_millis(20));

@@ -77,14 +77,16 @@ pub struct Prepared {
     /// The shard's load.
     pub spec: LoadSpec,
     /// The run id the shards share (`--run-id`), naming the result file; `None`: one is made
-    /// from the job and log ids.
+    /// from the job and log ids (unique to the trigger, so give one to merge a broadcast).
     pub run_id: Option<String>,
+    /// The shards' common start (`--start-at`); `None`: start when the target checks out.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// Turns `executorParams`, split into words, and the broadcast shard into a load. An error is
 /// one line naming the fix; it becomes the trigger's failure message.
 pub trait Loads: Send + Sync {
-    /// The shard `shard` of the `run` command line `args` (without `run` itself).
+    /// The whole load of the `run` command line `args`; the agent takes shard `shard` of it.
     fn prepare(&self, args: &[String], shard: ShardOf) -> Result<Prepared, String>;
 }
 

@@ -7,7 +7,6 @@ use crate::UserError;
 use anyhow::Result;
 use clap::Parser;
 use loadbench_agent::{AgentConfig, Loads, Prepared, ShardOf};
-use loadbench_plan::Shard;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -39,25 +38,47 @@ pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
 struct RunFlags;
 
 impl Loads for RunFlags {
-    fn prepare(&self, words: &[String], shard: ShardOf) -> Result<Prepared, String> {
-        let words = without_command(words);
+    fn prepare(&self, words: &[String], _shard: ShardOf) -> Result<Prepared, String> {
+        let mut words = without_command(words).to_vec();
         if let Some(flag) = words.iter().find(|w| refused(w)) {
             return Err(format!(
-                "executorParams: {flag} is not taken by the agent: each shard's result goes to its --results-dir"
+                "executorParams: {flag} is not taken by the agent: the broadcast gives the shard and each result goes to --results-dir"
             ));
         }
+        let run_id = take_value(&mut words, "--run-id")?;
+        let start_at = take_value(&mut words, "--start-at")?
+            .map(|t| loadbench_plan::parse_start_at(&t).map_err(|e| format!("executorParams: {e}")))
+            .transpose()?;
         let argv = ["loadbench", "run"].into_iter().map(str::to_string);
-        let cli = Cli::try_parse_from(argv.chain(words.iter().cloned())).map_err(clap_line)?;
+        let cli = Cli::try_parse_from(argv.chain(words)).map_err(clap_line)?;
         let Command::Run(args) = cli.command else {
             return Err(
                 "executorParams: give `run` arguments, e.g. http://10.0.0.5:8080/ -c 100 -d 30s"
                     .into(),
             );
         };
-        let spec = crate::run::spec(&args).map_err(|e| e.0)?;
-        let shard = Shard::new(shard.index, shard.total).map_err(|e| e.to_string())?;
-        let spec = spec.shard(shard).map_err(|e| e.to_string())?;
-        Ok(Prepared { spec, run_id: None })
+        let spec = crate::run::spec(&args).map_err(|e| format!("executorParams: {}", e.0))?;
+        Ok(Prepared {
+            spec,
+            run_id,
+            start_at,
+        })
+    }
+}
+
+/// Removes `flag VALUE` or `flag=VALUE` from `words` and returns the value.
+fn take_value(words: &mut Vec<String>, flag: &str) -> Result<Option<String>, String> {
+    let Some(i) = words
+        .iter()
+        .position(|w| w == flag || w.starts_with(&format!("{flag}=")))
+    else {
+        return Ok(None);
+    };
+    let word = words.remove(i);
+    match word.split_once('=') {
+        Some((_, value)) => Ok(Some(value.to_string())),
+        None if i < words.len() => Ok(Some(words.remove(i))),
+        None => Err(format!("executorParams: {flag} needs a value")),
     }
 }
 
@@ -75,7 +96,7 @@ fn without_command(words: &[String]) -> &[String] {
 
 /// Output flags that would write files elsewhere on the load host, or to stdout no one reads.
 fn refused(word: &str) -> bool {
-    ["--save", "--html"]
+    ["--save", "--html", "--shard", "--shard-from-env"]
         .iter()
         .any(|f| word == *f || word.starts_with(&format!("{f}=")))
 }
@@ -107,12 +128,21 @@ mod tests {
     }
 
     #[test]
-    fn executor_params_are_run_flags_sharded_by_the_broadcast() {
+    fn executor_params_are_run_flags_with_a_run_id_and_a_start() {
         let shard = ShardOf { index: 1, total: 3 };
         let p = RunFlags
-            .prepare(&words("run http://127.0.0.1:1/ -c 10 -n 100"), shard)
+            .prepare(
+                &words("run http://127.0.0.1:1/ -c 10 -n 100 --run-id r1 --start-at=1795543200"),
+                shard,
+            )
             .unwrap();
-        assert_eq!(p.spec.connections, 3);
+        assert_eq!((p.spec.connections, p.run_id.as_deref()), (10, Some("r1")));
+        let at = p
+            .start_at
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        assert_eq!(at.as_secs(), 1_795_543_200);
         let e = RunFlags
             .prepare(&words("http://h/ -c x"), shard)
             .unwrap_err();
@@ -121,12 +151,20 @@ mod tests {
             "{e}"
         );
         let e = RunFlags
-            .prepare(&words("http://h/ -c 2"), shard)
-            .unwrap_err();
-        assert!(e.contains("-c 2"), "{e}");
-        let e = RunFlags
             .prepare(&words("http://h/ --save /etc/x"), shard)
             .unwrap_err();
         assert!(e.contains("--save is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --shard 0/2"), shard)
+            .unwrap_err();
+        assert!(e.contains("--shard is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --run-id"), shard)
+            .unwrap_err();
+        assert!(e.contains("--run-id needs a value"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --start-at soon"), shard)
+            .unwrap_err();
+        assert!(e.contains("--start-at 'soon'"), "{e}");
     }
 }

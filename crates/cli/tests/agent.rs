@@ -20,6 +20,13 @@ fn result(path: &Path) -> RunResult {
     RunResult::from_json(&text).unwrap()
 }
 
+/// A `--start-at` `secs` seconds from now, as unix seconds.
+pub(crate) fn start_in(secs: u64) -> String {
+    let at = std::time::SystemTime::now() + Duration::from_secs(secs);
+    let at = at.duration_since(std::time::UNIX_EPOCH).unwrap();
+    format!("{}.{:03}", at.as_secs(), at.subsec_millis())
+}
+
 fn one_line(msg: &Value) -> &str {
     let msg = msg.as_str().expect("handleMsg is a string");
     assert!(!msg.is_empty() && !msg.contains('\n'), "{msg:?}");
@@ -95,16 +102,15 @@ fn a_sharding_broadcast_over_three_agents_loads_exactly_the_whole() {
     check_small_calls(&executors[0]);
     let url = format!("http://{}/", server.local_addr());
     let before = server.stats().total;
+    let params = format!(
+        "{url} -c 6 -n 3000 --run-id bcast --start-at {}",
+        start_in(3)
+    );
     for (i, e) in executors.iter().enumerate() {
-        let t = trigger(
-            1,
-            10 + i as i64,
-            &format!("{url} -c 6 -n 3000"),
-            (i as i64, 3),
-        );
+        let t = trigger(1, 10 + i as i64, &params, (i as i64, 3));
         assert_eq!(call(e, "run", Some(TOKEN), &t)["code"], 200);
     }
-    let mut total = 0;
+    let mut shards = Vec::new();
     for i in 0..3u64 {
         let log_id = 10 + i as i64;
         let cb = admin.callback_of(log_id, 60);
@@ -114,16 +120,25 @@ fn a_sharding_broadcast_over_three_agents_loads_exactly_the_whole() {
             one_line(&cb["handleMsg"]).contains(&format!("shard {i}/3")),
             "{cb}"
         );
-        let r = result(&results.join(format!("job1-log{log_id}-shard-{i}-of-3.json")));
+        let r = result(&results.join(format!("bcast-shard-{i}-of-3.json")));
         assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
         assert_eq!(r.config.connections, 2, "-c 6 split over 3 shards");
-        total += r.stats.requests;
+        shards.push(r);
     }
-    assert_eq!(total, 3000, "the shards' requests add up to -n");
+    let merged = loadbench_model::merge_shards(&shards).expect("the shards merge");
+    assert_eq!(
+        merged.stats.requests, 3000,
+        "the shards' requests add up to -n"
+    );
     assert_eq!(
         server.stats().total - before,
         3000,
         "the backend counted them all"
+    );
+    let run = merged.shards.expect("the merge records its shards");
+    assert_eq!(
+        (run.run_id.as_str(), run.total, run.shards.len()),
+        ("bcast", 3, 3)
     );
     check_log(&executors[1], 11);
     for a in &mut agents {
@@ -244,6 +259,12 @@ fn executor_timeout_and_bad_parameters_fail_the_trigger_with_one_line() {
         ),
         (43, format!("{url} -H 'open"), (0, 1), "not closed"),
         (44, url.clone(), (3, 3), "broadcastIndex 3"),
+        (
+            45,
+            format!("{url} --run-id ../x"),
+            (0, 1),
+            "--run-id '../x' cannot name",
+        ),
     ];
     for (log_id, params, shard, _) in &bad {
         let t = trigger(4 + log_id, *log_id, params, *shard);

@@ -3,8 +3,8 @@
 //! timeout, a wrong token, a refused glue type, bad parameters, removal on SIGTERM), against a
 //! real third-party admin (ratchjob), and its memory over 100 jobs.
 
-use crate::support::admin::{call, trigger, Admin, Agent, CONTEXT, TOKEN};
-use crate::support::{loading, tempdir};
+use crate::support::admin::{call, http, trigger, Admin, Agent, CONTEXT, TOKEN};
+use crate::support::{free_port, have, loading, tempdir};
 use loadbench_model::RunResult;
 use loadbench_upstream::{Server, ServerConfig};
 use serde_json::{json, Value};
@@ -305,4 +305,120 @@ fn the_agent_refuses_to_start_without_a_token() {
         err.contains("--access-token is required") && err.lines().count() == 1,
         "{err}"
     );
+}
+
+/// `ratchjob` on free loopback ports with its own data folder; killed on drop.
+struct Ratchjob {
+    child: std::process::Child,
+    api: String,
+}
+
+impl Ratchjob {
+    fn start(dir: &Path) -> Ratchjob {
+        let port = free_port();
+        let log = std::fs::File::create(dir.join("ratchjob.log")).unwrap();
+        let child = std::process::Command::new("ratchjob")
+            .current_dir(dir)
+            .env("RATCH_DATA_DIR", dir.join("data"))
+            .env("RATCH_HTTP_API_PORT", port.to_string())
+            .env("RATCH_HTTP_CONSOLE_PORT", free_port().to_string())
+            .env("RATCH_GRPC_CLUSTER_PORT", free_port().to_string())
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("ratchjob starts");
+        let rj = Ratchjob {
+            child,
+            api: format!("127.0.0.1:{port}"),
+        };
+        rj.until(30, "ratchjob's API answers", |rj| {
+            http(&rj.api, "GET", "/ratch/v1/namespace/list", None).is_some()
+        });
+        rj
+    }
+
+    fn until(&self, secs: u64, what: &str, done: impl Fn(&Ratchjob) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out: {what}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Creates an enabled BEAN job of handler `loadbench` firing every 2 s; its id.
+    fn create_job(&self, params: &str) -> u64 {
+        let job = json!({
+            "appName": "lbtest", "namespace": "xxl", "handleName": "loadbench",
+            "scheduleType": "INTERVAL", "intervalSecond": 2, "runMode": "BEAN",
+            "routerStrategy": "SHARDING_BROADCAST", "blockingStrategy": "SERIAL_EXECUTION",
+            "triggerParam": params, "enable": true,
+        });
+        let answer = http(&self.api, "POST", "/ratch/v1/job/create", Some(&job)).unwrap();
+        answer["content"]["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{answer}"))
+    }
+
+    /// The statuses of the job's tasks so far (SUCCESS, FAIL, RUNNING, ...).
+    fn statuses(&self, job: u64) -> Vec<String> {
+        let path = format!("/ratch/v1/job/task/list?jobId={job}&namespace=xxl&appName=lbtest");
+        let answer = http(&self.api, "GET", &path, None).unwrap_or_default();
+        let list = answer["data"]["list"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        list.iter()
+            .filter_map(|t| t["status"].as_str().map(str::to_string))
+            .collect()
+    }
+}
+
+impl Drop for Ratchjob {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// ratchjob 0.3.1 from crates.io as the admin: it registers the agent, fires an INTERVAL job
+/// with its sharding broadcast (index 0, total 0), and records the callback as the task's
+/// status: SUCCESS for a load that ran, FAIL for parameters the agent refused.
+#[test]
+fn a_real_admin_ratchjob_triggers_the_agent_and_takes_its_callbacks() {
+    if !have("ratchjob") {
+        return;
+    }
+    let _machine = loading();
+    let server = backend();
+    let dir = tempdir("ratchjob");
+    let rj = Ratchjob::start(&dir);
+    let admin = format!("http://{}/xxl-job-admin", rj.api);
+    let mut agent = Agent::with_token("default_token", &[], &admin, "127.0.0.1:0", &dir);
+    rj.until(30, "the agent registered", |rj| {
+        let path = "/ratch/v1/app/instance/addrs?appName=lbtest&namespace=xxl";
+        http(&rj.api, "GET", path, None)
+            .is_some_and(|a| a.to_string().contains("http://127.0.0.1:"))
+    });
+    let url = format!("http://{}/", server.local_addr());
+    let good = rj.create_job(&format!("{url} -c 2 -n 200 --run-id rj"));
+    let bad = rj.create_job(&format!("{url} -c zero"));
+    rj.until(60, "a successful and a failed task", |rj| {
+        rj.statuses(good).iter().any(|s| s == "SUCCESS")
+            && rj.statuses(bad).iter().any(|s| s == "FAIL")
+    });
+    let r = result(&dir.join("rj-shard-0-of-1.json"));
+    assert_eq!(
+        r.stats.requests, 200,
+        "ratchjob's broadcast 0/0 ran the whole load"
+    );
+    assert!(agent.stop().success(), "{}", agent.stderr());
+    assert!(
+        agent.stderr().contains("registration removed"),
+        "{}",
+        agent.stderr()
+    );
+    drop(rj);
+    let _ = std::fs::remove_dir_all(&dir);
 }

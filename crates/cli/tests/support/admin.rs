@@ -232,6 +232,23 @@ pub(crate) fn call(executor: &str, op: &str, token: Option<&str>, body: &Value) 
     serde_json::from_str(answer).unwrap_or_else(|e| panic!("{op}: {e}: {answer}"))
 }
 
+/// A plain HTTP/1.0 request (no chunking, no keep-alive) to `addr`; the answer's JSON body.
+pub(crate) fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<Value> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).ok()?;
+    let (_, answer) = raw.split_once("\r\n\r\n")?;
+    serde_json::from_str(answer).ok()
+}
+
 /// A trigger (TriggerParam) with every field of the classic protocol.
 pub(crate) fn trigger(job_id: i64, log_id: i64, params: &str, shard: (i64, i64)) -> Value {
     json!({
@@ -260,6 +277,17 @@ impl Agent {
     /// An agent of `admin_url` listening on `listen`, results into `results`; `prefix` runs it
     /// under another program (`ip netns exec NAME`).
     pub(crate) fn start(prefix: &[&str], admin_url: &str, listen: &str, results: &Path) -> Agent {
+        Agent::with_token(TOKEN, prefix, admin_url, listen, results)
+    }
+
+    /// [`Agent::start`] with another token.
+    pub(crate) fn with_token(
+        token: &str,
+        prefix: &[&str],
+        admin_url: &str,
+        listen: &str,
+        results: &Path,
+    ) -> Agent {
         let log = results.join(format!("agent-{}.log", super::unique()));
         let bin = env!("CARGO_BIN_EXE_loadbench");
         let mut cmd = match prefix.split_first() {
@@ -278,7 +306,7 @@ impl Agent {
             "--app-name",
             "lbtest",
         ])
-        .args(["--access-token", TOKEN, "--listen", listen, "--results-dir"])
+        .args(["--access-token", token, "--listen", listen, "--results-dir"])
         .arg(results)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -422,3 +422,47 @@ fn a_real_admin_ratchjob_triggers_the_agent_and_takes_its_callbacks() {
     drop(rj);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// VmRSS of a process, bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// An agent that has run 100 jobs holds no more memory than after its first (job state and
+/// logs are dropped or capped); the figures are in docs/distributed.md.
+#[test]
+fn an_agent_holds_no_more_memory_after_100_jobs_than_after_the_first() {
+    let _machine = loading();
+    let server = backend();
+    let admin = Admin::start();
+    let results = tempdir("agent-memory");
+    let mut agent = Agent::start(&[], &admin.url(), "127.0.0.1:0", &results);
+    let executor = admin.executors(1).remove(0);
+    let params = format!("http://{}/ -c 2 -t 2 -n 200", server.local_addr());
+    let mut after = Vec::new();
+    for job in 1..=100i64 {
+        let t = trigger(job, 1000 + job, &params, (0, 1));
+        assert_eq!(call(&executor, "run", Some(TOKEN), &t)["code"], 200);
+        assert_eq!(admin.callback_of(1000 + job, 30)["handleCode"], 200);
+        // The callback is sent before the job's entry is dropped: wait until it is idle.
+        while call(&executor, "idleBeat", Some(TOKEN), &json!({"jobId": job}))["code"] != 200 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        after.push(rss(agent.child.id()));
+    }
+    let (first, tenth, last) = (after[0], after[9], after[99]);
+    eprintln!("agent VmRSS after job 1: {first} B, after 10: {tenth} B, after 100: {last} B");
+    let slack = 1024 * 1024;
+    assert!(
+        last <= first.max(tenth) + slack,
+        "{first} {tenth} {last}: {after:?}"
+    );
+    assert!(agent.stop().success(), "{}", agent.stderr());
+    let _ = std::fs::remove_dir_all(&results);
+}

@@ -11,6 +11,7 @@
 mod support;
 
 mod bench;
+mod dist;
 mod fields;
 mod find_max;
 mod help;

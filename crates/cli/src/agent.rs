@@ -2,7 +2,7 @@
 //! library needs from the CLI — `run`'s own flag parser, so a job's `executorParams` mean
 //! exactly what they mean on the command line. Parsed in this process, never re-executed.
 
-use crate::args::{Cli, Command, XxlJobArgs};
+use crate::args::{Cli, Command, RunArgs, XxlJobArgs};
 use crate::UserError;
 use anyhow::Result;
 use clap::Parser;
@@ -39,25 +39,28 @@ struct RunFlags;
 
 impl Loads for RunFlags {
     fn prepare(&self, words: &[String], _shard: ShardOf) -> Result<Prepared, String> {
-        let mut words = without_command(words).to_vec();
-        if let Some(flag) = words.iter().find(|w| refused(w)) {
-            return Err(format!(
-                "executorParams: {flag} is not taken by the agent: the broadcast gives the shard and each result goes to --results-dir"
-            ));
-        }
-        let run_id = take_value(&mut words, "--run-id")?;
-        let start_at = take_value(&mut words, "--start-at")?
-            .map(|t| loadbench_plan::parse_start_at(&t).map_err(|e| format!("executorParams: {e}")))
-            .transpose()?;
         let argv = ["loadbench", "run"].into_iter().map(str::to_string);
-        let cli = Cli::try_parse_from(argv.chain(words)).map_err(clap_line)?;
+        let cli = Cli::try_parse_from(argv.chain(without_command(words).iter().cloned()))
+            .map_err(clap_line)?;
         let Command::Run(args) = cli.command else {
             return Err(
                 "executorParams: give `run` arguments, e.g. http://10.0.0.5:8080/ -c 100 -d 30s"
                     .into(),
             );
         };
+        refuse_outputs(&args)?;
         let spec = crate::run::spec(&args).map_err(|e| format!("executorParams: {}", e.0))?;
+        let start_at = args
+            .dist
+            .start_at
+            .as_deref()
+            .map(|t| loadbench_plan::parse_start_at(t).map_err(|e| format!("executorParams: {e}")))
+            .transpose()?;
+        // Like `run --start-at` without --run-id: the run is named by its start.
+        let run_id = args.dist.run_id.clone().or_else(|| {
+            let at = start_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(format!("start-{}", at.as_secs()))
+        });
         Ok(Prepared {
             spec,
             run_id,
@@ -66,19 +69,22 @@ impl Loads for RunFlags {
     }
 }
 
-/// Removes `flag VALUE` or `flag=VALUE` from `words` and returns the value.
-fn take_value(words: &mut Vec<String>, flag: &str) -> Result<Option<String>, String> {
-    let Some(i) = words
-        .iter()
-        .position(|w| w == flag || w.starts_with(&format!("{flag}=")))
-    else {
-        return Ok(None);
-    };
-    let word = words.remove(i);
-    match word.split_once('=') {
-        Some((_, value)) => Ok(Some(value.to_string())),
-        None if i < words.len() => Ok(Some(words.remove(i))),
-        None => Err(format!("executorParams: {flag} needs a value")),
+/// Flags that choose the shard (the broadcast does) or write files elsewhere on the load host
+/// (the agent's --results-dir does).
+fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
+    let given = [
+        ("--save", a.save.is_some()),
+        ("--html", a.html.is_some()),
+        ("--hlog", a.hlog.is_some()),
+        ("--results-dir", a.dist.results_dir.is_some()),
+        ("--shard", a.dist.shard.is_some()),
+        ("--shard-from-env", a.dist.shard_from_env),
+    ];
+    match given.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(format!(
+            "executorParams: {flag} is not taken by the agent: the broadcast gives the shard and each result goes to the agent's --results-dir"
+        )),
+        None => Ok(()),
     }
 }
 
@@ -92,13 +98,6 @@ fn without_command(words: &[String]) -> &[String] {
         Some(w) if w == "run" => &words[1..],
         _ => words,
     }
-}
-
-/// Output flags that would write files elsewhere on the load host, or to stdout no one reads.
-fn refused(word: &str) -> bool {
-    ["--save", "--html", "--shard", "--shard-from-env"]
-        .iter()
-        .any(|f| word == *f || word.starts_with(&format!("{f}=")))
 }
 
 /// clap's error as one line, with the executorParams prefix.
@@ -161,7 +160,7 @@ mod tests {
         let e = RunFlags
             .prepare(&words("http://h/ --run-id"), shard)
             .unwrap_err();
-        assert!(e.contains("--run-id needs a value"), "{e}");
+        assert!(e.contains("a value is required for '--run-id"), "{e}");
         let e = RunFlags
             .prepare(&words("http://h/ --start-at soon"), shard)
             .unwrap_err();

@@ -40,6 +40,9 @@ pub(crate) enum Command {
     /// Compare two saved run results or two bench results: req/s, p50 and p99 with a
     /// significance test; exit 1 on a regression beyond the threshold.
     Compare(CompareArgs),
+    /// Merge the results of the shards of one distributed run exactly (histograms added,
+    /// series aligned on wall-clock seconds); records the shards, their hosts and start skew.
+    Merge(MergeArgs),
     /// Run as an executor of an existing scheduler; each trigger runs one shard of a load.
     #[command(subcommand)]
     Agent(AgentCommand),
@@ -239,6 +242,53 @@ pub(crate) struct RunArgs {
     /// Open model: the most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// Also write the HdrHistogram interval log (one interval per second) to this file.
+    #[arg(long)]
+    pub hlog: Option<PathBuf>,
+    #[command(flatten)]
+    pub dist: ShardArgs,
+}
+
+/// One shard of a distributed load (docs/distributed.md).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Distributed load (docs/distributed.md)")]
+pub(crate) struct ShardArgs {
+    /// Run shard I of N (0-based, e.g. 0/3): an exact share of -c, -n, the rate and
+    /// --max-connections; `loadbench merge` adds the shards' results up.
+    #[arg(long, value_parser = values::shard)]
+    pub shard: Option<loadbench_plan::Shard>,
+    /// Take the shard index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) and the count
+    /// from --shard-count or LOADBENCH_SHARD_COUNT; --start-at and --run-id default to
+    /// LOADBENCH_START_AT and LOADBENCH_RUN_ID.
+    #[arg(long, conflicts_with = "shard")]
+    pub shard_from_env: bool,
+    /// The number of shards, with --shard-from-env.
+    #[arg(long, requires = "shard_from_env")]
+    pub shard_count: Option<u32>,
+    /// Start the load at this wall-clock instant, the same for every shard: RFC 3339
+    /// (2026-11-24T18:00:00Z) or unix seconds; at most 24 h ahead.
+    #[arg(long)]
+    pub start_at: Option<String>,
+    /// The id of the distributed run, the same for every shard [default: from --start-at].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Save the shard's result JSON in this folder as RUNID-shard-I-of-N.json (a shared volume).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+}
+
+/// `loadbench merge`.
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// The shard results (`run --shard … --save`), or merges of some of them.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Write the merged result (JSON) to this file [default: stdout].
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// No summary lines on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod args;
 mod bench;
 mod compare_cmd;
 mod demo;
+mod dist;
 mod find_max;
 mod output;
 mod progress;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Report(a) => report_cmd::report(a),
         args::Command::Compare(a) => compare_cmd::compare(a),
+        args::Command::Merge(a) => dist::merge(a),
         args::Command::Agent(args::AgentCommand::XxlJob(a)) => agent::xxl_job(a),
     };
     match outcome {

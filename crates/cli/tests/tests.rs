@@ -12,6 +12,7 @@ mod support;
 
 mod agent;
 mod bench;
+mod dist;
 mod fields;
 mod find_max;
 mod help;

@@ -17,6 +17,7 @@ mod fields;
 mod find_max;
 mod help;
 mod library;
+mod netns;
 mod open;
 mod report;
 mod run;

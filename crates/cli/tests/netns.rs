@@ -172,36 +172,12 @@ fn three_agents_on_three_hosts_start_together_and_merge_to_the_servers_count() {
     let hub = net.hub();
     let results = tempdir("netns");
     let target = format!("{TARGET_IP}:8080");
-    let serve = Killed(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &net.ns("t"),
-                env!("CARGO_BIN_EXE_loadbench"),
-            ])
-            .args(["serve", "--listen", &target, "--threads", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let serve = start_target(&net, &target);
     let stats = || net.within(&hub, || http(&target, "GET", "/stats", None));
     wait_until(20, "the target answers from the hub", || stats().is_some());
     let listener = net.within(&hub, || TcpListener::bind((HUB_IP, 0)).unwrap());
     let admin = Admin::on(listener);
-    let mut agents: Vec<Agent> = (0..3)
-        .map(|i| {
-            let ns = net.ns(&format!("a{i}"));
-            let listen = format!("10.213.0.{}:9999", i + 3);
-            Agent::start(
-                &["ip", "netns", "exec", &ns],
-                &admin.url(),
-                &listen,
-                &results,
-            )
-        })
-        .collect();
+    let mut agents = start_agents(&net, &admin, &results);
     let executors = admin.executors(3);
     assert!(
         executors.iter().all(|e| e.starts_with("http://10.213.0.")),
@@ -238,6 +214,40 @@ fn three_agents_on_three_hosts_start_together_and_merge_to_the_servers_count() {
     }
     drop(serve);
     let _ = std::fs::remove_dir_all(&results);
+}
+
+/// `loadbench serve` in the target's namespace.
+fn start_target(net: &Net, target: &str) -> Killed {
+    Killed(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &net.ns("t"),
+                env!("CARGO_BIN_EXE_loadbench"),
+            ])
+            .args(["serve", "--listen", target, "--threads", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// One agent in each of the namespaces a0, a1, a2 (10.213.0.3 to .5).
+fn start_agents(net: &Net, admin: &Admin, results: &std::path::Path) -> Vec<Agent> {
+    (0..3)
+        .map(|i| {
+            let ns = net.ns(&format!("a{i}"));
+            let listen = format!("10.213.0.{}:9999", i + 3);
+            Agent::start(
+                &["ip", "netns", "exec", &ns],
+                &admin.url(),
+                &listen,
+                results,
+            )
+        })
+        .collect()
 }
 
 /// The admin's sharding broadcast: shard i of 3 to executor i (the registry list sorted), one

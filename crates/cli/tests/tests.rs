@@ -15,6 +15,7 @@ mod dist;
 mod fields;
 mod find_max;
 mod help;
+mod kubernetes;
 mod library;
 mod open;
 mod report;

@@ -148,6 +148,11 @@ fn merged_results_report_and_compare(total: &Path, dir: &Path) {
             .unwrap();
         assert!(out.status.success(), "{format}: {:?}", text(&out));
     }
+    let report = std::fs::read_to_string(dir.join("report.text")).unwrap();
+    assert!(
+        report.contains("Distributed: 3 of 3 shards of run t15 merged, start skew"),
+        "{report}"
+    );
     let out = bin().arg("compare").arg(total).arg(total).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
     assert!(text(&out).0.contains("p99"), "{:?}", text(&out));

@@ -16,6 +16,7 @@ mod dist;
 mod fields;
 mod find_max;
 mod help;
+mod kubernetes;
 mod library;
 mod netns;
 mod open;

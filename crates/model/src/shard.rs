@@ -107,6 +107,41 @@ impl ShardRun {
             .collect()
     }
 
+    /// One line for reports: `shard 1/3 of run r1, started 0.412 ms after its start time` or
+    /// `3 of 3 shards of run r1 merged, start skew 1.075 ms (hosts: 0@a, 1@b, 2@c)`.
+    pub fn describe(&self) -> String {
+        let ms = |ns: f64| format!("{:.3} ms", ns / 1e6);
+        if let [one] = self.shards.as_slice() {
+            let late = one
+                .start_offset_ns
+                .map(|ns| format!(", started {} after its start time", ms(ns as f64)))
+                .unwrap_or_default();
+            return format!(
+                "shard {}/{} of run {}{late}",
+                one.index, self.total, self.run_id
+            );
+        }
+        let hosts: Vec<String> = self
+            .shards
+            .iter()
+            .map(|s| format!("{}@{}", s.index, s.hostname))
+            .collect();
+        let mut text = format!(
+            "{} of {} shards of run {} merged, start skew {} (hosts: {})",
+            self.shards.len(),
+            self.total,
+            self.run_id,
+            ms(self.start_skew_ns as f64),
+            hosts.join(", ")
+        );
+        let missing = self.missing();
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(ToString::to_string).collect();
+            text += &format!("; MISSING shards {}", list.join(", "));
+        }
+        text
+    }
+
     /// The whole-second slot of a shard's start: seconds after the planned start (or after
     /// the epoch without one), rounded down. Series are aligned on these.
     fn slot(&self, s: &ShardStart) -> i64 {

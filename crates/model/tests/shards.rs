@@ -105,8 +105,15 @@ fn mismatches_are_refused_and_missing_shards_named() {
         merge_shards(&[a.clone(), plain]).unwrap_err(),
         MergeError::NotAShard(2)
     );
-    let m = merge_shards(&[a, b]).unwrap();
-    assert_eq!(m.shards.unwrap().missing(), vec![2]);
+    let m = merge_shards(&[a.clone(), b]).unwrap();
+    assert_eq!(m.shards.as_ref().unwrap().missing(), vec![2]);
+    let line = m.shards.unwrap().describe();
+    assert!(line.starts_with("2 of 3 shards of run r1 merged, start skew 1498.000 ms (hosts: 0@host-0, 1@host-1); MISSING shards 2"), "{line}");
+    let one = a.shards.unwrap().describe();
+    assert_eq!(
+        one,
+        "shard 0/3 of run r1, started 2.000 ms after its start time"
+    );
 }
 
 #[test]

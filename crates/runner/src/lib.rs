@@ -1,7 +1,8 @@
 //! The one way a load is started, whoever starts it.
 //!
 //! In: a typed [`LoadSpec`] (the CLI's `run`, every `find-max` step, every bench step, a
-//! distributed shard through [`run_shard`]), a [`Control`] (the stop flag and an [`Observer`] for progress).
+//! distributed shard through [`run_shard`]), a [`Control`] (the stop flag and an
+//! [`Observer`] for progress).
 //! Out: a [`RunResult`] built here, with the host facts and the configuration recorded; or for
 //! [`find_max::search`], a [`loadbench_model::FindMaxResult`].
 //! Inside: resolve the spec into a [`Plan`], check the target (preflight), run the engine,

@@ -229,17 +229,20 @@ fn refused_run(args: &[String], env: &[(&str, &str)], needle: &str) {
     assert!(err.contains(needle), "{args:?}: {err}");
 }
 
+/// `loadbench run URL -n 10 -c 2 -q EXTRA…`.
+fn small_run(url: &str, extra: &[&str]) -> Vec<String> {
+    ["run", url, "-n", "10", "-c", "2", "-q"]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect()
+}
+
 #[test]
 fn bad_shard_input_is_one_line_and_no_load() {
     let server = backend();
     let url = format!("http://{}/", server.local_addr());
-    let run = |extra: &[&str]| -> Vec<String> {
-        ["run", url.as_str(), "-n", "10", "-c", "2", "-q"]
-            .iter()
-            .chain(extra)
-            .map(|s| s.to_string())
-            .collect()
-    };
+    let run = |extra: &[&str]| small_run(&url, extra);
     refused_run(
         &run(&["--shard", "3/2", "--run-id", "x"]),
         &[],
@@ -252,44 +255,39 @@ fn bad_shard_input_is_one_line_and_no_load() {
     );
     refused_run(&run(&["--shard", "0/2"]), &[], "--run-id");
     refused_run(
-        &run(&["--shard-from-env", "--run-id", "x"]),
-        &[],
-        "JOB_COMPLETION_INDEX is not set",
-    );
-    refused_run(
-        &run(&["--shard-from-env", "--run-id", "x"]),
-        &[("JOB_COMPLETION_INDEX", "1")],
-        "LOADBENCH_SHARD_COUNT",
-    );
-    refused_run(
-        &run(&["--shard-from-env", "--shard-count", "1", "--run-id", "x"]),
-        &[("JOB_COMPLETION_INDEX", "1")],
-        "index 1 is not below the count 1",
-    );
-    refused_run(
-        &run(&["--shard", "0/2", "--start-at", "soon"]),
-        &[],
-        "RFC 3339",
-    );
-    refused_run(
-        &run(&["--shard", "0/2", "--start-at", "1000000000"]),
-        &[],
-        "s ago",
-    );
-    let far = (SystemTime::now() + Duration::from_secs(3 * 86_400))
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        .to_string();
-    refused_run(
-        &run(&["--shard", "0/2", "--start-at", &far]),
-        &[],
-        "24 hours",
-    );
-    refused_run(
         &run(&["--shard", "0/2", "--run-id", "a/b"]),
         &[],
         "--run-id 'a/b'",
     );
+    let from_env = run(&["--shard-from-env", "--run-id", "x"]);
+    refused_run(&from_env, &[], "JOB_COMPLETION_INDEX is not set");
+    let index = [("JOB_COMPLETION_INDEX", "1")];
+    refused_run(&from_env, &index, "LOADBENCH_SHARD_COUNT");
+    refused_run(
+        &run(&["--shard-from-env", "--shard-count", "1", "--run-id", "x"]),
+        &index,
+        "index 1 is not below the count 1",
+    );
+    assert_eq!(server.stats().route("/"), 0, "no request was sent");
+}
+
+#[test]
+fn bad_start_instants_are_one_line_and_no_load() {
+    let server = backend();
+    let url = format!("http://{}/", server.local_addr());
+    let run = |at: &str| small_run(&url, &["--shard", "0/2", "--start-at", at]);
+    refused_run(&run("soon"), &[], "RFC 3339");
+    refused_run(&run("1000000000"), &[], "s ago");
+    let far = (SystemTime::now() + Duration::from_secs(3 * 86_400))
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    refused_run(&run(&far.to_string()), &[], "24 hours");
+    let env = [
+        ("LOADBENCH_START_AT", "soon"),
+        ("JOB_COMPLETION_INDEX", "0"),
+    ];
+    let from_env = small_run(&url, &["--shard-from-env", "--shard-count", "2"]);
+    refused_run(&from_env, &env, "--start-at 'soon' is not a time");
     assert_eq!(server.stats().route("/"), 0, "no request was sent");
 }

@@ -10,11 +10,15 @@
 
 mod support;
 
+mod agent;
 mod bench;
+mod dist;
 mod fields;
 mod find_max;
 mod help;
+mod kubernetes;
 mod library;
+mod netns;
 mod open;
 mod report;
 mod run;

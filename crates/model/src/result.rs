@@ -379,6 +379,10 @@ pub struct RunResult {
     pub ended_at: String,
     /// True when the run was stopped early (Ctrl-C); what was measured until then is kept.
     pub interrupted: bool,
+    /// A shard of a distributed run, or the merge of shards: the run id, the shards, how
+    /// they started (docs/distributed.md); absent for an ordinary run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::shard::ShardRun>,
     /// Derived from `stats`; ignored when read back.
     #[serde(default, skip_deserializing)]
     pub summary: Option<Summary>,

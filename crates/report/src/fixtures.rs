@@ -39,6 +39,7 @@ pub(crate) fn empty() -> RunResult {
         started_at: "2026-11-22T10:00:00Z".into(),
         ended_at: "2026-11-22T10:00:12Z".into(),
         interrupted: false,
+        shards: None,
         summary: None,
         stats: Stats::default(),
     }

@@ -124,6 +124,9 @@ fn header(rep: &Report) -> Vec<String> {
     };
     lines.push(format!("Running {} @ {target}", run_length(rep)));
     lines.push(format!("{INDENT}{}", shape(rep)));
+    if let Some(shards) = &rep.r.shards {
+        lines.push(format!("{INDENT}Distributed: {}", shards.describe()));
+    }
     if let Some(starved) = Starvation::of(&rep.r.stats) {
         lines.push(rep.paint.code("1;33", &format!("WARNING: {starved}")));
     }

@@ -508,6 +508,7 @@ fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult
         started_at: times[0].into(),
         ended_at: times[1].into(),
         interrupted: false,
+        shards: None,
         summary: None,
         stats,
     };

@@ -122,3 +122,23 @@ fn a_merged_result_reads_back_as_it_was_written() {
     let back = RunResult::from_json(&serde_json::to_string(&m).unwrap()).unwrap();
     assert_eq!(back, m);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+    /// Whatever the shards' start offsets (up to 4 s late, so some land in later seconds),
+    /// both groupings give the same bytes, and the series still hold every request.
+    #[test]
+    fn any_start_offsets_merge_associatively(
+        late in proptest::collection::vec(0u64..4_000_000_000, 3)
+    ) {
+        let [a, b, c] = [0, 1, 2].map(|i| shard(i, late[i as usize], "r1"));
+        let left = merge_shards(&[merge_shards(&[a.clone(), b.clone()]).unwrap(), c.clone()]).unwrap();
+        let right = merge_shards(&[a, merge_shards(&[b, c]).unwrap()]).unwrap();
+        proptest::prop_assert_eq!(json(&left), json(&right));
+        let per_second: u64 = left.stats.series.0.iter().map(|p| p.requests).sum();
+        proptest::prop_assert_eq!(per_second, left.stats.requests);
+        let skew = late.iter().max().unwrap() - late.iter().min().unwrap();
+        proptest::prop_assert_eq!(left.shards.unwrap().start_skew_ns, skew);
+    }
+}

@@ -102,3 +102,60 @@ fn mistakes_are_refused_before_any_request() {
     assert!(e.to_string().starts_with("--run-id '../x'"), "{e}");
     assert_eq!(server.stats().route("/"), 0, "nothing was sent");
 }
+
+#[test]
+fn open_model_shards_send_the_whole_schedule_between_them() {
+    let server = Server::start(ServerConfig::ephemeral()).expect("backend starts");
+    let url = format!("http://{}/", server.local_addr());
+    let flags = loadbench_plan::OpenFlags {
+        rate: Some((300.0, None)),
+        ramp: None,
+        stages: None,
+        duration: None,
+        requests: Some(150),
+        max_connections: 6,
+    };
+    let (load, stop) = loadbench_plan::open_load(&flags).unwrap().unwrap();
+    let spec = LoadSpec {
+        load,
+        stop,
+        threads: Some(1),
+        ..LoadSpec::closed(&url, 6, Duration::from_secs(10))
+    };
+    let at = SystemTime::now() + Duration::from_millis(500);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let (spec, sh) = (&spec, shard_spec(i, Some(at)));
+                s.spawn(move || {
+                    let stop = Arc::new(AtomicBool::new(false));
+                    let ctl = Control {
+                        stop: &stop,
+                        observer: &Quiet,
+                    };
+                    run_shard(spec, &sh, ctl).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &results {
+        assert_eq!(r.config.requests, Some(50));
+        let loadbench_model::LoadModel::Open {
+            schedule,
+            max_connections,
+        } = &r.config.load
+        else {
+            panic!("open")
+        };
+        assert_eq!(
+            (schedule[0].from_rate, *max_connections),
+            (300.0, 2),
+            "whole rate, shared cap"
+        );
+    }
+    let m = merge_shards(&results).unwrap();
+    assert_eq!(m.stats.requests + m.stats.errors.total(), 150);
+    assert_eq!(server.stats().route("/"), m.stats.requests);
+    assert_eq!(m.config.requests, Some(150));
+}

@@ -117,7 +117,7 @@ pub fn run(
     let admin = client::AdminUrl::parse(&config.admin).map_err(AgentError::Config)?;
     if config.access_token.as_deref().is_none_or(str::is_empty) && !config.insecure_no_token {
         return Err(AgentError::Config(
-            "--access-token is required: give the admin's xxl.job.accessToken (or --insecure-no-token to let anyone who reaches the port start loads)".into(),
+            "--access-token is required: give the admin's xxl.job.accessToken, or set LOADBENCH_XXL_JOB_TOKEN (or --insecure-no-token to let anyone who reaches the port start loads)".into(),
         ));
     }
     let listener = TcpListener::bind(config.listen).map_err(|source| AgentError::Listen {

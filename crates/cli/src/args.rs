@@ -65,8 +65,9 @@ pub(crate) struct XxlJobArgs {
     /// The executor group's AppName in the admin.
     #[arg(long)]
     pub app_name: String,
-    /// The admin's xxl.job.accessToken; required unless --insecure-no-token.
-    #[arg(long)]
+    /// The admin's xxl.job.accessToken; required unless --insecure-no-token. Prefer the
+    /// environment variable: a flag is visible to every user of the host in `ps`.
+    #[arg(long, env = "LOADBENCH_XXL_JOB_TOKEN", hide_env_values = true)]
     pub access_token: Option<String>,
     /// Run without a token: anyone who reaches --listen can start loads from this host.
     #[arg(long)]

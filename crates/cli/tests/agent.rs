@@ -217,9 +217,12 @@ fn kill_stops_a_load_at_once_and_keeps_its_partial_result() {
         200
     );
     let cb = admin.callback_of(20, 30);
+    // The engine stops within one tick; the rest is saving the result and one callback, with
+    // slack for a loaded 2-core machine.
     assert!(
-        killed_at.elapsed() < Duration::from_secs(10),
-        "a 60 s load stopped at once"
+        killed_at.elapsed() < Duration::from_secs(3),
+        "a 60 s load stopped at once: {:?}",
+        killed_at.elapsed()
     );
     assert_eq!(cb["handleCode"], 500, "{cb}");
     assert!(one_line(&cb["handleMsg"]).contains("killed"), "{cb}");
@@ -297,6 +300,7 @@ fn the_agent_refuses_to_start_without_a_token() {
             "--app-name",
             "x",
         ])
+        .env_remove("LOADBENCH_XXL_JOB_TOKEN")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

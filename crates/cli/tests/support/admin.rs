@@ -275,14 +275,25 @@ pub(crate) struct Agent {
 
 impl Agent {
     /// An agent of `admin_url` listening on `listen`, results into `results`; `prefix` runs it
-    /// under another program (`ip netns exec NAME`).
+    /// under another program (`ip netns exec NAME`). The token comes from the environment
+    /// (`LOADBENCH_XXL_JOB_TOKEN`), as it would on a host where `ps` must not show it.
     pub(crate) fn start(prefix: &[&str], admin_url: &str, listen: &str, results: &Path) -> Agent {
-        Agent::with_token(TOKEN, prefix, admin_url, listen, results)
+        Agent::spawn(None, prefix, admin_url, listen, results)
     }
 
-    /// [`Agent::start`] with another token.
+    /// [`Agent::start`] with another token, given by `--access-token`.
     pub(crate) fn with_token(
         token: &str,
+        prefix: &[&str],
+        admin_url: &str,
+        listen: &str,
+        results: &Path,
+    ) -> Agent {
+        Agent::spawn(Some(token), prefix, admin_url, listen, results)
+    }
+
+    fn spawn(
+        flag: Option<&str>,
         prefix: &[&str],
         admin_url: &str,
         listen: &str,
@@ -306,11 +317,15 @@ impl Agent {
             "--app-name",
             "lbtest",
         ])
-        .args(["--access-token", token, "--listen", listen, "--results-dir"])
+        .args(["--listen", listen, "--results-dir"])
         .arg(results)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
+        match flag {
+            Some(token) => cmd.args(["--access-token", token]),
+            None => cmd.env("LOADBENCH_XXL_JOB_TOKEN", TOKEN),
+        };
         Agent {
             child: cmd.spawn().expect("the agent starts"),
             log,

@@ -14,6 +14,7 @@ pub mod errors;
 pub mod find_max;
 pub mod histogram;
 pub mod human;
+pub mod phases;
 pub mod reasons;
 pub mod resources;
 pub mod result;
@@ -34,6 +35,7 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use phases::RequestPhases;
 pub use reasons::{ErrorReason, ErrorReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,

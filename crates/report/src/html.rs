@@ -409,6 +409,7 @@ fn phases_table(r: &RunResult) -> String {
         ("connect", &s.connect.hist),
         ("first byte", &s.first_byte.hist),
     ];
+    phases.extend(crate::text::request_phases(s));
     if is_open(r) {
         phases.push(("send lag", &s.send_lag.hist));
         phases.push(("service", &s.service.hist));

@@ -582,7 +582,22 @@ fn per_second_rate(rep: &Report) -> Vec<String> {
     lines
 }
 
-/// hey's "details" / ab's "Connection Times": each phase's distribution.
+/// hey's "req write", "resp wait" and "resp read" rows; none for results saved before the
+/// split was recorded.
+pub(crate) fn request_phases(s: &loadbench_model::Stats) -> Vec<(&'static str, &Histo)> {
+    let p = &s.phases;
+    if p.count() == 0 {
+        return Vec::new();
+    }
+    vec![
+        ("req write", &p.write.hist),
+        ("resp wait", &p.wait.hist),
+        ("resp read", &p.read.hist),
+    ]
+}
+
+/// hey's "details" / ab's "Connection Times": each phase's distribution (hey's avg, fastest
+/// and slowest are the Mean, Min and Max columns).
 fn phases(rep: &Report) -> Vec<String> {
     let s = &rep.r.stats;
     let header = ["", "Min", "Mean", "Stdev", "P50", "P99", "Max"]
@@ -592,6 +607,7 @@ fn phases(rep: &Report) -> Vec<String> {
         ("connect", &s.connect.hist),
         ("first byte", &s.first_byte.hist),
     ];
+    rows.extend(request_phases(s));
     if matches!(rep.r.config.load, LoadModel::Open { .. }) {
         rows.push(("send lag", &s.send_lag.hist));
         rows.push(("service", &s.service.hist));

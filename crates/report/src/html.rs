@@ -585,6 +585,23 @@ pub(crate) mod tests {
         assert!(html.find("id=\"scenario\"") < html.find("id=\"host\""));
     }
 
+    /// hey's split shows as three rows of the phases table, and not at all for a result saved
+    /// before it was recorded.
+    #[test]
+    fn phases_table_has_hey_request_write_wait_and_read_rows_when_recorded() {
+        let rows = ["req write", "resp wait", "resp read"];
+        let html = page(&fixtures::busy());
+        let table = &html[html.find("<table class=\"phases\">").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        for row in rows {
+            assert!(table.contains(&format!(">{row}</th>")), "{row}: {table}");
+        }
+        let mut old = fixtures::busy();
+        old.stats.phases = Default::default();
+        let html = page(&old);
+        assert!(rows.iter().all(|row| !html.contains(row)));
+    }
+
     #[test]
     fn every_run_chart_is_inline_svg_with_its_data_points() {
         let html = page(&fixtures::busy());

@@ -13,6 +13,7 @@ mod support;
 mod bench;
 mod fields;
 mod find_max;
+mod headline;
 mod help;
 mod library;
 mod open;

@@ -15,6 +15,7 @@ mod bench;
 mod dist;
 mod fields;
 mod find_max;
+mod headline;
 mod help;
 mod kubernetes;
 mod library;

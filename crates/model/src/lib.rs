@@ -15,6 +15,7 @@ pub mod find_max;
 pub mod histogram;
 pub mod hlog;
 pub mod human;
+pub mod phases;
 pub mod reasons;
 pub mod resources;
 pub mod result;
@@ -37,6 +38,7 @@ pub use find_max::{
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;
+pub use phases::RequestPhases;
 pub use reasons::{ErrorReason, ErrorReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,

@@ -230,6 +230,10 @@ pub struct Stats {
     pub connect: Latency,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
+    /// hey's split of each completed request: request write, response wait, response read.
+    /// Empty in files written before it existed.
+    #[serde(default)]
+    pub phases: crate::RequestPhases,
     /// One point per second of the measured window.
     pub series: Series,
 }
@@ -268,6 +272,7 @@ impl Stats {
         self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
         self.first_byte.merge(&o.first_byte);
+        self.phases.merge(&o.phases);
         self.series.merge(&o.series);
     }
 

@@ -18,6 +18,7 @@ mod library;
 mod open;
 mod report;
 mod run;
+mod save;
 mod serve;
 mod starved;
 mod stdout;

@@ -130,7 +130,7 @@ impl Conn {
             return false;
         }
         if self.measured {
-            ctx.recorder.stale_retry(now);
+            ctx.recorder.stale_retry(self.since, now);
         }
         self.close();
         self.reused = false;

@@ -159,13 +159,25 @@ impl Recorder {
         self.second_counts.sent += 1;
     }
 
-    /// A measured request written into a keep-alive connection the peer had closed: it never
-    /// reached the server and will be sent again, so its first send is taken back.
+    /// A measured request written (at `sent_at`) into a keep-alive connection the peer had
+    /// closed: it never reached the server and will be sent again, so its first send is taken
+    /// back, from the second it was counted in (which may have closed since), so that the
+    /// per-second `sent` adds up to the total exactly.
     #[cold]
-    pub fn stale_retry(&mut self, now: Instant) {
+    pub fn stale_retry(&mut self, sent_at: Instant, now: Instant) {
         self.roll(now);
         self.sent = self.sent.saturating_sub(1);
-        self.second_counts.sent = self.second_counts.sent.saturating_sub(1);
+        let second = sent_at.saturating_duration_since(self.t0).as_secs();
+        let second = u32::try_from(second).unwrap_or(u32::MAX);
+        let counted = if second >= self.second {
+            Some(&mut self.second_counts.sent)
+        } else {
+            let point = self.series.iter_mut().rev().find(|p| p.second == second);
+            point.map(|p| &mut p.sent)
+        };
+        if let Some(sent) = counted {
+            *sent = sent.saturating_sub(1);
+        }
         self.stale_retries += 1;
     }
 
@@ -337,6 +349,24 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 11: a request sent late in one second and retried (dead keep-alive connection)
+    /// in the next counts as sent once, in the second it was finally sent.
+    #[test]
+    fn a_stale_retry_across_a_second_boundary_is_sent_once_in_its_final_second() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut r = Recorder::new(t0, false);
+        r.sent(at(100), Duration::ZERO);
+        r.sent(at(900), Duration::ZERO);
+        r.stale_retry(at(900), at(1100));
+        r.resent(at(1100));
+        let s = r.finish(at(1500), 0);
+        let sent: Vec<u64> = s.series.0.iter().map(|p| p.sent).collect();
+        assert_eq!(sent, vec![1, 1]);
+        assert_eq!(s.sent, 2);
+        assert_eq!(s.stale_retries, 1);
+    }
 
     #[test]
     fn seconds_roll_over_and_quiet_seconds_are_zero() {

@@ -453,3 +453,45 @@ fn idle_keepalive_closes_are_not_blamed_on_the_server() {
     assert!(s.requests >= 5, "{}", s.requests);
     assert!(s.stale_closes + s.stale_retries > 0, "{s:?}");
 }
+
+/// Issue 11: a request retried once after a dead keep-alive connection counts as sent once, in
+/// the second it was finally sent: over runs crossing second boundaries with many such retries
+/// (a server closing after every response without `Connection: close`, closed model) and idle
+/// closes (open model), the per-second `sent` adds up to the total exactly, and the total is
+/// what the server read.
+#[test]
+fn per_second_sent_adds_up_to_the_total_and_the_servers_count_with_stale_retries() {
+    let cases = [
+        (Hostile::CloseEach, Model::Closed),
+        (Hostile::IdleClose, Model::Open),
+    ];
+    for (mode, model) in cases {
+        let server = Server::start(mode);
+        let url = format!("http://{}/", server.addr);
+        let spec = LoadSpec {
+            timeout: TIMEOUT,
+            threads: Some(2),
+            ..match model {
+                Model::Open => LoadSpec::open(&url, 20.0, Duration::from_millis(2300), 2),
+                _ => LoadSpec::closed(&url, 4, Duration::from_millis(2300)),
+            }
+        };
+        let s = Engine::new(Plan::resolve(&spec).unwrap())
+            .run()
+            .unwrap()
+            .stats;
+        let what = format!("{mode:?}/{model:?}: {s:?}");
+        let per_second: u64 = s.series.0.iter().map(|p| p.sent).sum();
+        assert_eq!(per_second, s.sent, "{what}");
+        assert_eq!(s.errors.total(), 0, "{what}");
+        assert_eq!(s.requests + s.abandoned, s.sent, "{what}");
+        let server = server.settled_count();
+        assert!(
+            server <= s.sent && server + s.abandoned >= s.sent,
+            "server {server}: {what}"
+        );
+        if mode == Hostile::CloseEach {
+            assert!(s.stale_retries > 0, "{what}");
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use loadbench_model::{
     BodySizes, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency, PerConnection,
-    SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
+    ReopenReason, ReopenReasons, SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,7 @@ pub struct Recorder {
     keepalive_requests: u64,
     errors: [u64; ErrorKind::ALL.len()],
     reasons: [u64; ErrorReason::ALL.len()],
+    reopens: [u64; ReopenReason::ALL.len()],
     requests: u64,
     sent: u64,
     sent_late: u64,
@@ -75,6 +76,7 @@ impl Recorder {
             keepalive_requests: 0,
             errors: [0; ErrorKind::ALL.len()],
             reasons: [0; ErrorReason::ALL.len()],
+            reopens: [0; ReopenReason::ALL.len()],
             requests: 0,
             sent: 0,
             sent_late: 0,
@@ -179,12 +181,20 @@ impl Recorder {
             *sent = sent.saturating_sub(1);
         }
         self.stale_retries += 1;
+        self.reopened(ReopenReason::StaleRetry);
+    }
+
+    /// A connection was closed for `reason` (the server's doing) and a new one will be opened.
+    #[cold]
+    pub fn reopened(&mut self, reason: ReopenReason) {
+        self.reopens[reason.index()] += 1;
     }
 
     /// An idle keep-alive connection was found closed by the peer and dropped before reuse.
     #[cold]
     pub fn stale_close(&mut self) {
         self.stale_closes += 1;
+        self.reopened(ReopenReason::ClosedWhileIdle);
     }
 
     /// A reconnect was delayed by `wait` after a failed connect (closed model backoff).
@@ -318,6 +328,7 @@ impl Recorder {
             waiting: self.waiting,
             stale_retries: self.stale_retries,
             stale_closes: self.stale_closes,
+            reopen_reasons: ReopenReasons::from_array(&self.reopens),
             connect_backoffs: self.connect_backoffs,
             backoff_us: self.backoff_us,
             // Filled in by the worker, which owns the clocks.

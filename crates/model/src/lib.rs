@@ -34,7 +34,7 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
-pub use reasons::{ErrorReason, ErrorReasons};
+pub use reasons::{ErrorReason, ErrorReasons, ReopenReason, ReopenReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };

@@ -5,7 +5,7 @@
 //! Speed matters here (ten million executions is the bar): every histogram the merge touches is
 //! DEFLATE-encoded, so the inputs are kept small where that costs no coverage. Each second's
 //! histogram holds at most three values from a small range, a side has at most three points
-//! within the first six seconds (so sides overlap often), and a point's encoded histogram is
+//! within the first nine seconds (so sides overlap often), and a point's encoded histogram is
 //! built once per distinct set of values (a bounded cache: encoding is not what is tested).
 //! The merge itself always runs on the real code; the associativity check (three more merges)
 //! runs on one input in four and the JSON round trip on one in eight, chosen by the first byte.

@@ -154,17 +154,30 @@ fn check_counts(ab: &Parts, a: &Parts, b: &Parts) {
         assert_eq!(sum(&ab.series, f), sum(&a.series, f) + sum(&b.series, f));
     }
     let target = |p: &SeriesPoint| p.target.unwrap_or(0);
-    assert_eq!(sum(&ab.series, target), sum(&a.series, target) + sum(&b.series, target));
-    assert_eq!(latencies(&ab.series), latencies(&a.series) + latencies(&b.series));
+    assert_eq!(
+        sum(&ab.series, target),
+        sum(&a.series, target) + sum(&b.series, target)
+    );
+    assert_eq!(
+        latencies(&ab.series),
+        latencies(&a.series) + latencies(&b.series)
+    );
     let seconds: Vec<u32> = ab.series.0.iter().map(|p| p.second).collect();
-    assert!(seconds.windows(2).all(|w| w[0] < w[1]), "one point per second, in order");
+    assert!(
+        seconds.windows(2).all(|w| w[0] < w[1]),
+        "one point per second, in order"
+    );
 }
 
 fn check_round_trip(s: &Series) {
     let json = serde_json::to_string(s).expect("a merged series serializes");
     let mut back: Series = serde_json::from_str(&json).expect("a merged series reads back");
     back.revalidate().expect("every merged histogram decodes");
-    let hdrs = |s: &Series| s.0.iter().map(|p| (p.second, p.hdr.clone())).collect::<Vec<_>>();
+    let hdrs = |s: &Series| {
+        s.0.iter()
+            .map(|p| (p.second, p.hdr.clone()))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(hdrs(&back), hdrs(s), "the JSON round trip keeps the series");
 }
 
@@ -177,7 +190,11 @@ fuzz_target!(|data: &[u8]| {
     check_counts(&ab, &a, &b);
     if checks % 4 == 0 {
         let c = parts(&mut bytes);
-        assert_eq!(merged(&ab, &c), merged(&a, &merged(&b, &c)), "merge is associative");
+        assert_eq!(
+            merged(&ab, &c),
+            merged(&a, &merged(&b, &c)),
+            "merge is associative"
+        );
     }
     if checks % 8 == 1 {
         check_round_trip(&ab.series);

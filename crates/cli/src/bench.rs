@@ -28,35 +28,48 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let result = run(&scenario, &opts, a.quiet)?;
+    let (result, in_place) = run(&scenario, &opts, a.quiet)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     if let Some(html) = &a.html {
         crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
     }
     crate::output::print(&saved, a.output, &Default::default())?;
-    eprintln!(
-        "result saved to {}",
-        Path::new(&result.run_dir).join("result.json").display()
-    );
-    Ok(exit_code(&result))
+    if in_place {
+        eprintln!(
+            "result saved to {}",
+            Path::new(&result.run_dir).join("result.json").display()
+        );
+    }
+    Ok(exit_code(&result, in_place))
 }
 
 /// Runs a scenario with progress on stderr, then writes `report.html` into its run folder.
-pub(crate) fn run(scenario: &Scenario, opts: &RunOptions, quiet: bool) -> Result<BenchResult> {
+/// The flag is false when `result.json` could not be written there (the one line saying where
+/// it went instead is printed, and no `report.html` is written into the broken folder).
+pub(crate) fn run(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    quiet: bool,
+) -> Result<(BenchResult, bool)> {
     let stop = crate::signals::stop_flag()?;
     let obs = Progress {
         bar: Bar::new(quiet),
         quiet,
     };
-    let result = run_scenario(scenario, opts, &stop, &obs).map_err(|e| match e {
-        BenchError::Save(e) => anyhow::anyhow!(e),
-        e => UserError(e.to_string()).into(),
-    })?;
+    let result = match run_scenario(scenario, opts, &stop, &obs) {
+        Ok(result) => result,
+        Err(BenchError::SavedElsewhere(fallback, result)) => {
+            eprintln!("error: {fallback}");
+            return Ok((*result, false));
+        }
+        Err(BenchError::Save(e)) => return Err(anyhow::anyhow!(e)),
+        Err(e) => return Err(UserError(e.to_string()).into()),
+    };
     let html = PathBuf::from(&result.run_dir).join("report.html");
     let saved = result.clone().into();
     crate::output::write(&html, &saved, OutputFormat::Html, &Default::default())?;
-    Ok(result)
+    Ok((result, true))
 }
 
 /// Reads the scenario and applies the command-line overrides.
@@ -177,11 +190,11 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     format!("{head} {}", parts.join(", "))
 }
 
-/// 130 when interrupted, 1 when a round failed, else 0.
-pub(crate) fn exit_code(r: &BenchResult) -> ExitCode {
+/// 130 when interrupted, 1 when a round failed or the result is not where it belongs, else 0.
+pub(crate) fn exit_code(r: &BenchResult, in_place: bool) -> ExitCode {
     if r.interrupted {
         ExitCode::from(130)
-    } else if r.rounds.iter().any(|x| x.error.is_some()) {
+    } else if !in_place || r.rounds.iter().any(|x| x.error.is_some()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -15,13 +15,23 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     crate::output::check_writable("--html", args.html.as_deref())?;
     let result = crate::progress::controlled(args.quiet, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
+    // The search saved after every step; the final write is checked here, with a fallback.
+    let mut in_place = true;
+    if let Some(path) = &args.save {
+        let json = serde_json::to_string_pretty(&result).unwrap_or_default();
+        in_place = crate::run::save_json(path, "find-max", &json, true);
+    }
     let saved = loadbench_model::SavedResult::from(result.clone());
     if let Some(path) = &args.html {
         let html = crate::output::OutputFormat::Html;
         crate::output::write(path, &saved, html, &Default::default())?;
     }
     crate::output::print(&saved, args.output, &Default::default())?;
-    Ok(exit_code(&result))
+    Ok(if in_place {
+        exit_code(&result)
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The flags as a search; `--slo` is required.

@@ -141,6 +141,10 @@ pub(crate) fn check_writable(flag: &str, path: Option<&Path>) -> Result<(), User
     if path.is_dir() {
         return Err(fail(std::io::Error::other("it is a directory")));
     }
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        // A device or FIFO is written into as it is (opening a FIFO here could block).
+        return Ok(());
+    }
     let dir = beside(path);
     std::fs::create_dir_all(dir).map_err(fail)?;
     let probe = dir.join(format!(".loadbench-check.{}.tmp", std::process::id()));

@@ -31,20 +31,20 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let saved = loadbench_model::SavedResult::from(result.clone());
     // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
+    let mut in_place = true;
+    let json = || loadbench_report::render_to_string(Format::Json, &result, &Default::default());
     if let Some(path) = &args.save {
-        save_json(path, &result)?;
-        if !args.quiet {
-            eprintln!("result saved to {}", path.display());
-        }
+        in_place = save_json(path, "run", &json(), args.quiet);
     }
     for path in shard_file
         .iter()
         .filter(|p| Some(p.as_path()) != args.save.as_deref())
     {
-        save_json(path, &result)?;
-        if !args.quiet {
+        let saved = save_json(path, "shard", &json(), true);
+        if saved && !args.quiet {
             eprintln!("shard result saved to {}", path.display());
         }
+        in_place &= saved;
     }
     if let Some(path) = &args.hlog {
         crate::dist::write_hlog(path, &result)?;
@@ -56,7 +56,11 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     crate::output::print(&saved, args.output, &opts)?;
-    Ok(exit_code(&result))
+    Ok(if in_place {
+        exit_code(&result)
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).
@@ -77,10 +81,21 @@ fn shard_error(e: loadbench_runner::ShardRunError) -> anyhow::Error {
     }
 }
 
-pub(crate) fn save_json(path: &std::path::Path, result: &RunResult) -> Result<()> {
-    let json = loadbench_report::render_to_string(Format::Json, result, &RenderOptions::default());
-    loadbench_runner::save::write_atomic(path, json.as_bytes())?;
-    Ok(())
+/// Saves a result (of `kind`: run, find-max) as `json` to `path`; when that fails, to a
+/// fallback file, with one line on stderr naming both. Returns whether it went to `path`.
+pub(crate) fn save_json(path: &std::path::Path, kind: &str, json: &str, quiet: bool) -> bool {
+    match loadbench_runner::save::write_or_fallback(path, kind, json.as_bytes()) {
+        Ok(()) => {
+            if !quiet {
+                eprintln!("result saved to {}", path.display());
+            }
+            true
+        }
+        Err(fallback) => {
+            eprintln!("error: {fallback}");
+            false
+        }
+    }
 }
 
 /// The request and connection options shared with `find-max`, on the closed model's defaults.

@@ -452,6 +452,16 @@ fn bad_scenarios_give_one_line_with_file_key_and_fix() {
         "target[0].ready",
         "last status 404",
     );
+    // Issue 11: an IPv4 source for an ::1 target is caught on load, before any target starts.
+    rejected(
+        "source-family",
+        &format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\nkind = \"upstream\"\n\
+             url = \"http://[::1]:{{port}}/\"\n{LOAD}source_addrs = \"127.0.0.2\"\n"
+        ),
+        "load[0].source_addrs",
+        "127.0.0.2 is IPv4 but the target is IPv6",
+    );
 }
 
 #[test]

@@ -482,3 +482,53 @@ fn bad_source_addrs_give_one_line_naming_the_flag() {
         );
     }
 }
+
+/// Issue 11: the preflight binds the source addresses the load will use, so one that cannot
+/// be used (not on this host; loopback toward another host) is refused with one line and exit
+/// 2 before any load, instead of a run of connect errors. No packet leaves the host: the
+/// loopback case is refused before any connect.
+#[test]
+fn unusable_source_addrs_are_refused_before_any_load() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let url = server.url("/");
+    let cases = [
+        (url.as_str(), "192.0.2.1", "not an address of this host"),
+        (
+            "http://192.0.2.1:9/",
+            "127.0.0.2",
+            "a loopback address cannot reach another host",
+        ),
+    ];
+    for (target, sources, needle) in cases {
+        let args = [
+            "run",
+            target,
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--source-addrs",
+            sources,
+        ];
+        let out = bin().args(args).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        let head = format!("--source-addrs {sources} cannot be used");
+        assert!(stderr.contains(&head), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.requests(), 0, "no load started");
+    let ok = Run::new(&url)
+        .args([
+            "-n",
+            "10",
+            "-c",
+            "2",
+            "--source-addrs",
+            "127.0.0.2-127.0.0.3",
+        ])
+        .ok();
+    assert_eq!(ok.stats.requests, 10);
+    assert_eq!(server.requests(), 10);
+}

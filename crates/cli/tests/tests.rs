@@ -23,6 +23,7 @@ mod netns;
 mod open;
 mod report;
 mod run;
+mod save;
 mod serve;
 mod starved;
 mod stdout;

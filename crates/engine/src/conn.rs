@@ -6,7 +6,7 @@
 use crate::http1::{EofOutcome, ParseError, Progress, ResponseParser};
 use crate::transport::Stream;
 use crate::worker::Ctx;
-use loadbench_model::ErrorKind;
+use loadbench_model::{ErrorKind, ReopenReason};
 use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -27,6 +27,17 @@ pub enum Phase {
     Writing,
     /// The request is written; reading the response.
     Reading,
+}
+
+/// What came after a complete response on its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Nothing (yet): the connection may be reused.
+    Clean,
+    /// More bytes in the same read: a body longer than its `Content-Length`.
+    Extra,
+    /// The server's close (EOF queued behind the response, or the response ended at EOF).
+    Closed,
 }
 
 /// One connection slot of a worker: its socket (when open), the request being written and
@@ -136,7 +147,7 @@ impl Conn {
             return false;
         }
         if self.measured {
-            ctx.recorder.stale_retry(now);
+            ctx.recorder.stale_retry(self.since, now);
         }
         self.close();
         self.reused = false;
@@ -248,7 +259,12 @@ impl Conn {
                     self.read_bytes += n as u64;
                     match self.parser.feed(&ctx.buf[..n]) {
                         Ok(Progress::Complete { consumed }) => {
-                            return self.complete(ctx, now, consumed == n && !read_closed)
+                            let tail = match (consumed < n, read_closed) {
+                                (true, _) => Tail::Extra,
+                                (false, true) => Tail::Closed,
+                                (false, false) => Tail::Clean,
+                            };
+                            return self.complete(ctx, now, tail);
                         }
                         Ok(Progress::NeedMore) if n < ctx.buf.len() && !read_closed => return,
                         Ok(Progress::NeedMore) => {}
@@ -283,7 +299,7 @@ impl Conn {
     fn on_eof(&mut self, ctx: &mut Ctx) {
         let now = Instant::now();
         match self.parser.on_eof() {
-            EofOutcome::Complete => self.complete(ctx, now, false),
+            EofOutcome::Complete => self.complete(ctx, now, Tail::Closed),
             EofOutcome::NothingReceived | EofOutcome::Truncated => {
                 self.fail_sent(ctx, ErrorKind::ClosedBeforeResponseComplete, now)
             }
@@ -293,8 +309,9 @@ impl Conn {
     /// A complete response: record it, then start the next request on this connection if it
     /// may be reused, or on a new one.
     #[inline]
-    fn complete(&mut self, ctx: &mut Ctx, now: Instant, clean: bool) {
-        if ctx.records(self.measured, self.intended, now) {
+    fn complete(&mut self, ctx: &mut Ctx, now: Instant, tail: Tail) {
+        let records = ctx.records(self.measured, self.intended, now);
+        if records {
             self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(self.intended);
             let service = now.saturating_duration_since(self.since);
@@ -308,7 +325,10 @@ impl Conn {
                 now.saturating_duration_since(self.first_byte_at),
             );
         }
-        if !(clean && ctx.keepalive && self.parser.keep_alive()) {
+        if !(tail == Tail::Clean && ctx.keepalive && self.parser.keep_alive()) {
+            if records && ctx.keepalive {
+                ctx.recorder.reopened(self.reopen_reason(tail));
+            }
             self.close();
         }
         if ctx.open {
@@ -316,6 +336,21 @@ impl Conn {
             ctx.idle.push(self.token.0);
         } else {
             self.begin(ctx, now);
+        }
+    }
+
+    /// Why the server ended this connection after a complete response (`tail`: what followed
+    /// it): bytes after the body first, then what the response said, then a bare close.
+    #[cold]
+    fn reopen_reason(&self, tail: Tail) -> ReopenReason {
+        if tail == Tail::Extra {
+            ReopenReason::ExtraBytes
+        } else if self.parser.connection_close() {
+            ReopenReason::ConnectionClose
+        } else if !self.parser.keep_alive() {
+            ReopenReason::NotReusable
+        } else {
+            ReopenReason::ClosedAfterResponse
         }
     }
 

@@ -265,6 +265,11 @@ impl ResponseParser {
         }
     }
 
+    /// Whether the response carried `Connection: close`.
+    pub fn connection_close(&self) -> bool {
+        self.has(CONN_CLOSE)
+    }
+
     /// True once any byte of the current response has been fed.
     pub fn started(&self) -> bool {
         self.has(STARTED)

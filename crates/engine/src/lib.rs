@@ -18,7 +18,7 @@ pub mod worker;
 use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -36,6 +36,16 @@ pub enum EngineError {
     /// Preflight: connecting failed for another reason (timeout, network unreachable, …).
     #[error("cannot connect to {0} ({1}): check that the target is up and reachable")]
     Unreachable(SocketAddr, std::io::Error),
+    /// Preflight: a `--source-addrs` address cannot be used toward the target.
+    #[error("--source-addrs {local} cannot be used to reach {target} ({why}): give addresses of this host that can reach the target (for a loopback target, 127.0.0.0/8 or ::1), or leave --source-addrs out")]
+    SourceAddr {
+        /// The address that failed.
+        local: IpAddr,
+        /// The target.
+        target: SocketAddr,
+        /// Why it cannot be used.
+        why: String,
+    },
     /// The open-file limit is too low for the connections and could not be raised.
     #[error("{}", fd_limit_message(*connections, *needed, *soft, *hard))]
     FdLimit {
@@ -149,12 +159,17 @@ impl Engine {
         Arc::clone(&self.live)
     }
 
-    /// Checks that the target accepts a connection and that enough file descriptors exist.
+    /// Checks that enough file descriptors exist, that every source address can be used (on
+    /// this host, and loopback only toward a loopback target), and that the target accepts a
+    /// connection from the first source address, as the load's first connection will be made.
     pub fn preflight(&self) -> Result<(), EngineError> {
         raise_fd_limit(u64::from(self.plan.connections))?;
         let addr = self.plan.target.addr;
-        match TcpStream::connect_timeout(&addr, self.plan.connect_timeout) {
-            Ok(_) => Ok(()),
+        let sources = &self.plan.source_addrs;
+        check_sources(sources, addr)?;
+        let first = sources.first().copied();
+        match transport::probe(addr, first, self.plan.connect_timeout) {
+            Ok(()) => Ok(()),
             Err(e) => Err(preflight_error(addr, e)),
         }
     }
@@ -250,6 +265,25 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// Every distinct source address can be bound here, and is loopback only for a loopback
+/// target (the kernel cannot route from 127.0.0.0/8 to another host).
+fn check_sources(sources: &[IpAddr], target: SocketAddr) -> Result<(), EngineError> {
+    let refuse = |local, why: String| EngineError::SourceAddr { local, target, why };
+    let mut seen = std::collections::HashSet::new();
+    for &ip in sources.iter().filter(|ip| seen.insert(**ip)) {
+        if ip.is_loopback() && !target.ip().is_loopback() {
+            return Err(refuse(
+                ip,
+                "a loopback address cannot reach another host".into(),
+            ));
+        }
+        if let Err(e) = transport::bind_probe(ip) {
+            return Err(refuse(ip, format!("not an address of this host: {e}")));
+        }
+    }
+    Ok(())
 }
 
 /// Why the preflight connect failed, named for the user.

@@ -4,7 +4,8 @@
 
 use loadbench_model::{
     BodySizes, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency, PerConnection,
-    RequestPhases, SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
+    ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series, SeriesPoint, Stats,
+    StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,7 @@ pub struct Recorder {
     keepalive_requests: u64,
     errors: [u64; ErrorKind::ALL.len()],
     reasons: [u64; ErrorReason::ALL.len()],
+    reopens: [u64; ReopenReason::ALL.len()],
     requests: u64,
     sent: u64,
     sent_late: u64,
@@ -82,6 +84,7 @@ impl Recorder {
             keepalive_requests: 0,
             errors: [0; ErrorKind::ALL.len()],
             reasons: [0; ErrorReason::ALL.len()],
+            reopens: [0; ReopenReason::ALL.len()],
             requests: 0,
             sent: 0,
             sent_late: 0,
@@ -166,20 +169,40 @@ impl Recorder {
         self.second_counts.sent += 1;
     }
 
-    /// A measured request written into a keep-alive connection the peer had closed: it never
-    /// reached the server and will be sent again, so its first send is taken back.
+    /// A measured request written (at `sent_at`) into a keep-alive connection the peer had
+    /// closed: it never reached the server and will be sent again, so its first send is taken
+    /// back, from the second it was counted in (which may have closed since), so that the
+    /// per-second `sent` adds up to the total exactly.
     #[cold]
-    pub fn stale_retry(&mut self, now: Instant) {
+    pub fn stale_retry(&mut self, sent_at: Instant, now: Instant) {
         self.roll(now);
         self.sent = self.sent.saturating_sub(1);
-        self.second_counts.sent = self.second_counts.sent.saturating_sub(1);
+        let second = sent_at.saturating_duration_since(self.t0).as_secs();
+        let second = u32::try_from(second).unwrap_or(u32::MAX);
+        let counted = if second >= self.second {
+            Some(&mut self.second_counts.sent)
+        } else {
+            let point = self.series.iter_mut().rev().find(|p| p.second == second);
+            point.map(|p| &mut p.sent)
+        };
+        if let Some(sent) = counted {
+            *sent = sent.saturating_sub(1);
+        }
         self.stale_retries += 1;
+        self.reopened(ReopenReason::StaleRetry);
+    }
+
+    /// A connection was closed for `reason` (the server's doing) and a new one will be opened.
+    #[cold]
+    pub fn reopened(&mut self, reason: ReopenReason) {
+        self.reopens[reason.index()] += 1;
     }
 
     /// An idle keep-alive connection was found closed by the peer and dropped before reuse.
     #[cold]
     pub fn stale_close(&mut self) {
         self.stale_closes += 1;
+        self.reopened(ReopenReason::ClosedWhileIdle);
     }
 
     /// A reconnect was delayed by `wait` after a failed connect (closed model backoff).
@@ -322,6 +345,7 @@ impl Recorder {
             waiting: self.waiting,
             stale_retries: self.stale_retries,
             stale_closes: self.stale_closes,
+            reopen_reasons: ReopenReasons::from_array(&self.reopens),
             connect_backoffs: self.connect_backoffs,
             backoff_us: self.backoff_us,
             // Filled in by the worker, which owns the clocks.
@@ -358,6 +382,24 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 11: a request sent late in one second and retried (dead keep-alive connection)
+    /// in the next counts as sent once, in the second it was finally sent.
+    #[test]
+    fn a_stale_retry_across_a_second_boundary_is_sent_once_in_its_final_second() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut r = Recorder::new(t0, false);
+        r.sent(at(100), Duration::ZERO);
+        r.sent(at(900), Duration::ZERO);
+        r.stale_retry(at(900), at(1100));
+        r.resent(at(1100));
+        let s = r.finish(at(1500), 0);
+        let sent: Vec<u64> = s.series.0.iter().map(|p| p.sent).collect();
+        assert_eq!(sent, vec![1, 1]);
+        assert_eq!(s.sent, 2);
+        assert_eq!(s.stale_retries, 1);
+    }
 
     #[test]
     fn seconds_roll_over_and_quiet_seconds_are_zero() {

@@ -6,6 +6,7 @@ use mio::{Interest, Registry, Token};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 /// A connection's byte stream.
 pub enum Stream {
@@ -67,6 +68,23 @@ fn connect_from(addr: SocketAddr, source: IpAddr) -> io::Result<TcpStream> {
         Err(e) => return Err(e),
     }
     Ok(TcpStream::from_std(socket.into()))
+}
+
+/// A blocking connect (at most `timeout`) from `source`, as the load would make it; closed at
+/// once. The preflight check.
+pub fn probe(addr: SocketAddr, source: Option<IpAddr>, timeout: Duration) -> io::Result<()> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(ip) = source {
+        socket.bind(&SocketAddr::new(ip, 0).into())?;
+    }
+    socket.connect_timeout(&addr.into(), timeout)
+}
+
+/// Whether a socket can bind to `ip` (any port): the address is one of this host's.
+pub fn bind_probe(ip: IpAddr) -> io::Result<()> {
+    let domain = Domain::for_address(SocketAddr::new(ip, 0));
+    let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    socket.bind(&SocketAddr::new(ip, 0).into())
 }
 
 /// The source addresses new connections bind to, taken round-robin.

@@ -7,7 +7,7 @@
 //! threads so the matrix stays short. Only classes and identities are asserted, never speeds.
 
 use loadbench_engine::Engine;
-use loadbench_model::{ErrorKind, Stats};
+use loadbench_model::{ErrorKind, ReopenReason, Stats};
 use loadbench_plan::{LoadSpec, Plan, Stop};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -37,6 +37,8 @@ enum Hostile {
     CloseEach,
     HugeBody,
     Mix,
+    /// Correct but costly: `Connection: close` on every answer (not in the matrix).
+    ConnClose,
 }
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -175,6 +177,10 @@ fn answer(conn: &mut TcpStream, mode: Hostile, stop: &AtomicBool) -> bool {
             w(conn, &[*b])
         }),
         Hostile::CloseEach => last(conn, OK),
+        Hostile::ConnClose => last(
+            conn,
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+        ),
         Hostile::HugeBody => {
             let head = b"HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n";
             w(conn, head) && w(conn, &vec![b'x'; 4 << 20])
@@ -282,7 +288,9 @@ fn expect(mode: Hostile) -> Expect {
         // The extra bytes after the body are a protocol error on the reused connection.
         Hostile::ShorterThanBody => e(&[MalformedResponse], true, true),
         Hostile::BothClAndChunked | Hostile::Interim | Hostile::SlowDrip => e(&[], true, true),
-        Hostile::IdleClose | Hostile::CloseEach | Hostile::HugeBody => e(&[], true, true),
+        Hostile::IdleClose | Hostile::CloseEach | Hostile::HugeBody | Hostile::ConnClose => {
+            e(&[], true, true)
+        }
         // RST before anything is read: the server cannot count. Depending on timing the
         // connect check, the write or the read sees it.
         Hostile::RstAtAccept => e(
@@ -452,4 +460,99 @@ fn idle_keepalive_closes_are_not_blamed_on_the_server() {
     assert_eq!(server.settled_count(), s.sent);
     assert!(s.requests >= 5, "{}", s.requests);
     assert!(s.stale_closes + s.stale_retries > 0, "{s:?}");
+}
+
+/// Issue 11: a request retried once after a dead keep-alive connection counts as sent once, in
+/// the second it was finally sent: over runs crossing second boundaries with many such retries
+/// (a server closing after every response without `Connection: close`, closed model) and idle
+/// closes (open model), the per-second `sent` adds up to the total exactly, and the total is
+/// what the server read.
+#[test]
+fn per_second_sent_adds_up_to_the_total_and_the_servers_count_with_stale_retries() {
+    let cases = [
+        (Hostile::CloseEach, Model::Closed),
+        (Hostile::IdleClose, Model::Open),
+    ];
+    for (mode, model) in cases {
+        let server = Server::start(mode);
+        let url = format!("http://{}/", server.addr);
+        let spec = LoadSpec {
+            timeout: TIMEOUT,
+            threads: Some(2),
+            ..match model {
+                Model::Open => LoadSpec::open(&url, 20.0, Duration::from_millis(2300), 2),
+                _ => LoadSpec::closed(&url, 4, Duration::from_millis(2300)),
+            }
+        };
+        let s = Engine::new(Plan::resolve(&spec).unwrap())
+            .run()
+            .unwrap()
+            .stats;
+        let what = format!("{mode:?}/{model:?}: {s:?}");
+        let per_second: u64 = s.series.0.iter().map(|p| p.sent).sum();
+        assert_eq!(per_second, s.sent, "{what}");
+        assert_eq!(s.errors.total(), 0, "{what}");
+        assert_eq!(s.requests + s.abandoned, s.sent, "{what}");
+        let server = server.settled_count();
+        assert!(
+            server <= s.sent && server + s.abandoned >= s.sent,
+            "server {server}: {what}"
+        );
+        if mode == Hostile::CloseEach {
+            assert!(s.stale_retries > 0, "{what}");
+        }
+    }
+}
+
+fn run_stats(mode: Hostile, model: Model) -> (Stats, Server) {
+    let server = Server::start(mode);
+    let spec = spec(&format!("http://{}/", server.addr), model);
+    let s = Engine::new(Plan::resolve(&spec).unwrap())
+        .run()
+        .unwrap()
+        .stats;
+    (s, server)
+}
+
+/// Point 8: why connections were re-opened is counted, by reason, only when the server caused
+/// it: `Connection: close` on every answer, a close after every answer without it, bytes after
+/// the body (a `Content-Length` shorter than the body); nothing with `--no-keepalive`.
+#[test]
+fn reopened_connections_are_counted_by_reason() {
+    use ReopenReason::*;
+    let (s, _server) = run_stats(Hostile::ConnClose, Model::Count);
+    let what = format!("{:?} {s:?}", s.reopen_reasons);
+    assert_eq!(s.requests, 12, "{what}");
+    assert_eq!(
+        s.reopen_reasons.0.get(&ConnectionClose),
+        Some(&12),
+        "{what}"
+    );
+    assert_eq!(s.reopen_reasons.0.len(), 1, "{what}");
+
+    // Each answer is followed by the server's close: seen right after the answer, or when the
+    // next request was written into the closed connection (then resent). One re-open per
+    // answer, give or take the requests in flight at either end of the window.
+    let (s, _server) = run_stats(Hostile::CloseEach, Model::Closed);
+    let what = format!("{:?} {s:?}", s.reopen_reasons);
+    let allowed = [ClosedAfterResponse, StaleRetry];
+    assert!(
+        s.reopen_reasons.0.keys().all(|k| allowed.contains(k)),
+        "{what}"
+    );
+    let total = s.reopen_reasons.total();
+    assert!(s.requests > 0 && total.abs_diff(s.requests) <= 8, "{what}");
+    assert_eq!(
+        s.reopen_reasons.0.get(&StaleRetry).copied().unwrap_or(0),
+        s.stale_retries
+    );
+
+    let (s, _server) = run_stats(Hostile::ShorterThanBody, Model::Count);
+    let what = format!("{:?} {s:?}", s.reopen_reasons);
+    let extra = s.reopen_reasons.0.get(&ExtraBytes).copied().unwrap_or(0);
+    assert!(extra > 0 && extra <= s.requests, "{what}");
+    assert_eq!(s.reopen_reasons.0.len(), 1, "{what}");
+
+    let (s, _server) = run_stats(Hostile::CloseEach, Model::NoKeepalive);
+    assert!(s.requests > 0 && s.reopen_reasons.is_empty(), "{s:?}");
 }

@@ -10,7 +10,7 @@ use crate::sampler::Sampler;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::targets::{StartOptions, Targets};
 use loadbench_model::{BenchResult, BenchRound, ResultKind, ScenarioInfo, SCHEMA_VERSION};
-use loadbench_runner::save::{write_atomic, SaveError};
+use loadbench_runner::save::{write_atomic, write_or_fallback, Fallback, SaveError};
 use loadbench_runner::{host, Observer};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -55,6 +55,10 @@ pub enum BenchError {
     /// `result.json` could not be written.
     #[error("{0}")]
     Save(#[from] SaveError),
+    /// The final `result.json` could not be written: the result went to a fallback file (or
+    /// nowhere, as the message says) and is carried here so that it can still be reported.
+    #[error("{0}")]
+    SavedElsewhere(Box<Fallback>, Box<BenchResult>),
 }
 
 /// Runs the whole scenario and returns its result, saved as `<run folder>/result.json`.
@@ -96,7 +100,10 @@ pub fn run_scenario(
     result.resources = sampler.stop();
     result.ended_at = now();
     result.recompute();
-    save(&path, &result)?;
+    let json = serde_json::to_string_pretty(&result).unwrap_or_default();
+    if let Err(fallback) = write_or_fallback(&path, "bench", json.as_bytes()) {
+        return Err(BenchError::SavedElsewhere(fallback, Box::new(result)));
+    }
     save_error.map_or(Ok(result), |e| Err(e.into()))
 }
 
@@ -140,11 +147,7 @@ fn copy_scenario(opts: &RunOptions, run_dir: &Path) {
 
 /// `results/<UTC timestamp>-<scenario name>`, created fresh.
 fn run_dir(results: &Path, name: &str) -> Result<PathBuf, BenchError> {
-    let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let stamp: String = stamp
-        .chars()
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .collect();
+    let stamp = loadbench_runner::save::stamp();
     let safe: String = name
         .chars()
         .map(|c| match c {

@@ -2,6 +2,7 @@
 //! unreadable (a bad status line, a head over 64 KiB, a bad chunk size, …). A fixed enum of
 //! reasons with a counter each, so memory stays bounded however many errors a run sees, and
 //! counts merge exactly across workers, rounds and shards (docs/reliability.md, "Error reasons").
+//! The same for why connections were re-opened ([`ReopenReason`]), counted only on a reconnect.
 
 use crate::errors::ErrorKind;
 use serde::{Deserialize, Serialize};
@@ -109,9 +110,134 @@ impl ErrorReasons {
     }
 }
 
+/// Why a connection was closed and a new one opened for the next request, when the server
+/// (not `--no-keepalive`) decided it. Counted only on a reconnect, never per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReopenReason {
+    /// The response carried `Connection: close`.
+    ConnectionClose,
+    /// The response could not leave the connection open: HTTP/1.0 without `Connection:
+    /// keep-alive`, a body delimited by the close, or `101 Switching Protocols`.
+    NotReusable,
+    /// The server closed the connection right after a complete response, without saying so
+    /// with `Connection: close`.
+    ClosedAfterResponse,
+    /// Bytes followed the end of the response (a `Content-Length` shorter than the body): the
+    /// connection cannot be read in step any more, so it was closed.
+    ExtraBytes,
+    /// An idle keep-alive connection was closed by the server, noticed before reuse
+    /// (`stale_closes`).
+    ClosedWhileIdle,
+    /// A request was written into a keep-alive connection the server had already closed and
+    /// was sent again on a new one (`stale_retries`).
+    StaleRetry,
+}
+
+impl ReopenReason {
+    /// Every reason, in the order of [`ReopenReason::index`].
+    pub const ALL: [ReopenReason; 6] = [
+        ReopenReason::ConnectionClose,
+        ReopenReason::NotReusable,
+        ReopenReason::ClosedAfterResponse,
+        ReopenReason::ExtraBytes,
+        ReopenReason::ClosedWhileIdle,
+        ReopenReason::StaleRetry,
+    ];
+
+    /// Dense index, for a fixed-size counter array in the engine.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Human wording for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ReopenReason::ConnectionClose => "Connection: close",
+            ReopenReason::NotReusable => "HTTP/1.0 or body ended by close",
+            ReopenReason::ClosedAfterResponse => {
+                "closed after the response without Connection: close"
+            }
+            ReopenReason::ExtraBytes => {
+                "bytes after the body (Content-Length shorter than the body)"
+            }
+            ReopenReason::ClosedWhileIdle => "closed while idle",
+            ReopenReason::StaleRetry => "request resent after writing into a closed connection",
+        }
+    }
+}
+
+/// Counts by re-open reason. Only reasons that occurred are present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReopenReasons(pub BTreeMap<ReopenReason, u64>);
+
+impl ReopenReasons {
+    /// Counts `n` more of `reason` (a zero count adds no key).
+    pub fn add(&mut self, reason: ReopenReason, n: u64) {
+        if n > 0 {
+            *self.0.entry(reason).or_insert(0) += n;
+        }
+    }
+
+    /// Adds the other counts, reason by reason.
+    pub fn merge(&mut self, other: &ReopenReasons) {
+        other.0.iter().for_each(|(&r, &n)| self.add(r, n));
+    }
+
+    /// True when no connection was re-opened for a reason of the server's.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// All connections re-opened for a reason of the server's.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    /// From a dense array indexed by [`ReopenReason::index`].
+    pub fn from_array(counts: &[u64; ReopenReason::ALL.len()]) -> Self {
+        let mut out = ReopenReasons::default();
+        ReopenReason::ALL
+            .iter()
+            .for_each(|&r| out.add(r, counts[r.index()]));
+        out
+    }
+
+    /// Most frequent first: `Connection: close 118, closed while idle 2`; `None` when empty.
+    pub fn describe(&self) -> Option<String> {
+        let mut of: Vec<(ReopenReason, u64)> = self.0.iter().map(|(&r, &n)| (r, n)).collect();
+        of.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let parts: Vec<String> = of
+            .iter()
+            .map(|(r, n)| format!("{} {n}", r.describe()))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reopen_reasons_merge_and_read_most_frequent_first() {
+        let mut counts = [0u64; ReopenReason::ALL.len()];
+        counts[ReopenReason::ClosedWhileIdle.index()] = 2;
+        counts[ReopenReason::ConnectionClose.index()] = 100;
+        let mut a = ReopenReasons::from_array(&counts);
+        let mut b = ReopenReasons::default();
+        b.add(ReopenReason::ConnectionClose, 18);
+        a.merge(&b);
+        assert_eq!(
+            a.describe().as_deref(),
+            Some("Connection: close 118, closed while idle 2")
+        );
+        assert_eq!(a.total(), 120);
+        assert_eq!(ReopenReasons::default().describe(), None);
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(json, r#"{"connection_close":118,"closed_while_idle":2}"#);
+    }
 
     #[test]
     fn reasons_merge_and_read_most_frequent_first() {

@@ -4,7 +4,7 @@
 use crate::body::BodySizes;
 use crate::errors::{ErrorCounts, StatusCounts};
 use crate::histogram::Latency;
-use crate::reasons::ErrorReasons;
+use crate::reasons::{ErrorReasons, ReopenReasons};
 use crate::saved::{checked_as, ResultReadError};
 use crate::series::Series;
 use crate::starved::PerConnection;
@@ -198,6 +198,10 @@ pub struct Stats {
     /// Idle keep-alive connections the peer closed, noticed and dropped before reuse.
     #[serde(default)]
     pub stale_closes: u64,
+    /// Why connections were closed and re-opened when the server decided it (not
+    /// `--no-keepalive`): counts by reason. Absent when there were none.
+    #[serde(default, skip_serializing_if = "ReopenReasons::is_empty")]
+    pub reopen_reasons: ReopenReasons,
     /// Closed model: connects delayed by the per-connection backoff after a failed connect
     /// (10 ms doubling to 1 s, reset on success), and the time spent waiting in them, µs.
     #[serde(default)]
@@ -262,6 +266,7 @@ impl Stats {
         self.waiting += o.waiting;
         self.stale_retries += o.stale_retries;
         self.stale_closes += o.stale_closes;
+        self.reopen_reasons.merge(&o.reopen_reasons);
         self.connect_backoffs += o.connect_backoffs;
         self.backoff_us += o.backoff_us;
         self.generator.merge(&o.generator);

@@ -292,8 +292,9 @@ fn summary(rep: &Report) -> Vec<String> {
     lines
 }
 
-/// Dead keep-alive connections (retried or dropped, never errors) and the closed model's
-/// connect backoff, shown only when they happened.
+/// Dead keep-alive connections (retried or dropped, never errors), why the server made
+/// connections be re-opened, and the closed model's connect backoff, shown only when they
+/// happened.
 fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     let mut pairs = Vec::new();
     if s.stale_retries + s.stale_closes > 0 {
@@ -302,6 +303,10 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
             s.stale_retries, s.stale_closes
         );
         pairs.push(("Closed by the server while idle", what));
+    }
+    if let Some(why) = s.reopen_reasons.describe() {
+        let what = format!("{} by the server: {why}", s.reopen_reasons.total());
+        pairs.push(("Connections re-opened", what));
     }
     if s.connect_backoffs > 0 {
         let what = format!(
@@ -768,6 +773,26 @@ mod tests {
             line.ends_with("120 (bad chunk size 118, head over 64 KiB 2)"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn reopen_reasons_are_one_line_most_frequent_first() {
+        use loadbench_model::ReopenReason;
+        let mut r = fixtures::busy();
+        let text = render(&r, &RenderOptions::default());
+        assert!(!text.contains("Connections re-opened"), "{text}");
+        r.stats.reopen_reasons.add(ReopenReason::ExtraBytes, 3);
+        r.stats
+            .reopen_reasons
+            .add(ReopenReason::ClosedAfterResponse, 40);
+        let text = render(&r, &RenderOptions::default());
+        let line = text
+            .lines()
+            .find(|l| l.contains("Connections re-opened"))
+            .unwrap();
+        let want = "43 by the server: closed after the response without Connection: close 40, \
+                    bytes after the body (Content-Length shorter than the body) 3";
+        assert!(line.ends_with(want), "{line}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(crate) fn demo(quiet: bool) -> Result<ExitCode> {
         eprintln!("demo: nginx could not be used ({e:#}); going on with the backend alone");
         outcome = run(None, quiet);
     }
-    let result = outcome?;
+    let (result, in_place) = outcome?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     let text = crate::output::OutputFormat::Text;
     crate::output::print(&saved, text, &Default::default())?;
@@ -39,11 +39,11 @@ pub(crate) fn demo(quiet: bool) -> Result<ExitCode> {
         "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)\n",
         Path::new(&result.run_dir).display()
     ))?;
-    Ok(crate::bench::exit_code(&result))
+    Ok(crate::bench::exit_code(&result, in_place))
 }
 
 /// Runs the quickstart (with nginx when given) through the bench harness.
-fn run(nginx: Option<&Path>, quiet: bool) -> Result<loadbench_model::BenchResult> {
+fn run(nginx: Option<&Path>, quiet: bool) -> Result<(loadbench_model::BenchResult, bool)> {
     let text = scenario_text(nginx);
     let file = PathBuf::from("quickstart.toml");
     let scenario = Scenario::parse(&text, &file).map_err(|e| crate::UserError(e.to_string()))?;

@@ -352,6 +352,42 @@ fn source_addrs_spread_a_loads_connections() {
     );
 }
 
+/// Issue 11: source addresses that cannot reach a load's target are refused when the file is
+/// loaded (naming the key), not when the step runs after the targets started.
+#[test]
+fn source_addrs_that_cannot_reach_the_target_are_refused_on_load() {
+    let v6 = MINI.replace(
+        "kind = \"upstream\"\n",
+        "kind = \"upstream\"\nurl = \"http://[::1]:{port}/\"\n",
+    );
+    assert!(parse(&v6).is_ok());
+    let text = format!("{v6}source_addrs = \"127.0.0.2-127.0.0.4\"\n");
+    assert_error(
+        &text,
+        "load[0].source_addrs",
+        "127.0.0.2 is IPv4 but the target is IPv6",
+    );
+    assert_error(&text, "load[0].source_addrs", "give IPv6 source addresses");
+    let v4 = format!("{MINI}source_addrs = \"::1\"\n");
+    assert_error(
+        &v4,
+        "load[0].source_addrs",
+        "::1 is IPv6 but the target is IPv4",
+    );
+    let remote = MINI.replace(
+        "kind = \"upstream\"\n",
+        "kind = \"upstream\"\nurl = \"http://192.0.2.7:{port}/\"\n",
+    );
+    let text = format!("{remote}source_addrs = \"127.0.0.2\"\n");
+    assert_error(
+        &text,
+        "load[0].source_addrs",
+        "loopback source 127.0.0.2 cannot reach",
+    );
+    let ok = format!("{v6}source_addrs = \"::1\"\n");
+    assert!(parse(&ok).is_ok());
+}
+
 #[test]
 fn scenario_dir_is_the_absolute_folder_of_the_scenario_file() {
     let s = parse(MINI).unwrap();

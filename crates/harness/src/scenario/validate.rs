@@ -33,6 +33,7 @@ impl ScenarioFile {
             .map(|(i, l)| l.resolve(&format!("load[{i}]"), &names, file))
             .collect::<Result<_, _>>()?;
         s.start_order(file)?;
+        s.check_source_addrs(file)?;
         Ok(s)
     }
 
@@ -56,6 +57,30 @@ impl ScenarioFile {
 }
 
 impl Scenario {
+    /// Each load's `source_addrs` can reach each of its targets whose URL names an address:
+    /// of the target's family, and loopback sources only for a loopback target. Caught here,
+    /// not when the step runs after the targets started.
+    fn check_source_addrs(&self, file: &Path) -> Result<(), ScenarioError> {
+        for (i, load) in self.loads.iter().enumerate() {
+            let Some(&first) = load.source_addrs.first() else {
+                continue;
+            };
+            let targets = self
+                .targets
+                .iter()
+                .filter(|t| load.targets.contains(&t.name));
+            for t in targets {
+                let Some(ip) = target_ip(t) else { continue };
+                if let Some((problem, fix)) = unreachable_from(&load.source_addrs, first, ip) {
+                    let problem = format!("{problem} (target '{}' is at {ip})", t.name);
+                    let key = format!("load[{i}].source_addrs");
+                    return Err(ScenarioError::new(file, key, problem, &fix));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_names_and_ports(&self, file: &Path) -> Result<(), ScenarioError> {
         let mut names = HashSet::new();
         let mut ports: HashMap<u16, usize> = HashMap::new();
@@ -319,4 +344,40 @@ fn folder_of(file: &Path) -> PathBuf {
     let parent = file.parent().filter(|p| !p.as_os_str().is_empty());
     let parent = parent.unwrap_or(Path::new("."));
     std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf())
+}
+
+/// The address in a target's URL (default `http://127.0.0.1:{port}`), when it is an IP literal.
+fn target_ip(t: &TargetSpec) -> Option<std::net::IpAddr> {
+    let url = t.url.as_deref().unwrap_or("http://127.0.0.1:{port}");
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.parse().ok()
+}
+
+/// Why connections from `sources` cannot reach `target`, and the fix; `None` when they can.
+fn unreachable_from(
+    sources: &[std::net::IpAddr],
+    first: std::net::IpAddr,
+    target: std::net::IpAddr,
+) -> Option<(String, String)> {
+    let family = |ip: std::net::IpAddr| if ip.is_ipv4() { "IPv4" } else { "IPv6" };
+    if let Some(a) = sources.iter().find(|a| a.is_ipv4() != target.is_ipv4()) {
+        let problem = format!("{a} is {} but the target is {}", family(*a), family(target));
+        let fix = format!(
+            "give {} source addresses, or remove source_addrs",
+            family(target)
+        );
+        return Some((problem, fix));
+    }
+    if first.is_loopback() && !target.is_loopback() {
+        let problem = format!("loopback source {first} cannot reach a non-loopback target");
+        let fix =
+            "use addresses of this host's interface toward the target, or remove source_addrs";
+        return Some((problem, fix.to_string()));
+    }
+    None
 }

@@ -40,12 +40,16 @@ fn fixed_rate_is_exact_and_the_server_agrees() {
     assert_accounted(&r);
     let per_second: Vec<u64> = s.series.0.iter().map(|p| p.sent).collect();
     assert_eq!(per_second.iter().sum::<u64>(), s.sent, "{per_second:?}");
-    // Each second holds its 500 (±1%), less only what the run reports as never sent: a
-    // generator starved of CPU on a loaded machine sends late, never early or double.
+    // Each second holds its 500 (±1%), give or take only what the run reports: a generator
+    // starved of CPU on a loaded machine sends late (`sent_late`: more than 1 ms after the
+    // intended time, possibly in the next second) or not at all, never early or twice.
     let unsent = 1500u64.saturating_sub(s.sent);
     assert!(
-        per_second.iter().all(|&n| n.abs_diff(500) <= 5 + unsent),
-        "{per_second:?}, {unsent} never sent"
+        per_second
+            .iter()
+            .all(|&n| n.abs_diff(500) <= 5 + unsent + s.sent_late),
+        "{per_second:?}, {unsent} never sent, {} late",
+        s.sent_late
     );
     assert!(s.series.0.iter().all(|p| p.target == Some(500)));
 }

@@ -11,6 +11,7 @@
 pub mod conn;
 pub mod http1;
 pub mod pacer;
+pub mod pulse;
 pub mod recorder;
 pub mod transport;
 pub mod worker;
@@ -18,6 +19,7 @@ pub mod worker;
 use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
+pub use pulse::{Pulse, PulseSlot};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,11 +66,13 @@ pub struct WorkerLimits {
     pub tick: Duration,
 }
 
-/// Counters a worker publishes for live progress (relaxed stores a few times a second).
+/// Counters a worker publishes for live progress (relaxed stores a few times a second), and
+/// its latest [`Pulse`] for the live views.
 #[derive(Debug, Default)]
 pub struct LiveCounters {
     requests: AtomicU64,
     errors: AtomicU64,
+    pulse: PulseSlot,
 }
 
 impl LiveCounters {
@@ -94,6 +98,14 @@ impl Live {
                 e + w.errors.load(Ordering::Relaxed),
             )
         })
+    }
+
+    /// Everything the workers had published at their last pulse, added up; the series holds
+    /// the seconds from `seen` on that every worker has closed (a live view keeps the earlier
+    /// ones), each merged exactly as the final result merges it.
+    pub fn pulse(&self, seen: usize) -> Pulse {
+        let slots: Vec<&PulseSlot> = self.workers.iter().map(|w| &w.pulse).collect();
+        PulseSlot::merge(&slots, seen)
     }
 
     /// Asks every worker to stop at its next loop turn (within a tick).

@@ -186,6 +186,10 @@ pub(crate) struct RunArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// No terminal dashboard: the plain progress line instead (the dashboard is shown only
+    /// when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
     /// Open model: send this many requests per second in total, on schedule, whether or not
     /// earlier ones returned (latency counts from each request's intended time). A range
     /// such as 1000..20000 ramps over --ramp.

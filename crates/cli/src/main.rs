@@ -6,6 +6,7 @@ mod bench;
 mod compare_cmd;
 mod demo;
 mod find_max;
+mod live;
 mod output;
 mod progress;
 mod report_cmd;

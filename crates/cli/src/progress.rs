@@ -1,7 +1,8 @@
 //! Live progress on stderr while a run goes on: elapsed of total, current req/s, errors.
 //! Only when stderr is a terminal and `--quiet` is not given; it reads the engine's published
 //! counters and never touches the hot path. [`Bar`] is the runner's [`Observer`] for the CLI:
-//! a bar per load, and for find-max a line per finished step.
+//! a bar per load (or, for `run` on a terminal, the dashboard of [`crate::live`]), and for
+//! find-max a line per finished step.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadbench_model::FindMaxStep;
@@ -17,16 +18,41 @@ use std::time::{Duration, Instant};
 /// finished find-max step (unless quiet).
 #[derive(Default)]
 pub(crate) struct Bar {
+    shown: Shown,
+    running: Mutex<Option<Running>>,
+}
+
+/// What the CLI shows while a load runs.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Shown {
+    /// Nothing (`--quiet`).
     quiet: bool,
-    running: Mutex<Option<Progress>>,
+    /// The dashboard instead of the bar when stderr is a terminal (not `--no-live`).
+    live: bool,
+}
+
+impl Shown {
+    pub(crate) fn new(quiet: bool, live: bool) -> Shown {
+        Shown { quiet, live }
+    }
+}
+
+/// The display of the load that is running.
+enum Running {
+    Bar(Progress),
+    Live(crate::live::Dashboard),
 }
 
 impl Bar {
-    pub(crate) fn new(quiet: bool) -> Bar {
+    pub(crate) fn new(shown: Shown) -> Bar {
         Bar {
-            quiet,
+            shown,
             running: Mutex::default(),
         }
+    }
+
+    fn quiet(&self) -> bool {
+        self.shown.quiet
     }
 }
 
@@ -36,8 +62,18 @@ impl Observer for Bar {
             Stop::Duration(d) => Goal::Duration(d),
             Stop::Requests(n) => Goal::Requests(n),
         };
-        let p = Progress::start(Arc::clone(live), goal, plan.warmup, self.quiet);
-        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(p);
+        let dashboard = self.shown.live && !self.quiet() && std::io::stderr().is_terminal();
+        let running = if dashboard {
+            Running::Live(crate::live::Dashboard::start(Arc::clone(live), plan))
+        } else {
+            Running::Bar(Progress::start(
+                Arc::clone(live),
+                goal,
+                plan.warmup,
+                self.quiet(),
+            ))
+        };
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(running);
     }
 
     fn load_finished(&self) {
@@ -46,19 +82,22 @@ impl Observer for Bar {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(p) = p {
-            p.finish();
+        match p {
+            Some(Running::Bar(p)) => p.finish(),
+            Some(Running::Live(d)) => d.finish(),
+            None => {}
         }
     }
 
     fn step_finished(&self, step: &FindMaxStep) {
-        if !self.quiet {
+        if !self.quiet() {
             eprintln!("{}", loadbench_report::find_max_step_line(step));
         }
     }
 
     fn recovery_finished(&self, step: &FindMaxStep) {
-        if let (false, Some(text)) = (self.quiet, loadbench_report::find_max_recovery_line(step)) {
+        if let (false, Some(text)) = (self.quiet(), loadbench_report::find_max_recovery_line(step))
+        {
             eprintln!("{text}");
         }
     }
@@ -66,8 +105,16 @@ impl Observer for Bar {
 
 /// Runs `f` under the process's stop flag (Ctrl-C, SIGTERM) with a progress bar as observer.
 pub(crate) fn controlled<T>(quiet: bool, f: impl FnOnce(Control<'_>) -> T) -> anyhow::Result<T> {
+    controlled_as(Shown::new(quiet, false), f)
+}
+
+/// [`controlled`], showing what `shown` asks for.
+pub(crate) fn controlled_as<T>(
+    shown: Shown,
+    f: impl FnOnce(Control<'_>) -> T,
+) -> anyhow::Result<T> {
     let stop = crate::signals::stop_flag()?;
-    let bar = Bar::new(quiet);
+    let bar = Bar::new(shown);
     Ok(f(Control {
         stop: &stop,
         observer: &bar,

@@ -15,6 +15,7 @@ mod fields;
 mod find_max;
 mod help;
 mod library;
+mod live;
 mod open;
 mod report;
 mod run;

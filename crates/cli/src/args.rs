@@ -260,6 +260,10 @@ pub(crate) struct FindMaxArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// No terminal dashboard: the plain step lines and progress bar instead (the dashboard is
+    /// shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
 }
 
 /// The request and connection options `run` and `find-max` share.

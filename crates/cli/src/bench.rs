@@ -46,7 +46,7 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
 pub(crate) fn run(scenario: &Scenario, opts: &RunOptions, quiet: bool) -> Result<BenchResult> {
     let stop = crate::signals::stop_flag()?;
     let obs = Progress {
-        bar: Bar::new(crate::progress::Shown::new(quiet, false)),
+        bar: Bar::new(crate::progress::Shown::plain(quiet)),
         quiet,
     };
     let result = run_scenario(scenario, opts, &stop, &obs).map_err(|e| match e {

@@ -13,7 +13,8 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     crate::output::check_writable("--html", args.html.as_deref())?;
-    let result = crate::progress::controlled(args.quiet, |ctl| find_max::search(&spec, ctl))?
+    let shown = crate::progress::Shown::live(args.quiet, !args.no_live, "find-max");
+    let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     if let Some(path) = &args.html {

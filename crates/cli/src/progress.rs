@@ -10,16 +10,18 @@ use loadbench_plan::{Plan, Stop};
 use loadbench_runner::{Control, Live, Observer};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The CLI's observer: a progress bar while each load runs (unless quiet), and a line per
-/// finished find-max step (unless quiet).
+/// finished find-max step (unless quiet); or, when asked for and stderr is a terminal, the
+/// dashboard, open from the first load until [`Bar::finish`].
 #[derive(Default)]
 pub(crate) struct Bar {
     shown: Shown,
-    running: Mutex<Option<Running>>,
+    running: Mutex<Option<Progress>>,
+    dashboard: Mutex<Option<crate::live::Dashboard>>,
 }
 
 /// What the CLI shows while a load runs.
@@ -27,75 +29,114 @@ pub(crate) struct Bar {
 pub(crate) struct Shown {
     /// Nothing (`--quiet`).
     quiet: bool,
-    /// The dashboard instead of the bar when stderr is a terminal (not `--no-live`).
-    live: bool,
+    /// The dashboard of this command instead of the bar when stderr is a terminal (not
+    /// `--no-live`).
+    live: Option<&'static str>,
 }
 
 impl Shown {
-    pub(crate) fn new(quiet: bool, live: bool) -> Shown {
-        Shown { quiet, live }
+    /// The bar (or nothing when `quiet`).
+    pub(crate) fn plain(quiet: bool) -> Shown {
+        Shown { quiet, live: None }
     }
-}
 
-/// The display of the load that is running.
-enum Running {
-    Bar(Progress),
-    Live(crate::live::Dashboard),
+    /// The dashboard of `command` when `live` and stderr is a terminal, else as [`Shown::plain`].
+    pub(crate) fn live(quiet: bool, live: bool, command: &'static str) -> Shown {
+        Shown {
+            quiet,
+            live: live.then_some(command),
+        }
+    }
 }
 
 impl Bar {
     pub(crate) fn new(shown: Shown) -> Bar {
         Bar {
             shown,
-            running: Mutex::default(),
+            ..Bar::default()
         }
     }
 
     fn quiet(&self) -> bool {
         self.shown.quiet
     }
+
+    /// The dashboard, opened on first use, when it is to be shown.
+    fn dashboard(&self) -> Option<MutexGuard<'_, Option<crate::live::Dashboard>>> {
+        let command = self.shown.live.filter(|_| !self.quiet())?;
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let mut d = self
+            .dashboard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        d.get_or_insert_with(|| crate::live::Dashboard::open(command));
+        Some(d)
+    }
+
+    /// The dashboard if it is open.
+    fn open_dashboard(&self) -> MutexGuard<'_, Option<crate::live::Dashboard>> {
+        self.dashboard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes the dashboard, if one was opened (printing the step lines it held back).
+    pub(crate) fn finish(self) {
+        if let Some(d) = self
+            .dashboard
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            d.finish();
+        }
+    }
 }
 
 impl Observer for Bar {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        if let Some(d) = self.dashboard() {
+            if let Some(d) = d.as_ref() {
+                d.load_started(live, plan);
+            }
+            return;
+        }
         let goal = match plan.stop {
             Stop::Duration(d) => Goal::Duration(d),
             Stop::Requests(n) => Goal::Requests(n),
         };
-        let dashboard = self.shown.live && !self.quiet() && std::io::stderr().is_terminal();
-        let running = if dashboard {
-            Running::Live(crate::live::Dashboard::start(Arc::clone(live), plan))
-        } else {
-            Running::Bar(Progress::start(
-                Arc::clone(live),
-                goal,
-                plan.warmup,
-                self.quiet(),
-            ))
-        };
-        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(running);
+        let p = Progress::start(Arc::clone(live), goal, plan.warmup, self.quiet());
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(p);
     }
 
     fn load_finished(&self) {
+        if let Some(d) = self.open_dashboard().as_ref() {
+            d.load_finished();
+        }
         let p = self
             .running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        match p {
-            Some(Running::Bar(p)) => p.finish(),
-            Some(Running::Live(d)) => d.finish(),
-            None => {}
+        if let Some(p) = p {
+            p.finish();
         }
     }
 
     fn step_finished(&self, step: &FindMaxStep) {
+        if let Some(d) = self.open_dashboard().as_ref() {
+            return d.step(step);
+        }
         if !self.quiet() {
             eprintln!("{}", loadbench_report::find_max_step_line(step));
         }
     }
 
     fn recovery_finished(&self, step: &FindMaxStep) {
+        if let Some(d) = self.open_dashboard().as_ref() {
+            return d.step(step);
+        }
         if let (false, Some(text)) = (self.quiet(), loadbench_report::find_max_recovery_line(step))
         {
             eprintln!("{text}");
@@ -103,22 +144,19 @@ impl Observer for Bar {
     }
 }
 
-/// Runs `f` under the process's stop flag (Ctrl-C, SIGTERM) with a progress bar as observer.
-pub(crate) fn controlled<T>(quiet: bool, f: impl FnOnce(Control<'_>) -> T) -> anyhow::Result<T> {
-    controlled_as(Shown::new(quiet, false), f)
-}
-
-/// [`controlled`], showing what `shown` asks for.
+/// Runs `f` under the process's stop flag (Ctrl-C, SIGTERM), showing what `shown` asks for.
 pub(crate) fn controlled_as<T>(
     shown: Shown,
     f: impl FnOnce(Control<'_>) -> T,
 ) -> anyhow::Result<T> {
     let stop = crate::signals::stop_flag()?;
     let bar = Bar::new(shown);
-    Ok(f(Control {
+    let out = f(Control {
         stop: &stop,
         observer: &bar,
-    }))
+    });
+    bar.finish();
+    Ok(out)
 }
 
 struct Progress {

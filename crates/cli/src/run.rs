@@ -14,7 +14,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     crate::output::check_writable("--html", args.html.as_deref())?;
-    let shown = crate::progress::Shown::new(args.quiet, !args.no_live);
+    let shown = crate::progress::Shown::live(args.quiet, !args.no_live, "run");
     let result = crate::progress::controlled_as(shown, |ctl| loadbench_runner::run(&spec, ctl))?
         .map_err(run_error)?;
     let opts = RenderOptions {

@@ -6,8 +6,8 @@
 //! tmux tests are skipped with a message, except under CI (env `CI` set), where they fail.
 
 use crate::support::{bin, tempdir};
-use loadbench_model::RunResult;
-use loadbench_upstream::{Server, ServerConfig};
+use loadbench_model::{FindMaxResult, RunResult, Verdict};
+use loadbench_upstream::{parse_delay, Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -147,11 +147,16 @@ struct Launched {
 
 /// Starts `loadbench run URL -c 2 -t 1 ARGS --save FILE` in the pane, then `echo lbexit=$?`.
 fn launch(server: &Server, args: &str) -> Option<Launched> {
+    launch_command(server, "run", &format!("-c 2 -t 1 {args}"))
+}
+
+/// Starts `loadbench COMMAND URL ARGS --save FILE` in the pane, then `echo lbexit=$?`.
+fn launch_command(server: &Server, command: &str, args: &str) -> Option<Launched> {
     let tmux = Tmux::start()?;
     let dir = tempdir("live");
     let save = dir.join("r.json");
     tmux.line(&format!(
-        "{} run http://{}/ -c 2 -t 1 {args} --save {}; echo lbexit=$?",
+        "{} {command} http://{}/ {args} --save {}; echo lbexit=$?",
         env!("CARGO_BIN_EXE_loadbench"),
         server.local_addr(),
         save.display()
@@ -181,15 +186,12 @@ fn first_view(t: &Tmux) -> Shown {
 /// After the run: the summary and the exit line are in the pane, the prompt is back, no escape
 /// code shows, the alternate screen is left, the cursor shows and the shell reads lines again
 /// (a terminal left in raw mode would not run the `echo`).
-fn assert_terminal_usable(t: &Tmux, exit: &str) -> String {
+fn assert_terminal_usable(t: &Tmux, exit: &str, summary: &str) -> String {
     let pane = t.wait_for("exit line", Duration::from_secs(60), |p| {
         p.contains("lbexit=")
     });
     assert!(pane.contains(&format!("lbexit={exit}")), "{pane}");
-    assert!(
-        pane.contains("Status codes:"),
-        "the summary is printed: {pane}"
-    );
+    assert!(pane.contains(summary), "the summary is printed: {pane}");
     assert!(
         !pane.contains('\u{1b}') && !pane.contains("^["),
         "stray escapes: {pane}"
@@ -249,7 +251,7 @@ fn dashboard_moves_and_its_last_numbers_match_the_saved_result() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_terminal_usable(t, "0");
+    assert_terminal_usable(t, "0", "Status codes:");
     let r = saved(&run.save);
     let (second, done, sent) = last.second.unwrap();
     let point = &r.stats.series.0[second];
@@ -278,7 +280,7 @@ fn stops_early_with(key: &str) {
     let t = &run.tmux;
     let before = first_view(t);
     t.cmd(&["send-keys", "-t", "t", key]);
-    assert_terminal_usable(t, "130");
+    assert_terminal_usable(t, "130", "Status codes:");
     let r = saved(&run.save);
     assert!(r.interrupted, "the result says it was interrupted");
     assert!(
@@ -323,4 +325,88 @@ fn stderr_not_a_terminal_gets_the_plain_lines_only() {
     assert!(!out.stdout.contains(&0x1b), "no escape code on stdout");
     assert!(saved(&save).stats.requests > 0);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The step table's rows the pane shows: `(step, verdict word)`.
+fn step_rows(pane: &str) -> Vec<(u32, String)> {
+    let Some(start) = pane.find("step  offered") else {
+        return Vec::new();
+    };
+    pane[start..]
+        .lines()
+        .skip(1)
+        .map(|l| l.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .map_while(|l| {
+            let mut words = l.split_whitespace();
+            let step = words.next()?.parse().ok()?;
+            Some((step, words.nth(4)?.to_string()))
+        })
+        .collect()
+}
+
+/// find-max on the dashboard: the step table grows while the search runs, its last rows are
+/// the saved steps with their verdicts (and a failed step's recovery wait), and the plain
+/// step lines are printed once the dashboard has closed.
+#[test]
+fn find_max_step_table_grows_and_matches_the_saved_steps() {
+    let _machine = crate::support::loading();
+    // 2 slots of 10 ms: 200 req/s at most, so the search fails a step well above it.
+    let server = Server::start(ServerConfig {
+        max_concurrency: Some(2),
+        delay: Some(parse_delay("10ms").unwrap()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect("reference backend starts");
+    let args = "--slo 'p99<1s' --step-duration 1s --start-rate 50 --max-steps 4 -t 1";
+    let Some(run) = launch_command(&server, "find-max", args) else {
+        return;
+    };
+    let t = &run.tmux;
+    let first = t.wait_for("a step row", Duration::from_secs(90), |p| {
+        !step_rows(p).is_empty()
+    });
+    let first = step_rows(&first);
+    let mut last = first.clone();
+    loop {
+        let pane = t.capture();
+        let rows = step_rows(&pane);
+        if !rows.is_empty() {
+            last = rows;
+        } else if pane.contains("lbexit=") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        last.len() > first.len(),
+        "the table grew: {first:?} then {last:?}"
+    );
+    let pane = assert_terminal_usable(t, "0", "maximum sustainable rate");
+    assert!(
+        pane.contains("step 1 (exponential)"),
+        "plain step lines follow: {pane}"
+    );
+    let r = FindMaxResult::from_json(&std::fs::read_to_string(&run.save).unwrap()).unwrap();
+    for (step, verdict) in &last {
+        let saved = &r.steps[*step as usize - 1];
+        let word = match saved.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Interrupted => "interrupted",
+        };
+        assert_eq!(verdict, word, "step {step}");
+    }
+    // The last step is judged as the search ends and the dashboard closes: a capture may
+    // miss its row (within one refresh), never an earlier one.
+    let (shown_last, saved_last) = (last.last().unwrap().0, r.steps.last().unwrap().step);
+    assert!(
+        (saved_last.saturating_sub(1)..=saved_last).contains(&shown_last),
+        "shown up to step {shown_last}, saved {saved_last}"
+    );
+    let plain = format!("step {saved_last} (");
+    assert!(
+        pane.contains(&plain),
+        "every step's line printed after: {pane}"
+    );
+    let _ = std::fs::remove_dir_all(&run.dir);
 }

@@ -1,6 +1,7 @@
 //! Draws a [`View`] into a ratatui frame: the full dashboard from 80×24 up, one line below
 //! that. Pure: it only reads the view, so tests render it into a `TestBackend` buffer.
 
+use super::steps::{Steps, HEADING};
 use super::view::View;
 use loadbench_model::human::{duration_ns, duration_us};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -14,18 +15,28 @@ use std::time::Duration;
 /// The smallest area the full dashboard is drawn in.
 pub(crate) const MIN: (u16, u16) = (80, 24);
 
-/// Draws `v` into the whole frame.
-pub(crate) fn frame(f: &mut Frame<'_>, v: &View) {
+/// Draws the load's view `v` (none before the first load) and the step table into the frame.
+pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps) {
     let area = f.area();
+    let Some(v) = v else {
+        f.render_widget(Paragraph::new("loadbench: starting..."), area);
+        return;
+    };
     if area.width < MIN.0 || area.height < MIN.1 {
-        f.render_widget(Paragraph::new(one_line(v)), area);
+        f.render_widget(Paragraph::new(one_line(v, steps)), area);
         return;
     }
-    let [head, gauge, middle, charts, keys] = Layout::vertical([
+    // The step table takes up to half of what the charts would have, at least 6 rows.
+    let table = match steps.is_empty() {
+        true => 0,
+        false => (steps.len() as u16 + 3).min(((area.height - 12) / 2).max(6)),
+    };
+    let [head, gauge, middle, charts, table_area, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Length(9),
-        Constraint::Min(6),
+        Constraint::Min(5),
+        Constraint::Length(table),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -38,11 +49,23 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: &View) {
     let [rates, lat] = Layout::horizontal([Constraint::Fill(1); 2]).areas(charts);
     rate_chart(f, v, rates);
     latency_chart(f, v, lat);
+    if table > 0 {
+        f.render_widget(step_table(steps, table), table_area);
+    }
     f.render_widget(Paragraph::new(footer(v)), keys);
 }
 
+/// The last steps that fit, under the heading.
+fn step_table(steps: &Steps, height: u16) -> Paragraph<'static> {
+    let room = usize::from(height.saturating_sub(3));
+    let skip = steps.len().saturating_sub(room);
+    let mut lines = vec![Line::from(HEADING)];
+    lines.extend(steps.rows().skip(skip).map(|r| Line::from(r.to_string())));
+    Paragraph::new(lines).block(Block::bordered().title(" find-max steps "))
+}
+
 fn header(v: &View) -> String {
-    format!("loadbench run  {}  {}", v.url, v.model)
+    format!("loadbench {}  {}  {}", v.command, v.url, v.model)
 }
 
 fn secs(d: Duration) -> String {
@@ -259,12 +282,16 @@ fn footer(v: &View) -> &'static str {
 }
 
 /// The view in one line, for terminals under 80×24.
-pub(crate) fn one_line(v: &View) -> String {
+pub(crate) fn one_line(v: &View, steps: &Steps) -> String {
     let rate = v.last().map_or(0, |p| p.requests);
     let p99 = v.last().map_or("-".to_string(), |p| duration_us(p.p99_us));
     let state = if v.stopping { "stopping" } else { "q: stop" };
+    let step = match steps.len() {
+        0 => String::new(),
+        n => format!("step {} ", n + 1),
+    };
     format!(
-        "{} {} req {rate} req/s {} err p99 {p99} {state}",
+        "{step}{} {} req {rate} req/s {} err p99 {p99} {state}",
         secs(v.measured()),
         v.now.requests,
         v.now.errors.total()
@@ -281,7 +308,7 @@ mod tests {
     use ratatui::Terminal;
 
     fn view(spec: &LoadSpec) -> View {
-        let mut v = View::new(&Plan::resolve(spec).unwrap());
+        let mut v = View::new("run", &Plan::resolve(spec).unwrap());
         let mut h = Histo::per_second();
         (1..=100).for_each(|ms| h.record_ns(ms * 1_000_000));
         let counts = SecondCounts {
@@ -305,7 +332,7 @@ mod tests {
 
     fn render(v: &View, w: u16, h: u16) -> String {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        t.draw(|f| frame(f, v)).unwrap();
+        t.draw(|f| frame(f, Some(v), &Steps::default())).unwrap();
         let buf = t.backend().buffer();
         let cells: Vec<&str> = buf.content().iter().map(|c| c.symbol()).collect();
         cells
@@ -355,15 +382,51 @@ mod tests {
     fn below_80x24_one_line() {
         let v = view(&closed());
         let screen = render(&v, 79, 24);
-        assert_eq!(screen.lines().next().unwrap().trim_end(), one_line(&v));
+        assert_eq!(
+            screen.lines().next().unwrap().trim_end(),
+            one_line(&v, &Steps::default())
+        );
         assert!(screen.lines().skip(1).all(|l| l.trim().is_empty()));
         assert!(
-            one_line(&v).starts_with("1s 150 req 100 req/s 2 err p99 "),
+            one_line(&v, &Steps::default()).starts_with("1s 150 req 100 req/s 2 err p99 "),
             "{}",
-            one_line(&v)
+            one_line(&v, &Steps::default())
         );
         let screen = render(&v, 120, 10);
-        assert!(screen.starts_with(&one_line(&v)), "{screen}");
+        assert!(
+            screen.starts_with(&one_line(&v, &Steps::default())),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn find_max_step_table_under_the_charts() {
+        let mut steps = Steps::default();
+        let text = include_str!("../../tests/fixtures/find-max.json");
+        for s in loadbench_model::FindMaxResult::from_json(text)
+            .unwrap()
+            .steps
+        {
+            steps.record(&s);
+        }
+        let mut v = view(&closed());
+        v.command = "find-max";
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| frame(f, Some(&v), &steps)).unwrap();
+        let cells: Vec<&str> = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        let screen: String = cells.chunks(80).map(|r| r.concat() + "\n").collect();
+        assert!(screen.contains("loadbench find-max"), "{screen}");
+        assert!(screen.contains(" find-max steps "), "{screen}");
+        assert!(screen.contains(HEADING), "{screen}");
+        assert!(screen.contains("   4 "), "the latest step shows: {screen}");
+        assert!(screen.contains("requests 150"), "{screen}");
+        assert!(one_line(&v, &steps).starts_with("step 5 "));
     }
 
     #[test]

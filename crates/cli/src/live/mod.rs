@@ -1,19 +1,23 @@
-//! The terminal dashboard of `loadbench run` (on by default when stderr is a terminal; off
-//! with `--no-live` or `--quiet`, and whenever stderr is not a terminal, where the plain
-//! progress line stays). It runs on its own thread, reads the engine's per-worker pulses
-//! ([`Live::pulse`]) four times a second and never touches the hot path. Keys: `q` or Ctrl-C
-//! stops the run and keeps every result (as Ctrl-C does without the dashboard); Ctrl-C once
-//! stopping exits at once. The summary prints after the dashboard has closed.
+//! The terminal dashboard of `loadbench run` and `loadbench find-max` (on by default when
+//! stderr is a terminal; off with `--no-live` or `--quiet`, and whenever stderr is not a
+//! terminal, where the plain progress line stays). It runs on its own thread, reads the
+//! engine's per-worker pulses ([`Live::pulse`]) four times a second and never touches the hot
+//! path. It stays open across the loads of a find-max search, with the step table growing
+//! under them. Keys: `q` or Ctrl-C raise the stop flag, so the run stops and keeps every
+//! result (as Ctrl-C does without the dashboard); Ctrl-C once stopping exits at once. The step
+//! lines are printed to stderr once it has closed, and the summary after them, as before.
 
 mod draw;
+mod steps;
 mod term;
 mod view;
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use loadbench_model::FindMaxStep;
 use loadbench_plan::Plan;
 use loadbench_runner::Live;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use view::View;
@@ -25,68 +29,138 @@ const KEY_WAIT: Duration = Duration::from_millis(50);
 /// The exit code of a run ended by a second Ctrl-C (as the signal handler's).
 const EXIT_AT_ONCE: i32 = 130;
 
-/// A running dashboard; [`Dashboard::finish`] closes it.
+/// What the observer hands the drawing thread.
+#[derive(Default)]
+struct Shared {
+    /// The load running (with its counters) or, between loads, the last one's view.
+    load: Mutex<Option<Load>>,
+    /// The find-max step table.
+    steps: Mutex<steps::Steps>,
+    done: AtomicBool,
+}
+
+struct Load {
+    live: Option<Arc<Live>>,
+    stop: Arc<AtomicBool>,
+    view: View,
+    started: Instant,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An open dashboard; [`Dashboard::finish`] closes it.
 pub(crate) struct Dashboard {
-    done: Arc<AtomicBool>,
+    command: &'static str,
+    shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Dashboard {
-    /// Opens the dashboard for the load `live` counts.
-    pub(crate) fn start(live: Arc<Live>, plan: &Plan) -> Dashboard {
-        let done = Arc::new(AtomicBool::new(false));
-        let view = View::new(plan);
+    /// Opens the dashboard of `command` (`run`, `find-max`).
+    pub(crate) fn open(command: &'static str) -> Dashboard {
+        let shared = Arc::new(Shared::default());
         let handle = {
-            let done = Arc::clone(&done);
+            let shared = Arc::clone(&shared);
             std::thread::spawn(move || {
                 if let Ok(screen) = term::Screen::enter() {
-                    watch(screen, &live, view, &done);
+                    watch(screen, &shared);
                 }
             })
         };
         Dashboard {
-            done,
+            command,
+            shared,
             handle: Some(handle),
         }
     }
 
-    /// Closes the dashboard and restores the terminal.
+    /// A load starts: its counters are shown from now on.
+    pub(crate) fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        *lock(&self.shared.load) = Some(Load {
+            stop: live.stop_flag(),
+            live: Some(Arc::clone(live)),
+            view: View::new(self.command, plan),
+            started: Instant::now(),
+        });
+    }
+
+    /// The load has ended: its last numbers stay on the screen.
+    pub(crate) fn load_finished(&self) {
+        if let Some(load) = lock(&self.shared.load).as_mut() {
+            if let Some(live) = load.live.take() {
+                load.view
+                    .update(live.pulse(load.view.series.len()), load.started.elapsed());
+            }
+        }
+    }
+
+    /// A find-max step was judged, or its recovery wait has ended.
+    pub(crate) fn step(&self, step: &FindMaxStep) {
+        lock(&self.shared.steps).record(step);
+    }
+
+    /// Closes the dashboard, restores the terminal and prints the step lines it held back.
     pub(crate) fn finish(mut self) {
-        self.done.store(true, Ordering::Relaxed);
+        self.shared.done.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
+        }
+        for line in lock(&self.shared.steps).plain_lines() {
+            eprintln!("{line}");
         }
     }
 }
 
-/// Draws at [`REFRESH`] and handles keys until `done`.
-fn watch(mut screen: term::Screen, live: &Live, mut view: View, done: &AtomicBool) {
-    let start = Instant::now();
+/// Draws at [`REFRESH`] and handles keys until done.
+fn watch(mut screen: term::Screen, shared: &Shared) {
     while term::active() {
-        view.update(live.pulse(view.series.len()), start.elapsed());
-        if screen.terminal.draw(|f| draw::frame(f, &view)).is_err() {
+        let drawn = {
+            let mut load = lock(&shared.load);
+            if let Some(l) = load.as_mut() {
+                refresh(l);
+            }
+            let steps = lock(&shared.steps);
+            let view = load.as_ref().map(|l| &l.view);
+            screen.terminal.draw(|f| draw::frame(f, view, &steps))
+        };
+        if drawn.is_err() {
             return;
         }
         let next = Instant::now() + REFRESH;
         while Instant::now() < next {
-            if done.load(Ordering::Relaxed) {
+            if shared.done.load(Ordering::Relaxed) {
                 return;
             }
-            keys(live, &mut view);
+            let stop = lock(&shared.load).as_ref().map(|l| Arc::clone(&l.stop));
+            keys(stop.as_deref());
         }
     }
 }
 
-/// Waits up to [`KEY_WAIT`] for keys and acts on them.
-fn keys(live: &Live, view: &mut View) {
+/// A running load's latest pulse into its view.
+fn refresh(l: &mut Load) {
+    if let Some(live) = &l.live {
+        l.view
+            .update(live.pulse(l.view.series.len()), l.started.elapsed());
+    }
+    l.view.stopping = l.stop.load(Ordering::Relaxed);
+}
+
+/// Waits up to [`KEY_WAIT`] for keys and acts on them (before the first load, when there is
+/// no stop flag yet, Ctrl-C exits at once).
+fn keys(stop: Option<&AtomicBool>) {
     while event::poll(KEY_WAIT).unwrap_or(false) {
         let Ok(Event::Key(key)) = event::read() else {
             continue;
         };
-        match action(key, view.stopping) {
+        let stopping = stop.is_none_or(|s| s.load(Ordering::Relaxed));
+        match action(key, stopping) {
             Action::Stop => {
-                live.stop();
-                view.stopping = true;
+                if let Some(s) = stop {
+                    s.store(true, Ordering::Relaxed);
+                }
             }
             Action::Exit => {
                 term::restore();

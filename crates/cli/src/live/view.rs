@@ -13,6 +13,8 @@ const BINS: usize = 6;
 /// The dashboard's state.
 #[derive(Debug)]
 pub(crate) struct View {
+    /// `run` or `find-max`.
+    pub command: &'static str,
     pub url: String,
     /// "closed model, 50 connections" or "open model, at most 1000 connections".
     pub model: String,
@@ -34,7 +36,7 @@ pub(crate) struct View {
 }
 
 impl View {
-    pub(crate) fn new(plan: &Plan) -> View {
+    pub(crate) fn new(command: &'static str, plan: &Plan) -> View {
         let (model, schedule) = match &plan.load {
             Load::Closed => (
                 format!("closed model, {} connections", plan.connections),
@@ -49,6 +51,7 @@ impl View {
             ),
         };
         View {
+            command,
             url: plan.target.url.clone(),
             model,
             stop: plan.stop,
@@ -164,7 +167,7 @@ mod tests {
     #[test]
     fn update_keeps_every_second_with_its_p90_and_the_last_distribution() {
         let spec = LoadSpec::closed("http://127.0.0.1:9/", 8, Duration::from_secs(10));
-        let mut v = View::new(&plan(&spec));
+        let mut v = View::new("run", &plan(&spec));
         let lat: Vec<u64> = (1..=10).collect();
         let pulse = Pulse {
             requests: 10,
@@ -191,7 +194,7 @@ mod tests {
             warmup: Duration::from_secs(2),
             ..LoadSpec::closed("http://127.0.0.1:9/", 8, Duration::from_secs(10))
         };
-        let mut v = View::new(&plan(&spec));
+        let mut v = View::new("run", &plan(&spec));
         v.update(Pulse::default(), Duration::from_secs(1));
         assert!(v.warming_up());
         assert_eq!(v.ratio(), 0.0);
@@ -202,11 +205,11 @@ mod tests {
     #[test]
     fn open_model_targets_count_as_the_result_counts_them() {
         let spec = LoadSpec::open("http://127.0.0.1:9/", 250.0, Duration::from_secs(4), 100);
-        let v = View::new(&plan(&spec));
+        let v = View::new("run", &plan(&spec));
         assert_eq!(v.target(0), Some(250));
         assert_eq!(v.target(3), Some(250));
         assert!(v.model.starts_with("open model"), "{}", v.model);
         let closed = LoadSpec::closed("http://127.0.0.1:9/", 8, Duration::from_secs(10));
-        assert_eq!(View::new(&plan(&closed)).target(0), None);
+        assert_eq!(View::new("run", &plan(&closed)).target(0), None);
     }
 }

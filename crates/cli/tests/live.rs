@@ -271,7 +271,7 @@ fn dashboard_moves_and_its_last_numbers_match_the_saved_result() {
 }
 
 /// `key` (tmux's name) stops a 60 s run early; the result is saved and marked interrupted.
-fn stops_early_with(key: &str) {
+fn stops_early_with(key: &str, resize: bool) {
     let _machine = crate::support::loading();
     let server = backend();
     let Some(run) = launch(&server, "-d 60s") else {
@@ -279,6 +279,19 @@ fn stops_early_with(key: &str) {
     };
     let t = &run.tmux;
     let before = first_view(t);
+    if resize {
+        t.cmd(&["resize-window", "-t", "t", "-x", "70", "-y", "20"]);
+        let small = t.wait_for("one line", Duration::from_secs(20), |p| {
+            p.lines()
+                .next()
+                .is_some_and(|l| l.contains(" req/s ") && l.contains("q: stop"))
+        });
+        assert!(!small.contains("open connections"), "{small}");
+        t.cmd(&["resize-window", "-t", "t", "-x", "100", "-y", "30"]);
+        t.wait_for("the full view", Duration::from_secs(20), |p| {
+            shown(p).is_some()
+        });
+    }
     t.cmd(&["send-keys", "-t", "t", key]);
     assert_terminal_usable(t, "130", "Status codes:");
     let r = saved(&run.save);
@@ -293,12 +306,18 @@ fn stops_early_with(key: &str) {
 
 #[test]
 fn q_stops_the_run_and_keeps_the_result() {
-    stops_early_with("q");
+    stops_early_with("q", false);
+}
+
+/// Shrunk below 80×24 the dashboard is one line; grown back, the full view returns.
+#[test]
+fn resizing_below_80x24_gives_one_line_and_back() {
+    stops_early_with("q", true);
 }
 
 #[test]
 fn ctrl_c_stops_the_run_and_keeps_the_result() {
-    stops_early_with("C-c");
+    stops_early_with("C-c", false);
 }
 
 /// stderr not a terminal (a file here): exactly today's lines, no escape code, no dashboard,

@@ -1,8 +1,8 @@
 //! Live progress on stderr while a run goes on: elapsed of total, current req/s, errors.
 //! Only when stderr is a terminal and `--quiet` is not given; it reads the engine's published
 //! counters and never touches the hot path. [`Bar`] is the runner's [`Observer`] for the CLI:
-//! a bar per load (or, for `run` on a terminal, the dashboard of [`crate::live`]), and for
-//! find-max a line per finished step.
+//! a bar per load, and for find-max a line per finished step; or, for `run` and `find-max`
+//! on a terminal, the dashboard of [`crate::live`] instead.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadbench_model::FindMaxStep;

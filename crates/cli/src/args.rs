@@ -40,6 +40,49 @@ pub(crate) enum Command {
     /// Compare two saved run results or two bench results: req/s, p50 and p99 with a
     /// significance test; exit 1 on a regression beyond the threshold.
     Compare(CompareArgs),
+    /// Merge the results of the shards of one distributed run exactly (histograms added,
+    /// series aligned on wall-clock seconds); records the shards, their hosts and start skew.
+    Merge(MergeArgs),
+    /// Run as an executor of an existing scheduler; each trigger runs one shard of a load.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentCommand {
+    /// An xxl-job executor (xxl-job 2.x to 3.4 and compatible admins): a BEAN job with handler
+    /// `loadbench` runs shard broadcastIndex/broadcastTotal of the `run` arguments in its
+    /// parameters, e.g. `http://10.0.0.5:8080/ -c 300 -d 60s --start-at 2026-11-24T18:00:00Z`.
+    XxlJob(XxlJobArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct XxlJobArgs {
+    /// The admin's base URL with its context path, e.g. http://10.0.0.2:8080/xxl-job-admin
+    /// (2.x up to 3.4.0) or http://10.0.0.2:8080 (3.4.1 on).
+    #[arg(long)]
+    pub admin: String,
+    /// The executor group's AppName in the admin.
+    #[arg(long)]
+    pub app_name: String,
+    /// The admin's xxl.job.accessToken; required unless --insecure-no-token. Prefer the
+    /// environment variable: a flag is visible to every user of the host in `ps`.
+    #[arg(long, env = "LOADBENCH_XXL_JOB_TOKEN", hide_env_values = true)]
+    pub access_token: Option<String>,
+    /// Run without a token: anyone who reaches --listen can start loads from this host.
+    #[arg(long)]
+    pub insecure_no_token: bool,
+    /// Address the executor endpoints listen on (xxl-job's default executor port is 9999).
+    #[arg(long, default_value = "0.0.0.0:9999")]
+    pub listen: String,
+    /// The address registered at the admin, e.g. http://10.0.0.7:9999/ [default: the listen
+    /// address, or the address of the interface that reaches the admin].
+    #[arg(long)]
+    pub advertise: Option<String>,
+    /// Folder for the shard results, one file per trigger: RUNID-shard-I-of-N.json (a shared
+    /// volume, so `loadbench merge` finds them all).
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -204,6 +247,53 @@ pub(crate) struct RunArgs {
     /// Open model: the most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// Also write the HdrHistogram interval log (one interval per second) to this file.
+    #[arg(long)]
+    pub hlog: Option<PathBuf>,
+    #[command(flatten)]
+    pub dist: ShardArgs,
+}
+
+/// One shard of a distributed load (docs/distributed.md).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Distributed load (docs/distributed.md)")]
+pub(crate) struct ShardArgs {
+    /// Run shard I of N (0-based, e.g. 0/3): an exact share of -c, -n, the rate and
+    /// --max-connections; `loadbench merge` adds the shards' results up.
+    #[arg(long, value_parser = values::shard)]
+    pub shard: Option<loadbench_plan::Shard>,
+    /// Take the shard index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) and the count
+    /// from --shard-count or LOADBENCH_SHARD_COUNT; --start-at and --run-id default to
+    /// LOADBENCH_START_AT and LOADBENCH_RUN_ID.
+    #[arg(long, conflicts_with = "shard")]
+    pub shard_from_env: bool,
+    /// The number of shards, with --shard-from-env.
+    #[arg(long, requires = "shard_from_env")]
+    pub shard_count: Option<u32>,
+    /// Start the load at this wall-clock instant, the same for every shard: RFC 3339
+    /// (2026-11-24T18:00:00Z) or unix seconds; at most 24 h ahead.
+    #[arg(long)]
+    pub start_at: Option<String>,
+    /// The id of the distributed run, the same for every shard [default: from --start-at].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Save the shard's result JSON in this folder as RUNID-shard-I-of-N.json (a shared volume).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+}
+
+/// `loadbench merge`.
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// The shard results (`run --shard … --save`), or merges of some of them.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Write the merged result (JSON) to this file [default: stdout].
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// No summary lines on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

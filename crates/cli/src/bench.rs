@@ -187,3 +187,44 @@ pub(crate) fn exit_code(r: &BenchResult) -> ExitCode {
         ExitCode::SUCCESS
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::round_line;
+    use loadbench_model::BenchResult;
+
+    /// The saved bench of the CLI tests, its rounds given windows that make their rates
+    /// fractional and of every size: 0.5, 7.8, 123.5, 4 012.3 and 40 120.0 req/s.
+    fn bench_with_odd_rates() -> BenchResult {
+        let text = include_str!("../tests/fixtures/bench-base.json");
+        let mut r = BenchResult::from_json(text).expect("the CLI fixture reads");
+        let requests = [1, 78, 1_235, 40_123, 401_200];
+        for (round, n) in r.rounds.iter_mut().zip(requests.iter().cycle()) {
+            let stats = &mut round.result.as_mut().expect("a finished round").stats;
+            stats.requests = *n;
+            stats.elapsed_us = 2_000_000 + 8_000_000 * u64::from(*n > 1);
+        }
+        r
+    }
+
+    /// Issue 16 point 9: "whole numbers for req/s in round lines, one number format per row".
+    #[test]
+    fn round_lines_give_req_per_sec_as_whole_numbers_in_one_format() {
+        let r = bench_with_odd_rates();
+        for round in &r.rounds {
+            let line = round_line(&r, round);
+            let figure = line
+                .split(": ")
+                .nth(1)
+                .and_then(|rest| rest.split(" req/s").next())
+                .unwrap_or_else(|| panic!("no req/s in {line:?}"));
+            assert!(
+                !figure.is_empty() && figure.chars().all(|c| c.is_ascii_digit()),
+                "{line}"
+            );
+            let rate = round.throughput().expect("a finished round");
+            assert_eq!(figure, format!("{rate:.0}"), "{line}");
+            assert_eq!(line.matches(" req/s").count(), 1, "{line}");
+        }
+    }
+}

@@ -1,10 +1,12 @@
 //! The `loadbench` binary: parse the command line, dispatch to one subcommand, turn errors into
 //! one line and an exit code (2 for a mistake in the input, 1 for anything else).
 
+mod agent;
 mod args;
 mod bench;
 mod compare_cmd;
 mod demo;
+mod dist;
 mod find_max;
 mod live;
 mod output;
@@ -45,6 +47,8 @@ fn main() -> ExitCode {
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Report(a) => report_cmd::report(a),
         args::Command::Compare(a) => compare_cmd::compare(a),
+        args::Command::Merge(a) => dist::merge(a),
+        args::Command::Agent(args::AgentCommand::XxlJob(a)) => agent::xxl_job(a),
     };
     match outcome {
         Ok(code) => code,

@@ -12,11 +12,20 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    let shard = crate::dist::shard_spec(&args.dist, &crate::dist::process_env)?;
+    let shard_file = match (&args.dist.results_dir, &shard) {
+        (Some(dir), Some(sh)) => Some(crate::dist::results_path(dir, sh)),
+        _ => None,
+    };
     crate::output::check_writable("--save", args.save.as_deref())?;
     crate::output::check_writable("--html", args.html.as_deref())?;
+    crate::output::check_writable("--hlog", args.hlog.as_deref())?;
+    crate::output::check_writable("--results-dir", shard_file.as_deref())?;
     let shown = crate::progress::Shown::live(args.quiet, !args.no_live, "run");
-    let result = crate::progress::controlled_as(shown, |ctl| loadbench_runner::run(&spec, ctl))?
-        .map_err(run_error)?;
+    let result = crate::progress::controlled_as(shown, |ctl| match &shard {
+        Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
+        None => loadbench_runner::run(&spec, ctl).map_err(run_error),
+    })??;
     let opts = RenderOptions {
         percentiles: spec.percentiles.clone(),
         color: false,
@@ -28,6 +37,18 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         if !args.quiet {
             eprintln!("result saved to {}", path.display());
         }
+    }
+    for path in shard_file
+        .iter()
+        .filter(|p| Some(p.as_path()) != args.save.as_deref())
+    {
+        save_json(path, &result)?;
+        if !args.quiet {
+            eprintln!("shard result saved to {}", path.display());
+        }
+    }
+    if let Some(path) = &args.hlog {
+        crate::dist::write_hlog(path, &result)?;
     }
     if let Some(path) = &args.html {
         crate::output::write(path, &saved, crate::output::OutputFormat::Html, &opts)?;
@@ -41,6 +62,15 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).
 pub(crate) fn run_error(e: RunError) -> anyhow::Error {
+    if e.is_user_error() {
+        UserError(e.to_string()).into()
+    } else {
+        anyhow::anyhow!(e)
+    }
+}
+
+/// A shard that could not start: the user's mistake (exit 2) or not (exit 1).
+fn shard_error(e: loadbench_runner::ShardRunError) -> anyhow::Error {
     if e.is_user_error() {
         UserError(e.to_string()).into()
     } else {
@@ -76,7 +106,7 @@ pub(crate) fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
 }
 
 /// `run`'s flags as one typed load; contradictory flags are the user's mistake.
-fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
+pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
     let user = |e: loadbench_plan::PlanError| UserError(e.to_string());
     if a.request.body.is_some() && a.request.body_file.is_some() {
         return Err(UserError(

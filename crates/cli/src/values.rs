@@ -93,3 +93,8 @@ pub(crate) fn source_addrs(text: &str) -> Result<SourceAddrs, String> {
         .map(SourceAddrs)
         .map_err(|e| format!("--source-addrs {e}"))
 }
+
+/// Parses `--shard I/N`.
+pub(crate) fn shard(text: &str) -> Result<loadbench_plan::Shard, String> {
+    text.parse().map_err(|e| format!("--shard {e}"))
+}

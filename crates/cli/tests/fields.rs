@@ -86,3 +86,35 @@ fn time_to_first_byte_is_recorded_per_request_within_the_total() {
     assert!(s.first_byte.hist.max_ns() <= s.latency.hist.max_ns());
     assert!(s.first_byte.hist.mean_ns() <= s.latency.hist.mean_ns());
 }
+
+/// hey's split against a backend that waits 20 ms before answering: the wait phase carries the
+/// delay, writing and reading a small request and response are small beside it, and the three
+/// phases add up to no more than the latency.
+#[test]
+fn request_write_response_wait_and_read_split_the_latency_around_the_delay() {
+    let server = backend(0.0);
+    let r = load(&server, "/delay/20ms", &["-n", "40", "-c", "2", "-t", "1"]);
+    let (s, p) = (&r.stats, &r.stats.phases);
+    let ms = |ns: f64| ns / 1e6;
+    assert_eq!(s.requests, 40);
+    for h in [&p.write.hist, &p.wait.hist, &p.read.hist] {
+        assert_eq!(h.len(), s.requests);
+    }
+    // HDR histograms keep 3 significant digits: 20 ms reads back as at least 19.98 ms.
+    assert!(ms(p.wait.hist.min_ns() as f64) >= 19.98, "{p:?}");
+    let (write, read) = (ms(p.write.hist.mean_ns()), ms(p.read.hist.mean_ns()));
+    assert!(
+        write < 2.0 && read < 2.0,
+        "write {write} ms, read {read} ms"
+    );
+    let sum = write + ms(p.wait.hist.mean_ns()) + read;
+    let latency = ms(s.latency.hist.mean_ns());
+    assert!(
+        sum <= latency * 1.002,
+        "phases {sum} ms > latency {latency} ms"
+    );
+    let report = text(&r);
+    for row in ["req write", "resp wait", "resp read"] {
+        assert!(report.contains(row), "{report}");
+    }
+}

@@ -39,9 +39,13 @@ fn fixed_rate_is_exact_and_the_server_agrees() {
     );
     assert_accounted(&r);
     let per_second: Vec<u64> = s.series.0.iter().map(|p| p.sent).collect();
+    assert_eq!(per_second.iter().sum::<u64>(), s.sent, "{per_second:?}");
+    // Each second holds its 500 (±1%), less only what the run reports as never sent: a
+    // generator starved of CPU on a loaded machine sends late, never early or double.
+    let unsent = 1500u64.saturating_sub(s.sent);
     assert!(
-        per_second.iter().all(|&n| (495..=505).contains(&n)),
-        "{per_second:?}"
+        per_second.iter().all(|&n| n.abs_diff(500) <= 5 + unsent),
+        "{per_second:?}, {unsent} never sent"
     );
     assert!(s.series.0.iter().all(|p| p.target == Some(500)));
 }

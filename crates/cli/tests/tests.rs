@@ -10,12 +10,17 @@
 
 mod support;
 
+mod agent;
 mod bench;
+mod dist;
 mod fields;
 mod find_max;
+mod headline;
 mod help;
+mod kubernetes;
 mod library;
 mod live;
+mod netns;
 mod open;
 mod report;
 mod run;

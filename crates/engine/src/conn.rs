@@ -43,6 +43,10 @@ pub struct Conn {
     /// When the current request was due: its send time in the closed model, its scheduled
     /// time in the open model. Latency counts from here.
     pub intended: Instant,
+    /// When the last byte of the current request was written.
+    wrote_at: Instant,
+    /// When the first byte of the current response was read.
+    first_byte_at: Instant,
     /// Requests this connection (slot) completed in the measured window.
     pub completed: u32,
     /// The claimed request lies in the measured window.
@@ -70,6 +74,8 @@ impl Conn {
             parser: ResponseParser::new(),
             since: now,
             intended: now,
+            wrote_at: now,
+            first_byte_at: now,
             completed: 0,
             measured: false,
             read_bytes: 0,
@@ -217,6 +223,8 @@ impl Conn {
                 Err(e) => return self.fail_sent(ctx, write_error_kind(&e), Instant::now()),
             }
         }
+        // The one clock read the split adds: `now` is from before the write calls.
+        self.wrote_at = Instant::now();
         self.phase = Phase::Reading;
     }
 
@@ -234,9 +242,8 @@ impl Conn {
                 Ok(0) => return self.on_eof(ctx),
                 Ok(n) => {
                     let now = Instant::now();
-                    if !self.parser.started() && self.measured && ctx.in_window(now) {
-                        ctx.recorder
-                            .first_byte(now.saturating_duration_since(self.since));
+                    if !self.parser.started() {
+                        self.first_byte(ctx, now);
                     }
                     self.read_bytes += n as u64;
                     match self.parser.feed(&ctx.buf[..n]) {
@@ -252,6 +259,16 @@ impl Conn {
                 Err(e) if e.kind() == IoKind::Interrupted => {}
                 Err(e) => return self.fail_sent(ctx, read_error_kind(&e), Instant::now()),
             }
+        }
+    }
+
+    /// The first byte of the response was read at `now`.
+    #[inline]
+    fn first_byte(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.first_byte_at = now;
+        if self.measured && ctx.in_window(now) {
+            ctx.recorder
+                .first_byte(now.saturating_duration_since(self.since));
         }
     }
 
@@ -285,6 +302,11 @@ impl Conn {
             ctx.recorder
                 .response(now, latency, service, status, self.read_bytes);
             ctx.recorder.body(self.parser.body_bytes(), self.reused);
+            ctx.recorder.phases(
+                self.wrote_at.saturating_duration_since(self.since),
+                self.first_byte_at.saturating_duration_since(self.wrote_at),
+                now.saturating_duration_since(self.first_byte_at),
+            );
         }
         if !(clean && ctx.keepalive && self.parser.keep_alive()) {
             self.close();

@@ -4,7 +4,7 @@
 
 use loadbench_model::{
     BodySizes, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency, PerConnection,
-    SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
+    RequestPhases, SecondCounts, Series, SeriesPoint, Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,10 @@ pub struct Recorder {
     send_lag: Histo,
     connect: Histo,
     first_byte: Histo,
+    /// hey's split of each completed request: write, wait, read.
+    write: Histo,
+    wait: Histo,
+    read: Histo,
     /// Ages of requests that never got an answer (cold path: past the deadline or at the end).
     censored: Histo,
     per_connection: PerConnection,
@@ -63,6 +67,9 @@ impl Recorder {
             send_lag: Histo::new(),
             connect: Histo::new(),
             first_byte: Histo::new(),
+            write: Histo::new(),
+            wait: Histo::new(),
+            read: Histo::new(),
             censored: Histo::new(),
             per_connection: PerConnection::default(),
             waiting: 0,
@@ -186,6 +193,15 @@ impl Recorder {
     #[inline]
     pub fn first_byte(&mut self, ttfb: Duration) {
         self.first_byte.record_ns(Self::nanos(ttfb));
+    }
+
+    /// A completed measured request's time split as hey does: writing the request, waiting
+    /// from its last byte to the response's first, reading the response.
+    #[inline]
+    pub fn phases(&mut self, write: Duration, wait: Duration, read: Duration) {
+        self.write.record_ns(Self::nanos(write));
+        self.wait.record_ns(Self::nanos(wait));
+        self.read.record_ns(Self::nanos(read));
     }
 
     /// A measured connection was established, `took` after the connect began.
@@ -349,6 +365,11 @@ impl Recorder {
             connect: Latency { hist: self.connect },
             first_byte: Latency {
                 hist: self.first_byte,
+            },
+            phases: RequestPhases {
+                write: Latency { hist: self.write },
+                wait: Latency { hist: self.wait },
+                read: Latency { hist: self.read },
             },
             series: Series(self.series),
         }

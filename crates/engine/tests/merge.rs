@@ -32,6 +32,8 @@ enum Call {
     },
     Connected(u64),
     FirstByte(u64),
+    /// A completed request's write, wait and read times.
+    Phases(u64, u64, u64),
     /// A complete response's body bytes, and whether its connection was reused.
     Body(u64, bool),
     /// A failure's reason.
@@ -98,7 +100,9 @@ fn call() -> impl Strategy<Value = Call> {
         2 => (select(ErrorKind::ALL.to_vec()), bytes.clone())
             .prop_map(|(kind, bytes)| Call::Error { kind, bytes }),
         1 => latency.clone().prop_map(Call::Connected),
-        1 => latency.prop_map(Call::FirstByte),
+        1 => latency.clone().prop_map(Call::FirstByte),
+        1 => (latency.clone(), latency.clone(), latency)
+            .prop_map(|(w, a, b)| Call::Phases(w, a, b)),
         1 => (bytes.clone(), any::<bool>()).prop_map(|(n, reused)| Call::Body(n, reused)),
         1 => select(loadbench_model::ErrorReason::ALL.to_vec()).prop_map(Call::Reason),
         2 => bytes.prop_map(|n| Call::Wrote { n }),
@@ -189,6 +193,11 @@ fn apply(r: &mut Recorder, t0: Instant, e: &Event) {
         Call::Error { kind, bytes } => r.error(now, kind, bytes),
         Call::Connected(ns) => r.connected(Duration::from_nanos(ns)),
         Call::FirstByte(ns) => r.first_byte(Duration::from_nanos(ns)),
+        Call::Phases(w, a, b) => r.phases(
+            Duration::from_nanos(w),
+            Duration::from_nanos(a),
+            Duration::from_nanos(b),
+        ),
         Call::Body(n, reused) => r.body(n, reused),
         Call::Reason(reason) => r.reason(reason),
         Call::Wrote { n } => r.wrote(now, n),
@@ -264,6 +273,7 @@ fn assert_same(merged: &Stats, whole: &Stats) -> Result<(), TestCaseError> {
     prop_assert_eq!(&merged.send_lag.hist, &whole.send_lag.hist);
     prop_assert_eq!(&merged.connect.hist, &whole.connect.hist);
     prop_assert_eq!(&merged.first_byte.hist, &whole.first_byte.hist);
+    prop_assert_eq!(&merged.phases, &whole.phases);
     let seconds = |s: &Stats| s.series.0.iter().map(|p| p.second).collect::<Vec<_>>();
     prop_assert_eq!(seconds(merged), seconds(whole));
     for (m, w) in merged.series.0.iter().zip(&whole.series.0) {

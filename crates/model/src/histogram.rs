@@ -141,6 +141,11 @@ impl Histo {
             .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
     }
 
+    /// The underlying HdrHistogram (for the interval log writer).
+    pub(crate) fn inner(&self) -> &Histogram<u64> {
+        &self.0
+    }
+
     /// HdrHistogram V2 + DEFLATE, base64: the interchange form other HDR tools read too.
     pub fn to_base64(&self) -> String {
         let mut bytes = Vec::new();

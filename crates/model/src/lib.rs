@@ -13,12 +13,15 @@ pub mod body;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
+pub mod hlog;
 pub mod human;
+pub mod phases;
 pub mod reasons;
 pub mod resources;
 pub mod result;
 pub mod saved;
 pub mod series;
+pub mod shard;
 pub mod shortfall;
 pub mod starved;
 pub mod stats;
@@ -34,6 +37,8 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
+pub use hlog::interval_log;
+pub use phases::RequestPhases;
 pub use reasons::{ErrorReason, ErrorReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
@@ -44,6 +49,7 @@ pub use result::{
 };
 pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};
+pub use shard::{merge_shards, MergeError, ShardRun, ShardStart};
 pub use shortfall::{Cause, GeneratorTime, Shortfall};
 pub use starved::{PerConnection, Starvation};
 pub use stats::{Spread, Welch};

@@ -230,6 +230,10 @@ pub struct Stats {
     pub connect: Latency,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
+    /// hey's split of each completed request: request write, response wait, response read.
+    /// Empty in files written before it existed.
+    #[serde(default)]
+    pub phases: crate::RequestPhases,
     /// One point per second of the measured window.
     pub series: Series,
 }
@@ -268,6 +272,7 @@ impl Stats {
         self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
         self.first_byte.merge(&o.first_byte);
+        self.phases.merge(&o.phases);
         self.series.merge(&o.series);
     }
 
@@ -379,6 +384,10 @@ pub struct RunResult {
     pub ended_at: String,
     /// True when the run was stopped early (Ctrl-C); what was measured until then is kept.
     pub interrupted: bool,
+    /// A shard of a distributed run, or the merge of shards: the run id, the shards, how
+    /// they started (docs/distributed.md); absent for an ordinary run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::shard::ShardRun>,
     /// Derived from `stats`; ignored when read back.
     #[serde(default, skip_deserializing)]
     pub summary: Option<Summary>,

@@ -118,6 +118,14 @@ impl Series {
         self.0 = merged;
     }
 
+    /// Moves every point `by` seconds later (a shard that started that many whole seconds
+    /// after the earliest one, so that merged points stand for the same wall-clock second).
+    pub fn shift(&mut self, by: u32) {
+        for p in &mut self.0 {
+            p.second = p.second.saturating_add(by);
+        }
+    }
+
     /// Checks every point's histogram and recomputes its derived percentiles, as for every
     /// other latency figure read back from a file.
     pub fn revalidate(&mut self) -> Result<(), crate::histogram::HistoDecodeError> {

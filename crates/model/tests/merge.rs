@@ -199,7 +199,7 @@ fn stats() -> impl Strategy<Value = Stats> {
 }
 
 /// The counters derived from others in [`stats`]: the body, keep-alive reuse, stale
-/// connections and connect backoff.
+/// connections, connect backoff and the request phases.
 fn with_derived_counters(mut s: Stats) -> Stats {
     s.body = body_of(s.requests);
     s.keepalive_requests = s.requests / 2;
@@ -207,6 +207,11 @@ fn with_derived_counters(mut s: Stats) -> Stats {
     s.stale_closes = s.abandoned / 2;
     s.connect_backoffs = s.bytes_read % 7;
     s.backoff_us = s.bytes_written % 11;
+    s.phases = loadbench_model::RequestPhases {
+        write: s.connect.clone(),
+        wait: s.first_byte.clone(),
+        read: s.send_lag.clone(),
+    };
     s.generator = GeneratorTime {
         worker_us: s.elapsed_us,
         cpu_us: s.bytes_read % 13,

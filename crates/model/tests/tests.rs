@@ -4,3 +4,4 @@
 
 mod merge;
 mod schema;
+mod shards;

@@ -2,7 +2,7 @@
 //! stop: `-d`/`-n` for the closed model; `--rate` (a rate or a range), `--ramp` and `--stages`
 //! for the open model. Only the combinations are checked here; every value is typed already.
 
-use crate::{invalid, Load, PlanError, Schedule, Segment, Stop};
+use crate::{invalid, Load, PlanError, Schedule, Segment, Shard, Stop};
 use loadbench_units as units;
 use std::time::Duration;
 
@@ -146,7 +146,10 @@ fn ramp_schedule(f: &OpenFlags, from: f64, to: f64, ramp: Duration) -> Result<Sc
             to,
         });
     }
-    Ok(Schedule { segments })
+    Ok(Schedule {
+        segments,
+        shard: Shard::WHOLE,
+    })
 }
 
 fn units_text(d: Duration) -> String {
@@ -172,7 +175,10 @@ pub fn parse_stages(text: &str) -> Result<Schedule, PlanError> {
     if segments.is_empty() || segments.iter().all(|s| s.duration.is_zero()) {
         return Err(bad(text));
     }
-    Ok(Schedule { segments })
+    Ok(Schedule {
+        segments,
+        shard: Shard::WHOLE,
+    })
 }
 
 #[cfg(test)]

@@ -6,20 +6,25 @@
 //! rendered once, every limit checked. Every mistake becomes a [`PlanError`] whose message is
 //! one line naming the problem and the fix. [`flags`]-style helpers ([`open_load`],
 //! [`closed_stop`]) turn `run`'s flag combinations into a load and a stop; [`parse_slo`] reads
-//! an SLO into the model's typed [`loadbench_model::Slo`].
+//! an SLO into the model's typed [`loadbench_model::Slo`]. [`Shard`] and [`LoadSpec::shard`]
+//! split a load exactly into N parts; [`parse_start_at`] reads the shards' common start.
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
 mod flags;
 mod request;
 mod schedule;
+mod shard;
 mod slo;
+mod start_at;
 mod target;
 
 pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
 pub use loadbench_units as units;
 pub use request::RequestTemplate;
 pub use schedule::{Cursor, Schedule, Segment};
+pub use shard::{Shard, ShardError};
 pub use slo::parse_slo;
+pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
 pub use target::Target;
 
 use std::net::IpAddr;

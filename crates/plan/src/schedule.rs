@@ -2,8 +2,10 @@
 //! linear segments. The schedule answers one question exactly: *when is request k due?* —
 //! the first instant at which the cumulative count of scheduled requests exceeds k. Every
 //! worker takes every T-th index, so the total rate is exact for any rate, even below the
-//! number of workers.
+//! number of workers. A shard's schedule ([`Schedule::shard`]) is the whole one striped: its
+//! request k is the whole schedule's request `k·N + I`, due when that one is.
 
+use crate::Shard;
 use std::time::Duration;
 
 /// One piece of a schedule: the rate goes linearly from `from` to `to` req/s over `duration`.
@@ -62,8 +64,10 @@ impl Segment {
 /// A sequence of segments; time 0 is the start of the schedule.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Schedule {
-    /// The segments, back to back, in order.
+    /// The segments, back to back, in order: the whole load's rates, even in a shard.
     pub segments: Vec<Segment>,
+    /// Which stripe of the whole schedule this one sends ([`Shard::WHOLE`] unless sharded).
+    pub shard: Shard,
 }
 
 impl Schedule {
@@ -75,6 +79,7 @@ impl Schedule {
                 from: rate,
                 to: rate,
             }],
+            shard: Shard::WHOLE,
         }
     }
 
@@ -95,11 +100,25 @@ impl Schedule {
             });
         }
         segments.extend_from_slice(&self.segments);
-        Schedule { segments }
+        Schedule {
+            segments,
+            shard: self.shard,
+        }
     }
 
-    /// Requests scheduled in `[0, t)` seconds.
+    /// Requests this schedule (its shard's stripe) calls for in `[0, t)` seconds; `ceil` of it
+    /// is the exact count of requests due before `t`.
     pub fn count_until(&self, t: f64) -> f64 {
+        self.shard.share_of_count(self.whole_count_until(t))
+    }
+
+    /// The target rate at `t` seconds (this shard's part of the whole rate).
+    pub fn rate_at(&self, t: f64) -> f64 {
+        self.whole_rate_at(t) / f64::from(self.shard.total())
+    }
+
+    /// Requests the whole schedule (every shard) calls for in `[0, t)` seconds.
+    pub fn whole_count_until(&self, t: f64) -> f64 {
         let mut start = 0.0;
         let mut total = 0.0;
         for seg in &self.segments {
@@ -112,8 +131,8 @@ impl Schedule {
         total
     }
 
-    /// The target rate at `t` seconds.
-    pub fn rate_at(&self, t: f64) -> f64 {
+    /// The whole schedule's target rate at `t` seconds.
+    pub fn whole_rate_at(&self, t: f64) -> f64 {
         let mut start = 0.0;
         for seg in &self.segments {
             if t < start + seg.secs() {
@@ -133,7 +152,7 @@ impl Schedule {
 
     /// Like [`Schedule::due`], for non-decreasing `k`, resuming from `cursor` (O(1) amortized).
     pub fn due_from(&self, cursor: &mut Cursor, k: u64) -> Option<f64> {
-        let k = k as f64;
+        let k = self.shard.global(k) as f64;
         while let Some(seg) = self.segments.get(cursor.segment) {
             let total = seg.total();
             if k < cursor.count + total && total > 0.0 {
@@ -186,6 +205,7 @@ mod tests {
                 from: 100.0,
                 to: 300.0,
             }],
+            ..Schedule::default()
         };
         assert!((s.count_until(10.0) - 2000.0).abs() < 1e-9);
         assert!((s.count_until(1.0) - 110.0).abs() < 1e-9);
@@ -216,6 +236,7 @@ mod tests {
                 from: 0.0,
                 to: 100.0,
             }],
+            ..Schedule::default()
         };
         assert!((up.count_until(2.0) - 100.0).abs() < 1e-9);
         assert!((up.due(25).unwrap() - 1.0).abs() < 1e-9);

@@ -29,6 +29,7 @@ fn columns(r: &RunResult, opts: &RenderOptions) -> Vec<(String, String)> {
     cols.extend(latency_columns(&r.stats.latency.hist, &opts.percentiles));
     cols.extend(error_columns(r));
     cols.extend(status_columns(r));
+    cols.extend(phase_columns(r));
     cols.push(col("started_at", &r.started_at));
     cols.push(col("interrupted", r.interrupted));
     cols
@@ -86,6 +87,34 @@ fn latency_columns(h: &Histo, percentiles: &[f64]) -> Vec<(String, String)> {
         .map(|&p| col(percentile_column(p), us(h.percentile_ns(p) as f64)));
     cols.extend(pct);
     cols
+}
+
+/// hey's request phases as it prints them: mean, fastest and slowest, µs; empty cells for
+/// results saved before the split was recorded.
+fn phase_columns(r: &RunResult) -> Vec<(String, String)> {
+    let p = &r.stats.phases;
+    let us = |h: &Histo, ns: f64| {
+        if h.is_empty() {
+            String::new()
+        } else {
+            format!("{:.3}", ns / 1e3)
+        }
+    };
+    let phases = [
+        ("req_write", &p.write.hist),
+        ("resp_wait", &p.wait.hist),
+        ("resp_read", &p.read.hist),
+    ];
+    phases
+        .iter()
+        .flat_map(|&(name, h)| {
+            [
+                col(format!("{name}_mean_us"), us(h, h.mean_ns())),
+                col(format!("{name}_min_us"), us(h, h.min_ns() as f64)),
+                col(format!("{name}_max_us"), us(h, h.max_ns() as f64)),
+            ]
+        })
+        .collect()
 }
 
 /// `p50_us`, `p99_9_us`, `p99_99_us`.

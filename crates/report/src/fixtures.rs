@@ -39,6 +39,7 @@ pub(crate) fn empty() -> RunResult {
         started_at: "2026-11-22T10:00:00Z".into(),
         ended_at: "2026-11-22T10:00:12Z".into(),
         interrupted: false,
+        shards: None,
         summary: None,
         stats: Stats::default(),
     }
@@ -83,6 +84,11 @@ fn busy_stats() -> Stats {
         latency: latency(35_120, 20_000, 5_000_000),
         connect: latency(52, 80_000, 200_000),
         first_byte: latency(35_120, 15_000, 4_000_000),
+        phases: loadbench_model::RequestPhases {
+            write: latency(35_120, 3_000, 20_000),
+            wait: latency(35_120, 12_000, 3_900_000),
+            read: latency(35_120, 1_000, 900_000),
+        },
         series: series(),
         ..Stats::default()
     };

@@ -409,6 +409,7 @@ fn phases_table(r: &RunResult) -> String {
         ("connect", &s.connect.hist),
         ("first byte", &s.first_byte.hist),
     ];
+    phases.extend(crate::text::request_phases(s));
     if is_open(r) {
         phases.push(("send lag", &s.send_lag.hist));
         phases.push(("service", &s.service.hist));
@@ -582,6 +583,23 @@ pub(crate) mod tests {
         assert!(html.find("id=\"summary\"") < html.find("id=\"charts\""));
         assert!(html.find("id=\"charts\"") < html.find("id=\"scenario\""));
         assert!(html.find("id=\"scenario\"") < html.find("id=\"host\""));
+    }
+
+    /// hey's split shows as three rows of the phases table, and not at all for a result saved
+    /// before it was recorded.
+    #[test]
+    fn phases_table_has_hey_request_write_wait_and_read_rows_when_recorded() {
+        let rows = ["req write", "resp wait", "resp read"];
+        let html = page(&fixtures::busy());
+        let table = &html[html.find("<table class=\"phases\">").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        for row in rows {
+            assert!(table.contains(&format!(">{row}</th>")), "{row}: {table}");
+        }
+        let mut old = fixtures::busy();
+        old.stats.phases = Default::default();
+        let html = page(&old);
+        assert!(rows.iter().all(|row| !html.contains(row)));
     }
 
     #[test]

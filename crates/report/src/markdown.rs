@@ -51,6 +51,7 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     out += &summary_table(r, &summary);
     out += &format!("\n{}\n", model_note(&r.config.load));
     out += &percentile_table(&r.stats, &opts.percentiles);
+    out += &phase_table(&r.stats);
     out += &status_table(r);
     out += &error_table(r);
     out += "\n### Configuration\n\n";
@@ -162,6 +163,26 @@ fn status_table(r: &RunResult) -> String {
         &rows,
     );
     format!("\n### Status codes\n\n{table}{}", connection_reuse(r))
+}
+
+/// hey's request write / response wait / response read split: mean, fastest, slowest. Left
+/// out for results saved before it was recorded.
+fn phase_table(s: &Stats) -> String {
+    let rows: Vec<Vec<String>> = crate::text::request_phases(s)
+        .into_iter()
+        .map(|(name, h)| {
+            let cells = [h.mean_ns(), h.min_ns() as f64, h.max_ns() as f64];
+            let mut row = vec![name.to_string()];
+            row.extend(cells.map(units::duration_ns));
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let head = ["phase", "mean", "fastest", "slowest"];
+    let align = [Align::Left, Align::Right, Align::Right, Align::Right];
+    format!("\n### Request phases\n\n{}", table(&head, &align, &rows))
 }
 
 /// ab's keep-alive, document-length and per-user time figures, as one compact line.

@@ -124,6 +124,10 @@ fn header(rep: &Report) -> Vec<String> {
     };
     lines.push(format!("Running {} @ {target}", run_length(rep)));
     lines.push(format!("{INDENT}{}", shape(rep)));
+    lines.push(format!("{INDENT}{}", headline(rep)));
+    if let Some(shards) = &rep.r.shards {
+        lines.push(format!("{INDENT}Distributed: {}", shards.describe()));
+    }
     if let Some(starved) = Starvation::of(&rep.r.stats) {
         lines.push(rep.paint.code("1;33", &format!("WARNING: {starved}")));
     }
@@ -167,6 +171,46 @@ fn shape(rep: &Report) -> String {
         text += &format!(", warm-up {}", units::duration_ms_short(c.warmup_ms));
     }
     text
+}
+
+/// wrk's headline in one line, each figure formatted as in the sections below:
+/// `82704 requests in 2.00s: 41352.00 req/s, p50 90.81µs, p99 211.20µs, 0 errors`.
+fn headline(rep: &Report) -> String {
+    let s = &rep.r.stats;
+    let mut rate = format!("{} req/s", units::rate(rep.summary.requests_per_sec));
+    if let Some(target) = rep.summary.target_per_sec {
+        rate += &format!(" (target {} req/s)", units::rate(target));
+    }
+    let h = &s.latency.hist;
+    let latency = if h.is_empty() {
+        "no completed requests, so no p50/p99".to_string()
+    } else {
+        let p = |p: f64| duration_or_missing(h, h.percentile_ns(p) as f64);
+        format!("p50 {}, p99 {}", p(50.0), p(99.0))
+    };
+    format!(
+        "{} {} in {}: {rate}, {latency}, {}",
+        s.requests,
+        plural(s.requests, "request"),
+        units::duration_us(s.elapsed_us as f64),
+        headline_errors(rep)
+    )
+}
+
+/// `0 errors`, `12 errors (0.01%)`: the count and share of attempts of the Errors line.
+fn headline_errors(rep: &Report) -> String {
+    let errors = rep.summary.errors;
+    let count = format!("{} {}", rep.paint.alarm(errors), plural(errors, "error"));
+    match errors_share(rep) {
+        Some(share) => format!("{count} ({share})"),
+        None => count,
+    }
+}
+
+/// Errors as a share of attempts, or `None` when there were none.
+fn errors_share(rep: &Report) -> Option<String> {
+    let (errors, attempts) = (rep.summary.errors, rep.r.stats.attempts());
+    (errors > 0).then(|| units::percent(errors as f64 / attempts as f64))
 }
 
 /// `1000 req/s`, `1000→5000 req/s over 30s, then …`.
@@ -386,15 +430,11 @@ fn read_written(read: f64, written: f64, suffix: &str) -> String {
 }
 
 fn errors_total(rep: &Report) -> String {
-    let (errors, attempts) = (rep.summary.errors, rep.r.stats.attempts());
-    let count = rep.paint.alarm(errors);
-    if errors == 0 {
-        return count;
+    let count = rep.paint.alarm(rep.summary.errors);
+    match errors_share(rep) {
+        Some(share) => format!("{count} ({share} of attempts)"),
+        None => count,
     }
-    format!(
-        "{count} ({} of attempts)",
-        units::percent(errors as f64 / attempts as f64)
-    )
 }
 
 fn latency(rep: &Report) -> Vec<String> {
@@ -582,7 +622,22 @@ fn per_second_rate(rep: &Report) -> Vec<String> {
     lines
 }
 
-/// hey's "details" / ab's "Connection Times": each phase's distribution.
+/// hey's "req write", "resp wait" and "resp read" rows; none for results saved before the
+/// split was recorded.
+pub(crate) fn request_phases(s: &loadbench_model::Stats) -> Vec<(&'static str, &Histo)> {
+    let p = &s.phases;
+    if p.count() == 0 {
+        return Vec::new();
+    }
+    vec![
+        ("req write", &p.write.hist),
+        ("resp wait", &p.wait.hist),
+        ("resp read", &p.read.hist),
+    ]
+}
+
+/// hey's "details" / ab's "Connection Times": each phase's distribution (hey's avg, fastest
+/// and slowest are the Mean, Min and Max columns).
 fn phases(rep: &Report) -> Vec<String> {
     let s = &rep.r.stats;
     let header = ["", "Min", "Mean", "Stdev", "P50", "P99", "Max"]
@@ -592,6 +647,7 @@ fn phases(rep: &Report) -> Vec<String> {
         ("connect", &s.connect.hist),
         ("first byte", &s.first_byte.hist),
     ];
+    rows.extend(request_phases(s));
     if matches!(rep.r.config.load, LoadModel::Open { .. }) {
         rows.push(("send lag", &s.send_lag.hist));
         rows.push(("service", &s.service.hist));

@@ -174,6 +174,13 @@ const PROBE: &str = r#"<script>
       if (title) {
         var tb = title.getBoundingClientRect();
         c.title_inside = tb.width > 0 && tb.left >= box.left - 0.5 && tb.right <= box.right + 0.5;
+        // Other labels drawn over the title (a legend, an axis label), by their boxes.
+        c.title_overlaps = Array.prototype.filter.call(svg.querySelectorAll('text'), function (t) {
+          if (t === title || t.getComputedTextLength() === 0) return false;
+          var ob = t.getBoundingClientRect();
+          return ob.left < tb.right - 0.5 && ob.right > tb.left + 0.5 &&
+                 ob.top < tb.bottom - 0.5 && ob.bottom > tb.top + 0.5;
+        }).map(function (t) { return t.textContent.trim(); });
       }
     }
     out.charts.push(c);
@@ -189,6 +196,8 @@ const PROBE: &str = r#"<script>
     out.tables.push({ cls: t.className, rows: t.rows.length,
                       width: t.getBoundingClientRect().width,
                       scroll_width: wrap.scrollWidth, client_width: wrap.clientWidth,
+                      wrap_left: wb.left, wrap_right: wb.right,
+                      wrap_overflow_x: getComputedStyle(wrap).overflowX,
                       headers: heads });
   });
   out.alerts = Array.prototype.map.call(document.querySelectorAll('.alert'),
@@ -508,6 +517,7 @@ fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult
         started_at: times[0].into(),
         ended_at: times[1].into(),
         interrupted: false,
+        shards: None,
         summary: None,
         stats,
     };
@@ -929,5 +939,73 @@ fn bench_page_renders_the_summary_and_every_chart_at_laptop_and_phone_width() {
         );
         let height = v["page_height"].as_f64().unwrap() as u32;
         screenshot(&chromium, &path, width, height, shot);
+    }
+}
+
+/// At phone width every table fits the window: it is as narrow as the page, or wider and then
+/// scrolls sideways inside its own box, which itself lies within the window.
+fn tables_fit(v: &Value, width: u32) {
+    let tables = v["tables"].as_array().unwrap();
+    assert!(!tables.is_empty());
+    for t in tables {
+        let (left, right) = (
+            t["wrap_left"].as_f64().unwrap(),
+            t["wrap_right"].as_f64().unwrap(),
+        );
+        assert!(
+            left >= -0.5 && right <= f64::from(width) + 0.5,
+            "at {width}px a table's box sticks out of the window: {t}"
+        );
+        let (scroll, client) = (
+            t["scroll_width"].as_f64().unwrap(),
+            t["client_width"].as_f64().unwrap(),
+        );
+        let own_scroll = matches!(t["wrap_overflow_x"].as_str(), Some("auto" | "scroll"));
+        assert!(
+            scroll <= client || own_scroll,
+            "at {width}px a table is wider than its box and the box does not scroll: {t}"
+        );
+    }
+}
+
+/// Every chart's title is clear of the chart's other labels.
+fn titles_clear(v: &Value, width: u32) {
+    for c in v["charts"].as_array().unwrap() {
+        let overlaps = c["title_overlaps"].as_array();
+        assert!(
+            overlaps.is_some_and(Vec::is_empty),
+            "at {width}px a label overlaps a chart title: {c}"
+        );
+    }
+}
+
+/// Issue 16 point 1, on a phone: at 400 px the run, find-max and bench pages (3 targets) never
+/// scroll sideways as a whole, every table fits or scrolls in its own box, and no chart title
+/// is clipped or overlapped.
+#[test]
+fn every_page_stays_readable_on_a_400px_phone() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let opts = RenderOptions::default();
+    let pages = [
+        (
+            "phone-run",
+            render_to_string(Format::Html, &open_run(), &opts),
+        ),
+        ("phone-find-max", html::render_find_max(&find_max(), &opts)),
+        ("phone-bench", html::render_bench(&bench())),
+    ];
+    for (name, page) in &pages {
+        let v = inspect(&chromium, name, page, PHONE);
+        assert_eq!(v["viewport"].as_f64(), Some(f64::from(PHONE)), "{name}");
+        let page_width = v["page_width"].as_f64().unwrap();
+        assert!(
+            page_width <= f64::from(PHONE),
+            "{name}: the page scrolls sideways ({page_width}px)"
+        );
+        tables_fit(&v, PHONE);
+        titles_fit(&v, PHONE);
+        titles_clear(&v, PHONE);
     }
 }

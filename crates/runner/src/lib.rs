@@ -1,7 +1,8 @@
 //! The one way a load is started, whoever starts it.
 //!
-//! In: a typed [`LoadSpec`] (the CLI's `run`, every `find-max` step, every bench step, later a
-//! distributed shard), a [`Control`] (the stop flag and an [`Observer`] for progress).
+//! In: a typed [`LoadSpec`] (the CLI's `run`, every `find-max` step, every bench step, a
+//! distributed shard through [`run_shard`]), a [`Control`] (the stop flag and an
+//! [`Observer`] for progress).
 //! Out: a [`RunResult`] built here, with the host facts and the configuration recorded; or for
 //! [`find_max::search`], a [`loadbench_model::FindMaxResult`].
 //! Inside: resolve the spec into a [`Plan`], check the target (preflight), run the engine,
@@ -13,10 +14,12 @@ pub mod find_max;
 pub mod host;
 mod result;
 pub mod save;
+pub mod shard;
 
 pub use loadbench_engine::Live;
 pub use loadbench_plan::{LoadSpec, Plan};
 pub use result::{build_result, run_config};
+pub use shard::{run_shard, ShardRunError, ShardSpec};
 
 use loadbench_engine::{Engine, EngineError};
 use loadbench_model::{FindMaxStep, RunResult};
@@ -92,6 +95,11 @@ pub fn run(spec: &LoadSpec, ctl: Control<'_>) -> Result<RunResult, RunError> {
 pub fn run_plan(plan: &Plan, ctl: Control<'_>) -> Result<RunResult, RunError> {
     let engine = Engine::with_stop(plan.clone(), Arc::clone(ctl.stop));
     engine.preflight().map_err(RunError::Preflight)?;
+    run_engine(plan, engine, ctl)
+}
+
+/// Runs a checked engine (preflight done) and builds the result.
+fn run_engine(plan: &Plan, engine: Engine, ctl: Control<'_>) -> Result<RunResult, RunError> {
     ctl.observer.load_started(&engine.live(), plan);
     let outcome = engine.run();
     ctl.observer.load_finished();

@@ -18,6 +18,7 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
         started_at: humantime::format_rfc3339_millis(o.started_at).to_string(),
         ended_at: humantime::format_rfc3339_millis(o.ended_at).to_string(),
         interrupted: o.interrupted,
+        shards: None,
         summary: None,
         stats: o.stats,
     };

@@ -4,3 +4,4 @@
 
 mod find_max;
 mod run;
+mod shard;

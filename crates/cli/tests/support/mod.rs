@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod admin;
 pub(crate) mod nginx;
 /// The raw test server lives with the engine's tests, which drive the engine against it.
 #[path = "../../../engine/tests/raw.rs"]

@@ -1,0 +1,347 @@
+//! What the agent does with the admin's calls: start a trigger's shard on its own thread and
+//! answer at once, stop it on `/kill` or at `executorTimeout`, keep its progress lines for
+//! `/log`, write its result and call back. A job's state lives only while it runs.
+
+use crate::client::{self, AdminUrl};
+use crate::logs::Logs;
+use crate::protocol::{self, Callback, JobIdParam, LogParam, TriggerParam};
+use crate::{AgentConfig, Loads, ShardOf, HANDLER};
+use loadbench_model::RunResult;
+use loadbench_plan::{LoadSpec, Shard};
+use loadbench_runner::shard::result_file_name;
+use loadbench_runner::{Control, Live, Observer, Plan, ShardSpec};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The agent's shared state: its configuration and the jobs that run now.
+pub(crate) struct Agent {
+    pub(crate) config: AgentConfig,
+    pub(crate) admin: AdminUrl,
+    loads: Arc<dyn Loads>,
+    running: Mutex<HashMap<i64, Running>>,
+    logs: Logs,
+}
+
+/// A running trigger, by job id.
+struct Running {
+    log_id: i64,
+    stop: Arc<AtomicBool>,
+    killed: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// How a load ended, for the callback's code.
+enum End {
+    Done(RunResult),
+    Killed(RunResult),
+    TimedOut(RunResult),
+    Failed(String),
+}
+
+impl Agent {
+    pub(crate) fn new(config: AgentConfig, admin: AdminUrl, loads: Arc<dyn Loads>) -> Agent {
+        Agent {
+            config,
+            admin,
+            loads,
+            running: Mutex::new(HashMap::new()),
+            logs: Logs::default(),
+        }
+    }
+
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.config
+            .access_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+    }
+
+    /// `/run`: refuse what this executor never runs, else start the shard and answer at once.
+    pub(crate) fn trigger(self: &Arc<Self>, t: TriggerParam) -> Value {
+        if !t.glue_type.eq_ignore_ascii_case("BEAN") {
+            return protocol::fail(format!(
+                "glueType {} refused: loadbench runs only BEAN jobs with handler {HANDLER} (no scripts run on a load host)",
+                t.glue_type
+            ));
+        }
+        if t.executor_handler != HANDLER {
+            return protocol::fail(format!(
+                "job handler [{}] not found: this executor has only [{HANDLER}]",
+                t.executor_handler
+            ));
+        }
+        let mut running = self.lock();
+        if let Some(old) = running.get(&t.job_id) {
+            if t.executor_block_strategy != "COVER_EARLY" {
+                return protocol::fail(format!(
+                    "job {} is still running (log {}); block strategy {}: this trigger is discarded",
+                    t.job_id, old.log_id, t.executor_block_strategy
+                ));
+            }
+            old.killed.store(true, Ordering::Relaxed);
+            old.stop.store(true, Ordering::Relaxed);
+        }
+        let job = Arc::new(Job::new(t));
+        self.logs.open(job.t.log_id);
+        let agent = Arc::clone(self);
+        let (stop, killed) = (Arc::clone(&job.stop), Arc::clone(&job.killed));
+        let (job_id, log_id) = (job.t.job_id, job.t.log_id);
+        let thread = std::thread::spawn(move || agent.execute(&job));
+        running.insert(
+            job_id,
+            Running {
+                log_id,
+                stop,
+                killed,
+                thread,
+            },
+        );
+        protocol::ok()
+    }
+
+    /// `/kill`: stop the job's load within a tick; it still writes its partial result.
+    pub(crate) fn kill(&self, p: &JobIdParam) -> Value {
+        match self.lock().get(&p.job_id) {
+            Some(r) => {
+                r.killed.store(true, Ordering::Relaxed);
+                r.stop.store(true, Ordering::Relaxed);
+                self.logs.push(r.log_id, "kill: the admin stopped the job");
+                protocol::ok()
+            }
+            None => protocol::json_ok_msg("job thread already killed."),
+        }
+    }
+
+    /// `/idleBeat`: busy while the job runs.
+    pub(crate) fn idle_beat(&self, p: &JobIdParam) -> Value {
+        if self.lock().contains_key(&p.job_id) {
+            protocol::fail("job thread is running or has trigger queue.")
+        } else {
+            protocol::ok()
+        }
+    }
+
+    /// `/log`: the trigger's lines from `fromLineNum` on.
+    pub(crate) fn log(&self, p: &LogParam) -> Value {
+        let s = self.logs.read(p.log_id, p.from_line_num);
+        protocol::log_answer(s.from, s.to, &s.content, s.is_end)
+    }
+
+    /// Shutdown: stop every running load and wait for their callbacks.
+    pub(crate) fn stop_all(&self) {
+        let jobs: Vec<Running> = self.lock().drain().map(|(_, r)| r).collect();
+        for r in &jobs {
+            r.stop.store(true, Ordering::Relaxed);
+        }
+        for r in jobs {
+            let _ = r.thread.join();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Running>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The job's thread: prepare, run, save, call back, forget.
+    fn execute(&self, job: &Job) {
+        let t = &job.t;
+        self.logs.push(
+            t.log_id,
+            format!(
+                "trigger: job {} log {} shard {}/{} params: {}",
+                t.job_id, t.log_id, t.broadcast_index, t.broadcast_total, t.executor_params
+            ),
+        );
+        let (code, msg) = match self.prepare(t) {
+            Ok((spec, shard)) => self.finish(job, &spec, &shard),
+            Err(e) => (500, e),
+        };
+        self.logs.push(t.log_id, format!("end: {code} {msg}"));
+        self.call_back(t, code, msg);
+        let mut running = self.lock();
+        if running.get(&t.job_id).is_some_and(|r| r.log_id == t.log_id) {
+            running.remove(&t.job_id);
+        }
+    }
+
+    /// The load and its shard: the broadcast's index and total, the parameters' run id (or
+    /// one made from the job and log ids) and start instant.
+    fn prepare(&self, t: &TriggerParam) -> Result<(LoadSpec, ShardSpec), String> {
+        let of = ShardOf::from_broadcast(t.broadcast_index, t.broadcast_total)?;
+        let words = crate::params::split(&t.executor_params)?;
+        let prepared = self.loads.prepare(&words, of)?;
+        let shard = ShardSpec {
+            shard: Shard::new(of.index, of.total).map_err(|e| e.to_string())?,
+            run_id: prepared
+                .run_id
+                .unwrap_or_else(|| format!("job{}-log{}", t.job_id, t.log_id)),
+            start_at: prepared.start_at,
+        };
+        Ok((prepared.spec, shard))
+    }
+
+    /// Runs the load, saves what it measured and says how it went.
+    fn finish(&self, job: &Job, spec: &LoadSpec, shard: &ShardSpec) -> (u16, String) {
+        let end = job.run(spec, shard, &self.logs);
+        let (code, what, result) = match end {
+            End::Failed(e) => return (500, e),
+            End::Done(r) if r.stats.requests == 0 && r.stats.errors.total() > 0 => {
+                (500, "every request failed".to_string(), r)
+            }
+            End::Done(r) => (200, "done".to_string(), r),
+            End::Killed(r) => (500, "killed by the admin, partial result".to_string(), r),
+            End::TimedOut(r) => (
+                502,
+                format!(
+                    "timed out after executorTimeout {}s, partial result",
+                    job.t.executor_timeout
+                ),
+                r,
+            ),
+        };
+        let path = self.config.results_dir.join(result_file_name(shard));
+        let saved = match save(&path, &result) {
+            Ok(()) => format!("saved to {}", path.display()),
+            Err(e) => {
+                return (
+                    500,
+                    format!("{what}: {} requests; {e}", result.stats.requests),
+                )
+            }
+        };
+        (
+            code,
+            format!(
+                "shard {}: {what}: {}; {saved}",
+                shard.shard,
+                summary(&result)
+            ),
+        )
+    }
+
+    /// Reports the outcome, retrying a few times: the admin may restart meanwhile.
+    fn call_back(&self, t: &TriggerParam, code: u16, msg: String) {
+        let body = serde_json::json!([Callback {
+            log_id: t.log_id,
+            log_date_tim: t.log_date_time,
+            handle_code: code,
+            handle_msg: msg,
+        }]);
+        for attempt in 1..=3 {
+            match client::post(&self.admin, "/api/callback", self.token(), &body) {
+                Ok(_) => return self.logs.end(t.log_id, "callback: accepted by the admin"),
+                Err(e) if attempt == 3 => {
+                    eprintln!("loadbench agent: callback of log {} failed: {e}", t.log_id);
+                    return self.logs.end(t.log_id, format!("callback failed: {e}"));
+                }
+                Err(_) => std::thread::sleep(Duration::from_secs(1)),
+            }
+        }
+    }
+}
+
+/// One trigger being run.
+struct Job {
+    t: TriggerParam,
+    stop: Arc<AtomicBool>,
+    killed: Arc<AtomicBool>,
+    received: Instant,
+}
+
+impl Job {
+    fn new(t: TriggerParam) -> Job {
+        Job {
+            t,
+            stop: Arc::new(AtomicBool::new(false)),
+            killed: Arc::new(AtomicBool::new(false)),
+            received: Instant::now(),
+        }
+    }
+
+    /// Runs the load on a scoped thread while this one watches the clock: a progress line each
+    /// second, the stop flag raised at `executorTimeout`.
+    fn run(&self, spec: &LoadSpec, shard: &ShardSpec, logs: &Logs) -> End {
+        let progress = Progress::default();
+        let timeout = u64::try_from(self.t.executor_timeout)
+            .ok()
+            .filter(|&s| s > 0)
+            .map(Duration::from_secs);
+        let mut timed_out = false;
+        let outcome = std::thread::scope(|s| {
+            let ctl = Control {
+                stop: &self.stop,
+                observer: &progress,
+            };
+            let load = s.spawn(move || loadbench_runner::run_shard(spec, shard, ctl));
+            let mut next_line = Duration::from_secs(1);
+            while !load.is_finished() {
+                std::thread::sleep(Duration::from_millis(20));
+                let elapsed = self.received.elapsed();
+                if timeout.is_some_and(|t| elapsed >= t) && !timed_out {
+                    timed_out = true;
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                if elapsed >= next_line {
+                    logs.push(self.t.log_id, progress.line(elapsed));
+                    next_line += Duration::from_secs(1);
+                }
+            }
+            load.join()
+        });
+        match outcome {
+            Err(_) => End::Failed("the load panicked; see the agent's stderr".into()),
+            Ok(Err(e)) => End::Failed(e.to_string()),
+            Ok(Ok(r)) if self.killed.load(Ordering::Relaxed) => End::Killed(r),
+            Ok(Ok(r)) if timed_out => End::TimedOut(r),
+            Ok(Ok(r)) => End::Done(r),
+        }
+    }
+}
+
+/// Reads the running load's live counters for the progress lines.
+#[derive(Default)]
+struct Progress {
+    live: Mutex<Option<Arc<Live>>>,
+}
+
+impl Observer for Progress {
+    fn load_started(&self, live: &Arc<Live>, _plan: &Plan) {
+        *self.live.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(live));
+    }
+}
+
+impl Progress {
+    fn line(&self, elapsed: Duration) -> String {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        match live.as_ref() {
+            Some(l) => {
+                let (requests, errors) = l.snapshot();
+                format!(
+                    "{}s: {requests} requests, {errors} errors",
+                    elapsed.as_secs()
+                )
+            }
+            None => format!("{}s: waiting to start", elapsed.as_secs()),
+        }
+    }
+}
+
+/// One line: requests, errors, rate and p99.
+fn summary(r: &RunResult) -> String {
+    let rate = r.summary.as_ref().map_or(0.0, |s| s.requests_per_sec);
+    format!(
+        "{} requests, {} errors, {rate:.0} req/s",
+        r.stats.requests,
+        r.stats.errors.total()
+    )
+}
+
+fn save(path: &std::path::Path, result: &RunResult) -> Result<(), String> {
+    let mut result = result.clone();
+    result.finalize();
+    let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+    loadbench_runner::save::write_atomic(path, json.as_bytes()).map_err(|e| e.to_string())
+}

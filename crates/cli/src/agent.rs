@@ -1,0 +1,169 @@
+//! `loadbench agent xxl-job`: the flags into an [`AgentConfig`], and the one thing the agent
+//! library needs from the CLI — `run`'s own flag parser, so a job's `executorParams` mean
+//! exactly what they mean on the command line. Parsed in this process, never re-executed.
+
+use crate::args::{Cli, Command, RunArgs, XxlJobArgs};
+use crate::UserError;
+use anyhow::Result;
+use clap::Parser;
+use loadbench_agent::{AgentConfig, Loads, Prepared, ShardOf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
+    let listen = a.listen.parse().map_err(|_| {
+        UserError(format!(
+            "--listen '{}' is not IP:PORT: give e.g. 0.0.0.0:9999",
+            a.listen
+        ))
+    })?;
+    let config = AgentConfig {
+        admin: a.admin,
+        app_name: a.app_name,
+        access_token: a.access_token,
+        insecure_no_token: a.insecure_no_token,
+        listen,
+        advertise: a.advertise,
+        results_dir: a.results_dir,
+    };
+    let stop = crate::signals::stop_flag()?;
+    loadbench_agent::run(config, Arc::new(RunFlags), &stop).map_err(|e| match e {
+        loadbench_agent::AgentError::Config(m) => UserError(m),
+        other => UserError(other.to_string()),
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `executorParams` as `loadbench run` flags.
+struct RunFlags;
+
+impl Loads for RunFlags {
+    fn prepare(&self, words: &[String], _shard: ShardOf) -> Result<Prepared, String> {
+        let argv = ["loadbench", "run"].into_iter().map(str::to_string);
+        let cli = Cli::try_parse_from(argv.chain(without_command(words).iter().cloned()))
+            .map_err(clap_line)?;
+        let Command::Run(args) = cli.command else {
+            return Err(
+                "executorParams: give `run` arguments, e.g. http://10.0.0.5:8080/ -c 100 -d 30s"
+                    .into(),
+            );
+        };
+        refuse_outputs(&args)?;
+        let spec = crate::run::spec(&args).map_err(|e| format!("executorParams: {}", e.0))?;
+        let start_at = args
+            .dist
+            .start_at
+            .as_deref()
+            .map(|t| loadbench_plan::parse_start_at(t).map_err(|e| format!("executorParams: {e}")))
+            .transpose()?;
+        // Like `run --start-at` without --run-id: the run is named by its start.
+        let run_id = args.dist.run_id.clone().or_else(|| {
+            let at = start_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(format!("start-{}", at.as_secs()))
+        });
+        Ok(Prepared {
+            spec,
+            run_id,
+            start_at,
+        })
+    }
+}
+
+/// Flags that choose the shard (the broadcast does) or write files elsewhere on the load host
+/// (the agent's --results-dir does).
+fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
+    let given = [
+        ("--save", a.save.is_some()),
+        ("--html", a.html.is_some()),
+        ("--hlog", a.hlog.is_some()),
+        ("--results-dir", a.dist.results_dir.is_some()),
+        ("--shard", a.dist.shard.is_some()),
+        ("--shard-from-env", a.dist.shard_from_env),
+    ];
+    match given.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(format!(
+            "executorParams: {flag} is not taken by the agent: the broadcast gives the shard and each result goes to the agent's --results-dir"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The words after an optional leading `loadbench run` or `run`.
+fn without_command(words: &[String]) -> &[String] {
+    let words = match words.first() {
+        Some(w) if w == "loadbench" => &words[1..],
+        _ => words,
+    };
+    match words.first() {
+        Some(w) if w == "run" => &words[1..],
+        _ => words,
+    }
+}
+
+/// clap's error as one line, with the executorParams prefix.
+fn clap_line(e: clap::Error) -> String {
+    let source = std::error::Error::source(&e).map(ToString::to_string);
+    let line = match source {
+        Some(s) if s.starts_with('-') => s,
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .to_string();
+            first.trim_start_matches("error: ").to_string()
+        }
+    };
+    format!("executorParams: {line}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        loadbench_agent::params::split(s).unwrap()
+    }
+
+    #[test]
+    fn executor_params_are_run_flags_with_a_run_id_and_a_start() {
+        let shard = ShardOf { index: 1, total: 3 };
+        let p = RunFlags
+            .prepare(
+                &words("run http://127.0.0.1:1/ -c 10 -n 100 --run-id r1 --start-at=1795543200"),
+                shard,
+            )
+            .unwrap();
+        assert_eq!((p.spec.connections, p.run_id.as_deref()), (10, Some("r1")));
+        let at = p
+            .start_at
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        assert_eq!(at.as_secs(), 1_795_543_200);
+        let e = RunFlags
+            .prepare(&words("http://h/ -c x"), shard)
+            .unwrap_err();
+        assert!(
+            e.starts_with("executorParams: ") && !e.contains('\n'),
+            "{e}"
+        );
+        let e = RunFlags
+            .prepare(&words("http://h/ --save /etc/x"), shard)
+            .unwrap_err();
+        assert!(e.contains("--save is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --shard 0/2"), shard)
+            .unwrap_err();
+        assert!(e.contains("--shard is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --run-id"), shard)
+            .unwrap_err();
+        assert!(e.contains("a value is required for '--run-id"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --start-at soon"), shard)
+            .unwrap_err();
+        assert!(e.contains("--start-at 'soon'"), "{e}");
+    }
+}

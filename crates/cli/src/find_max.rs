@@ -11,17 +11,26 @@ use std::process::ExitCode;
 
 pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    let web_addr = crate::live::web::asked(&args.live_web)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     crate::output::check_writable("--html", args.html.as_deref())?;
-    let shown = crate::progress::Shown::live(args.quiet, !args.no_live, "find-max");
+    let web = crate::live::web::start(web_addr, &Default::default())?;
+    let shown =
+        crate::progress::Shown::live(args.quiet, !args.no_live, "find-max").with_web(web.clone());
     let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
+    if let Some(web) = &web {
+        web.finish(&saved);
+    }
     if let Some(path) = &args.html {
         let html = crate::output::OutputFormat::Html;
         crate::output::write(path, &saved, html, &Default::default())?;
     }
     crate::output::print(&saved, args.output, &Default::default())?;
+    if let Some(web) = &web {
+        web.linger();
+    }
     Ok(exit_code(&result))
 }
 

@@ -25,19 +25,25 @@ pub(crate) struct Bar {
 }
 
 /// What the CLI shows while a load runs.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Default, Clone)]
 pub(crate) struct Shown {
     /// Nothing (`--quiet`).
     quiet: bool,
     /// The dashboard of this command instead of the bar when stderr is a terminal (not
     /// `--no-live`).
     live: Option<&'static str>,
+    /// The live web page (`--live-web`), fed beside whatever stderr shows.
+    web: Option<Arc<crate::live::web::LiveWeb>>,
 }
 
 impl Shown {
     /// The bar (or nothing when `quiet`).
     pub(crate) fn plain(quiet: bool) -> Shown {
-        Shown { quiet, live: None }
+        Shown {
+            quiet,
+            live: None,
+            web: None,
+        }
     }
 
     /// The dashboard of `command` when `live` and stderr is a terminal, else as [`Shown::plain`].
@@ -45,7 +51,13 @@ impl Shown {
         Shown {
             quiet,
             live: live.then_some(command),
+            web: None,
         }
+    }
+
+    /// The same, feeding the live web page `web` too.
+    pub(crate) fn with_web(self, web: Option<Arc<crate::live::web::LiveWeb>>) -> Shown {
+        Shown { web, ..self }
     }
 }
 
@@ -96,6 +108,9 @@ impl Bar {
 
 impl Observer for Bar {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        if let Some(web) = &self.shown.web {
+            web.load_started(live, plan);
+        }
         if let Some(d) = self.dashboard() {
             if let Some(d) = d.as_ref() {
                 d.load_started(live, plan);
@@ -111,6 +126,9 @@ impl Observer for Bar {
     }
 
     fn load_finished(&self) {
+        if let Some(web) = &self.shown.web {
+            web.load_finished();
+        }
         if let Some(d) = self.open_dashboard().as_ref() {
             d.load_finished();
         }

@@ -20,6 +20,7 @@ mod help;
 mod kubernetes;
 mod library;
 mod live;
+mod live_web;
 mod netns;
 mod open;
 mod report;

@@ -11,6 +11,7 @@ mod draw;
 mod steps;
 mod term;
 mod view;
+pub(crate) mod web;
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use loadbench_model::FindMaxStep;

@@ -407,8 +407,6 @@ impl<'a> Worker<'a> {
             c.fail(&mut self.ctx, kind, now);
         }
         self.ctx.recorder.tick(now);
-        let (requests, errors) = self.ctx.recorder.progress();
-        live.publish(requests, errors);
         if self
             .pulsed_at
             .is_none_or(|t| now.duration_since(t) >= PULSE_EVERY)
@@ -467,8 +465,6 @@ impl<'a> Worker<'a> {
         for c in &mut self.conns {
             c.close();
         }
-        let (requests, errors) = self.ctx.recorder.progress();
-        live.publish(requests, errors);
         self.publish_pulse(now, live);
         self.ctx.recorder.finish(end, abandoned)
     }

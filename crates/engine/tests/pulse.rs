@@ -1,6 +1,7 @@
 //! The live views' snapshots ([`loadbench_engine::Live::pulse`]) against a real run: what a
 //! view read while the run went on never exceeds the result, the last pulse equals it, and
-//! every second a view saw closed is the result's own second, point for point.
+//! every second a view saw closed is the result's own second, point for point. The counters of
+//! the progress bar and the agent's `/log` lines (`Live::snapshot`) are the pulses' own.
 
 use crate::raw::{Mode, RawServer};
 use loadbench_engine::Engine;
@@ -25,6 +26,11 @@ fn pulses_agree_with_the_result() {
             std::thread::sleep(Duration::from_millis(250));
             let p = live.pulse(seen.len());
             assert!(p.requests >= last, "counters only grow");
+            let (requests, errors) = live.snapshot();
+            assert!(
+                requests >= p.requests && errors >= p.errors.total(),
+                "the progress line's counters come from the same pulses"
+            );
             last = p.requests;
             seen.extend(p.series);
         }
@@ -36,6 +42,11 @@ fn pulses_agree_with_the_result() {
     assert_eq!(last.sent, s.sent);
     assert_eq!(last.status, s.status);
     assert_eq!(last.errors, s.errors);
+    assert_eq!(
+        live.snapshot(),
+        (s.requests, s.errors.total()),
+        "the progress line and the agent's log read the last pulse too"
+    );
     assert_eq!(
         last.open_connections, 0,
         "every connection is closed at the end"

@@ -114,6 +114,10 @@ pub(crate) struct BenchArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// No terminal dashboard: the plain progress bar and round lines instead (the dashboard
+    /// is shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
 }
 
 #[derive(Debug, Args)]

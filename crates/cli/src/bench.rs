@@ -9,6 +9,7 @@ use crate::progress::Bar;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_harness::run::{run_scenario, BenchError, BenchObserver, RunOptions};
+use loadbench_harness::sampler::LatestSample;
 use loadbench_harness::scenario::{parse_duration, Scenario};
 use loadbench_model::{BenchResult, BenchRound, FindMaxStep};
 use loadbench_plan::Plan;
@@ -28,7 +29,7 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let result = run(&scenario, &opts, a.quiet)?;
+    let result = run(&scenario, &opts, a.quiet, !a.no_live)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     if let Some(html) = &a.html {
         crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
@@ -42,14 +43,23 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     Ok(exit_code(&result))
 }
 
-/// Runs a scenario with progress on stderr, then writes `report.html` into its run folder.
-pub(crate) fn run(scenario: &Scenario, opts: &RunOptions, quiet: bool) -> Result<BenchResult> {
+/// Runs a scenario with progress on stderr (the dashboard when `live` and stderr is a
+/// terminal), then writes `report.html` into its run folder.
+pub(crate) fn run(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    quiet: bool,
+    live: bool,
+) -> Result<BenchResult> {
     let stop = crate::signals::stop_flag()?;
     let obs = Progress {
-        bar: Bar::new(crate::progress::Shown::plain(quiet)),
+        bar: Bar::new(crate::progress::Shown::live(quiet, live, "bench")),
         quiet,
+        scenario,
     };
-    let result = run_scenario(scenario, opts, &stop, &obs).map_err(|e| match e {
+    let result = run_scenario(scenario, opts, &stop, &obs);
+    obs.bar.finish();
+    let result = result.map_err(|e| match e {
         BenchError::Save(e) => anyhow::anyhow!(e),
         e => UserError(e.to_string()).into(),
     })?;
@@ -89,13 +99,14 @@ fn load(a: &BenchArgs) -> Result<Scenario, UserError> {
 }
 
 /// The bench's view on stderr: the run folder, warnings, a progress bar per load, a line per
-/// finished round.
-struct Progress {
+/// finished round; or the dashboard with the matrix, the round lines printed once it closes.
+struct Progress<'a> {
     bar: Bar,
     quiet: bool,
+    scenario: &'a Scenario,
 }
 
-impl Observer for Progress {
+impl Observer for Progress<'_> {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
         self.bar.load_started(live, plan);
     }
@@ -113,7 +124,13 @@ impl Observer for Progress {
     }
 }
 
-impl BenchObserver for Progress {
+impl BenchObserver for Progress<'_> {
+    fn sampling(&self, latest: &LatestSample) {
+        self.bar.on_dashboard(|d| {
+            d.set_matrix(crate::live::matrix::Matrix::new(self.scenario, latest));
+        });
+    }
+
     fn run_folder(&self, dir: &Path) {
         if !self.quiet {
             eprintln!("run folder: {}", dir.display());
@@ -125,10 +142,16 @@ impl BenchObserver for Progress {
     }
 
     fn rounds_finished(&self, result: &BenchResult, rounds: &[BenchRound]) {
-        if !self.quiet {
-            rounds
-                .iter()
-                .for_each(|round| eprintln!("{}", round_line(result, round)));
+        if self.quiet {
+            return;
+        }
+        let lines = rounds.iter().map(|round| round_line(result, round));
+        let shown = self.bar.on_dashboard(|d| {
+            d.matrix_finished(result.steps_done as usize);
+            lines.clone().for_each(|l| d.hold(l));
+        });
+        if !shown {
+            lines.for_each(|l| eprintln!("{l}"));
         }
     }
 }

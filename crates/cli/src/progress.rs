@@ -37,16 +37,7 @@ pub(crate) struct Shown {
 }
 
 impl Shown {
-    /// The bar (or nothing when `quiet`).
-    pub(crate) fn plain(quiet: bool) -> Shown {
-        Shown {
-            quiet,
-            live: None,
-            web: None,
-        }
-    }
-
-    /// The dashboard of `command` when `live` and stderr is a terminal, else as [`Shown::plain`].
+    /// The dashboard of `command` when `live` and stderr is a terminal, else the bar (nothing when `quiet`).
     pub(crate) fn live(quiet: bool, live: bool, command: &'static str) -> Shown {
         Shown {
             quiet,
@@ -85,6 +76,19 @@ impl Bar {
             .unwrap_or_else(PoisonError::into_inner);
         d.get_or_insert_with(|| crate::live::Dashboard::open(command));
         Some(d)
+    }
+
+    /// Runs `f` on the dashboard (opening it) when one is to be shown; false when none is.
+    pub(crate) fn on_dashboard(&self, f: impl FnOnce(&crate::live::Dashboard)) -> bool {
+        match self.dashboard() {
+            Some(d) => {
+                if let Some(d) = d.as_ref() {
+                    f(d);
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// The dashboard if it is open.

@@ -187,8 +187,9 @@ fn first_view(t: &Tmux) -> Shown {
 /// code shows, the alternate screen is left, the cursor shows and the shell reads lines again
 /// (a terminal left in raw mode would not run the `echo`).
 fn assert_terminal_usable(t: &Tmux, exit: &str, summary: &str) -> String {
+    // The echo's own line, not the typed command (`echo lbexit=$?`) on the main screen.
     let pane = t.wait_for("exit line", Duration::from_secs(60), |p| {
-        p.contains("lbexit=")
+        p.lines().any(|l| l.starts_with("lbexit="))
     });
     assert!(pane.contains(&format!("lbexit={exit}")), "{pane}");
     assert!(pane.contains(summary), "the summary is printed: {pane}");
@@ -428,4 +429,116 @@ fn find_max_step_table_grows_and_matches_the_saved_steps() {
         "every step's line printed after: {pane}"
     );
     let _ = std::fs::remove_dir_all(&run.dir);
+}
+
+/// `name: CPU 0.12 cores, memory 9.50MiB of 512.00MiB` from a pane: (CPU text, memory text).
+fn resources_shown(pane: &str, target: &str) -> Option<(String, String)> {
+    let line = pane
+        .lines()
+        .find(|l| l.contains(&format!("{target}: CPU ")))?;
+    let cpu = line
+        .split("CPU ")
+        .nth(1)?
+        .split(" cores")
+        .next()?
+        .to_string();
+    let mem = line
+        .split("memory ")
+        .nth(1)?
+        .split(" of")
+        .next()?
+        .to_string();
+    Some((cpu, mem))
+}
+
+const BENCH: &str = r#"
+name = "live"
+rounds = 2
+cooldown = "0s"
+[generator]
+threads = 1
+[[target]]
+name = "up"
+kind = "upstream"
+limits = { memory = "512MiB" }
+[[load]]
+name = "closed"
+model = "closed"
+targets = ["up"]
+connections = [2]
+duration = "3s"
+"#;
+
+#[test]
+fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
+    let _machine = crate::support::loading();
+    let Some(tmux) = Tmux::start() else { return };
+    let dir = tempdir("live-bench");
+    let file = dir.join("live.toml");
+    std::fs::write(&file, BENCH).unwrap();
+    tmux.line(&format!(
+        "{} bench {} --results {}; echo lbexit=$?",
+        env!("CARGO_BIN_EXE_loadbench"),
+        file.display(),
+        dir.join("results").display()
+    ));
+    let t = &tmux;
+    let pane = t.wait_for(
+        "the matrix with a sampled target",
+        Duration::from_secs(60),
+        |p| p.contains("bench matrix") && resources_shown(p, "up").is_some() && shown(p).is_some(),
+    );
+    assert!(pane.contains("of 512.00MiB"), "the limit beside it: {pane}");
+    assert!(
+        pane.contains("closed: >."),
+        "round 1 running, round 2 left: {pane}"
+    );
+    let a = shown(&pane).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let b = shown(&t.capture()).expect("still on the dashboard");
+    assert!(
+        b.requests > a.requests,
+        "the load's counts moved: {a:?} then {b:?}"
+    );
+    let mut last = resources_shown(&pane, "up").unwrap();
+    let mut rows = Vec::new();
+    loop {
+        let pane = t.capture();
+        if let Some(r) = resources_shown(&pane, "up") {
+            last = r;
+        }
+        if let Some(row) = pane.lines().find(|l| l.contains("closed: ")) {
+            rows.push(row.trim_matches(|c| c == '│' || c == ' ').to_string());
+        }
+        if pane.contains("lbexit=") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        rows.iter().any(|r| r.ends_with("closed: #>")),
+        "round 1 done, round 2 running: {rows:?}"
+    );
+    let pane = assert_terminal_usable(t, "0", "[2/2]");
+    assert!(pane.contains("[1/2]"), "round lines printed after: {pane}");
+    let folder = std::fs::read_dir(dir.join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(folder.join("result.json")).unwrap();
+    let r = loadbench_model::BenchResult::from_json(&text).unwrap();
+    let sampled = r.resources.samples.iter().any(|s| {
+        s.targets.iter().any(|x| {
+            x.name == "up"
+                && format!("{:.2}", x.cpu_cores) == last.0
+                && loadbench_model::human::bytes(x.rss_bytes as f64) == last.1
+        })
+    });
+    assert!(
+        sampled,
+        "the CPU and memory shown last ({last:?}) are a saved sample's"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -53,7 +53,7 @@ fn run(nginx: Option<&Path>, quiet: bool) -> Result<loadbench_model::BenchResult
         results: PathBuf::from("results"),
         upstream_exe: std::env::current_exe()?,
     };
-    crate::bench::run(&scenario, &opts, quiet)
+    crate::bench::run(&scenario, &opts, quiet, false)
 }
 
 fn stopped() -> bool {

@@ -15,8 +15,9 @@ use std::time::Duration;
 /// The smallest area the full dashboard is drawn in.
 pub(crate) const MIN: (u16, u16) = (80, 24);
 
-/// Draws the load's view `v` (none before the first load) and the step table into the frame.
-pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps) {
+/// Draws the load's view `v` (none before the first load) and the step table (or a bench's
+/// matrix, when given) into the frame.
+pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps, matrix: Option<&[String]>) {
     let area = f.area();
     let Some(v) = v else {
         f.render_widget(Paragraph::new("loadbench: starting..."), area);
@@ -27,9 +28,10 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps) {
         return;
     }
     // The step table takes up to half of what the charts would have, at least 6 rows.
-    let table = match steps.is_empty() {
+    let rows = matrix.map_or(steps.len() + 1, <[String]>::len);
+    let table = match matrix.is_none() && steps.is_empty() {
         true => 0,
-        false => (steps.len() as u16 + 3).min(((area.height - 12) / 2).max(6)),
+        false => (rows as u16 + 2).min(((area.height - 12) / 2).max(6)),
     };
     let [head, gauge, middle, charts, table_area, keys] = Layout::vertical([
         Constraint::Length(1),
@@ -49,8 +51,10 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps) {
     let [rates, lat] = Layout::horizontal([Constraint::Fill(1); 2]).areas(charts);
     rate_chart(f, v, rates);
     latency_chart(f, v, lat);
-    if table > 0 {
-        f.render_widget(step_table(steps, table), table_area);
+    match matrix {
+        Some(lines) => f.render_widget(matrix_panel(lines), table_area),
+        None if table > 0 => f.render_widget(step_table(steps, table), table_area),
+        None => {}
     }
     f.render_widget(Paragraph::new(footer(v)), keys);
 }
@@ -62,6 +66,12 @@ fn step_table(steps: &Steps, height: u16) -> Paragraph<'static> {
     let mut lines = vec![Line::from(HEADING)];
     lines.extend(steps.rows().skip(skip).map(|r| Line::from(r.to_string())));
     Paragraph::new(lines).block(Block::bordered().title(" find-max steps "))
+}
+
+/// The bench matrix and the running targets' resources.
+fn matrix_panel(lines: &[String]) -> Paragraph<'static> {
+    let lines: Vec<Line> = lines.iter().map(|l| Line::from(l.clone())).collect();
+    Paragraph::new(lines).block(Block::bordered().title(" bench matrix "))
 }
 
 fn header(v: &View) -> String {
@@ -332,7 +342,8 @@ mod tests {
 
     fn render(v: &View, w: u16, h: u16) -> String {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        t.draw(|f| frame(f, Some(v), &Steps::default())).unwrap();
+        t.draw(|f| frame(f, Some(v), &Steps::default(), None))
+            .unwrap();
         let buf = t.backend().buffer();
         let cells: Vec<&str> = buf.content().iter().map(|c| c.symbol()).collect();
         cells
@@ -412,7 +423,7 @@ mod tests {
         let mut v = view(&closed());
         v.command = "find-max";
         let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
-        t.draw(|f| frame(f, Some(&v), &steps)).unwrap();
+        t.draw(|f| frame(f, Some(&v), &steps, None)).unwrap();
         let cells: Vec<&str> = t
             .backend()
             .buffer()

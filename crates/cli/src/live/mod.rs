@@ -8,6 +8,7 @@
 //! lines are printed to stderr once it has closed, and the summary after them, as before.
 
 mod draw;
+pub(crate) mod matrix;
 mod steps;
 mod term;
 mod view;
@@ -37,6 +38,10 @@ struct Shared {
     load: Mutex<Option<Load>>,
     /// The find-max step table.
     steps: Mutex<steps::Steps>,
+    /// The bench matrix.
+    matrix: Mutex<Option<matrix::Matrix>>,
+    /// Lines for stderr held back while the dashboard covers it (a bench's round lines).
+    held: Mutex<Vec<String>>,
     done: AtomicBool,
 }
 
@@ -102,13 +107,33 @@ impl Dashboard {
         lock(&self.shared.steps).record(step);
     }
 
-    /// Closes the dashboard, restores the terminal and prints the step lines it held back.
+    /// A bench's matrix is shown under the load from now on.
+    pub(crate) fn set_matrix(&self, matrix: matrix::Matrix) {
+        *lock(&self.shared.matrix) = Some(matrix);
+    }
+
+    /// `done` steps of the bench have finished.
+    pub(crate) fn matrix_finished(&self, done: usize) {
+        if let Some(m) = lock(&self.shared.matrix).as_mut() {
+            m.finished(done);
+        }
+    }
+
+    /// A line for stderr, printed once the dashboard has closed.
+    pub(crate) fn hold(&self, line: String) {
+        lock(&self.shared.held).push(line);
+    }
+
+    /// Closes the dashboard, restores the terminal and prints the lines it held back.
     pub(crate) fn finish(mut self) {
         self.shared.done.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
         for line in lock(&self.shared.steps).plain_lines() {
+            eprintln!("{line}");
+        }
+        for line in lock(&self.shared.held).iter() {
             eprintln!("{line}");
         }
     }
@@ -123,8 +148,11 @@ fn watch(mut screen: term::Screen, shared: &Shared) {
                 refresh(l);
             }
             let steps = lock(&shared.steps);
+            let matrix = lock(&shared.matrix).as_ref().map(matrix::Matrix::lines);
             let view = load.as_ref().map(|l| &l.view);
-            screen.terminal.draw(|f| draw::frame(f, view, &steps))
+            screen
+                .terminal
+                .draw(|f| draw::frame(f, view, &steps, matrix.as_deref()))
         };
         if drawn.is_err() {
             return;

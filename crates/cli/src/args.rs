@@ -118,6 +118,8 @@ pub(crate) struct BenchArgs {
     /// is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_live: bool,
+    #[command(flatten)]
+    pub live_web: LiveWebArgs,
 }
 
 #[derive(Debug, Args)]
@@ -196,7 +198,7 @@ pub(crate) struct DemoArgs {
     pub quiet: bool,
 }
 
-/// The live web page of `run` and `find-max`.
+/// The live web page of `run`, `find-max` and `bench`.
 #[derive(Debug, Args)]
 pub(crate) struct LiveWebArgs {
     /// Serve the HTML report while the run goes, refreshed every second, on 127.0.0.1 and a

@@ -5,7 +5,7 @@
 
 use crate::args::BenchArgs;
 use crate::output::OutputFormat;
-use crate::progress::Bar;
+use crate::progress::{Bar, Shown};
 use crate::UserError;
 use anyhow::Result;
 use loadbench_harness::run::{run_scenario, BenchError, BenchObserver, RunOptions};
@@ -22,6 +22,7 @@ use std::time::Duration;
 
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scenario = load(&a)?;
+    let web_addr = crate::live::web::asked(&a.live_web)?;
     crate::output::check_writable("--html", a.html.as_deref())?;
     let opts = RunOptions {
         file: a.scenario.clone(),
@@ -29,8 +30,13 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let result = run(&scenario, &opts, a.quiet, !a.no_live)?;
+    let web = crate::live::web::start(web_addr, &Default::default())?;
+    let shown = crate::progress::Shown::live(a.quiet, !a.no_live, "bench").with_web(web.clone());
+    let result = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
+    if let Some(web) = &web {
+        web.finish(&saved);
+    }
     if let Some(html) = &a.html {
         crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
@@ -40,21 +46,19 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         "result saved to {}",
         Path::new(&result.run_dir).join("result.json").display()
     );
+    if let Some(web) = &web {
+        web.linger();
+    }
     Ok(exit_code(&result))
 }
 
-/// Runs a scenario with progress on stderr (the dashboard when `live` and stderr is a
-/// terminal), then writes `report.html` into its run folder.
-pub(crate) fn run(
-    scenario: &Scenario,
-    opts: &RunOptions,
-    quiet: bool,
-    live: bool,
-) -> Result<BenchResult> {
+/// Runs a scenario with progress on stderr as `shown` asks (the dashboard only when stderr is
+/// a terminal), then writes `report.html` into its run folder.
+pub(crate) fn run(scenario: &Scenario, opts: &RunOptions, shown: Shown) -> Result<BenchResult> {
     let stop = crate::signals::stop_flag()?;
     let obs = Progress {
-        bar: Bar::new(crate::progress::Shown::live(quiet, live, "bench")),
-        quiet,
+        quiet: shown.quiet(),
+        bar: Bar::new(shown),
         scenario,
     };
     let result = run_scenario(scenario, opts, &stop, &obs);

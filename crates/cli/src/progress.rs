@@ -46,6 +46,11 @@ impl Shown {
         }
     }
 
+    /// Nothing on stderr (`--quiet`).
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// The same, feeding the live web page `web` too.
     pub(crate) fn with_web(self, web: Option<Arc<crate::live::web::LiveWeb>>) -> Shown {
         Shown { web, ..self }

@@ -1,6 +1,6 @@
 //! The live web page (`--live-web`) of `loadbench run` against the reference backend: headless
 //! Chromium loads the page twice while the run goes and sees its figures move, the page
-//! refreshes itself while live and not once final, and the final page is the `--html` report
+//! refreshes itself while live and not once final (the run is ended by SIGINT, as Ctrl-C), and the final page is the `--html` report
 //! byte for byte, its numbers those of the saved result. A non-loopback address without
 //! `--live-web-public` is refused with one line before anything runs. Nothing here depends on
 //! the machine's speed: changes and equalities, never rates. Without Chromium the browser test
@@ -125,12 +125,14 @@ fn lines(child: &mut Child) -> Receiver<String> {
 /// The next stderr line containing `what`, within 30 s.
 fn line_with(rx: &Receiver<String>, what: &str) -> String {
     let until = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
     while let Ok(line) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
         if line.contains(what) {
             return line;
         }
+        seen.push(line);
     }
-    panic!("stderr never said {what:?}");
+    panic!("stderr never said {what:?}, only {seen:?}");
 }
 
 /// The live page's completed requests, loaded by Chromium until the run has some.
@@ -154,7 +156,7 @@ fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
     let (save, html) = (dir.join("r.json"), dir.join("r.html"));
     let target = format!("http://{}/", server.local_addr());
     let mut child = bin()
-        .args(["run", &target, "-c", "2", "-d", "8s", "--live-web"])
+        .args(["run", &target, "-c", "2", "-d", "60s", "--live-web"])
         .arg("--save")
         .arg(&save)
         .arg("--html")
@@ -169,6 +171,16 @@ fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
         .trim_start_matches("live report: ")
         .to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let until = Instant::now() + Duration::from_secs(30);
+    while !get(&url).0.contains("text/html") {
+        assert!(Instant::now() < until, "no live page");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (head, _) = get(&url);
+    assert!(
+        head.contains("\r\nRefresh: 1\r\n"),
+        "a live page reloads: {head}"
+    );
     let first = live_requests(&browser, &url);
     std::thread::sleep(Duration::from_millis(1200));
     let second = live_requests(&browser, &url);
@@ -176,16 +188,15 @@ fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
         second > first,
         "the live page did not move: {first} then {second}"
     );
-    let (head, _) = get(&url);
-    assert!(
-        head.contains("\r\nRefresh: 1\r\n"),
-        "a live page reloads: {head}"
-    );
-
+    // SIGINT (as Ctrl-C) ends the run early and keeps the result (exit 130), so none of the
+    // loads above can have been the final page.
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(killed.success());
     line_with(&rx, "HTML report written to");
     let (head, body) = get(&url);
     let status = wait_or_kill(&mut child, Duration::from_secs(15), "loadbench run");
-    assert!(status.success(), "{status:?}");
+    assert_eq!(status.code(), Some(130), "interrupted, result kept");
     assert!(!head.contains("Refresh"), "the final page stays: {head}");
     let written = std::fs::read(&html).expect("--html was written");
     assert!(
@@ -193,6 +204,7 @@ fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
         "the final page is the --html report byte for byte"
     );
     let saved = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert!(saved.interrupted);
     let page = String::from_utf8(body).unwrap();
     assert_eq!(
         figure(&page, "Requests completed"),
@@ -227,4 +239,61 @@ fn a_public_address_needs_the_flag_and_is_refused_before_any_load() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("IP:PORT"));
+}
+
+#[test]
+fn bench_serves_the_running_load_and_ends_as_its_report() {
+    let _busy = crate::support::loading();
+    let dir = tempdir("live-web-bench");
+    let file = dir.join("web.toml");
+    std::fs::write(
+        &file,
+        "name = \"web\"\nrounds = 1\n[[target]]\nname = \"up\"\nkind = \"upstream\"\n\
+         [[load]]\nname = \"closed\"\nmodel = \"closed\"\ntargets = [\"up\"]\n\
+         connections = [2]\nduration = \"4s\"\n",
+    )
+    .unwrap();
+    let mut child = bin()
+        .args(["bench", "--live-web"])
+        .arg(&file)
+        .arg("--results")
+        .arg(dir.join("results"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadbench runs");
+    let rx = lines(&mut child);
+    let url = line_with(&rx, "live report: ")
+        .trim_start_matches("live report: ")
+        .to_string();
+    let until = Instant::now() + Duration::from_secs(30);
+    let live = loop {
+        let (head, body) = get(&url);
+        let page = String::from_utf8(body).unwrap();
+        if figure(&page, "Requests completed").is_some_and(|n| n > 0) {
+            break head;
+        }
+        assert!(Instant::now() < until, "no live figures: {page:.300}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(live.contains("\r\nRefresh: 1\r\n"), "{live}");
+    let saved_line = line_with(&rx, "result saved to ");
+    let (head, body) = get(&url);
+    let status = wait_or_kill(&mut child, Duration::from_secs(15), "loadbench bench");
+    assert!(status.success(), "{status:?}");
+    assert!(!head.contains("Refresh"), "{head}");
+    let folder = Path::new(saved_line.trim_start_matches("result saved to "))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let report = std::fs::read(folder.join("report.html")).unwrap();
+    if body != report {
+        std::fs::write(dir.join("served.html"), &body).unwrap();
+    }
+    assert!(
+        body == report,
+        "the final page is the bench's report.html byte for byte: {dir:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

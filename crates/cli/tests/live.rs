@@ -451,6 +451,26 @@ fn resources_shown(pane: &str, target: &str) -> Option<(String, String)> {
     Some((cpu, mem))
 }
 
+/// Watches the bench's dashboard until the exit line: the last resources it showed (from
+/// `first`) and every matrix row seen.
+fn watch_bench(t: &Tmux, first: (String, String)) -> ((String, String), Vec<String>) {
+    let mut last = first;
+    let mut rows = Vec::new();
+    loop {
+        let pane = t.capture();
+        if let Some(r) = resources_shown(&pane, "up") {
+            last = r;
+        }
+        if let Some(row) = pane.lines().find(|l| l.contains("closed: ")) {
+            rows.push(row.trim_matches(|c| c == '│' || c == ' ').to_string());
+        }
+        if pane.contains("lbexit=") {
+            return (last, rows);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 const BENCH: &str = r#"
 name = "live"
 rounds = 2
@@ -500,21 +520,7 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
         b.requests > a.requests,
         "the load's counts moved: {a:?} then {b:?}"
     );
-    let mut last = resources_shown(&pane, "up").unwrap();
-    let mut rows = Vec::new();
-    loop {
-        let pane = t.capture();
-        if let Some(r) = resources_shown(&pane, "up") {
-            last = r;
-        }
-        if let Some(row) = pane.lines().find(|l| l.contains("closed: ")) {
-            rows.push(row.trim_matches(|c| c == '│' || c == ' ').to_string());
-        }
-        if pane.contains("lbexit=") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (last, rows) = watch_bench(t, resources_shown(&pane, "up").unwrap());
     assert!(
         rows.iter().any(|r| r.ends_with("closed: #>")),
         "round 1 done, round 2 running: {rows:?}"

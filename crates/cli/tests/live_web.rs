@@ -147,6 +147,19 @@ fn live_requests(browser: &Path, url: &str) -> u64 {
     }
 }
 
+/// The head of the first page served once a load runs (before, a plain-text note).
+fn first_live_page(url: &str) -> String {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (head, _) = get(url);
+        if head.contains("text/html") {
+            return head;
+        }
+        assert!(Instant::now() < until, "no live page: {head}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
     let Some(browser) = chromium() else { return };
@@ -171,12 +184,7 @@ fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
         .trim_start_matches("live report: ")
         .to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let until = Instant::now() + Duration::from_secs(30);
-    while !get(&url).0.contains("text/html") {
-        assert!(Instant::now() < until, "no live page");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let (head, _) = get(&url);
+    let head = first_live_page(&url);
     assert!(
         head.contains("\r\nRefresh: 1\r\n"),
         "a live page reloads: {head}"

@@ -684,6 +684,7 @@ mod tests {
             start: Instant::now(),
             interval: Duration::from_millis(100),
             max_samples: 4,
+            latest: LatestSample::default(),
             samples: vec![],
         };
         for s in series(&[(0.0, 0.0); 9]).samples {
@@ -718,6 +719,7 @@ mod tests {
             start: Instant::now(),
             interval: Duration::from_millis(100),
             max_samples: 100,
+            latest: LatestSample::default(),
             samples: vec![],
         }
     }

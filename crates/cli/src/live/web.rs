@@ -259,7 +259,13 @@ fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
     if method != "HEAD" {
         stream.write_all(&response.body)?;
     }
-    stream.flush()
+    stream.flush()?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    // Only once it is all sent: the process may exit as soon as this is set.
+    if response.done {
+        state.final_served.store(true, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 /// The request head, up to the blank line (or [`MAX_HEAD`] bytes).
@@ -279,6 +285,8 @@ fn read_head(stream: &mut TcpStream) -> std::io::Result<String> {
 struct Response {
     head: Vec<u8>,
     body: Vec<u8>,
+    /// The final page.
+    done: bool,
 }
 
 fn response(status: &str, kind: &str, body: &str, refresh: bool) -> Response {
@@ -291,6 +299,7 @@ fn response(status: &str, kind: &str, body: &str, refresh: bool) -> Response {
     Response {
         head: head.into_bytes(),
         body: body.as_bytes().to_vec(),
+        done: false,
     }
 }
 
@@ -298,10 +307,10 @@ fn response(status: &str, kind: &str, body: &str, refresh: bool) -> Response {
 fn page_response(state: &State) -> Response {
     let (html, done) = current_page(state);
     match (html, done) {
-        (Some(html), true) => {
-            state.final_served.store(true, Ordering::Relaxed);
-            response("200 OK", "text/html", &html, false)
-        }
+        (Some(html), true) => Response {
+            done: true,
+            ..response("200 OK", "text/html", &html, false)
+        },
         (Some(html), false) => {
             state.live_served.fetch_add(1, Ordering::Relaxed);
             response("200 OK", "text/html", &html, true)

@@ -301,7 +301,8 @@ impl Job {
     }
 }
 
-/// Reads the running load's live counters for the progress lines.
+/// Reads the running load's live counters for the progress lines: the engine's pulses, the
+/// same snapshots the dashboard and the live page read.
 #[derive(Default)]
 struct Progress {
     live: Mutex<Option<Arc<Live>>>,

@@ -69,9 +69,12 @@ impl Loads for RunFlags {
     }
 }
 
-/// Flags that choose the shard (the broadcast does) or write files elsewhere on the load host
-/// (the agent's --results-dir does).
+/// Flags that choose the shard (the broadcast does), write files elsewhere on the load host
+/// (the agent's --results-dir does) or serve a live page there.
 fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
+    if a.live_web.live_web.is_some() {
+        return Err("executorParams: --live-web is not taken by the agent: it would serve a page on the load host; the job's log shows the progress".into());
+    }
     let given = [
         ("--save", a.save.is_some()),
         ("--html", a.html.is_some()),
@@ -153,6 +156,10 @@ mod tests {
             .prepare(&words("http://h/ --save /etc/x"), shard)
             .unwrap_err();
         assert!(e.contains("--save is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --live-web"), shard)
+            .unwrap_err();
+        assert!(e.contains("--live-web is not taken"), "{e}");
         let e = RunFlags
             .prepare(&words("http://h/ --shard 0/2"), shard)
             .unwrap_err();

@@ -114,6 +114,12 @@ pub(crate) struct BenchArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// No terminal dashboard: the plain progress bar and round lines instead (the dashboard
+    /// is shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
+    #[command(flatten)]
+    pub live_web: LiveWebArgs,
 }
 
 #[derive(Debug, Args)]
@@ -192,6 +198,21 @@ pub(crate) struct DemoArgs {
     pub quiet: bool,
 }
 
+/// The live web page of `run`, `find-max` and `bench`.
+#[derive(Debug, Args)]
+pub(crate) struct LiveWebArgs {
+    /// Serve the HTML report while the run goes, refreshed every second, on 127.0.0.1 and a
+    /// free port (or `--live-web=ADDR`); its URL goes to stderr. The finished page is the
+    /// final report.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+          default_missing_value = "127.0.0.1:0")]
+    pub live_web: Option<String>,
+    /// Allow --live-web on an address other than loopback (the page shows the target's URL
+    /// and headers to whoever can reach it).
+    #[arg(long, requires = "live_web")]
+    pub live_web_public: bool,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/
@@ -229,6 +250,12 @@ pub(crate) struct RunArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// No terminal dashboard: the plain progress line instead (the dashboard is shown only
+    /// when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
+    #[command(flatten)]
+    pub live_web: LiveWebArgs,
     /// Open model: send this many requests per second in total, on schedule, whether or not
     /// earlier ones returned (latency counts from each request's intended time). A range
     /// such as 1000..20000 ramps over --ramp.
@@ -346,6 +373,12 @@ pub(crate) struct FindMaxArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// No terminal dashboard: the plain step lines and progress bar instead (the dashboard is
+    /// shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
+    #[command(flatten)]
+    pub live_web: LiveWebArgs,
 }
 
 /// The request and connection options `run` and `find-max` share.

@@ -5,10 +5,11 @@
 
 use crate::args::BenchArgs;
 use crate::output::OutputFormat;
-use crate::progress::Bar;
+use crate::progress::{Bar, Shown};
 use crate::UserError;
 use anyhow::Result;
 use loadbench_harness::run::{run_scenario, BenchError, BenchObserver, RunOptions};
+use loadbench_harness::sampler::LatestSample;
 use loadbench_harness::scenario::{parse_duration, Scenario};
 use loadbench_model::{BenchResult, BenchRound, FindMaxStep};
 use loadbench_plan::Plan;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scenario = load(&a)?;
+    let web_addr = crate::live::web::asked(&a.live_web)?;
     crate::output::check_writable("--html", a.html.as_deref())?;
     let opts = RunOptions {
         file: a.scenario.clone(),
@@ -28,8 +30,13 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let (result, in_place) = run(&scenario, &opts, a.quiet)?;
+    let web = crate::live::web::start(web_addr, &Default::default())?;
+    let shown = crate::progress::Shown::live(a.quiet, !a.no_live, "bench").with_web(web.clone());
+    let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
+    if let Some(web) = &web {
+        web.finish(&saved);
+    }
     if let Some(html) = &a.html {
         crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
         eprintln!("HTML report written to {}", html.display());
@@ -41,23 +48,30 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
             Path::new(&result.run_dir).join("result.json").display()
         );
     }
+    if let Some(web) = &web {
+        web.linger();
+    }
     Ok(exit_code(&result, in_place))
 }
 
-/// Runs a scenario with progress on stderr, then writes `report.html` into its run folder.
-/// The flag is false when `result.json` could not be written there (the one line saying where
-/// it went instead is printed, and no `report.html` is written into the broken folder).
+/// Runs a scenario with progress on stderr as `shown` asks (the dashboard only when stderr is
+/// a terminal), then writes `report.html` into its run folder. The flag is false when
+/// `result.json` could not be written there (the one line saying where it went instead is
+/// printed, and no `report.html` is written into the broken folder).
 pub(crate) fn run(
     scenario: &Scenario,
     opts: &RunOptions,
-    quiet: bool,
+    shown: Shown,
 ) -> Result<(BenchResult, bool)> {
     let stop = crate::signals::stop_flag()?;
     let obs = Progress {
-        bar: Bar::new(quiet),
-        quiet,
+        quiet: shown.quiet(),
+        bar: Bar::new(shown),
+        scenario,
     };
-    let result = match run_scenario(scenario, opts, &stop, &obs) {
+    let result = run_scenario(scenario, opts, &stop, &obs);
+    obs.bar.finish();
+    let result = match result {
         Ok(result) => result,
         Err(BenchError::SavedElsewhere(fallback, result)) => {
             eprintln!("error: {fallback}");
@@ -102,13 +116,14 @@ fn load(a: &BenchArgs) -> Result<Scenario, UserError> {
 }
 
 /// The bench's view on stderr: the run folder, warnings, a progress bar per load, a line per
-/// finished round.
-struct Progress {
+/// finished round; or the dashboard with the matrix, the round lines printed once it closes.
+struct Progress<'a> {
     bar: Bar,
     quiet: bool,
+    scenario: &'a Scenario,
 }
 
-impl Observer for Progress {
+impl Observer for Progress<'_> {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
         self.bar.load_started(live, plan);
     }
@@ -126,7 +141,13 @@ impl Observer for Progress {
     }
 }
 
-impl BenchObserver for Progress {
+impl BenchObserver for Progress<'_> {
+    fn sampling(&self, latest: &LatestSample) {
+        self.bar.on_dashboard(|d| {
+            d.set_matrix(crate::live::matrix::Matrix::new(self.scenario, latest));
+        });
+    }
+
     fn run_folder(&self, dir: &Path) {
         if !self.quiet {
             eprintln!("run folder: {}", dir.display());
@@ -138,10 +159,16 @@ impl BenchObserver for Progress {
     }
 
     fn rounds_finished(&self, result: &BenchResult, rounds: &[BenchRound]) {
-        if !self.quiet {
-            rounds
-                .iter()
-                .for_each(|round| eprintln!("{}", round_line(result, round)));
+        if self.quiet {
+            return;
+        }
+        let lines = rounds.iter().map(|round| round_line(result, round));
+        let shown = self.bar.on_dashboard(|d| {
+            d.matrix_finished(result.steps_done as usize);
+            lines.clone().for_each(|l| d.hold(l));
+        });
+        if !shown {
+            lines.for_each(|l| eprintln!("{l}"));
         }
     }
 }

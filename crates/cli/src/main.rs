@@ -8,6 +8,7 @@ mod compare_cmd;
 mod demo;
 mod dist;
 mod find_max;
+mod live;
 mod output;
 mod progress;
 mod report_cmd;

@@ -1,7 +1,8 @@
 //! Live progress on stderr while a run goes on: elapsed of total, current req/s, errors.
 //! Only when stderr is a terminal and `--quiet` is not given; it reads the engine's published
 //! counters and never touches the hot path. [`Bar`] is the runner's [`Observer`] for the CLI:
-//! a bar per load, and for find-max a line per finished step.
+//! a bar per load, and for find-max a line per finished step; or, for `run` and `find-max`
+//! on a terminal, the dashboard of [`crate::live`] instead.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadbench_model::FindMaxStep;
@@ -9,38 +10,137 @@ use loadbench_plan::{Plan, Stop};
 use loadbench_runner::{Control, Live, Observer};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The CLI's observer: a progress bar while each load runs (unless quiet), and a line per
-/// finished find-max step (unless quiet).
+/// finished find-max step (unless quiet); or, when asked for and stderr is a terminal, the
+/// dashboard, open from the first load until [`Bar::finish`].
 #[derive(Default)]
 pub(crate) struct Bar {
-    quiet: bool,
+    shown: Shown,
     running: Mutex<Option<Progress>>,
+    dashboard: Mutex<Option<crate::live::Dashboard>>,
+}
+
+/// What the CLI shows while a load runs.
+#[derive(Default, Clone)]
+pub(crate) struct Shown {
+    /// Nothing (`--quiet`).
+    quiet: bool,
+    /// The dashboard of this command instead of the bar when stderr is a terminal (not
+    /// `--no-live`).
+    live: Option<&'static str>,
+    /// The live web page (`--live-web`), fed beside whatever stderr shows.
+    web: Option<Arc<crate::live::web::LiveWeb>>,
+}
+
+impl Shown {
+    /// The dashboard of `command` when `live` and stderr is a terminal, else the bar (nothing when `quiet`).
+    pub(crate) fn live(quiet: bool, live: bool, command: &'static str) -> Shown {
+        Shown {
+            quiet,
+            live: live.then_some(command),
+            web: None,
+        }
+    }
+
+    /// Nothing on stderr (`--quiet`).
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// The same, feeding the live web page `web` too.
+    pub(crate) fn with_web(self, web: Option<Arc<crate::live::web::LiveWeb>>) -> Shown {
+        Shown { web, ..self }
+    }
 }
 
 impl Bar {
-    pub(crate) fn new(quiet: bool) -> Bar {
+    pub(crate) fn new(shown: Shown) -> Bar {
         Bar {
-            quiet,
-            running: Mutex::default(),
+            shown,
+            ..Bar::default()
+        }
+    }
+
+    fn quiet(&self) -> bool {
+        self.shown.quiet
+    }
+
+    /// The dashboard, opened on first use, when it is to be shown.
+    fn dashboard(&self) -> Option<MutexGuard<'_, Option<crate::live::Dashboard>>> {
+        let command = self.shown.live.filter(|_| !self.quiet())?;
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let mut d = self
+            .dashboard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        d.get_or_insert_with(|| crate::live::Dashboard::open(command));
+        Some(d)
+    }
+
+    /// Runs `f` on the dashboard (opening it) when one is to be shown; false when none is.
+    pub(crate) fn on_dashboard(&self, f: impl FnOnce(&crate::live::Dashboard)) -> bool {
+        match self.dashboard() {
+            Some(d) => {
+                if let Some(d) = d.as_ref() {
+                    f(d);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The dashboard if it is open.
+    fn open_dashboard(&self) -> MutexGuard<'_, Option<crate::live::Dashboard>> {
+        self.dashboard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes the dashboard, if one was opened (printing the step lines it held back).
+    pub(crate) fn finish(self) {
+        if let Some(d) = self
+            .dashboard
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            d.finish();
         }
     }
 }
 
 impl Observer for Bar {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        if let Some(web) = &self.shown.web {
+            web.load_started(live, plan);
+        }
+        if let Some(d) = self.dashboard() {
+            if let Some(d) = d.as_ref() {
+                d.load_started(live, plan);
+            }
+            return;
+        }
         let goal = match plan.stop {
             Stop::Duration(d) => Goal::Duration(d),
             Stop::Requests(n) => Goal::Requests(n),
         };
-        let p = Progress::start(Arc::clone(live), goal, plan.warmup, self.quiet);
+        let p = Progress::start(Arc::clone(live), goal, plan.warmup, self.quiet());
         *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(p);
     }
 
     fn load_finished(&self) {
+        if let Some(web) = &self.shown.web {
+            web.load_finished();
+        }
+        if let Some(d) = self.open_dashboard().as_ref() {
+            d.load_finished();
+        }
         let p = self
             .running
             .lock()
@@ -52,26 +152,38 @@ impl Observer for Bar {
     }
 
     fn step_finished(&self, step: &FindMaxStep) {
-        if !self.quiet {
+        if let Some(d) = self.open_dashboard().as_ref() {
+            return d.step(step);
+        }
+        if !self.quiet() {
             eprintln!("{}", loadbench_report::find_max_step_line(step));
         }
     }
 
     fn recovery_finished(&self, step: &FindMaxStep) {
-        if let (false, Some(text)) = (self.quiet, loadbench_report::find_max_recovery_line(step)) {
+        if let Some(d) = self.open_dashboard().as_ref() {
+            return d.step(step);
+        }
+        if let (false, Some(text)) = (self.quiet(), loadbench_report::find_max_recovery_line(step))
+        {
             eprintln!("{text}");
         }
     }
 }
 
-/// Runs `f` under the process's stop flag (Ctrl-C, SIGTERM) with a progress bar as observer.
-pub(crate) fn controlled<T>(quiet: bool, f: impl FnOnce(Control<'_>) -> T) -> anyhow::Result<T> {
+/// Runs `f` under the process's stop flag (Ctrl-C, SIGTERM), showing what `shown` asks for.
+pub(crate) fn controlled_as<T>(
+    shown: Shown,
+    f: impl FnOnce(Control<'_>) -> T,
+) -> anyhow::Result<T> {
     let stop = crate::signals::stop_flag()?;
-    let bar = Bar::new(quiet);
-    Ok(f(Control {
+    let bar = Bar::new(shown);
+    let out = f(Control {
         stop: &stop,
         observer: &bar,
-    }))
+    });
+    bar.finish();
+    Ok(out)
 }
 
 struct Progress {

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    let web_addr = crate::live::web::asked(&args.live_web)?;
     let shard = crate::dist::shard_spec(&args.dist, &crate::dist::process_env)?;
     let shard_file = match (&args.dist.results_dir, &shard) {
         (Some(dir), Some(sh)) => Some(crate::dist::results_path(dir, sh)),
@@ -21,15 +22,21 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     crate::output::check_writable("--html", args.html.as_deref())?;
     crate::output::check_writable("--hlog", args.hlog.as_deref())?;
     crate::output::check_writable("--results-dir", shard_file.as_deref())?;
-    let result = crate::progress::controlled(args.quiet, |ctl| match &shard {
-        Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
-        None => loadbench_runner::run(&spec, ctl).map_err(run_error),
-    })??;
     let opts = RenderOptions {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
+    let web = crate::live::web::start(web_addr, &opts)?;
+    let shown =
+        crate::progress::Shown::live(args.quiet, !args.no_live, "run").with_web(web.clone());
+    let result = crate::progress::controlled_as(shown, |ctl| match &shard {
+        Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
+        None => loadbench_runner::run(&spec, ctl).map_err(run_error),
+    })??;
     let saved = loadbench_model::SavedResult::from(result.clone());
+    if let Some(web) = &web {
+        web.finish(&saved);
+    }
     // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
     let mut in_place = true;
     let json = || loadbench_report::render_to_string(Format::Json, &result, &Default::default());
@@ -56,6 +63,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     crate::output::print(&saved, args.output, &opts)?;
+    if let Some(web) = &web {
+        web.linger();
+    }
     Ok(if in_place {
         exit_code(&result)
     } else {

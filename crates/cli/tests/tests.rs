@@ -19,6 +19,8 @@ mod headline;
 mod help;
 mod kubernetes;
 mod library;
+mod live;
+mod live_web;
 mod netns;
 mod open;
 mod report;

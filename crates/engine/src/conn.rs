@@ -401,6 +401,11 @@ impl Conn {
         self.stream = None;
     }
 
+    /// Has a socket (connecting or connected), for the live views' open-connection count.
+    pub fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
     /// Holds a claimed request that has not finished.
     pub fn in_flight(&self) -> bool {
         self.phase != Phase::Idle

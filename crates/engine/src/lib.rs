@@ -11,6 +11,7 @@
 pub mod conn;
 pub mod http1;
 pub mod pacer;
+pub mod pulse;
 pub mod recorder;
 pub mod transport;
 pub mod worker;
@@ -18,8 +19,9 @@ pub mod worker;
 use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
+pub use pulse::{Pulse, PulseSlot};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use worker::{Worker, WorkerConfig};
@@ -74,18 +76,11 @@ pub struct WorkerLimits {
     pub tick: Duration,
 }
 
-/// Counters a worker publishes for live progress (relaxed stores a few times a second).
+/// What a worker publishes for live views: its latest [`Pulse`], the one snapshot every view
+/// (the dashboard, the progress bar, the live page, the xxl-job agent's log) reads.
 #[derive(Debug, Default)]
 pub struct LiveCounters {
-    requests: AtomicU64,
-    errors: AtomicU64,
-}
-
-impl LiveCounters {
-    fn publish(&self, requests: u64, errors: u64) {
-        self.requests.store(requests, Ordering::Relaxed);
-        self.errors.store(errors, Ordering::Relaxed);
-    }
+    pulse: PulseSlot,
 }
 
 /// What a progress display may read while the run goes on.
@@ -96,14 +91,19 @@ pub struct Live {
 }
 
 impl Live {
-    /// Requests completed and failed so far in the measured window, all workers together.
+    /// Requests completed and failed so far in the measured window, all workers together, as
+    /// of their last pulse (the counters of [`Live::pulse`], without its seconds).
     pub fn snapshot(&self) -> (u64, u64) {
-        self.workers.iter().fold((0, 0), |(r, e), w| {
-            (
-                r + w.requests.load(Ordering::Relaxed),
-                e + w.errors.load(Ordering::Relaxed),
-            )
-        })
+        let p = self.pulse(usize::MAX);
+        (p.requests, p.errors.total())
+    }
+
+    /// Everything the workers had published at their last pulse, added up; the series holds
+    /// the seconds from `seen` on that every worker has closed (a live view keeps the earlier
+    /// ones), each merged exactly as the final result merges it.
+    pub fn pulse(&self, seen: usize) -> Pulse {
+        let slots: Vec<&PulseSlot> = self.workers.iter().map(|w| &w.pulse).collect();
+        PulseSlot::merge(&slots, seen)
     }
 
     /// Asks every worker to stop at its next loop turn (within a tick).

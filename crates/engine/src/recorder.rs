@@ -314,6 +314,27 @@ impl Recorder {
         (self.requests, self.errors.iter().sum())
     }
 
+    /// The counters a live view shows (no series: see [`Recorder::closed`]); a copy made at a
+    /// housekeeping tick, never per request.
+    pub fn pulse(&self) -> crate::pulse::Pulse {
+        let mut status = StatusCounts::default();
+        for (code, &n) in self.status.iter().enumerate().filter(|(_, &n)| n > 0) {
+            status.add(code as u16, n);
+        }
+        crate::pulse::Pulse {
+            requests: self.requests,
+            sent: self.sent,
+            errors: ErrorCounts::from_array(&self.errors),
+            status,
+            ..Default::default()
+        }
+    }
+
+    /// The seconds closed so far, oldest first.
+    pub fn closed(&self) -> &[SeriesPoint] {
+        &self.series
+    }
+
     /// Ends recording at `end` and returns the measurement.
     pub fn finish(mut self, end: Instant, abandoned: u64) -> Stats {
         self.roll(end);

@@ -6,7 +6,7 @@ use crate::conn::{Conn, Phase};
 use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
 use crate::transport::Sources;
-use crate::{LiveCounters, WorkerLimits};
+use crate::{LiveCounters, Pulse, WorkerLimits};
 use loadbench_model::{ErrorKind, GeneratorTime, Stats};
 use mio::{Events, Poll, Registry, Token};
 use std::io;
@@ -145,7 +145,13 @@ pub struct Worker<'a> {
     limits: WorkerLimits,
     pacer: Option<Pacer<'a>>,
     pool: PoolClock,
+    /// When the last [`Pulse`] was published (at most one per [`PULSE_EVERY`]).
+    pulsed_at: Option<Instant>,
 }
+
+/// How often a worker publishes its [`Pulse`] for the live views: a few times a second,
+/// whatever the tick.
+const PULSE_EVERY: Duration = Duration::from_millis(100);
 
 /// Open model: how long requests were due while every allowed connection was busy.
 #[derive(Default)]
@@ -220,6 +226,7 @@ impl<'a> Worker<'a> {
             limits: cfg.limits,
             pacer,
             pool: PoolClock::default(),
+            pulsed_at: None,
         })
     }
 
@@ -400,8 +407,31 @@ impl<'a> Worker<'a> {
             c.fail(&mut self.ctx, kind, now);
         }
         self.ctx.recorder.tick(now);
-        let (requests, errors) = self.ctx.recorder.progress();
-        live.publish(requests, errors);
+        if self
+            .pulsed_at
+            .is_none_or(|t| now.duration_since(t) >= PULSE_EVERY)
+        {
+            self.pulsed_at = Some(now);
+            self.publish_pulse(now, live);
+        }
+    }
+
+    /// Copies the counters the recorder keeps anyway, the open connections, the pool's full
+    /// time and the schedule's lag into this worker's [`Pulse`] slot.
+    fn publish_pulse(&self, now: Instant, live: &LiveCounters) {
+        let pool_full = self.pool.full
+            + self
+                .pool
+                .full_since
+                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let lag = self.pacer.as_ref().and_then(Pacer::due);
+        let pulse = Pulse {
+            open_connections: self.conns.iter().filter(|c| c.is_open()).count() as u64,
+            pool_full_us: micros(pool_full),
+            lag_us: lag.map_or(0, |d| micros(now.saturating_duration_since(d))),
+            ..self.ctx.recorder.pulse()
+        };
+        live.pulse.publish(pulse, self.ctx.recorder.closed());
     }
 
     /// At the end: each connection's completed requests, and every request without an
@@ -435,8 +465,7 @@ impl<'a> Worker<'a> {
         for c in &mut self.conns {
             c.close();
         }
-        let (requests, errors) = self.ctx.recorder.progress();
-        live.publish(requests, errors);
+        self.publish_pulse(now, live);
         self.ctx.recorder.finish(end, abandoned)
     }
 }

@@ -5,6 +5,7 @@
 mod connections;
 mod hostile;
 mod merge;
+mod pulse;
 mod raw;
 mod reasons;
 mod source_addrs;

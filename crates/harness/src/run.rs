@@ -6,7 +6,7 @@
 
 use crate::bench::{bench_loads, steps, Matrix};
 use crate::limits::set_affinity;
-use crate::sampler::Sampler;
+use crate::sampler::{LatestSample, Sampler};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::targets::{StartOptions, Targets};
 use loadbench_model::{BenchResult, BenchRound, ResultKind, ScenarioInfo, SCHEMA_VERSION};
@@ -37,6 +37,9 @@ pub struct RunOptions {
 pub trait BenchObserver: Observer {
     /// The run folder exists.
     fn run_folder(&self, _dir: &Path) {}
+    /// The targets are sampled from now on: `latest` holds the newest sample (each target's CPU
+    /// cores and memory), updated while the rounds run.
+    fn sampling(&self, _latest: &LatestSample) {}
     /// Something the user should know (an unenforced limit, a failed round).
     fn warning(&self, _warning: &str) {}
     /// A step finished with these rounds; `result` holds everything so far and is saved.
@@ -84,6 +87,7 @@ pub fn run_scenario(
     pin_generator(scenario, &mut result);
     result.warnings.iter().for_each(|w| obs.warning(w));
     let sampler = Sampler::start(targets.roots(), SAMPLE_EVERY);
+    obs.sampling(&sampler.latest());
     sampler.mark("ready");
     let path = run_dir.join("result.json");
     save(&path, &result)?;

@@ -370,6 +370,24 @@ struct Recorder {
     interval: Duration,
     max_samples: usize,
     samples: Vec<Sample>,
+    latest: LatestSample,
+}
+
+/// The sampler's newest sample, shared: a live view (the bench dashboard) reads it while a
+/// round runs, without asking the sampler thread. Updated once per sample, under a lock held
+/// only to copy it.
+#[derive(Debug, Clone, Default)]
+pub struct LatestSample(Arc<Mutex<Option<Sample>>>);
+
+impl LatestSample {
+    /// The newest sample, if one was taken yet.
+    pub fn get(&self) -> Option<Sample> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, sample: &Sample) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(sample.clone());
+    }
 }
 
 impl Recorder {
@@ -417,6 +435,7 @@ impl Recorder {
             downsample(&mut self.samples);
             self.interval *= 2;
         }
+        self.latest.set(&sample);
         self.samples.push(sample);
     }
 }
@@ -426,6 +445,7 @@ impl Recorder {
 pub struct Sampler {
     start: Instant,
     marks: Arc<Mutex<Vec<Mark>>>,
+    latest: LatestSample,
     requests: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<(Vec<Sample>, Duration)>>,
 }
@@ -454,7 +474,9 @@ impl Sampler {
         let max_samples = max_samples.max(2);
         let start = Instant::now();
         let (names, roots) = targets.into_iter().unzip();
+        let latest = LatestSample::default();
         let recorder = Recorder {
+            latest: latest.clone(),
             names,
             roots,
             units: Units::host(),
@@ -471,6 +493,7 @@ impl Sampler {
         Self {
             start,
             marks: Arc::default(),
+            latest,
             requests: Some(tx),
             thread: Some(thread),
         }
@@ -484,6 +507,11 @@ impl Sampler {
             label: label.into(),
             t_ms,
         });
+    }
+
+    /// A handle on the newest sample, for a live view.
+    pub fn latest(&self) -> LatestSample {
+        self.latest.clone()
     }
 
     /// The series and marks so far, while sampling goes on.
@@ -656,6 +684,7 @@ mod tests {
             start: Instant::now(),
             interval: Duration::from_millis(100),
             max_samples: 4,
+            latest: LatestSample::default(),
             samples: vec![],
         };
         for s in series(&[(0.0, 0.0); 9]).samples {
@@ -690,6 +719,7 @@ mod tests {
             start: Instant::now(),
             interval: Duration::from_millis(100),
             max_samples: 100,
+            latest: LatestSample::default(),
             samples: vec![],
         }
     }

@@ -274,3 +274,28 @@ fn snapshot_returns_the_series_so_far_and_sampling_goes_on() {
     assert!(end.samples.len() > early.samples.len());
     assert_eq!(end.samples[..early.samples.len()], early.samples[..]);
 }
+
+#[test]
+fn the_latest_sample_is_shared_while_sampling_goes_on() {
+    let child = Guard::spawn("sleep", &["30"]);
+    let sampler = Sampler::start(vec![("t".into(), child.pid())], Duration::from_millis(20));
+    let latest = sampler.latest();
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while latest.get().is_none() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let first = latest.get().expect("a sample within 10 s");
+    assert_eq!(first.targets[0].name, "t");
+    assert!(first.targets[0].rss_bytes > 0, "{first:?}");
+    while latest.get().is_some_and(|s| s.t_ms == first.t_ms) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let end = sampler.stop();
+    let last = latest.get().unwrap();
+    assert!(last.t_ms > first.t_ms, "it moves while sampling goes on");
+    assert_eq!(
+        end.samples.last(),
+        Some(&last),
+        "the newest is the series' last"
+    );
+}

@@ -53,7 +53,11 @@ fn run(nginx: Option<&Path>, quiet: bool) -> Result<(loadbench_model::BenchResul
         results: PathBuf::from("results"),
         upstream_exe: std::env::current_exe()?,
     };
-    crate::bench::run(&scenario, &opts, quiet)
+    crate::bench::run(
+        &scenario,
+        &opts,
+        crate::progress::Shown::live(quiet, false, "bench"),
+    )
 }
 
 fn stopped() -> bool {

@@ -1,0 +1,453 @@
+//! Draws a [`View`] into a ratatui frame: the full dashboard from 80×24 up, one line below
+//! that. Pure: it only reads the view, so tests render it into a `TestBackend` buffer.
+
+use super::steps::{Steps, HEADING};
+use super::view::View;
+use loadbench_model::human::{duration_ns, duration_us};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::Line;
+use ratatui::widgets::{Axis, Block, Chart, Dataset, Gauge, GraphType, Paragraph};
+use ratatui::Frame;
+use std::time::Duration;
+
+/// The smallest area the full dashboard is drawn in.
+pub(crate) const MIN: (u16, u16) = (80, 24);
+
+/// Draws the load's view `v` (none before the first load) and the step table (or a bench's
+/// matrix, when given) into the frame.
+pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps, matrix: Option<&[String]>) {
+    let area = f.area();
+    let Some(v) = v else {
+        f.render_widget(Paragraph::new("loadbench: starting..."), area);
+        return;
+    };
+    if area.width < MIN.0 || area.height < MIN.1 {
+        f.render_widget(Paragraph::new(one_line(v, steps)), area);
+        return;
+    }
+    // The step table takes up to half of what the charts would have, at least 6 rows.
+    let rows = matrix.map_or(steps.len() + 1, <[String]>::len);
+    let table = match matrix.is_none() && steps.is_empty() {
+        true => 0,
+        false => (rows as u16 + 2).min(((area.height - 12) / 2).max(6)),
+    };
+    let [head, gauge, middle, charts, table_area, keys] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(9),
+        Constraint::Min(5),
+        Constraint::Length(table),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    f.render_widget(Paragraph::new(header(v)), head);
+    f.render_widget(progress(v), gauge);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Fill(1)]).areas(middle);
+    f.render_widget(totals(v), left);
+    f.render_widget(latency_now(v, right.width), right);
+    let [rates, lat] = Layout::horizontal([Constraint::Fill(1); 2]).areas(charts);
+    rate_chart(f, v, rates);
+    latency_chart(f, v, lat);
+    match matrix {
+        Some(lines) => f.render_widget(matrix_panel(lines), table_area),
+        None if table > 0 => f.render_widget(step_table(steps, table), table_area),
+        None => {}
+    }
+    f.render_widget(Paragraph::new(footer(v)), keys);
+}
+
+/// The last steps that fit, under the heading.
+fn step_table(steps: &Steps, height: u16) -> Paragraph<'static> {
+    let room = usize::from(height.saturating_sub(3));
+    let skip = steps.len().saturating_sub(room);
+    let mut lines = vec![Line::from(HEADING)];
+    lines.extend(steps.rows().skip(skip).map(|r| Line::from(r.to_string())));
+    Paragraph::new(lines).block(Block::bordered().title(" find-max steps "))
+}
+
+/// The bench matrix and the running targets' resources.
+fn matrix_panel(lines: &[String]) -> Paragraph<'static> {
+    let lines: Vec<Line> = lines.iter().map(|l| Line::from(l.clone())).collect();
+    Paragraph::new(lines).block(Block::bordered().title(" bench matrix "))
+}
+
+fn header(v: &View) -> String {
+    format!("loadbench {}  {}  {}", v.command, v.url, v.model)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{}s", d.as_secs())
+}
+
+fn progress(v: &View) -> Gauge<'static> {
+    let label = if v.stopping {
+        "stopping: keeping every result so far".to_string()
+    } else if v.warming_up() {
+        format!("warming up, {} left", secs(v.warmup - v.elapsed))
+    } else {
+        match v.stop {
+            loadbench_plan::Stop::Duration(d) => format!(
+                "elapsed {} of {}, remaining {}",
+                secs(v.measured()),
+                secs(d),
+                secs(v.remaining().unwrap_or_default())
+            ),
+            loadbench_plan::Stop::Requests(n) => format!(
+                "elapsed {}, {} of {n} requests",
+                secs(v.measured()),
+                v.now.requests + v.now.errors.total()
+            ),
+        }
+    };
+    Gauge::default()
+        .ratio(v.ratio())
+        .label(label)
+        .gauge_style(Style::default().fg(Color::Cyan).bg(Color::Black))
+}
+
+/// The counters: totals, the last second, errors by class, status codes, connections.
+pub(crate) fn totals_lines(v: &View) -> Vec<String> {
+    let n = &v.now;
+    let mut lines = vec![format!("requests {}  sent {}", n.requests, n.sent)];
+    lines.push(match v.last() {
+        Some(p) => {
+            let target = v
+                .target(p.second)
+                .map_or(String::new(), |t| format!(", target {t}"));
+            format!(
+                "second {}: {} done, {} sent{target} req/s",
+                p.second, p.requests, p.sent
+            )
+        }
+        None => "second -: none closed yet".to_string(),
+    });
+    lines.push(errors_line(v));
+    let codes: Vec<String> = n
+        .status
+        .0
+        .iter()
+        .map(|(c, k)| format!("{c}: {k}"))
+        .collect();
+    lines.push(format!("status {}", or_none(&codes.join("  "))));
+    lines.push(format!("open connections {}", n.open_connections));
+    if v.target(0).is_some() {
+        lines.push(format!(
+            "pool full {}  schedule lag {}",
+            duration_us(n.pool_full_us as f64),
+            duration_us(n.lag_us as f64)
+        ));
+    }
+    lines
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() {
+        "none yet"
+    } else {
+        s
+    }
+}
+
+fn errors_line(v: &View) -> String {
+    let e = &v.now.errors;
+    let classes: Vec<String> =
+        e.0.iter()
+            .filter(|(_, &k)| k > 0)
+            .map(|(kind, k)| format!("{} {k}", kind.describe()))
+            .collect();
+    match classes.is_empty() {
+        true => "errors 0".to_string(),
+        false => format!("errors {} ({})", e.total(), classes.join(", ")),
+    }
+}
+
+fn totals(v: &View) -> Paragraph<'static> {
+    let lines: Vec<Line> = totals_lines(v).into_iter().map(Line::from).collect();
+    Paragraph::new(lines).block(Block::bordered().title(" counts "))
+}
+
+/// The last closed second's percentiles and its distribution as bars.
+pub(crate) fn latency_lines(v: &View, width: u16) -> Vec<String> {
+    let Some(p) = v.last() else {
+        return vec!["no second closed yet".to_string()];
+    };
+    let p90 = v.p90_us.last().copied().unwrap_or_default();
+    let mut lines = vec![format!(
+        "p50 {}  p90 {}  p99 {}",
+        duration_us(p.p50_us),
+        duration_us(p90),
+        duration_us(p.p99_us)
+    )];
+    let most = v.distribution.iter().map(|b| b.1).max().unwrap_or(0).max(1);
+    let room = usize::from(width.saturating_sub(24)).max(1);
+    for &(upper, n) in &v.distribution {
+        let bar = "#".repeat((n as usize * room).div_ceil(most as usize));
+        lines.push(format!("<={:>8} {bar} {n}", duration_ns(upper as f64)));
+    }
+    lines
+}
+
+fn latency_now(v: &View, width: u16) -> Paragraph<'static> {
+    let title = v.last().map_or(" latency ".to_string(), |p| {
+        format!(" latency, second {} ", p.second)
+    });
+    let lines: Vec<Line> = latency_lines(v, width)
+        .into_iter()
+        .map(Line::from)
+        .collect();
+    Paragraph::new(lines).block(Block::bordered().title(title))
+}
+
+/// `(second, value)` points of one line of a chart.
+fn points(v: &View, f: impl Fn(usize) -> Option<f64>) -> Vec<(f64, f64)> {
+    (0..v.series.len())
+        .filter_map(|i| Some((f64::from(v.series[i].second), f(i)?)))
+        .collect()
+}
+
+fn rate_chart(f: &mut Frame<'_>, v: &View, area: Rect) {
+    let done = points(v, |i| Some(v.series[i].requests as f64));
+    let sent = points(v, |i| Some(v.series[i].sent as f64));
+    let target = points(v, |i| v.target(v.series[i].second).map(|t| t as f64));
+    let mut lines = vec![("done", done, Color::Green), ("sent", sent, Color::Blue)];
+    if !target.is_empty() {
+        lines.push(("target", target, Color::Yellow));
+    }
+    chart(f, v, area, " req/s ", lines, |y| format!("{y:.0}"));
+}
+
+fn latency_chart(f: &mut Frame<'_>, v: &View, area: Rect) {
+    let ms = |us: f64| us / 1000.0;
+    let lines = vec![
+        (
+            "p50",
+            points(v, |i| Some(ms(v.series[i].p50_us))),
+            Color::Green,
+        ),
+        ("p90", points(v, |i| Some(ms(v.p90_us[i]))), Color::Yellow),
+        (
+            "p99",
+            points(v, |i| Some(ms(v.series[i].p99_us))),
+            Color::Red,
+        ),
+    ];
+    chart(f, v, area, " latency ms ", lines, |y| format!("{y:.2}"));
+}
+
+type Line3 = (&'static str, Vec<(f64, f64)>, Color);
+
+fn chart(
+    f: &mut Frame<'_>,
+    v: &View,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line3>,
+    fmt: fn(f64) -> String,
+) {
+    let top = lines
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-3)
+        * 1.1;
+    let right = v
+        .series
+        .last()
+        .map_or(10.0, |p| f64::from(p.second + 1))
+        .max(10.0);
+    let sets: Vec<Dataset> = lines
+        .iter()
+        .map(|(name, pts, color)| {
+            Dataset::default()
+                .name(*name)
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(*color))
+                .data(pts)
+        })
+        .collect();
+    let chart = Chart::new(sets)
+        .block(Block::bordered().title(title.to_string()))
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, right])
+                .labels(["0s".to_string(), format!("{right:.0}s")]),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .labels(["0".to_string(), fmt(top)]),
+        );
+    f.render_widget(chart, area);
+}
+
+fn footer(v: &View) -> &'static str {
+    match v.stopping {
+        false => "q or Ctrl-C: stop and keep the results",
+        true => "stopping... Ctrl-C again: exit at once",
+    }
+}
+
+/// The view in one line, for terminals under 80×24.
+pub(crate) fn one_line(v: &View, steps: &Steps) -> String {
+    let rate = v.last().map_or(0, |p| p.requests);
+    let p99 = v.last().map_or("-".to_string(), |p| duration_us(p.p99_us));
+    let state = if v.stopping { "stopping" } else { "q: stop" };
+    let step = match steps.len() {
+        0 => String::new(),
+        n => format!("step {} ", n + 1),
+    };
+    format!(
+        "{step}{} {} req {rate} req/s {} err p99 {p99} {state}",
+        secs(v.measured()),
+        v.now.requests,
+        v.now.errors.total()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadbench_engine::Pulse;
+    use loadbench_model::{ErrorKind, Histo, SecondCounts, SeriesPoint};
+    use loadbench_plan::{LoadSpec, Plan};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn view(spec: &LoadSpec) -> View {
+        let mut v = View::new("run", &Plan::resolve(spec).unwrap());
+        let mut h = Histo::per_second();
+        (1..=100).for_each(|ms| h.record_ns(ms * 1_000_000));
+        let counts = SecondCounts {
+            requests: 100,
+            sent: 101,
+            ..Default::default()
+        };
+        let mut pulse = Pulse {
+            requests: 150,
+            sent: 153,
+            open_connections: 8,
+            series: vec![SeriesPoint::new(0, counts, &h)],
+            ..Default::default()
+        };
+        pulse.status.add(200, 149);
+        pulse.status.add(503, 1);
+        pulse.errors.add(ErrorKind::Reset, 2);
+        v.update(pulse, Duration::from_millis(1500));
+        v
+    }
+
+    fn render(v: &View, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| frame(f, Some(v), &Steps::default(), None))
+            .unwrap();
+        let buf = t.backend().buffer();
+        let cells: Vec<&str> = buf.content().iter().map(|c| c.symbol()).collect();
+        cells
+            .chunks(usize::from(w))
+            .map(|r| r.concat() + "\n")
+            .collect()
+    }
+
+    fn closed() -> LoadSpec {
+        LoadSpec::closed("http://127.0.0.1:9/", 8, Duration::from_secs(10))
+    }
+
+    #[test]
+    fn full_dashboard_at_80x24_shows_every_part() {
+        let screen = render(&view(&closed()), 80, 24);
+        for part in [
+            "requests 150  sent 153",
+            "second 0: 100 done, 101 sent req/s",
+            "errors 2 (connection reset 2)",
+            "status 200: 149  503: 1",
+            "open connections 8",
+            "elapsed 1s of 10s, remaining 9s",
+            "latency, second 0",
+            "p50 ",
+            " req/s ",
+            " latency ms ",
+            "q or Ctrl-C: stop",
+        ] {
+            assert!(screen.contains(part), "{part:?} missing:\n{screen}");
+        }
+        assert!(
+            !screen.contains("pool full"),
+            "closed model: no pool\n{screen}"
+        );
+    }
+
+    #[test]
+    fn open_model_shows_target_pool_and_lag() {
+        let spec = LoadSpec::open("http://127.0.0.1:9/", 100.0, Duration::from_secs(5), 10);
+        let screen = render(&view(&spec), 100, 30);
+        assert!(screen.contains("101 sent, target 100 req/s"), "{screen}");
+        assert!(screen.contains("pool full 0"), "{screen}");
+        assert!(screen.contains("schedule lag"), "{screen}");
+    }
+
+    #[test]
+    fn below_80x24_one_line() {
+        let v = view(&closed());
+        let screen = render(&v, 79, 24);
+        assert_eq!(
+            screen.lines().next().unwrap().trim_end(),
+            one_line(&v, &Steps::default())
+        );
+        assert!(screen.lines().skip(1).all(|l| l.trim().is_empty()));
+        assert!(
+            one_line(&v, &Steps::default()).starts_with("1s 150 req 100 req/s 2 err p99 "),
+            "{}",
+            one_line(&v, &Steps::default())
+        );
+        let screen = render(&v, 120, 10);
+        assert!(
+            screen.starts_with(&one_line(&v, &Steps::default())),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn find_max_step_table_under_the_charts() {
+        let mut steps = Steps::default();
+        let text = include_str!("../../tests/fixtures/find-max.json");
+        for s in loadbench_model::FindMaxResult::from_json(text)
+            .unwrap()
+            .steps
+        {
+            steps.record(&s);
+        }
+        let mut v = view(&closed());
+        v.command = "find-max";
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| frame(f, Some(&v), &steps, None)).unwrap();
+        let cells: Vec<&str> = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        let screen: String = cells.chunks(80).map(|r| r.concat() + "\n").collect();
+        assert!(screen.contains("loadbench find-max"), "{screen}");
+        assert!(screen.contains(" find-max steps "), "{screen}");
+        assert!(screen.contains(HEADING), "{screen}");
+        assert!(screen.contains("   4 "), "the latest step shows: {screen}");
+        assert!(screen.contains("requests 150"), "{screen}");
+        assert!(one_line(&v, &steps).starts_with("step 5 "));
+    }
+
+    #[test]
+    fn distribution_bars_count_every_response() {
+        let v = view(&closed());
+        let lines = latency_lines(&v, 40);
+        let total: u64 = lines[1..]
+            .iter()
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(total, 100);
+    }
+}

@@ -504,7 +504,7 @@ fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
 
 /// Runs `examples/NAME.toml` briefly; checks that every planned step ran and every closed/open
 /// round measured requests without errors, with the target's resources.
-fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {
+pub(crate) fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {
     if !programs.iter().all(|p| have(p)) {
         return None;
     }

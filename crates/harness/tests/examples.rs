@@ -72,6 +72,9 @@ fn every_example_parses() {
             "concurrency-sweep.toml",
             "find-max.toml",
             "gateway-overhead.toml",
+            "go-ping.toml",
+            "openresty.toml",
+            "php-mariadb.toml",
             "reverse-proxies.toml",
             "scale-out.toml",
         ]
@@ -212,4 +215,114 @@ fn find_max_searches_within_a_p99_slo() {
     assert_eq!(slo.text, "p99<20ms");
     assert_eq!(*max_connections, Some(2000));
     assert_eq!(l.targets, ["nginx", "backend"]);
+}
+
+#[test]
+fn go_ping_sweeps_net_http_and_gin_built_by_the_target_script() {
+    let (file, s) = load("go-ping.toml");
+    assert_header(&file, "seed 001");
+    assert_eq!(names(&s), ["nethttp", "gin"]);
+    assert_two_core_layout(&s);
+    for (name, framework) in [("nethttp", "nethttp"), ("gin", "gin")] {
+        let t = s.target(name).unwrap();
+        assert!(t
+            .command
+            .as_deref()
+            .unwrap()
+            .ends_with("targets/go-ping/run.sh"));
+        assert_eq!(t.args[..2], ["-framework", framework]);
+        assert_eq!(t.env["GOMAXPROCS"], "1");
+        // The first start builds gin from the Go module proxy: minutes, not the default 30 s.
+        assert!(t.ready.timeout >= Duration::from_secs(600), "{name}");
+    }
+    for f in ["main.go", "go.mod", "go.sum", "build.sh", "run.sh"] {
+        assert!(
+            examples_dir().join("targets/go-ping").join(f).is_file(),
+            "{f}"
+        );
+    }
+    let l = &s.loads[0];
+    let connections = vec![5, 10, 15, 20, 100];
+    assert_eq!(l.model, LoadModel::Closed { connections });
+    assert_eq!(l.request.path, "/ping");
+}
+
+#[test]
+fn openresty_compares_lua_block_file_and_a_proxy_over_three() {
+    let (file, s) = load("openresty.toml");
+    assert_header(&file, "seed 000");
+    assert_header(&file, "seed 001");
+    assert_eq!(
+        names(&s),
+        ["standalone", "lua-1", "lua-2", "lua-3", "proxy-3"]
+    );
+    assert_two_core_layout(&s);
+    let lua = &s.target("standalone").unwrap().config[0].text;
+    for line in [
+        "ngx_http_lua_module.so",
+        "content_by_lua_block { ngx.say(\"ok\") }",
+        "content_by_lua_file",
+        "worker_processes 1;",
+    ] {
+        assert!(lua.contains(line), "lua.conf lacks `{line}`");
+    }
+    let proxy = &s.target("proxy-3").unwrap().config[0].text;
+    for b in ["lua-1", "lua-2", "lua-3"] {
+        assert!(
+            proxy.contains(&format!("127.0.0.1:{{{PORT_OF}{b}}}")),
+            "{b}"
+        );
+    }
+    assert!(proxy.contains("keepalive 1024;"));
+    let loads: Vec<_> = s
+        .loads
+        .iter()
+        .map(|l| (l.request.path.as_str(), l.targets.clone()))
+        .collect();
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        loads,
+        [
+            ("/lua", v(&["standalone"])),
+            ("/lua-file", v(&["standalone"])),
+            ("/", v(&["proxy-3", "standalone"])),
+        ]
+    );
+}
+
+#[test]
+fn php_mariadb_puts_nginx_and_php_fpm_before_its_own_mariadb() {
+    let (file, s) = load("php-mariadb.toml");
+    assert_header(&file, "seed 001");
+    assert_eq!(names(&s), ["mariadb", "php-fpm", "php", "lua"]);
+    assert_two_core_layout(&s);
+    let db = s.target("mariadb").unwrap();
+    assert!(db
+        .command
+        .as_deref()
+        .unwrap()
+        .ends_with("targets/php-mariadb/mariadb.sh"));
+    assert_eq!(
+        db.args,
+        ["{dir}", "{port}"],
+        "its own data directory and port"
+    );
+    let fpm = &s.target("php-fpm").unwrap().config[0].text;
+    for line in [
+        "daemonize = no",
+        "pid = {dir}/php-fpm.pid",
+        "listen = 127.0.0.1:{port}",
+    ] {
+        assert!(fpm.contains(line), "php-fpm.conf lacks `{line}`");
+    }
+    assert!(fpm.contains(&format!("env[DB_PORT] = {{{PORT_OF}mariadb}}")));
+    let nginx = &s.target("php").unwrap().config[0].text;
+    assert!(nginx.contains(&format!("fastcgi_pass 127.0.0.1:{{{PORT_OF}php-fpm}};")));
+    assert!(examples_dir()
+        .join("targets/php-mariadb/index.php")
+        .is_file());
+    let l = &s.loads[0];
+    assert_eq!(l.targets, ["php", "lua"]);
+    let connections = vec![10, 100];
+    assert_eq!(l.model, LoadModel::Closed { connections });
 }

@@ -498,12 +498,13 @@ fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {
     if !programs.iter().all(|p| have(p)) {
         return None;
     }
+    let _machine = crate::support::loading();
     Some(run_example_for(name, "1s", "500ms"))
 }
 
-/// `run_example` without the check for programs, each step `duration` long after `warmup`.
+/// `run_example` without the check for programs or the machine lock (the caller holds one),
+/// each step `duration` long after `warmup`.
 fn run_example_for(name: &str, duration: &str, warmup: &str) -> BenchResult {
-    let _machine = crate::support::loading();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}.toml"));
     let dir = tempdir(&format!("example-{name}"));
     let args = [
@@ -874,7 +875,9 @@ fn example_spring_boot_runs_every_instance_and_setting() {
     if !jvm_example_built("spring-boot") {
         return;
     }
-    let r = run_example_for("spring-boot", "1s", "2s");
+    // Four JVMs starting on one core: alone, or beside the nginx examples they measure nothing.
+    let _machine = crate::support::measuring();
+    let r = run_example_for("spring-boot", "2s", "5s");
     for t in ["app", "app-2", "app-keepalive", "app-backlog"] {
         let measured = r.rounds.iter().filter(|x| x.target == t && !x.combined);
         assert!(measured.count() >= 2, "{t} measured in warm-up and a load");
@@ -909,7 +912,8 @@ fn example_zuul_cannot_beat_the_200ms_backend() {
     if !jvm_example_built("zuul") {
         return;
     }
-    let r = run_example_for("zuul", "2s", "2s");
+    let _machine = crate::support::measuring();
+    let r = run_example_for("zuul", "5s", "5s");
     let gateway = r.loads.iter().position(|l| l.name == "gateway vs direct");
     let gateway = gateway.expect("the gateway load");
     for t in ["zuul-200", "zuul-1000", "backend"] {

@@ -509,13 +509,19 @@ pub(crate) fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> 
         return None;
     }
     let _machine = crate::support::loading();
+    Some(run_example_for(name, "1s", "500ms"))
+}
+
+/// `run_example` without the check for programs or the machine lock (the caller holds one),
+/// each step `duration` long after `warmup`.
+fn run_example_for(name: &str, duration: &str, warmup: &str) -> BenchResult {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}.toml"));
     let dir = tempdir(&format!("example-{name}"));
     let args = [
         "--duration",
-        "1s",
+        duration,
         "--warmup",
-        "500ms",
+        warmup,
         "--rounds",
         "1",
         "--cooldown",
@@ -540,7 +546,7 @@ pub(crate) fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> 
             assert!(round.find_max.is_some(), "{name}: {}", round.target);
         }
     }
-    Some(r)
+    r
 }
 
 #[test]
@@ -830,5 +836,102 @@ fn bad_load_values_fail_before_any_target_starts() {
         assert!(line.contains("fix:"), "{line}");
         assert!(!line.contains("--") && !line.contains(" -c"), "{line}");
         assert!(!marker.exists(), "{key}: the target was started");
+    }
+}
+
+/// Whether the JVM example project `examples/targets/PROJECT` can run here: java and mvn are
+/// installed and its Maven build (`build.sh`, cached: a built jar is not rebuilt) succeeds.
+/// .ci/run installs neither (a cold build needs Maven Central), so these examples are skipped
+/// with the reason, under CI too, rather than failed.
+fn jvm_example_built(project: &str) -> bool {
+    let on_path = |p: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(missing) = ["java", "mvn"].into_iter().find(|p| !on_path(p)) {
+        eprintln!(
+            "skipping: {missing} is not installed (apt-get install openjdk-17-jdk-headless maven)"
+        );
+        return false;
+    }
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/targets");
+    let out = std::process::Command::new(examples.join("spring-boot/build.sh"))
+        .arg(examples.join(project))
+        .output()
+        .expect("build.sh runs");
+    if !out.status.success() {
+        let (_, stderr) = output_text(&out);
+        eprintln!("skipping: the Maven build of examples/targets/{project} failed (is Maven Central reachable?): {stderr}");
+    }
+    out.status.success()
+}
+
+/// p50 of a round's measured requests, in nanoseconds.
+fn round_p50(round: &loadbench_model::BenchRound) -> u64 {
+    round
+        .result
+        .as_ref()
+        .unwrap()
+        .stats
+        .latency
+        .hist
+        .percentile_ns(50.0)
+}
+
+#[test]
+fn example_spring_boot_runs_every_instance_and_setting() {
+    if !jvm_example_built("spring-boot") {
+        return;
+    }
+    // Four JVMs starting on one core: alone, or beside the nginx examples they measure nothing.
+    let _machine = crate::support::measuring();
+    let r = run_example_for("spring-boot", "2s", "5s");
+    for t in ["app", "app-2", "app-keepalive", "app-backlog"] {
+        let measured = r.rounds.iter().filter(|x| x.target == t && !x.combined);
+        assert!(measured.count() >= 2, "{t} measured in warm-up and a load");
+    }
+    // The two instances were loaded at once: one round each plus the combined round.
+    let together = r
+        .loads
+        .iter()
+        .position(|l| l.name == "two instances at once");
+    let together = together.expect("the two-instance load");
+    assert!(r
+        .rounds
+        .iter()
+        .any(|x| x.load as usize == together && x.combined));
+    let backlog = r.loads.iter().find(|l| l.name == "accept backlog");
+    assert!(!backlog.expect("the accept-backlog load").keepalive);
+    // Every answer was the seed's 200 with {"message":"OK","status":200,"data":1} (38 bytes).
+    for round in &r.rounds {
+        let stats = &round.result.as_ref().expect("a closed-load result").stats;
+        assert_eq!(stats.status.non_success(), 0, "{}", round.target);
+        assert_eq!(
+            (stats.body.min, stats.body.max),
+            (38, 38),
+            "{}",
+            round.target
+        );
+    }
+}
+
+#[test]
+fn example_zuul_cannot_beat_the_200ms_backend() {
+    if !jvm_example_built("zuul") {
+        return;
+    }
+    let _machine = crate::support::measuring();
+    let r = run_example_for("zuul", "5s", "5s");
+    let gateway = r.loads.iter().position(|l| l.name == "gateway vs direct");
+    let gateway = gateway.expect("the gateway load");
+    for t in ["zuul-200", "zuul-1000", "backend"] {
+        let round = r
+            .rounds
+            .iter()
+            .find(|x| x.load as usize == gateway && x.target == t);
+        let p50 = round_p50(round.unwrap_or_else(|| panic!("{t} measured")));
+        assert!(p50 >= 200_000_000, "{t}: p50 {p50} ns");
     }
 }

@@ -77,6 +77,8 @@ fn every_example_parses() {
             "php-mariadb.toml",
             "reverse-proxies.toml",
             "scale-out.toml",
+            "spring-boot.toml",
+            "zuul.toml",
         ]
     );
 }
@@ -325,4 +327,78 @@ fn php_mariadb_puts_nginx_and_php_fpm_before_its_own_mariadb() {
     assert_eq!(l.targets, ["php", "lua"]);
     let connections = vec![10, 100];
     assert_eq!(l.model, LoadModel::Closed { connections });
+}
+
+/// The JVM targets: each started by run.sh with its Maven project, ready on an HTTP route, with a
+/// start-up timeout long enough for a first Maven build.
+fn assert_jvm_target(s: &Scenario, name: &str, project: &str) {
+    let t = s.target(name).unwrap();
+    let command = t.command.as_deref().unwrap_or_default();
+    assert!(command.ends_with("targets/spring-boot/run.sh"), "{name}");
+    assert!(t.args[0].ends_with(&format!("targets/{project}")), "{name}");
+    assert!(t.ready.http.is_some(), "{name}");
+    assert!(t.ready.timeout >= Duration::from_secs(120), "{name}");
+}
+
+#[test]
+fn spring_boot_warms_up_then_compares_instances_keep_alive_and_backlog() {
+    let (file, s) = load("spring-boot.toml");
+    assert_header(&file, "seed 002");
+    assert_header(&file, "seed 000");
+    let targets = ["app", "app-2", "app-keepalive", "app-backlog"];
+    assert_eq!(names(&s), targets);
+    assert_two_core_layout(&s);
+    for t in targets {
+        assert_jvm_target(&s, t, "spring-boot");
+    }
+    let args = |t: &str| s.target(t).unwrap().args.join(" ");
+    assert!(args("app-keepalive").contains("--server.tomcat.max-keep-alive-requests=60000"));
+    assert!(args("app-keepalive").contains("--server.tomcat.keep-alive-timeout=60s"));
+    assert!(args("app-backlog").contains("--server.tomcat.accept-count=1024"));
+    // The first load warms every JVM up at once; every load warms up again before measuring.
+    assert_eq!(s.loads[0].targets, targets);
+    assert!(s.loads[0].together);
+    assert!(s.loads.iter().all(|l| l.warmup >= Duration::from_secs(10)));
+    let two = &s.loads[2];
+    assert_eq!(two.targets, ["app", "app-2"]);
+    assert!(
+        two.together,
+        "the two instances are loaded at the same time"
+    );
+    let backlog = &s.loads[4];
+    assert_eq!(
+        backlog.model,
+        LoadModel::Closed {
+            connections: vec![512]
+        }
+    );
+    assert!(
+        !backlog.keepalive,
+        "a new connection per request keeps the listen queue busy"
+    );
+}
+
+#[test]
+fn zuul_compares_200_and_1000_threads_with_the_200ms_backend() {
+    let (file, s) = load("zuul.toml");
+    assert_header(&file, "seed 003");
+    assert_eq!(names(&s), ["backend", "zuul-200", "zuul-1000"]);
+    assert_two_core_layout(&s);
+    let up = s.target("backend").unwrap().upstream.as_ref().unwrap();
+    assert_eq!(up.delay.as_deref(), Some("200ms"));
+    for t in ["zuul-200", "zuul-1000"] {
+        assert_jvm_target(&s, t, "zuul");
+        assert_eq!(s.target(t).unwrap().proxy_to.as_deref(), Some("backend"));
+    }
+    let seed = s.target("zuul-1000").unwrap().args.join(" ");
+    assert!(seed.contains("--server.tomcat.threads.max=1000"), "{seed}");
+    let l = &s.loads[1];
+    assert_eq!(
+        l.model,
+        LoadModel::Closed {
+            connections: vec![300]
+        }
+    );
+    assert_eq!(l.targets, ["zuul-200", "zuul-1000", "backend"]);
+    assert!(!l.keepalive, "the seed's ab ran without -k");
 }

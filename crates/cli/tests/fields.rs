@@ -100,8 +100,12 @@ fn request_write_response_wait_and_read_split_the_latency_around_the_delay() {
     for h in [&p.write.hist, &p.wait.hist, &p.read.hist] {
         assert_eq!(h.len(), s.requests);
     }
-    // HDR histograms keep 3 significant digits: 20 ms reads back as at least 19.98 ms.
-    assert!(ms(p.wait.hist.min_ns() as f64) >= 19.98, "{p:?}");
+    // Each request's write + wait spans the server's 20 ms (HDR keeps 3 significant digits:
+    // at least 19.98 ms). A generator descheduled right after its write stamps the write's end
+    // late, moving time from wait to write, so the bound is on the fastest wait plus the
+    // slowest write, which holds on a loaded machine too.
+    let (wait_min, write_max) = (p.wait.hist.min_ns() as f64, p.write.hist.max_ns() as f64);
+    assert!(ms(wait_min + write_max) >= 19.98, "{p:?}");
     let (write, read) = (ms(p.write.hist.mean_ns()), ms(p.read.hist.mean_ns()));
     assert!(
         write < 2.0 && read < 2.0,

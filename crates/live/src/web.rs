@@ -10,7 +10,6 @@
 //! rendered at most once per [`REFRESH`], whatever the number of requests, and never in the
 //! engine. Loopback only unless `--live-web-public` is given.
 
-use crate::UserError;
 use loadbench_engine::Pulse;
 use loadbench_model::{Histo, Latency, RunResult, SavedResult, Series, SeriesPoint, Stats};
 use loadbench_plan::Plan;
@@ -33,7 +32,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_HEAD: usize = 8 * 1024;
 
 /// A listening live page; [`LiveWeb::finish`] turns it into the final report.
-pub(crate) struct LiveWeb {
+pub struct LiveWeb {
     state: Arc<State>,
 }
 
@@ -73,17 +72,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The address of `--live-web[=ADDR]`: IP:PORT or an IP alone (a free port); anything but
 /// loopback only with `public`.
-pub(crate) fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, UserError> {
+pub fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, WebError> {
     let addr = text
         .parse::<SocketAddr>()
         .or_else(|_| text.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
         .map_err(|_| {
-            UserError(format!(
+            WebError(format!(
                 "--live-web={text} is not an address: give IP:PORT such as 127.0.0.1:8089"
             ))
         })?;
     if !addr.ip().is_loopback() && !public {
-        return Err(UserError(format!(
+        return Err(WebError(format!(
             "--live-web={text} is not a loopback address and the page shows the target's URL \
              and headers: add --live-web-public to serve it there"
         )));
@@ -91,31 +90,20 @@ pub(crate) fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, UserErr
     Ok(addr)
 }
 
-/// The address asked for with `--live-web`, checked (before anything runs), if any.
-pub(crate) fn asked(args: &crate::args::LiveWebArgs) -> Result<Option<SocketAddr>, UserError> {
-    args.live_web
-        .as_deref()
-        .map(|text| parse_addr(text, args.live_web_public))
-        .transpose()
-}
-
-/// Starts the page at `addr` when one was asked for.
-pub(crate) fn start(
-    addr: Option<SocketAddr>,
-    opts: &RenderOptions,
-) -> Result<Option<Arc<LiveWeb>>, UserError> {
-    addr.map(|a| LiveWeb::start(a, opts.clone())).transpose()
-}
+/// A page that cannot be served as asked: one line naming the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WebError(String);
 
 impl LiveWeb {
     /// Listens on `addr` and serves from a thread of its own; prints the URL on stderr (and a
     /// warning when the address is not loopback).
-    pub(crate) fn start(addr: SocketAddr, opts: RenderOptions) -> Result<Arc<LiveWeb>, UserError> {
+    pub fn start(addr: SocketAddr, opts: RenderOptions) -> Result<Arc<LiveWeb>, WebError> {
         let listener = TcpListener::bind(addr)
-            .map_err(|e| UserError(format!("--live-web={addr}: cannot listen there: {e}")))?;
+            .map_err(|e| WebError(format!("--live-web={addr}: cannot listen there: {e}")))?;
         let bound = listener
             .local_addr()
-            .map_err(|e| UserError(format!("--live-web={addr}: {e}")))?;
+            .map_err(|e| WebError(format!("--live-web={addr}: {e}")))?;
         let state = Arc::new(State {
             opts,
             ..State::default()
@@ -134,7 +122,7 @@ impl LiveWeb {
     }
 
     /// A load starts: the page follows its pulses from now on.
-    pub(crate) fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+    pub fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
         *lock(&self.state.load) = Some(WebLoad {
             live: Some(Arc::clone(live)),
             plan: plan.clone(),
@@ -148,7 +136,7 @@ impl LiveWeb {
     }
 
     /// The load has ended: its last pulse is read and kept.
-    pub(crate) fn load_finished(&self) {
+    pub fn load_finished(&self) {
         if let Some(load) = lock(&self.state.load).as_mut() {
             load.read();
             load.live = None;
@@ -157,7 +145,7 @@ impl LiveWeb {
     }
 
     /// The command is done: from now on the page is `result`'s report, as `--html` writes it.
-    pub(crate) fn finish(&self, result: &SavedResult) {
+    pub fn finish(&self, result: &SavedResult) {
         let html = render(result, &self.state.opts);
         let mut page = lock(&self.state.page);
         page.html = html;
@@ -166,7 +154,7 @@ impl LiveWeb {
 
     /// Waits (at most [`LINGER`]) until a browser that showed a live page has loaded the final
     /// one, so it ends on the final report; returns at once when no live page was served.
-    pub(crate) fn linger(&self) {
+    pub fn linger(&self) {
         if self.state.live_served.load(Ordering::Relaxed) == 0 {
             return;
         }

@@ -144,7 +144,7 @@ impl Observer for Progress<'_> {
 impl BenchObserver for Progress<'_> {
     fn sampling(&self, latest: &LatestSample) {
         self.bar.on_dashboard(|d| {
-            d.set_matrix(crate::live::matrix::Matrix::new(self.scenario, latest));
+            d.set_matrix(loadbench_live::matrix::Matrix::new(self.scenario, latest));
         });
     }
 

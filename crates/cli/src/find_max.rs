@@ -34,14 +34,8 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
         crate::output::write(path, &saved, html, &Default::default())?;
     }
     crate::output::print(&saved, args.output, &Default::default())?;
-    if let Some(web) = &web {
-        web.linger();
-    }
-    Ok(if in_place {
-        exit_code(&result)
-    } else {
-        ExitCode::from(1)
-    })
+    let code = exit_code(&result);
+    Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }
 
 /// The flags as a search; `--slo` is required.

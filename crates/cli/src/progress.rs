@@ -33,7 +33,7 @@ pub(crate) struct Shown {
     /// `--no-live`).
     live: Option<&'static str>,
     /// The live web page (`--live-web`), fed beside whatever stderr shows.
-    web: Option<Arc<crate::live::web::LiveWeb>>,
+    web: Option<Arc<loadbench_live::web::LiveWeb>>,
 }
 
 impl Shown {
@@ -52,7 +52,7 @@ impl Shown {
     }
 
     /// The same, feeding the live web page `web` too.
-    pub(crate) fn with_web(self, web: Option<Arc<crate::live::web::LiveWeb>>) -> Shown {
+    pub(crate) fn with_web(self, web: Option<Arc<loadbench_live::web::LiveWeb>>) -> Shown {
         Shown { web, ..self }
     }
 }

@@ -63,14 +63,8 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     crate::output::print(&saved, args.output, &opts)?;
-    if let Some(web) = &web {
-        web.linger();
-    }
-    Ok(if in_place {
-        exit_code(&result)
-    } else {
-        ExitCode::from(1)
-    })
+    let code = exit_code(&result);
+    Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).

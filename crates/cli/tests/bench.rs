@@ -841,8 +841,8 @@ fn bad_load_values_fail_before_any_target_starts() {
 
 /// Whether the JVM example project `examples/targets/PROJECT` can run here: java and mvn are
 /// installed and its Maven build (`build.sh`, cached: a built jar is not rebuilt) succeeds.
-/// .ci/run installs neither (a cold build needs Maven Central), so these examples are skipped
-/// with the reason, under CI too, rather than failed.
+/// Skipped with the reason on a machine without them; under CI (.ci/run installs both) a missing
+/// tool or a failed build fails the test.
 fn jvm_example_built(project: &str) -> bool {
     let on_path = |p: &str| {
         std::process::Command::new("sh")
@@ -850,10 +850,12 @@ fn jvm_example_built(project: &str) -> bool {
             .output()
             .is_ok_and(|o| o.status.success())
     };
+    let under_ci = std::env::var_os("CI").is_some();
     if let Some(missing) = ["java", "mvn"].into_iter().find(|p| !on_path(p)) {
-        eprintln!(
-            "skipping: {missing} is not installed (apt-get install openjdk-17-jdk-headless maven)"
-        );
+        let why =
+            format!("{missing} is not installed (apt-get install openjdk-17-jdk-headless maven)");
+        assert!(!under_ci, "{why}; .ci/run installs it");
+        eprintln!("skipping: {why}");
         return false;
     }
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/targets");
@@ -863,7 +865,9 @@ fn jvm_example_built(project: &str) -> bool {
         .expect("build.sh runs");
     if !out.status.success() {
         let (_, stderr) = output_text(&out);
-        eprintln!("skipping: the Maven build of examples/targets/{project} failed (is Maven Central reachable?): {stderr}");
+        let why = format!("the Maven build of examples/targets/{project} failed (is Maven Central reachable?): {stderr}");
+        assert!(!under_ci, "{why}");
+        eprintln!("skipping: {why}");
     }
     out.status.success()
 }

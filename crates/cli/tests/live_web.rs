@@ -135,29 +135,56 @@ fn line_with(rx: &Receiver<String>, what: &str) -> String {
     panic!("stderr never said {what:?}, only {seen:?}");
 }
 
-/// The live page's completed requests, loaded by Chromium until the run has some.
-fn live_requests(browser: &Path, url: &str) -> u64 {
+/// Starts `command` (a loadbench run with `--live-web`) with stderr piped: the child, its stderr
+/// lines, and the live page's address from its "live report: " line.
+fn spawn_live(command: &mut Command) -> (Child, Receiver<String>, String) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadbench runs");
+    let rx = lines(&mut child);
+    let url = line_with(&rx, "live report: ")
+        .trim_start_matches("live report: ")
+        .to_string();
+    (child, rx, url)
+}
+
+/// Polls `look` (every 200 ms, at most 30 s) until it finds what it looks for; the panic
+/// shows the last thing it saw.
+fn poll_page<T>(what: &str, mut look: impl FnMut() -> Result<T, String>) -> T {
     let until = Instant::now() + Duration::from_secs(30);
     loop {
+        match look() {
+            Ok(found) => return found,
+            Err(seen) => assert!(Instant::now() < until, "{what}: {seen:.500}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The live page's completed requests, loaded by Chromium until the run has some.
+fn live_requests(browser: &Path, url: &str) -> u64 {
+    poll_page("no live figures", || {
         let page = dump_dom(browser, url);
         match figure(&page, "Requests completed") {
-            Some(n) if n > 0 => return n,
-            _ => assert!(Instant::now() < until, "no live figures: {page:.500}"),
+            Some(n) if n > 0 => Ok(n),
+            _ => Err(page),
         }
-    }
+    })
 }
 
 /// The head of the first page served once a load runs (before, a plain-text note).
 fn first_live_page(url: &str) -> String {
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
+    poll_page("no live page", || {
         let (head, _) = get(url);
         if head.contains("text/html") {
-            return head;
+            Ok(head)
+        } else {
+            Err(head)
         }
-        assert!(Instant::now() < until, "no live page: {head}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    })
 }
 
 #[test]
@@ -168,21 +195,14 @@ fn live_page_moves_during_the_run_and_ends_as_the_saved_report() {
     let dir = tempdir("live-web");
     let (save, html) = (dir.join("r.json"), dir.join("r.html"));
     let target = format!("http://{}/", server.local_addr());
-    let mut child = bin()
+    let mut command = bin();
+    command
         .args(["run", &target, "-c", "2", "-d", "60s", "--live-web"])
         .arg("--save")
         .arg(&save)
         .arg("--html")
-        .arg(&html)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("loadbench runs");
-    let rx = lines(&mut child);
-    let url = line_with(&rx, "live report: ")
-        .trim_start_matches("live report: ")
-        .to_string();
+        .arg(&html);
+    let (mut child, rx, url) = spawn_live(&mut command);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let head = first_live_page(&url);
     assert!(
@@ -261,30 +281,21 @@ fn bench_serves_the_running_load_and_ends_as_its_report() {
          connections = [2]\nduration = \"4s\"\n",
     )
     .unwrap();
-    let mut child = bin()
+    let mut command = bin();
+    command
         .args(["bench", "--live-web"])
         .arg(&file)
         .arg("--results")
-        .arg(dir.join("results"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("loadbench runs");
-    let rx = lines(&mut child);
-    let url = line_with(&rx, "live report: ")
-        .trim_start_matches("live report: ")
-        .to_string();
-    let until = Instant::now() + Duration::from_secs(30);
-    let live = loop {
+        .arg(dir.join("results"));
+    let (mut child, rx, url) = spawn_live(&mut command);
+    let live = poll_page("no live figures", || {
         let (head, body) = get(&url);
         let page = String::from_utf8(body).unwrap();
-        if figure(&page, "Requests completed").is_some_and(|n| n > 0) {
-            break head;
+        match figure(&page, "Requests completed") {
+            Some(n) if n > 0 => Ok(head),
+            _ => Err(page),
         }
-        assert!(Instant::now() < until, "no live figures: {page:.300}");
-        std::thread::sleep(Duration::from_millis(300));
-    };
+    });
     assert!(live.contains("\r\nRefresh: 1\r\n"), "{live}");
     let saved_line = line_with(&rx, "result saved to ");
     let (head, body) = get(&url);

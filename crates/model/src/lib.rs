@@ -40,7 +40,7 @@ pub use find_max::{
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;
 pub use phases::RequestPhases;
-pub use reasons::{ErrorReason, ErrorReasons, ReopenReason, ReopenReasons};
+pub use reasons::{ErrorReason, ErrorReasons, Reason, ReasonCounts, ReopenReason, ReopenReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };

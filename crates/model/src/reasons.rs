@@ -2,11 +2,88 @@
 //! unreadable (a bad status line, a head over 64 KiB, a bad chunk size, …). A fixed enum of
 //! reasons with a counter each, so memory stays bounded however many errors a run sees, and
 //! counts merge exactly across workers, rounds and shards (docs/reliability.md, "Error reasons").
-//! The same for why connections were re-opened ([`ReopenReason`]), counted only on a reconnect.
+//! The same for why connections were re-opened ([`ReopenReason`]), counted only on a reconnect;
+//! both are counted by one generic [`ReasonCounts`].
 
 use crate::errors::ErrorKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// A fixed set of reasons with a dense index, counted by [`ReasonCounts`].
+pub trait Reason: Copy + Ord + 'static {
+    /// Every reason, in the order of [`Reason::index`].
+    const ALL: &'static [Self];
+    /// Dense index, for a fixed-size counter array in the engine.
+    fn index(self) -> usize;
+    /// Human wording for reports.
+    fn describe(self) -> &'static str;
+}
+
+/// Counts by reason. Only reasons that occurred are present, so the JSON is a small object
+/// (`{"bad_chunk_size":118}`), and counts merge exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReasonCounts<R: Reason>(pub BTreeMap<R, u64>);
+
+/// Why requests failed, below the error class.
+pub type ErrorReasons = ReasonCounts<ErrorReason>;
+/// Why connections were re-opened.
+pub type ReopenReasons = ReasonCounts<ReopenReason>;
+
+impl<R: Reason> Default for ReasonCounts<R> {
+    fn default() -> Self {
+        ReasonCounts(BTreeMap::new())
+    }
+}
+
+impl<R: Reason> ReasonCounts<R> {
+    /// Counts `n` more of `reason` (a zero count adds no key).
+    pub fn add(&mut self, reason: R, n: u64) {
+        if n > 0 {
+            *self.0.entry(reason).or_insert(0) += n;
+        }
+    }
+
+    /// Adds the other counts, reason by reason.
+    pub fn merge(&mut self, other: &Self) {
+        other.0.iter().for_each(|(&r, &n)| self.add(r, n));
+    }
+
+    /// True when nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// All counts together.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    /// From a dense array indexed by [`Reason::index`] (one entry per reason in `R::ALL`).
+    pub fn from_array(counts: &[u64]) -> Self {
+        debug_assert_eq!(counts.len(), R::ALL.len());
+        let mut out = Self::default();
+        R::ALL.iter().for_each(|&r| out.add(r, counts[r.index()]));
+        out
+    }
+
+    /// The reasons `keep` accepts, most frequent first: `bad chunk size 118, head over 64 KiB
+    /// 2`; `None` when none was counted.
+    fn describe_where(&self, keep: impl Fn(R) -> bool) -> Option<String> {
+        let mut of: Vec<(R, u64)> = self
+            .0
+            .iter()
+            .filter(|(&r, _)| keep(r))
+            .map(|(&r, &n)| (r, n))
+            .collect();
+        of.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let parts: Vec<String> = of
+            .iter()
+            .map(|(r, n)| format!("{} {n}", r.describe()))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
 
 /// A reason under one [`ErrorKind`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -65,48 +142,21 @@ impl ErrorReason {
     }
 }
 
-/// Counts by reason. Only reasons that occurred are present.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ErrorReasons(pub BTreeMap<ErrorReason, u64>);
+impl Reason for ErrorReason {
+    const ALL: &'static [Self] = &ErrorReason::ALL;
+    fn index(self) -> usize {
+        ErrorReason::index(self)
+    }
+    fn describe(self) -> &'static str {
+        ErrorReason::describe(self)
+    }
+}
 
 impl ErrorReasons {
-    /// Counts `n` more of `reason` (a zero count adds no key).
-    pub fn add(&mut self, reason: ErrorReason, n: u64) {
-        if n > 0 {
-            *self.0.entry(reason).or_insert(0) += n;
-        }
-    }
-
-    /// Adds the other counts, reason by reason.
-    pub fn merge(&mut self, other: &ErrorReasons) {
-        other.0.iter().for_each(|(&r, &n)| self.add(r, n));
-    }
-
-    /// From a dense array indexed by [`ErrorReason::index`].
-    pub fn from_array(counts: &[u64; ErrorReason::ALL.len()]) -> Self {
-        let mut out = ErrorReasons::default();
-        ErrorReason::ALL
-            .iter()
-            .for_each(|&r| out.add(r, counts[r.index()]));
-        out
-    }
-
     /// The reasons under `kind`, most frequent first: `bad chunk size 118, head over 64 KiB 2`;
     /// `None` when none was counted.
     pub fn describe(&self, kind: ErrorKind) -> Option<String> {
-        let mut of: Vec<(ErrorReason, u64)> = self
-            .0
-            .iter()
-            .filter(|(r, _)| r.kind() == kind)
-            .map(|(&r, &n)| (r, n))
-            .collect();
-        of.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let parts: Vec<String> = of
-            .iter()
-            .map(|(r, n)| format!("{} {n}", r.describe()))
-            .collect();
-        (!parts.is_empty()).then(|| parts.join(", "))
+        self.describe_where(|r| r.kind() == kind)
     }
 }
 
@@ -167,52 +217,20 @@ impl ReopenReason {
     }
 }
 
-/// Counts by re-open reason. Only reasons that occurred are present.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ReopenReasons(pub BTreeMap<ReopenReason, u64>);
+impl Reason for ReopenReason {
+    const ALL: &'static [Self] = &ReopenReason::ALL;
+    fn index(self) -> usize {
+        ReopenReason::index(self)
+    }
+    fn describe(self) -> &'static str {
+        ReopenReason::describe(self)
+    }
+}
 
 impl ReopenReasons {
-    /// Counts `n` more of `reason` (a zero count adds no key).
-    pub fn add(&mut self, reason: ReopenReason, n: u64) {
-        if n > 0 {
-            *self.0.entry(reason).or_insert(0) += n;
-        }
-    }
-
-    /// Adds the other counts, reason by reason.
-    pub fn merge(&mut self, other: &ReopenReasons) {
-        other.0.iter().for_each(|(&r, &n)| self.add(r, n));
-    }
-
-    /// True when no connection was re-opened for a reason of the server's.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// All connections re-opened for a reason of the server's.
-    pub fn total(&self) -> u64 {
-        self.0.values().sum()
-    }
-
-    /// From a dense array indexed by [`ReopenReason::index`].
-    pub fn from_array(counts: &[u64; ReopenReason::ALL.len()]) -> Self {
-        let mut out = ReopenReasons::default();
-        ReopenReason::ALL
-            .iter()
-            .for_each(|&r| out.add(r, counts[r.index()]));
-        out
-    }
-
     /// Most frequent first: `Connection: close 118, closed while idle 2`; `None` when empty.
     pub fn describe(&self) -> Option<String> {
-        let mut of: Vec<(ReopenReason, u64)> = self.0.iter().map(|(&r, &n)| (r, n)).collect();
-        of.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let parts: Vec<String> = of
-            .iter()
-            .map(|(r, n)| format!("{} {n}", r.describe()))
-            .collect();
-        (!parts.is_empty()).then(|| parts.join(", "))
+        self.describe_where(|_| true)
     }
 }
 

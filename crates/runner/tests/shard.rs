@@ -26,15 +26,13 @@ fn shard_spec(i: u32, start_at: Option<SystemTime>) -> ShardSpec {
     }
 }
 
-#[test]
-fn three_shards_started_together_send_the_whole_load_and_merge() {
-    let server = Server::start(ServerConfig::ephemeral()).expect("backend starts");
-    let spec = spec(&format!("http://{}/", server.local_addr()));
-    let at = SystemTime::now() + Duration::from_millis(700);
-    let results: Vec<_> = std::thread::scope(|s| {
+/// Runs shards 0, 1 and 2 of 3 of `spec` on their own threads, all starting at `at`, as
+/// three load hosts would.
+fn three_shards_at(spec: &LoadSpec, at: SystemTime) -> Vec<loadbench_model::RunResult> {
+    std::thread::scope(|s| {
         let handles: Vec<_> = (0..3)
             .map(|i| {
-                let (spec, sh) = (&spec, shard_spec(i, Some(at)));
+                let sh = shard_spec(i, Some(at));
                 s.spawn(move || {
                     let stop = Arc::new(AtomicBool::new(false));
                     let ctl = Control {
@@ -46,7 +44,15 @@ fn three_shards_started_together_send_the_whole_load_and_merge() {
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    })
+}
+
+#[test]
+fn three_shards_started_together_send_the_whole_load_and_merge() {
+    let server = Server::start(ServerConfig::ephemeral()).expect("backend starts");
+    let spec = spec(&format!("http://{}/", server.local_addr()));
+    let at = SystemTime::now() + Duration::from_millis(700);
+    let results = three_shards_at(&spec, at);
     let at_ns = at.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
     for (i, r) in results.iter().enumerate() {
         let run = r.shards.as_ref().unwrap();
@@ -123,22 +129,7 @@ fn open_model_shards_send_the_whole_schedule_between_them() {
         ..LoadSpec::closed(&url, 6, Duration::from_secs(10))
     };
     let at = SystemTime::now() + Duration::from_millis(500);
-    let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..3)
-            .map(|i| {
-                let (spec, sh) = (&spec, shard_spec(i, Some(at)));
-                s.spawn(move || {
-                    let stop = Arc::new(AtomicBool::new(false));
-                    let ctl = Control {
-                        stop: &stop,
-                        observer: &Quiet,
-                    };
-                    run_shard(spec, &sh, ctl).unwrap()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let results = three_shards_at(&spec, at);
     for r in &results {
         assert_eq!(r.config.requests, Some(50));
         let loadbench_model::LoadModel::Open {

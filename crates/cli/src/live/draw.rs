@@ -1,8 +1,8 @@
 //! Draws a [`View`] into a ratatui frame: the full dashboard from 80×24 up, one line below
 //! that. Pure: it only reads the view, so tests render it into a `TestBackend` buffer.
 
-use super::steps::{Steps, HEADING};
-use super::view::View;
+use loadbench_live::steps::{Steps, HEADING};
+use loadbench_live::view::View;
 use loadbench_model::human::{duration_ns, duration_us};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};

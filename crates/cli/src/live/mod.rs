@@ -8,13 +8,11 @@
 //! lines are printed to stderr once it has closed, and the summary after them, as before.
 
 mod draw;
-pub(crate) mod matrix;
-mod steps;
 mod term;
-mod view;
 pub(crate) mod web;
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use loadbench_live::{matrix, steps, view::View};
 use loadbench_model::FindMaxStep;
 use loadbench_plan::Plan;
 use loadbench_runner::Live;
@@ -22,7 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use view::View;
 
 /// How often the dashboard redraws.
 const REFRESH: Duration = Duration::from_millis(250);

@@ -115,14 +115,41 @@ pub(crate) fn unique() -> u64 {
     N.fetch_add(1, Ordering::Relaxed) * 1000 + u64::from(std::process::id() % 1000)
 }
 
+/// A fresh directory for one test, under this test process's own folder in the temp dir
+/// (`loadbench-tests-PID/NAME-N`). Tests leave their folders behind (a failed one is worth
+/// reading); the first call in a process removes the folders of test processes that are no longer
+/// running, so runs do not pile up in the temp dir.
 pub(crate) fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "loadbench-test-{name}-{}-{}",
-        std::process::id(),
-        unique()
-    ));
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        remove_dead_test_dirs();
+        std::env::temp_dir().join(format!("loadbench-tests-{}", std::process::id()))
+    });
+    let d = root.join(format!("{name}-{}", unique()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Removes `loadbench-tests-PID` folders (and the older flat `loadbench-test-NAME-PID-N` ones)
+/// whose process is gone.
+fn remove_dead_test_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = if let Some(pid) = name.strip_prefix("loadbench-tests-") {
+            pid.parse::<u32>().ok()
+        } else if name.starts_with("loadbench-test-") {
+            name.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok())
+        } else {
+            None
+        };
+        let gone = pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists());
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 pub(crate) fn free_port() -> u16 {

@@ -12,7 +12,7 @@ use loadbench_model::Sample;
 
 /// What the bench has run and is running.
 #[derive(Debug)]
-pub(crate) struct Matrix {
+pub struct Matrix {
     steps: Vec<Step>,
     loads: Vec<String>,
     targets: Vec<(String, Limits)>,
@@ -21,7 +21,8 @@ pub(crate) struct Matrix {
 }
 
 impl Matrix {
-    pub(crate) fn new(s: &Scenario, latest: &LatestSample) -> Matrix {
+    /// Every step of `s` not run yet, with the latest resource sample.
+    pub fn new(s: &Scenario, latest: &LatestSample) -> Matrix {
         let loads = s.loads.iter().enumerate();
         Matrix {
             steps: steps(s),
@@ -39,7 +40,7 @@ impl Matrix {
     }
 
     /// `done` steps have finished.
-    pub(crate) fn finished(&mut self, done: usize) {
+    pub fn finished(&mut self, done: usize) {
         self.done = done;
     }
 
@@ -48,7 +49,7 @@ impl Matrix {
     }
 
     /// The panel's lines: the counts, a row per target, the running targets' resources.
-    pub(crate) fn lines(&self) -> Vec<String> {
+    pub fn lines(&self) -> Vec<String> {
         let running = usize::from(self.running().is_some());
         let left = self.steps.len() - self.done - running;
         let mut lines = vec![format!(

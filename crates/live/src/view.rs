@@ -12,13 +12,16 @@ const BINS: usize = 6;
 
 /// The dashboard's state.
 #[derive(Debug)]
-pub(crate) struct View {
+pub struct View {
     /// `run` or `find-max`.
     pub command: &'static str,
+    /// The target's URL.
     pub url: String,
     /// "closed model, 50 connections" or "open model, at most 1000 connections".
     pub model: String,
+    /// When the load stops (a duration or a request count).
     pub stop: Stop,
+    /// The warm-up before the measured window.
     pub warmup: Duration,
     schedule: Option<Schedule>,
     /// Time since the load started (warm-up included).
@@ -36,7 +39,8 @@ pub(crate) struct View {
 }
 
 impl View {
-    pub(crate) fn new(command: &'static str, plan: &Plan) -> View {
+    /// The view of `plan` before its first pulse.
+    pub fn new(command: &'static str, plan: &Plan) -> View {
         let (model, schedule) = match &plan.load {
             Load::Closed => (
                 format!("closed model, {} connections", plan.connections),
@@ -67,7 +71,7 @@ impl View {
     }
 
     /// Takes a pulse read with `seen` = `self.series.len()`.
-    pub(crate) fn update(&mut self, mut pulse: Pulse, elapsed: Duration) {
+    pub fn update(&mut self, mut pulse: Pulse, elapsed: Duration) {
         self.elapsed = elapsed;
         let new = std::mem::take(&mut pulse.series);
         for p in new {
@@ -80,17 +84,17 @@ impl View {
     }
 
     /// Whether the warm-up is still going.
-    pub(crate) fn warming_up(&self) -> bool {
+    pub fn warming_up(&self) -> bool {
         self.elapsed < self.warmup
     }
 
     /// Time into the measured window.
-    pub(crate) fn measured(&self) -> Duration {
+    pub fn measured(&self) -> Duration {
         self.elapsed.saturating_sub(self.warmup)
     }
 
     /// How far the run has come, 0 to 1.
-    pub(crate) fn ratio(&self) -> f64 {
+    pub fn ratio(&self) -> f64 {
         let r = match self.stop {
             Stop::Duration(d) => self.measured().as_secs_f64() / d.as_secs_f64().max(1e-9),
             Stop::Requests(n) => (self.now.requests + self.now.errors.total()) as f64 / n as f64,
@@ -100,7 +104,7 @@ impl View {
 
     /// Time left in a timed run, in the whole seconds the elapsed time is shown in (so the
     /// two always add up to the run's duration).
-    pub(crate) fn remaining(&self) -> Option<Duration> {
+    pub fn remaining(&self) -> Option<Duration> {
         let whole = Duration::from_secs(self.measured().as_secs());
         match self.stop {
             Stop::Duration(d) => Some(d.saturating_sub(whole)),
@@ -109,13 +113,13 @@ impl View {
     }
 
     /// The last closed second.
-    pub(crate) fn last(&self) -> Option<&SeriesPoint> {
+    pub fn last(&self) -> Option<&SeriesPoint> {
         self.series.last()
     }
 
     /// Open model: requests the schedule calls for in `second`, counted as the saved result
     /// counts them (request k is due when the scheduled count first exceeds k).
-    pub(crate) fn target(&self, second: u32) -> Option<u64> {
+    pub fn target(&self, second: u32) -> Option<u64> {
         let s = self.schedule.as_ref()?;
         let due_before = |t: f64| (s.count_until(t) - 1e-9).ceil().max(0.0) as u64;
         let t = f64::from(second);

@@ -7,14 +7,14 @@ use loadbench_model::{FindMaxStep, Verdict};
 
 /// The steps so far.
 #[derive(Debug, Default)]
-pub(crate) struct Steps {
+pub struct Steps {
     rows: Vec<(u32, String)>,
     plain: Vec<String>,
 }
 
 impl Steps {
     /// A step judged (first call) or its recovery over (second call, same step number).
-    pub(crate) fn record(&mut self, step: &FindMaxStep) {
+    pub fn record(&mut self, step: &FindMaxStep) {
         let row = (step.step, row(step));
         match self.rows.last_mut() {
             Some(last) if last.0 == step.step => {
@@ -30,26 +30,28 @@ impl Steps {
     }
 
     /// The table's rows, oldest first.
-    pub(crate) fn rows(&self) -> impl Iterator<Item = &str> {
+    pub fn rows(&self) -> impl Iterator<Item = &str> {
         self.rows.iter().map(|r| r.1.as_str())
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// No step recorded yet.
+    pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Steps recorded.
+    pub fn len(&self) -> usize {
         self.rows.len()
     }
 
     /// The lines stderr gets without the dashboard, in order.
-    pub(crate) fn plain_lines(&self) -> &[String] {
+    pub fn plain_lines(&self) -> &[String] {
         &self.plain
     }
 }
 
 /// The table's heading, aligned with [`row`].
-pub(crate) const HEADING: &str = "step  offered  completed      p99  errors  verdict";
+pub const HEADING: &str = "step  offered  completed      p99  errors  verdict";
 
 /// `  3   1.20k    1180.0/s   4.51ms   0.00%  pass`.
 fn row(s: &FindMaxStep) -> String {
@@ -81,8 +83,8 @@ mod tests {
     use super::*;
     use loadbench_model::{FindMaxResult, Recovery};
 
-    pub(crate) fn fixture() -> Vec<FindMaxStep> {
-        let text = include_str!("../../tests/fixtures/find-max.json");
+    fn fixture() -> Vec<FindMaxStep> {
+        let text = include_str!("../../cli/tests/fixtures/find-max.json");
         FindMaxResult::from_json(text).unwrap().steps
     }
 

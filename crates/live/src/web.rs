@@ -1,0 +1,361 @@
+//! The live web page of `run` and `find-max` (`--live-web [ADDR]`): the HTML report itself,
+//! served while the run goes. There is one page and one renderer: while a load runs, the page is
+//! the report renderer's page of a partial result built from the engine's pulses (the seconds
+//! closed so far and the latest counters), sent with an HTTP `Refresh: 1` header so the browser
+//! loads it again every second; once the command is done, it is the final report, the same
+//! bytes `--html` writes, sent without that header, so the browser stops there. The page's own
+//! Content-Security-Policy (no script, no fetch) stays as it is.
+//!
+//! A plain `std::net` server on its own thread answers one connection at a time; a page is
+//! rendered at most once per [`REFRESH`], whatever the number of requests, and never in the
+//! engine. Loopback only unless `--live-web-public` is given.
+
+use loadbench_engine::Pulse;
+use loadbench_model::{Histo, Latency, RunResult, SavedResult, Series, SeriesPoint, Stats};
+use loadbench_plan::Plan;
+use loadbench_report::{Format, RenderOptions};
+use loadbench_runner::Live;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often a live page is rendered at most, and how often the browser reloads it.
+const REFRESH: Duration = Duration::from_secs(1);
+/// After the run, how long the process waits for a browser that showed a live page to load the
+/// final one (it exits as soon as one has).
+const LINGER: Duration = Duration::from_secs(5);
+/// How long one connection may take to send its request or read the answer.
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest request head read.
+const MAX_HEAD: usize = 8 * 1024;
+
+/// A listening live page; [`LiveWeb::finish`] turns it into the final report.
+pub struct LiveWeb {
+    state: Arc<State>,
+}
+
+#[derive(Default)]
+struct State {
+    opts: RenderOptions,
+    page: Mutex<Page>,
+    load: Mutex<Option<WebLoad>>,
+    /// Live pages served so far.
+    live_served: AtomicU64,
+    /// The final page has been served at least once.
+    final_served: AtomicBool,
+}
+
+#[derive(Default)]
+struct Page {
+    html: Option<String>,
+    rendered: Option<Instant>,
+    done: bool,
+}
+
+/// The load running (or the last one), as the page shows it.
+struct WebLoad {
+    live: Option<Arc<Live>>,
+    plan: Plan,
+    host: loadbench_model::HostInfo,
+    started_at: SystemTime,
+    started: Instant,
+    ended: Option<Duration>,
+    now: Pulse,
+    series: Vec<SeriesPoint>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The address of `--live-web[=ADDR]`: IP:PORT or an IP alone (a free port); anything but
+/// loopback only with `public`.
+pub fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, WebError> {
+    let addr = text
+        .parse::<SocketAddr>()
+        .or_else(|_| text.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| {
+            WebError(format!(
+                "--live-web={text} is not an address: give IP:PORT such as 127.0.0.1:8089"
+            ))
+        })?;
+    if !addr.ip().is_loopback() && !public {
+        return Err(WebError(format!(
+            "--live-web={text} is not a loopback address and the page shows the target's URL \
+             and headers: add --live-web-public to serve it there"
+        )));
+    }
+    Ok(addr)
+}
+
+/// A page that cannot be served as asked: one line naming the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WebError(String);
+
+impl LiveWeb {
+    /// Listens on `addr` and serves from a thread of its own; prints the URL on stderr (and a
+    /// warning when the address is not loopback).
+    pub fn start(addr: SocketAddr, opts: RenderOptions) -> Result<Arc<LiveWeb>, WebError> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| WebError(format!("--live-web={addr}: cannot listen there: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| WebError(format!("--live-web={addr}: {e}")))?;
+        let state = Arc::new(State {
+            opts,
+            ..State::default()
+        });
+        let serving = Arc::clone(&state);
+        std::thread::spawn(move || serve(&listener, &serving));
+        let url = format!("http://{bound}/");
+        if !bound.ip().is_loopback() {
+            eprintln!(
+                "warning: the live report at {url} can be reached from other hosts and shows \
+                 the target's URL and headers"
+            );
+        }
+        eprintln!("live report: {url}");
+        Ok(Arc::new(LiveWeb { state }))
+    }
+
+    /// A load starts: the page follows its pulses from now on.
+    pub fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        *lock(&self.state.load) = Some(WebLoad {
+            live: Some(Arc::clone(live)),
+            plan: plan.clone(),
+            host: loadbench_runner::host::detect(),
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+            ended: None,
+            now: Pulse::default(),
+            series: Vec::new(),
+        });
+    }
+
+    /// The load has ended: its last pulse is read and kept.
+    pub fn load_finished(&self) {
+        if let Some(load) = lock(&self.state.load).as_mut() {
+            load.read();
+            load.live = None;
+            load.ended = Some(load.started.elapsed());
+        }
+    }
+
+    /// The command is done: from now on the page is `result`'s report, as `--html` writes it.
+    pub fn finish(&self, result: &SavedResult) {
+        let html = render(result, &self.state.opts);
+        let mut page = lock(&self.state.page);
+        page.html = html;
+        page.done = true;
+    }
+
+    /// Waits (at most [`LINGER`]) until a browser that showed a live page has loaded the final
+    /// one, so it ends on the final report; returns at once when no live page was served.
+    pub fn linger(&self) {
+        if self.state.live_served.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let until = Instant::now() + LINGER;
+        while !self.state.final_served.load(Ordering::Relaxed) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl WebLoad {
+    /// The latest pulse into the counters and the closed seconds.
+    fn read(&mut self) {
+        if let Some(live) = &self.live {
+            let mut pulse = live.pulse(self.series.len());
+            self.series.append(&mut pulse.series);
+            self.now = pulse;
+        }
+    }
+
+    /// What was measured so far as a run result: the counters of the last pulse, the seconds
+    /// closed so far, their latencies merged as the latency distribution.
+    fn partial(&self) -> RunResult {
+        let elapsed = self.ended.unwrap_or_else(|| self.started.elapsed());
+        let mut hist = Histo::per_second();
+        for p in &self.series {
+            hist.merge(&Histo::from_base64_per_second(&p.hdr).unwrap_or_default());
+        }
+        let latency = Latency { hist };
+        let stats = Stats {
+            elapsed_us: elapsed.saturating_sub(self.plan.warmup).as_micros() as u64,
+            requests: self.now.requests,
+            sent: self.now.sent,
+            errors: self.now.errors.clone(),
+            status: self.now.status.clone(),
+            bytes_read: self.series.iter().map(|p| p.bytes_read).sum(),
+            bytes_written: self.series.iter().map(|p| p.bytes_written).sum(),
+            latency_censored: latency.clone(),
+            latency,
+            series: Series(self.series.clone()),
+            ..Stats::default()
+        };
+        let stamp = |t| humantime::format_rfc3339_millis(t).to_string();
+        let mut r = RunResult {
+            schema_version: loadbench_model::SCHEMA_VERSION,
+            kind: loadbench_model::ResultKind::Run,
+            loadbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: self.host.clone(),
+            config: loadbench_runner::run_config(&self.plan),
+            started_at: stamp(self.started_at),
+            ended_at: stamp(SystemTime::now()),
+            interrupted: false,
+            shards: None,
+            summary: None,
+            stats,
+        };
+        r.finalize();
+        r
+    }
+}
+
+/// `result`'s HTML report through the same entry point as `--html`.
+fn render(result: &SavedResult, opts: &RenderOptions) -> Option<String> {
+    loadbench_report::render(result, Format::Html, opts)
+        .ok()
+        .map(|r| r.text)
+}
+
+/// Accepts connections until the process exits.
+fn serve(listener: &TcpListener, state: &State) {
+    for stream in listener.incoming().flatten() {
+        let _ = answer(stream, state);
+    }
+}
+
+/// Reads one request and answers it.
+fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let head = read_head(&mut stream)?;
+    let line = head.lines().next().unwrap_or_default();
+    let mut words = line.split(' ');
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let response = match (method, path) {
+        ("GET" | "HEAD", "/" | "/index.html") => page_response(state),
+        ("GET" | "HEAD", _) => response("404 Not Found", "text/plain", "not found\n", false),
+        _ => response("405 Method Not Allowed", "text/plain", "GET only\n", false),
+    };
+    stream.write_all(&response.head)?;
+    if method != "HEAD" {
+        stream.write_all(&response.body)?;
+    }
+    stream.flush()?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    // Only once it is all sent: the process may exit as soon as this is set.
+    if response.done {
+        state.final_served.store(true, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// The request head, up to the blank line (or [`MAX_HEAD`] bytes).
+fn read_head(stream: &mut TcpStream) -> std::io::Result<String> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while head.len() < MAX_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
+struct Response {
+    head: Vec<u8>,
+    body: Vec<u8>,
+    /// The final page.
+    done: bool,
+}
+
+fn response(status: &str, kind: &str, body: &str, refresh: bool) -> Response {
+    let refresh = if refresh { "Refresh: 1\r\n" } else { "" };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}; charset=utf-8\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\n{refresh}Connection: close\r\n\r\n",
+        body.len()
+    );
+    Response {
+        head: head.into_bytes(),
+        body: body.as_bytes().to_vec(),
+        done: false,
+    }
+}
+
+/// The page as it is now: final, live (refreshing), or a note that no load has started yet.
+fn page_response(state: &State) -> Response {
+    let (html, done) = current_page(state);
+    match (html, done) {
+        (Some(html), true) => Response {
+            done: true,
+            ..response("200 OK", "text/html", &html, false)
+        },
+        (Some(html), false) => {
+            state.live_served.fetch_add(1, Ordering::Relaxed);
+            response("200 OK", "text/html", &html, true)
+        }
+        (None, _) => response(
+            "200 OK",
+            "text/plain",
+            "the run has not started yet\n",
+            true,
+        ),
+    }
+}
+
+/// The final page, or the live one rendered again when the last is older than [`REFRESH`].
+fn current_page(state: &State) -> (Option<String>, bool) {
+    let mut page = lock(&state.page);
+    let stale = page.rendered.is_none_or(|t| t.elapsed() >= REFRESH);
+    if !page.done && stale {
+        let partial = lock(&state.load).as_mut().map(|l| {
+            l.read();
+            l.partial()
+        });
+        if let Some(r) = partial {
+            page.html = render(&SavedResult::from(r), &state.opts);
+            page.rendered = Some(Instant::now());
+        }
+    }
+    (page.html.clone(), page.done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_the_default_and_anything_else_needs_the_flag() {
+        assert_eq!(
+            parse_addr("127.0.0.1:0", false).unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr("::1", false).unwrap(),
+            "[::1]:0".parse().unwrap()
+        );
+        let refused = parse_addr("0.0.0.0:8089", false).unwrap_err().0;
+        assert!(refused.contains("--live-web-public"), "{refused}");
+        assert!(parse_addr("0.0.0.0:8089", true).is_ok());
+        let bad = parse_addr("localhost:80", false).unwrap_err().0;
+        assert!(bad.contains("IP:PORT"), "{bad}");
+    }
+
+    #[test]
+    fn a_live_page_refreshes_and_the_final_one_does_not() {
+        let live = String::from_utf8(response("200 OK", "text/html", "x", true).head).unwrap();
+        let done = String::from_utf8(response("200 OK", "text/html", "x", false).head).unwrap();
+        assert!(live.contains("\r\nRefresh: 1\r\n"));
+        assert!(!done.contains("Refresh"));
+        assert!(done.contains("Content-Length: 1\r\n"));
+    }
+}

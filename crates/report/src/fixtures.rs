@@ -259,6 +259,7 @@ pub(crate) fn bench() -> BenchResult {
         rounds: Vec::new(),
         cells: Vec::new(),
         relative: Vec::new(),
+        queueing: Vec::new(),
         resources: bench_samples(),
         warnings: vec![
             "haproxy: memory limit 256MiB not enforced: the cgroup v2 memory controller is not delegated to this user".into(),

@@ -268,14 +268,10 @@ fn level_points(r: &BenchResult, li: u32, load: &BenchLoad, target: &str) -> Vec
 pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>) -> SweepAnalysis {
     let knee = knee(&points);
     let pool = knee.as_ref().and_then(|k| worker_pool(&points, k));
-    let concurrency = |p: &LevelPoint| match spec.model {
-        BenchModel::Closed => p.value,
-        _ => p.in_target,
-    };
     let fit = usl::fit(
         &points
             .iter()
-            .map(|p| (concurrency(p), p.requests_per_sec))
+            .map(|p| (usl_concurrency(spec.model, p), p.requests_per_sec))
             .collect::<Vec<_>>(),
     );
     let mut a = SweepAnalysis {
@@ -291,6 +287,15 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
     };
     a.findings = findings(&a);
     a
+}
+
+/// The concurrency `N` a level stands for in the scalability fit: the connections in the
+/// closed model, the requests in the target (Little's law) in the open one.
+pub fn usl_concurrency(model: BenchModel, p: &LevelPoint) -> f64 {
+    match model {
+        BenchModel::Closed => p.value,
+        _ => p.in_target,
+    }
 }
 
 /// `c=20` or `200/s`, as the reports show a level.
@@ -380,11 +385,17 @@ fn usl_finding(a: &SweepAnalysis, f: &UslFit) -> Finding {
         figs.insert("peak_concurrency".into(), n);
         figs.insert("peak_requests_per_sec".into(), x);
     }
+    // A fixed pool levels off rather than peaks: the fit's coherency then stands in for the
+    // hard limit, and the pool finding is the one to act on.
+    let (weight, fix) = match a.pool {
+        Some(p) => (0.5, Some(format!("throughput levelled off rather than fell: the fit's curve stands in for the hard limit of about {} workers (see that finding)", p.workers))),
+        None => (1.0, usl_fix(f)),
+    };
     Finding {
         kind: FindingKind::Scalability,
-        strength: 0.4 * f.r_squared.clamp(0.0, 1.0),
+        strength: 0.4 * weight * f.r_squared.clamp(0.0, 1.0),
         text: format!("{}: {}", a.target, usl_sentence(f)),
-        fix: usl_fix(f),
+        fix,
         figures: figs,
     }
 }

@@ -175,6 +175,12 @@ fn the_sweep_of_a_pool_gives_its_three_findings_with_their_figures() {
         .text
         .contains(&format!("σ = {}", sig3(usl.sigma))));
     assert_eq!(a.findings[2].figures["r_squared"], usl.r_squared);
+    // 20 slots level off, they do not peak: the fit defers to the pool.
+    assert!(a.findings[2]
+        .fix
+        .as_deref()
+        .unwrap()
+        .contains("about 20 workers"));
 }
 
 #[test]

@@ -73,7 +73,10 @@ pub fn fit(points: &[(f64, f64)]) -> Result<UslFit, String> {
             "{distinct} distinct concurrency levels with a throughput; the fit needs {MIN_POINTS}"
         ));
     }
-    let candidates: Vec<Params> = FREE.iter().filter_map(|free| solve(&pts, free)).collect();
+    let candidates: Vec<([bool; 2], Params)> = FREE
+        .iter()
+        .filter_map(|free| Some((*free, solve(&pts, free)?)))
+        .collect();
     let best = best_of(&pts, candidates.iter())
         .ok_or("the least-squares system has no solution with σ, κ ≥ 0")?;
     let (sigma, kappa, lambda) = without_noise_kappa(&pts, best, &candidates);
@@ -100,23 +103,29 @@ fn distinct_levels(pts: &[(f64, f64)]) -> usize {
 /// (σ, κ, λ).
 type Params = (f64, f64, f64);
 
-fn best_of<'a>(pts: &[(f64, f64)], c: impl Iterator<Item = &'a Params>) -> Option<Params> {
+fn best_of<'a>(
+    pts: &[(f64, f64)],
+    c: impl Iterator<Item = &'a ([bool; 2], Params)>,
+) -> Option<([bool; 2], Params)> {
     c.copied()
-        .min_by(|a, b| relative_sse(pts, *a).total_cmp(&relative_sse(pts, *b)))
+        .min_by(|a, b| relative_sse(pts, a.1).total_cmp(&relative_sse(pts, b.1)))
 }
 
-/// The best solution with κ = 0 instead of `best` when κ does not improve the fit more than
-/// noise would (an F test at 95%: one parameter more, `n − 3` degrees of freedom left), so
-/// measurement noise does not predict a peak far beyond the data.
-fn without_noise_kappa(pts: &[(f64, f64)], best: Params, candidates: &[Params]) -> Params {
-    if best.1 == 0.0 {
-        return best;
-    }
-    let Some(flat) = best_of(pts, candidates.iter().filter(|c| c.1 == 0.0)) else {
+/// The solution with κ held at 0 (σ as free as in `best`) instead of `best` when κ does not
+/// improve the fit more than noise would (an F test at 95%: one parameter more, `n − p`
+/// degrees of freedom left), so measurement noise does not predict a peak far beyond the data.
+fn without_noise_kappa(
+    pts: &[(f64, f64)],
+    (free, best): ([bool; 2], Params),
+    candidates: &[([bool; 2], Params)],
+) -> Params {
+    let nested = [free[0], false];
+    let Some(&(_, flat)) = candidates.iter().find(|c| c.0 == nested && free[1]) else {
         return best;
     };
     let (with, without) = (relative_sse(pts, best), relative_sse(pts, flat));
-    let df = pts.len().saturating_sub(3).max(1);
+    let params = 2 + usize::from(free[0]);
+    let df = pts.len().saturating_sub(params).max(1);
     let f = (without - with) / (with / df as f64);
     if f.is_nan() || f >= f_critical_95(df) {
         best

@@ -502,6 +502,97 @@ fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
     assert!(round.resources.is_some());
 }
 
+/// The reference backend serving at most 20 requests at once, 100 ms each (a capacity of
+/// exactly 200 req/s), swept over 5 to 80 connections.
+const POOL: &str = r#"
+name = "pool"
+cooldown = "0s"
+[[target]]
+name = "backend"
+kind = "upstream"
+[target.upstream]
+delay = "100ms"
+max_concurrency = 20
+[[load]]
+name = "sweep"
+model = "closed"
+targets = ["backend"]
+connections = [5, 10, 20, 40, 80]
+"#;
+
+#[test]
+fn a_sweep_of_a_twenty_slot_backend_finds_a_pool_of_about_twenty_and_the_knee_at_200_per_second() {
+    let _machine = crate::support::measuring();
+    let dir = tempdir("bench-pool");
+    let file = scenario(&dir, "pool.toml", POOL);
+    let results = dir.join("results");
+    let args = ["--duration", "1s", "--warmup", "500ms", "--rounds", "1"];
+    let (out, result) = bench(&file, &results, &args);
+    assert!(out.status.success(), "{:?}", output_text(&out));
+    let r = result.unwrap();
+    assert_eq!(r.steps_done, 5);
+    let a = r.queueing_of(0, "backend").expect("a queueing view");
+    assert_eq!(a.levels.len(), 5, "{a:#?}");
+    // Little's law on real runs: a closed load keeps its connections in flight, and with the
+    // queue inside the backend, they are all in the target.
+    for p in &a.levels {
+        assert!(
+            (p.in_generator / p.value - 1.0).abs() < 0.1,
+            "c={}: {} in the generator",
+            p.value,
+            p.in_generator
+        );
+        assert!((p.in_target / p.value - 1.0).abs() < 0.1, "{p:?}");
+        // Throughput counts what was sent (one request per answer): at least what was both
+        // sent and answered within the round.
+        let round = r.rounds_of(0, p.level, "backend").next().unwrap();
+        let stats = &round.result.as_ref().unwrap().stats;
+        let sent = stats.sent as f64 / stats.elapsed_secs();
+        assert!((p.requests_per_sec - sent).abs() < 1e-9, "{p:?}");
+        assert!(stats.sent >= stats.requests);
+    }
+    let knee = a.knee.expect("a knee");
+    assert_eq!(knee.value, 20.0, "{knee:?}");
+    assert!((170.0..=215.0).contains(&knee.requests_per_sec), "{knee:?}");
+    let pool = a.pool.expect("a pool");
+    assert!((18..=22).contains(&pool.workers), "{pool:?}");
+    assert!(
+        (0.100e6..0.115e6).contains(&pool.low_load_service_us),
+        "{pool:?}"
+    );
+    let fit = a.usl.expect("five levels are fitted");
+    assert_eq!(fit.points, 5);
+    assert!(
+        fit.sigma >= 0.0 && fit.kappa >= 0.0 && fit.r_squared > 0.5,
+        "{fit:?}"
+    );
+    assert_pool_report(&run_folder(&results).unwrap(), pool.workers, &knee);
+}
+
+/// `loadbench report` of the saved result says what the model found.
+fn assert_pool_report(dir: &Path, workers: u32, knee: &loadbench_model::queueing::Knee) {
+    let out = bin()
+        .arg("report")
+        .arg(dir.join("result.json"))
+        .output()
+        .unwrap();
+    let (text, _) = output_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "backend behaves like a pool of about {workers} workers"
+        )),
+        "{text}"
+    );
+    let knee_text = format!(
+        "backend: throughput stopped growing at c=20 ({:.0} req/s)",
+        knee.requests_per_sec
+    );
+    assert!(text.contains(&knee_text), "{text}");
+    assert!(text.contains("Universal Scalability Law fit"), "{text}");
+    println!("{text}");
+}
+
 /// Runs `examples/NAME.toml` briefly; checks that every planned step ran and every closed/open
 /// round measured requests without errors, with the target's resources.
 pub(crate) fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {

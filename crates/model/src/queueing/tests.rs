@@ -57,12 +57,17 @@ fn littles_law_multiplies_throughput_by_the_mean_time() {
     }
     stats.latency.hist = latency;
     stats.service.hist = service;
-    let l = Little::of(&stats).unwrap();
+    let l = Little::of_stats(&stats, false).unwrap();
     assert!((l.requests_per_sec - 200.0).abs() < 1e-9);
     // Means of 50 and 150 ms, and 40 ms, within the histogram's precision.
     assert!((l.in_generator() - 20.0).abs() < 0.05, "{l:?}");
     assert!((l.in_target() - 8.0).abs() < 0.02, "{l:?}");
-    assert_eq!(Little::of(&Stats::default()), None);
+    assert_eq!(Little::of_stats(&Stats::default(), true), None);
+    // The closed model counts what was sent: 440 sent in the window, 40 still in flight at
+    // its end, so 220 answers a second came back, not the 200 sent and answered in it.
+    stats.sent = 440;
+    let closed = Little::of_stats(&stats, true).unwrap();
+    assert!((closed.requests_per_sec - 220.0).abs() < 1e-9);
 }
 
 #[test]
@@ -73,7 +78,7 @@ fn a_run_without_service_times_uses_its_latency() {
         ..Stats::default()
     };
     (0..10).for_each(|_| stats.latency.hist.record_ns(10_000_000));
-    let l = Little::of(&stats).unwrap();
+    let l = Little::of_stats(&stats, true).unwrap();
     assert_eq!(l.mean_service_us, l.mean_latency_us);
     assert!((l.in_target() - 0.1).abs() < 0.001, "{l:?}");
 }

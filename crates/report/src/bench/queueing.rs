@@ -13,7 +13,7 @@ use loadbench_model::BenchResult;
 pub(crate) const HEAD: [&str; 7] = [
     "target",
     "level",
-    "req/s",
+    "throughput",
     "mean latency",
     "mean service",
     "in target",
@@ -21,7 +21,7 @@ pub(crate) const HEAD: [&str; 7] = [
 ];
 
 /// What the section says first: where its concurrency figures come from.
-pub(crate) const INTRO: &str = "Little's law: requests at once = req/s × mean time (service time in the target; latency from the intended send in the generator); medians over rounds";
+pub(crate) const INTRO: &str = "Little's law: requests at once = throughput × mean time (service time in the target; latency from the intended send in the generator); throughput is requests sent per second in the closed model (one per answer, so not shortened by the requests in flight when a round ends, as req/s is) and answered per second in the open one; medians over rounds";
 
 /// The analyses of one load, in the load's target order.
 pub(crate) fn of_load(r: &BenchResult, li: u32) -> Vec<&SweepAnalysis> {

@@ -21,9 +21,19 @@ pub use usl::UslFit;
 /// A sweep needs at least this many levels with a result to be analysed.
 pub const MIN_LEVELS: usize = 3;
 
-/// The next level's throughput grew by less than this share (or less than half the level's
-/// own growth, whichever is smaller): throughput stopped growing.
-pub const KNEE_GAIN: f64 = 0.10;
+/// The next level's throughput grew by less than this share (or less than a quarter of the
+/// level's own growth, whichever is smaller): throughput stopped growing. Doubling the load for
+/// under 15% more throughput is a stall; so is 100 → 105 connections for under 1.25%.
+pub const KNEE_GAIN: f64 = 0.15;
+
+/// The lowest level shows the bare service time only when it scaled: from it to the next level
+/// throughput grew by at least this share of the level's growth (a linear target: all of it),
+/// or by this share outright when the level more than doubled (the pool may fill in between).
+pub const LINEAR_SHARE: f64 = 0.5;
+
+/// A scalability fit worse than this (R²) is not reported as a finding: the levels do not
+/// follow the law (noise, or a limit it does not model).
+pub const MIN_R_SQUARED: f64 = 0.5;
 
 /// After the knee, throughput staying within this share of its median is "levelled off", the
 /// mark of a fixed pool (a falling throughput is coherency, not a pool).
@@ -156,7 +166,8 @@ pub struct Knee {
 }
 
 /// The first level after which throughput stops growing (gain under [`KNEE_GAIN`], or under
-/// half the level's own growth) while mean latency climbs (by more than the same share).
+/// a quarter of the level's own growth) while mean latency climbs (by more than the same
+/// share).
 /// `points` in increasing level order.
 pub fn knee(points: &[LevelPoint]) -> Option<Knee> {
     points.windows(2).find_map(|w| {
@@ -164,7 +175,7 @@ pub fn knee(points: &[LevelPoint]) -> Option<Knee> {
         let step = (b.value / a.value - 1.0).max(0.0);
         let gain = b.requests_per_sec / a.requests_per_sec - 1.0;
         let rise = b.mean_latency_us / a.mean_latency_us - 1.0;
-        let threshold = KNEE_GAIN.min(step / 2.0);
+        let threshold = KNEE_GAIN.min(step / 4.0);
         (step > 0.0 && gain < threshold && rise > threshold).then_some(Knee {
             level: a.level,
             value: a.value,
@@ -194,12 +205,17 @@ pub struct WorkerPool {
     pub spread: f64,
 }
 
-/// Worker-pool detection: the knee is above the lowest level (which so was not saturated and
-/// shows the bare service time), and throughput from the knee on stays within
-/// [`POOL_SPREAD`]; the pool is that throughput × the lowest level's service time.
+/// Worker-pool detection: the knee is above the lowest level, which scaled to the next one
+/// (throughput grew by at least [`LINEAR_SHARE`] of the level's growth: it was not saturated
+/// and shows the bare service time, not a wait in line), and throughput from the knee on stays
+/// within [`POOL_SPREAD`]; the pool is that throughput × the lowest level's service time.
 pub fn worker_pool(points: &[LevelPoint], knee: &Knee) -> Option<WorkerPool> {
-    let low = points.first()?;
-    if low.level == knee.level {
+    let [low, next, ..] = points else {
+        return None;
+    };
+    let scaled = next.requests_per_sec / low.requests_per_sec - 1.0
+        >= LINEAR_SHARE * (next.value / low.value - 1.0).min(1.0);
+    if low.level == knee.level || !scaled {
         return None;
     }
     let after: Vec<f64> = points
@@ -240,7 +256,8 @@ pub struct SweepAnalysis {
     /// connections in the closed model, the requests in the target in the open one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usl: Option<UslFit>,
-    /// Why there is no fit, when there is none.
+    /// Why there is no fit, when there is none (too few levels, or a fit under
+    /// [`MIN_R_SQUARED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usl_note: Option<String>,
     /// The pool of workers the target behaves like, if it does.
@@ -295,6 +312,13 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
             .map(|p| (usl_concurrency(spec.model, p), p.requests_per_sec))
             .collect::<Vec<_>>(),
     );
+    let fit = fit.and_then(|f| {
+        if f.r_squared >= MIN_R_SQUARED {
+            Ok(f)
+        } else {
+            Err(format!("the fit was poor (R² {:.3}, under {MIN_R_SQUARED}): these levels' throughput does not follow the law (noise, or a limit it does not model)", f.r_squared))
+        }
+    });
     let mut a = SweepAnalysis {
         load,
         target: target.to_string(),
@@ -346,9 +370,10 @@ fn pool_finding(a: &SweepAnalysis, p: &WorkerPool) -> Finding {
         kind: FindingKind::WorkerPool,
         strength: 0.8 - p.spread,
         text: format!(
-            "{} behaves like a pool of about {} workers: throughput levelled off at {:.0} req/s while a request took {} at {low} (Little's law: {:.0} req/s × {} ≈ {:.1} requests served at once)",
+            "{} behaves like a pool of about {} worker{}: throughput levelled off at {:.0} req/s while a request took {} at {low} (Little's law: {:.0} req/s × {} ≈ {:.1} requests served at once)",
             a.target,
             p.workers,
+            if p.workers == 1 { "" } else { "s" },
             p.requests_per_sec,
             ms(p.low_load_service_us),
             p.requests_per_sec,

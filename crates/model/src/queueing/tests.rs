@@ -136,6 +136,46 @@ fn no_pool_when_the_lowest_level_was_already_saturated_or_throughput_falls() {
 }
 
 #[test]
+fn no_pool_when_the_lowest_level_waited_in_line() {
+    // One slot of 7 ms (143 req/s) swept from 5 connections: c=5 already queues (39 ms), and
+    // throughput grows 12% more from a noisy first level; 143 × 39 ms would claim 6 workers.
+    let mut points = pool_sweep(&[5.0, 10.0, 15.0, 20.0], 1.0, 7_000.0);
+    points[0].requests_per_sec = 127.0;
+    points[0].mean_service_us = 39_000.0;
+    let k = knee(&points).unwrap();
+    assert_eq!(k.value, 5.0, "doubling the load for 12% is a stall: {k:?}");
+    assert_eq!(worker_pool(&points, &k), None);
+    // Even with the knee one level up, the first step did not scale.
+    let later = Knee { level: 1, ..k };
+    assert_eq!(worker_pool(&points, &later), None);
+}
+
+#[test]
+fn a_big_first_step_may_fill_the_pool_on_the_way() {
+    // 1 → 5 connections against 2 slots: throughput doubles, not fivefold, yet c=1 was alone.
+    let points = pool_sweep(&[1.0, 5.0, 10.0, 20.0], 2.0, 10_000.0);
+    let k = knee(&points).unwrap();
+    assert_eq!(k.value, 5.0);
+    assert_eq!(worker_pool(&points, &k).unwrap().workers, 2);
+}
+
+#[test]
+fn a_poor_fit_is_no_finding_and_says_why() {
+    let mut points = pool_sweep(&[5.0, 10.0, 15.0, 20.0], 1000.0, 1_000.0);
+    for (p, x) in points.iter_mut().zip([5738.0, 11301.0, 21181.0, 10850.0]) {
+        p.requests_per_sec = x;
+    }
+    let a = sweep(0, &closed_load(&[5.0, 10.0, 15.0, 20.0]), "backend", points);
+    assert_eq!(a.usl, None);
+    let note = a.usl_note.unwrap();
+    assert!(note.starts_with("the fit was poor (R² "), "{note}");
+    assert!(a
+        .findings
+        .iter()
+        .all(|f| f.kind != FindingKind::Scalability));
+}
+
+#[test]
 fn a_fine_sweep_of_a_linear_target_is_not_a_knee() {
     // 100 → 105 connections: a linear target gains 5%, latency stays put.
     let points = pool_sweep(&[100.0, 105.0, 110.0], 1000.0, 1_000.0);

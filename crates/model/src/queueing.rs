@@ -167,8 +167,7 @@ pub struct Knee {
 
 /// The first level after which throughput stops growing (gain under [`KNEE_GAIN`], or under
 /// a quarter of the level's own growth) while mean latency climbs (by more than the same
-/// share).
-/// `points` in increasing level order.
+/// share); `points` in increasing level order.
 pub fn knee(points: &[LevelPoint]) -> Option<Knee> {
     points.windows(2).find_map(|w| {
         let (a, b) = (&w[0], &w[1]);

@@ -1,3 +1,8 @@
+//! The queueing view on sweeps whose answer is known by construction: closed loads against
+//! a fixed number of slots (Little's law exactly), linear targets, a saturated first level, a
+//! noisy fast target and an open sweep, so each figure and finding is checked against the
+//! pool, knee and fit that produced the data.
+
 use super::*;
 use crate::Histo;
 

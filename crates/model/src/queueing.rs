@@ -31,6 +31,10 @@ pub const KNEE_GAIN: f64 = 0.15;
 /// or by this share outright when the level more than doubled (the pool may fill in between).
 pub const LINEAR_SHARE: f64 = 0.5;
 
+/// Why an open load gets no fit (nor a pool): past its capacity the target's backlog grows
+/// through the whole round, so neither its throughput nor its concurrency is a steady state.
+pub const OPEN_NO_FIT: &str = "an open load's levels are rates: past the target's capacity its backlog grows through the whole round and only requests sent and answered within it count, so throughput and concurrency are no steady state to fit (nor to size a pool from); sweep connections in a closed load for those";
+
 /// A scalability fit worse than this (R²) is not reported as a finding: the levels do not
 /// follow the law (noise, or a limit it does not model).
 pub const MIN_R_SQUARED: f64 = 0.5;
@@ -251,15 +255,14 @@ pub struct SweepAnalysis {
     /// Where throughput stopped growing, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee: Option<Knee>,
-    /// The Universal Scalability Law fit over (concurrency, req/s): concurrency is the
-    /// connections in the closed model, the requests in the target in the open one.
+    /// The Universal Scalability Law fit over (connections, throughput); closed loads only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usl: Option<UslFit>,
-    /// Why there is no fit, when there is none (too few levels, or a fit under
+    /// Why there is no fit, when there is none (an open load, too few levels, or a fit under
     /// [`MIN_R_SQUARED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usl_note: Option<String>,
-    /// The pool of workers the target behaves like, if it does.
+    /// The pool of workers the target behaves like, if it does; closed loads only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<WorkerPool>,
     /// The findings (worker pool, knee, USL), strongest first.
@@ -304,13 +307,21 @@ fn level_points(r: &BenchResult, li: u32, load: &BenchLoad, target: &str) -> Vec
 /// The analysis of one target's levels (`points` in increasing order).
 pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>) -> SweepAnalysis {
     let knee = knee(&points);
-    let pool = knee.as_ref().and_then(|k| worker_pool(&points, k));
-    let fit = usl::fit(
-        &points
-            .iter()
-            .map(|p| (usl_concurrency(spec.model, p), p.requests_per_sec))
-            .collect::<Vec<_>>(),
-    );
+    let closed = spec.model == BenchModel::Closed;
+    let pool = knee
+        .as_ref()
+        .filter(|_| closed)
+        .and_then(|k| worker_pool(&points, k));
+    let fit = if closed {
+        usl::fit(
+            &points
+                .iter()
+                .map(|p| (usl_concurrency(spec.model, p), p.requests_per_sec))
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        Err(OPEN_NO_FIT.to_string())
+    };
     let fit = fit.and_then(|f| {
         if f.r_squared >= MIN_R_SQUARED {
             Ok(f)

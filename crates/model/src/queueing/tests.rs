@@ -248,7 +248,7 @@ fn three_levels_give_a_knee_but_no_fit_and_say_why() {
 }
 
 #[test]
-fn an_open_sweep_fits_over_the_concurrency_in_the_target() {
+fn an_open_sweep_has_a_knee_but_no_fit_and_no_pool() {
     let mut load = closed_load(&[50.0, 100.0, 250.0, 400.0, 600.0]);
     load.model = BenchModel::Open;
     let points: Vec<LevelPoint> = load
@@ -268,8 +268,10 @@ fn an_open_sweep_fits_over_the_concurrency_in_the_target() {
         .collect();
     let a = sweep(0, &load, "backend", points);
     assert_eq!(level_label(a.model, a.knee.unwrap().value), "250/s");
-    assert_eq!(a.pool.unwrap().workers, 5, "250 req/s × 20 ms");
-    assert!(a.usl.is_some() || a.usl_note.is_some());
+    assert_eq!((a.pool, a.usl), (None, None));
+    assert_eq!(a.usl_note.as_deref(), Some(OPEN_NO_FIT));
+    let kinds: Vec<FindingKind> = a.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FindingKind::Knee]);
 }
 
 #[test]

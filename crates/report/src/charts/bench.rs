@@ -1,7 +1,7 @@
 //! The plots of a bench. Per load: each target's req/s at each level as bars (the median of
 //! the rounds) with the 95% confidence interval of the mean as whiskers, and per level the
-//! latency percentiles of each target; for a sweep, throughput against concurrency with the
-//! scalability fit. Over the whole run: every target's CPU and memory and
+//! latency percentiles of each target; for a closed sweep with a scalability fit, throughput
+//! against concurrency with the fitted curve. Over the whole run: every target's CPU and memory and
 //! the generator's CPU on one timeline, each measured step shaded in its target's colour, so a
 //! reader sees which step loaded whom and what the other targets did meanwhile.
 
@@ -21,7 +21,10 @@ pub(crate) fn plots(r: &BenchResult) -> Vec<Plot> {
     let mut plots = Vec::new();
     for (li, load) in r.loads.iter().enumerate() {
         plots.push(rps(r, li as u32, load));
-        if r.queueing.iter().any(|q| q.load == li as u32) {
+        if r.queueing
+            .iter()
+            .any(|q| q.load == li as u32 && q.usl.is_some())
+        {
             plots.push(scalability(r, li as u32, load));
         }
         for level in 0..load.levels.len() as u32 {
@@ -154,7 +157,7 @@ fn scalability(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
             load.name
         ),
         x: Axis {
-            title: "requests at once (connections; in the target for open loads)",
+            title: "requests at once (connections)",
             scale: Scale::Linear,
             unit: Unit::Rate,
         },

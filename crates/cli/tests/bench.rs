@@ -502,6 +502,98 @@ fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
     assert!(round.resources.is_some());
 }
 
+/// The reference backend serving at most 20 requests at once, 100 ms each (a capacity of
+/// exactly 200 req/s), swept over 5 to 80 connections.
+const POOL: &str = r#"
+name = "pool"
+cooldown = "0s"
+[[target]]
+name = "backend"
+kind = "upstream"
+[target.upstream]
+delay = "100ms"
+max_concurrency = 20
+[[load]]
+name = "sweep"
+model = "closed"
+targets = ["backend"]
+connections = [5, 10, 20, 40, 80]
+"#;
+
+#[test]
+fn a_sweep_of_a_twenty_slot_backend_finds_a_pool_of_about_twenty_and_the_knee_at_200_per_second() {
+    let _machine = crate::support::measuring();
+    let dir = tempdir("bench-pool");
+    let file = scenario(&dir, "pool.toml", POOL);
+    let results = dir.join("results");
+    let args = ["--duration", "1s", "--warmup", "500ms", "--rounds", "1"];
+    let (out, result) = bench(&file, &results, &args);
+    assert!(out.status.success(), "{:?}", output_text(&out));
+    let r = result.unwrap();
+    assert_eq!(r.steps_done, 5);
+    let a = r.queueing_of(0, "backend").expect("a queueing view");
+    assert_eq!(a.levels.len(), 5, "{a:#?}");
+    // Little's law on real runs: a closed load keeps its connections in flight, and with the
+    // queue inside the backend, they are all in the target (within a request per connection
+    // of what a 1 s round can count, on a busy machine).
+    for p in &a.levels {
+        let close = |n: f64| (n - p.value).abs() <= (0.15 * p.value).max(1.0);
+        assert!(close(p.in_generator), "in the generator: {p:?}");
+        assert!(close(p.in_target), "in the target: {p:?}");
+        // Throughput counts what was sent (one request per answer): at least what was both
+        // sent and answered within the round.
+        let round = r.rounds_of(0, p.level, "backend").next().unwrap();
+        let stats = &round.result.as_ref().unwrap().stats;
+        let sent = stats.sent as f64 / stats.elapsed_secs();
+        assert!((p.requests_per_sec - sent).abs() < 1e-9, "{p:?}");
+        assert!(stats.sent >= stats.requests);
+    }
+    // The backend's capacity is 200 req/s from c=20 on; a busy machine adds a few ms to every
+    // request, which can leave c=20 more than 10% short of it and move the knee to c=40.
+    let knee = a.knee.expect("a knee");
+    assert!([20.0, 40.0].contains(&knee.value), "{knee:?}");
+    assert!((170.0..=215.0).contains(&knee.requests_per_sec), "{knee:?}");
+    let pool = a.pool.expect("a pool");
+    assert!((17..=24).contains(&pool.workers), "{pool:?}");
+    assert!(
+        (0.100e6..0.130e6).contains(&pool.low_load_service_us),
+        "a request is held 100 ms: {pool:?}"
+    );
+    let x_s = pool.requests_per_sec * pool.low_load_service_us / 1e6;
+    assert!((pool.estimate - x_s).abs() < 1e-9, "{pool:?}");
+    let fit = a.usl.expect("five levels are fitted");
+    assert_eq!(fit.points, 5);
+    assert!(
+        fit.sigma >= 0.0 && fit.kappa >= 0.0 && fit.r_squared > 0.5,
+        "{fit:?}"
+    );
+    assert_pool_report(&run_folder(&results).unwrap(), pool.workers, &knee);
+}
+
+/// `loadbench report` of the saved result says what the model found.
+fn assert_pool_report(dir: &Path, workers: u32, knee: &loadbench_model::queueing::Knee) {
+    let out = bin()
+        .arg("report")
+        .arg(dir.join("result.json"))
+        .output()
+        .unwrap();
+    let (text, _) = output_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "backend behaves like a pool of about {workers} workers"
+        )),
+        "{text}"
+    );
+    let knee_text = format!(
+        "backend: throughput stopped growing at c={} ({:.0} req/s)",
+        knee.value, knee.requests_per_sec
+    );
+    assert!(text.contains(&knee_text), "{text}");
+    assert!(text.contains("Universal Scalability Law fit"), "{text}");
+    println!("{text}");
+}
+
 /// Runs `examples/NAME.toml` briefly; checks that every planned step ran and every closed/open
 /// round measured requests without errors, with the target's resources.
 pub(crate) fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {

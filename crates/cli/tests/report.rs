@@ -348,6 +348,56 @@ fn report_of_a_bench_in_every_format() {
     assert_eq!(json, original, "the JSON of a bench is the model as saved");
 }
 
+/// A real sweep (tests/fixtures/bench-pool.json): the reference backend with 20 slots of
+/// 100 ms over 5 to 80 connections. Every format shows the queueing view the file holds.
+#[test]
+fn report_of_a_sweep_shows_its_queueing_view_in_every_format() {
+    let saved = std::fs::read_to_string(fixture("bench-pool.json")).unwrap();
+    let r = BenchResult::from_json(&saved).unwrap();
+    let a = r.queueing_of(0, "backend").expect("a sweep of 5 levels");
+    let pool = a.pool.expect("20 slots behave like a pool");
+    assert!((17..=24).contains(&pool.workers), "{pool:?}");
+    let plain = stdout_of(&["report", "bench-pool.json"]);
+    let md = stdout_of(&["report", "bench-pool.json", "-f", "md"]);
+    for f in &a.findings {
+        assert!(plain.contains(&f.text), "{}\n{plain}", f.text);
+        let escaped = loadbench_report::markdown::escape_text(&f.text);
+        assert!(md.contains(&escaped), "{escaped}\n{md}");
+    }
+    for p in &a.levels {
+        let row = format!(
+            "| backend | c={} | {:.0} | {} | {} | {:.1} | {:.1} |",
+            p.value,
+            p.requests_per_sec,
+            loadbench_report::units::duration_us(p.mean_latency_us),
+            loadbench_report::units::duration_us(p.mean_service_us),
+            p.in_target,
+            p.in_generator
+        );
+        assert!(md.contains(&row), "{row}\n{md}");
+    }
+    // The view is derived: rebuilt on read, it is what the bench saved.
+    let json = stdout_of(&["report", "bench-pool.json", "-f", "json"]);
+    let queueing =
+        |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap()["queueing"].clone();
+    assert_eq!(queueing(&json), queueing(&saved));
+    assert!(queueing(&saved)[0]["findings"].is_array());
+    let dir = tempdir("report-pool-html");
+    let page = dir.join("pool.html");
+    let out = loadbench(&[
+        "report",
+        "bench-pool.json",
+        "-f",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<section id=\"queueing\">"));
+    assert!(dir.join("bench-usl-sweep.svg").exists());
+}
+
 #[test]
 fn report_html_of_a_bench_writes_the_page_and_every_chart_beside_it() {
     let dir = tempdir("report-bench-html");

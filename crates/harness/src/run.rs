@@ -208,6 +208,7 @@ fn empty_result(s: &Scenario, file: &Path, run_dir: &Path) -> BenchResult {
         rounds: Vec::new(),
         cells: Vec::new(),
         relative: Vec::new(),
+        queueing: Vec::new(),
         resources: Default::default(),
         warnings: Vec::new(),
     }

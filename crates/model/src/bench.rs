@@ -3,11 +3,12 @@
 //! that `run` and `find-max` save, plus that step's resources and bottleneck), the resource
 //! series of the whole run, and the per-cell statistics across rounds.
 //!
-//! The harness saves this after every round, so `cells` and `relative` are derived data:
-//! [`BenchResult::recompute`] rebuilds them from `rounds`, and readers may call it again.
+//! The harness saves this after every round, so `cells`, `relative` and `queueing` are derived
+//! data: [`BenchResult::recompute`] rebuilds them from `rounds`, and readers may call it again.
 
 use crate::bench_stats::{cell_stats, relative_speed, CellStats};
 use crate::find_max::{FindMaxResult, Verdict};
+use crate::queueing::SweepAnalysis;
 use crate::resources::{Bottleneck, ResourceSummary, Samples, Window};
 use crate::result::{HostInfo, ResultKind, RunResult};
 use crate::saved::{checked_as, ResultReadError};
@@ -55,6 +56,11 @@ pub struct BenchResult {
     pub cells: Vec<BenchCell>,
     /// Per load × level, each target's throughput against the load's first target.
     pub relative: Vec<RelativeSpeed>,
+    /// Per closed or open load with 3 or more levels measured, per target: the queueing view
+    /// (Little's law per level, the knee, a Universal Scalability Law fit, a worker pool) and
+    /// its findings (derived from `rounds`; absent in files written before it existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queueing: Vec<SweepAnalysis>,
     /// CPU and RSS of every target, the generator's CPU and each core's load, every sample
     /// interval through the whole run, with marks at step boundaries.
     pub resources: Samples,
@@ -382,10 +388,18 @@ impl BenchResult {
         Ok(r)
     }
 
-    /// Rebuilds `cells` and `relative` from `rounds`.
+    /// Rebuilds `cells`, `relative` and `queueing` from `rounds`.
     pub fn recompute(&mut self) {
         self.cells = self.cell_keys().map(|k| self.cell(&k)).collect();
         self.relative = self.relative_speeds();
+        self.queueing = crate::queueing::analyse(self);
+    }
+
+    /// The queueing view of one load and target, if it has one.
+    pub fn queueing_of(&self, load: u32, target: &str) -> Option<&SweepAnalysis> {
+        self.queueing
+            .iter()
+            .find(|q| q.load == load && q.target == target)
     }
 
     /// The rounds of one cell.

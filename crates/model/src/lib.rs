@@ -16,6 +16,7 @@ pub mod histogram;
 pub mod hlog;
 pub mod human;
 pub mod phases;
+pub mod queueing;
 pub mod reasons;
 pub mod resources;
 pub mod result;

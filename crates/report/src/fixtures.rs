@@ -212,7 +212,7 @@ pub(crate) fn find_max() -> FindMaxResult {
 
 // ---------------------------------------------------------------- bench
 
-use loadbench_model::resources::{Mark, Sample, Samples, TargetSample, Window};
+use loadbench_model::resources::{Bottleneck, Mark, Sample, Samples, TargetSample, Window};
 use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget, ScenarioInfo,
 };
@@ -259,6 +259,7 @@ pub(crate) fn bench() -> BenchResult {
         rounds: Vec::new(),
         cells: Vec::new(),
         relative: Vec::new(),
+        queueing: Vec::new(),
         resources: bench_samples(),
         warnings: vec![
             "haproxy: memory limit 256MiB not enforced: the cgroup v2 memory controller is not delegated to this user".into(),
@@ -549,5 +550,71 @@ pub(crate) fn bench_regressed() -> BenchResult {
         run.finalize();
     }
     r.recompute();
+    r
+}
+
+const SWEEP_LEVELS: [f64; 5] = [5.0, 10.0, 20.0, 40.0, 80.0];
+
+/// A concurrency sweep of the reference backend with 20 slots of 100 ms (`max_concurrency =
+/// 20`, `delay = "100ms"`), one round per level: 50, 100, then 200 req/s from c=20 on, each
+/// request's latency `connections / req/s` (Little's law, the closed model).
+pub(crate) fn bench_sweep() -> BenchResult {
+    let mut b = bench();
+    b.scenario.name = "pool".into();
+    b.scenario.rounds = 1;
+    b.targets = vec![BenchTarget {
+        name: "backend".into(),
+        ..bench_target("direct")
+    }];
+    b.loads = vec![BenchLoad {
+        name: "sweep".into(),
+        targets: vec!["backend".into()],
+        levels: SWEEP_LEVELS.to_vec(),
+        ..bench_load()
+    }];
+    b.rounds = (0..SWEEP_LEVELS.len()).map(sweep_round).collect();
+    b.steps_planned = b.rounds.len() as u32;
+    b.steps_done = b.steps_planned;
+    b.resources = Samples::default();
+    b.warnings.clear();
+    b.recompute();
+    b
+}
+
+fn sweep_round(level: usize) -> BenchRound {
+    let step = level as u32 + 1;
+    BenchRound {
+        step,
+        load: 0,
+        level: level as u32,
+        round: 0,
+        target: "backend".into(),
+        combined: false,
+        window: step_window(step),
+        result: Some(sweep_run(SWEEP_LEVELS[level])),
+        find_max: None,
+        resources: None,
+        generator_cpu_mean_cores: 0.05,
+        bottleneck: Bottleneck::Neither,
+        error: None,
+    }
+}
+
+fn sweep_run(connections: f64) -> RunResult {
+    let rps = connections.min(20.0) * 10.0;
+    let requests = (rps * 10.0) as u64;
+    let latency_ns = (connections / rps * 1e9) as u64;
+    let mut r = empty();
+    r.config.connections = connections as u32;
+    r.stats = Stats {
+        elapsed_us: 10_000_000,
+        requests,
+        sent: requests,
+        latency: latency(requests, latency_ns, 0),
+        service: latency(requests, latency_ns, 0),
+        ..Stats::default()
+    };
+    r.stats.status.add(200, requests);
+    r.finalize();
     r
 }

@@ -1009,3 +1009,48 @@ fn every_page_stays_readable_on_a_400px_phone() {
         titles_clear(&v, PHONE);
     }
 }
+
+/// A real sweep (crates/cli/tests/fixtures/bench-pool.json): the reference backend with 20
+/// slots of 100 ms over 5 to 80 connections, with its queueing view.
+fn bench_pool() -> BenchResult {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/fixtures/bench-pool.json");
+    BenchResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_sweep_shows_its_queueing_table_findings_and_fit_chart_in_the_browser() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let result = bench_pool();
+    let a = result.queueing_of(0, "backend").unwrap();
+    let page = html::render_bench(&result);
+    let path = save("bench-pool", &page);
+    // The fit's curve is dashed (short strokes); the measured levels are dots.
+    let mut charts = vec![("bench-rps-sweep", 1), ("bench-usl-sweep", 2)];
+    let latency: Vec<String> = (1..=5)
+        .map(|l| format!("bench-latency-sweep-{l}"))
+        .collect();
+    charts.extend(latency.iter().map(|n| (n.as_str(), 4)));
+    charts.extend([("bench-cpu", 5), ("bench-rss", 5)]);
+    for (width, shot) in [
+        (LAPTOP, "bench-pool-laptop.png"),
+        (PHONE, "bench-pool-phone.png"),
+    ] {
+        let v = check_page(&chromium, ("bench-pool", &page), width, &charts);
+        assert_eq!(table_rows(&v, "queueing"), 1 + a.levels.len() as u64);
+        let usl = &v["charts"][1];
+        assert!(
+            usl["circles"].as_u64().unwrap() >= a.levels.len() as u64,
+            "{usl}"
+        );
+        assert!(
+            usl["polylines"].as_u64().unwrap() >= 10,
+            "a dashed curve: {usl}"
+        );
+        tables_fit(&v, width);
+        let height = v["page_height"].as_f64().unwrap() as u32;
+        screenshot(&chromium, &path, width, height, shot);
+    }
+    assert!(a.findings.len() >= 2, "{a:?}");
+}

@@ -1,10 +1,11 @@
 //! The Markdown view of a bench, for a pull request: warnings as quotes, then per load a table
 //! of every target × level with req/s (median ± the 95% confidence interval's half-width),
-//! p50/p90/p99/p99.9, errors, CPU, memory and the bottleneck verdict, the relative speeds, and
-//! the targets with their limits.
+//! p50/p90/p99/p99.9, errors, CPU, memory and the bottleneck verdict, the relative speeds, the
+//! queueing view of a sweep, and the targets with their limits.
 
 use super::{
-    cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings, Severity,
+    cell_row, headline, limits_text, load_cells, load_line, queueing, relative_lines, warnings,
+    Severity,
 };
 use crate::markdown::{code, escape_text, table, Align};
 use loadbench_model::BenchResult;
@@ -96,6 +97,27 @@ fn load_section(r: &BenchResult, li: u32) -> String {
         for l in relative {
             out += &format!("- {}\n", escape_text(&l));
         }
+    }
+    out + &queueing_section(r, li)
+}
+
+/// The load's queueing table and sentences, each with its fix.
+fn queueing_section(r: &BenchResult, li: u32) -> String {
+    let rows = queueing::rows(r, li);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n#### Queueing\n\n{}.\n\n", escape_text(queueing::INTRO));
+    let mut align = vec![Align::Left, Align::Left];
+    align.extend([Align::Right; 5]);
+    out += &table(&queueing::HEAD, &align, &rows);
+    out += "\n";
+    for s in queueing::sentences(r, li) {
+        out += &format!("- {}", escape_text(&s.text));
+        if let Some(fix) = s.fix {
+            out += &format!(" — fix: {}", escape_text(&fix));
+        }
+        out += "\n";
     }
     out
 }

@@ -8,6 +8,7 @@
 
 pub mod csv;
 pub mod markdown;
+pub(crate) mod queueing;
 pub mod text;
 
 use crate::units::{self, MISSING};

@@ -16,6 +16,16 @@ fn snapshot_markdown() {
 }
 
 #[test]
+fn snapshot_sweep_text() {
+    insta::assert_snapshot!(render_bench(Format::Text, &fixtures::bench_sweep()));
+}
+
+#[test]
+fn snapshot_sweep_markdown() {
+    insta::assert_snapshot!(render_bench(Format::Markdown, &fixtures::bench_sweep()));
+}
+
+#[test]
 fn snapshot_csv() {
     insta::assert_snapshot!(render_bench(Format::Csv, &fixture()));
 }
@@ -277,4 +287,60 @@ fn the_load_heading_says_when_keep_alive_is_off() {
             "{heading}"
         );
     }
+}
+
+#[test]
+fn text_and_markdown_show_the_queueing_view_of_a_sweep_as_computed() {
+    let r = fixtures::bench_sweep();
+    let a = r.queueing_of(0, "backend").unwrap();
+    let text = render_bench(Format::Text, &r);
+    let md = render_bench(Format::Markdown, &r);
+    let section = &text[text.find("queueing (Little's law").expect(&text)..];
+    for p in &a.levels {
+        let row = section
+            .lines()
+            .find(|l| l.contains(&format!(" c={} ", p.value)))
+            .unwrap_or_else(|| panic!("c={}: {section}", p.value));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[2], format!("{:.0}", p.requests_per_sec), "{row}");
+        assert_eq!(
+            cells[cells.len() - 2],
+            format!("{:.1}", p.in_target),
+            "{row}"
+        );
+        assert_eq!(
+            cells[cells.len() - 1],
+            format!("{:.1}", p.in_generator),
+            "{row}"
+        );
+        let md_row = format!(
+            "| backend | c={} | {:.0} | {} |",
+            p.value,
+            p.requests_per_sec,
+            units::duration_us(p.mean_latency_us)
+        );
+        assert!(md.contains(&md_row), "{md_row}\n{md}");
+    }
+    for f in &a.findings {
+        assert!(section.contains(&format!("  {}", f.text)), "{}", f.text);
+        let fix = f.fix.as_deref().unwrap();
+        assert!(section.contains(&format!("    fix: {fix}")), "{fix}");
+    }
+    assert!(md.contains("#### Queueing"), "{md}");
+    assert!(
+        md.contains("behaves like a pool of about 20 workers"),
+        "{md}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_bench(Format::Json, &r)).unwrap();
+    assert_eq!(json["queueing"][0]["pool"]["workers"], 20);
+    assert_eq!(json["queueing"][0]["knee"]["value"], 20.0);
+}
+
+#[test]
+fn a_bench_without_a_sweep_has_no_queueing_section() {
+    let r = fixture();
+    assert!(r.queueing.is_empty(), "two levels are not a sweep");
+    assert!(!render_bench(Format::Text, &r).contains("queueing"));
+    assert!(!render_bench(Format::Markdown, &r).contains("Queueing"));
+    assert!(!render_bench(Format::Json, &r).contains("\"queueing\""));
 }

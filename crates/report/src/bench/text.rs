@@ -1,11 +1,13 @@
 //! The terminal view of a bench: the warnings first, then per load a table of every target ×
 //! level (median req/s with the 95% confidence interval's half-width, the best round, p50 and
 //! p99, errors,
-//! the target's CPU and memory, and who ran out of CPU), the relative speeds, and the scenario.
+//! the target's CPU and memory, and who ran out of CPU), the relative speeds, the queueing view
+//! of a sweep (Little's law per level, the knee, the scalability fit, a worker pool), and the
+//! scenario.
 
 use super::{
-    aligned, cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings,
-    Severity,
+    aligned, cell_row, headline, limits_text, load_cells, load_line, queueing, relative_lines,
+    warnings, Severity,
 };
 use loadbench_model::BenchResult;
 
@@ -83,6 +85,24 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
     if !relative.is_empty() {
         lines.push("relative speed (mean req/s):".to_string());
         lines.extend(relative.iter().map(|l| format!("  {l}")));
+    }
+    lines.extend(queueing_lines(r, li));
+    lines
+}
+
+/// The load's queueing table and sentences, each fix on the line below its finding.
+fn queueing_lines(r: &BenchResult, li: u32) -> Vec<String> {
+    let rows = queueing::rows(r, li);
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!("queueing ({}):", queueing::INTRO)];
+    let mut table = vec![queueing::HEAD.map(String::from).to_vec()];
+    table.extend(rows);
+    lines.extend(aligned(&table, &[0, 1]));
+    for s in queueing::sentences(r, li) {
+        lines.push(format!("  {}", s.text));
+        lines.extend(s.fix.map(|f| format!("    fix: {f}")));
     }
     lines
 }

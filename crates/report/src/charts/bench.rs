@@ -1,6 +1,7 @@
 //! The plots of a bench. Per load: each target's req/s at each level as bars (the median of
 //! the rounds) with the 95% confidence interval of the mean as whiskers, and per level the
-//! latency percentiles of each target. Over the whole run: every target's CPU and memory and
+//! latency percentiles of each target; for a closed sweep with a scalability fit, throughput
+//! against concurrency with the fitted curve. Over the whole run: every target's CPU and memory and
 //! the generator's CPU on one timeline, each measured step shaded in its target's colour, so a
 //! reader sees which step loaded whom and what the other targets did meanwhile.
 
@@ -9,7 +10,7 @@ use super::axis::{Axis, Scale, Unit};
 use super::draw;
 use super::{Band, Extras, Line, Plot, Style, Whisker, GREY, PALETTE};
 use loadbench_model::resources::Samples;
-use loadbench_model::{BenchCell, BenchLoad, BenchResult};
+use loadbench_model::{queueing, BenchCell, BenchLoad, BenchResult};
 use plotters::style::RGBColor;
 
 /// Share of a category's width the bars of all targets take together.
@@ -20,6 +21,12 @@ pub(crate) fn plots(r: &BenchResult) -> Vec<Plot> {
     let mut plots = Vec::new();
     for (li, load) in r.loads.iter().enumerate() {
         plots.push(rps(r, li as u32, load));
+        if r.queueing
+            .iter()
+            .any(|q| q.load == li as u32 && q.usl.is_some())
+        {
+            plots.push(scalability(r, li as u32, load));
+        }
         for level in 0..load.levels.len() as u32 {
             plots.push(latency(r, li as u32, level, load));
         }
@@ -106,6 +113,64 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
             whiskers,
             bands: vec![],
         },
+    }
+}
+
+/// Points of the fitted curve drawn per target.
+const FIT_POINTS: usize = 60;
+
+/// Per target of a sweep: the measured req/s at each concurrency as dots, and the Universal
+/// Scalability Law fit over them as a dashed curve (to 20% beyond the last level).
+fn scalability(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
+    let mut lines = Vec::new();
+    for a in r.queueing.iter().filter(|q| q.load == li) {
+        let color = target_color(r, &a.target);
+        let measured: Vec<(f64, f64)> = a
+            .levels
+            .iter()
+            .map(|p| (queueing::usl_concurrency(a.model, p), p.requests_per_sec))
+            .collect();
+        let top = measured.iter().map(|p| p.0).fold(0.0, f64::max) * 1.2;
+        if let Some(fit) = &a.usl {
+            let curve = (1..=FIT_POINTS)
+                .map(|i| top * i as f64 / FIT_POINTS as f64)
+                .map(|n| (n, fit.throughput(n)))
+                .collect();
+            lines.push(Line {
+                label: format!("{} (USL fit)", a.target),
+                color,
+                style: Style::Dashed,
+                points: curve,
+            });
+        }
+        lines.push(Line {
+            label: format!("{} (measured)", a.target),
+            color,
+            style: Style::Markers,
+            points: measured,
+        });
+    }
+    Plot {
+        name: chart_name("usl", load, None),
+        title: format!(
+            "Throughput against concurrency, load {} (measured, and the scalability fit)",
+            load.name
+        ),
+        x: Axis {
+            title: "requests at once (connections)",
+            scale: Scale::Linear,
+            unit: Unit::Rate,
+        },
+        y: Axis {
+            title: "requests per second",
+            scale: Scale::Linear,
+            unit: Unit::Rate,
+        },
+        lines,
+        y_marks: vec![],
+        x_marks: vec![],
+        empty_note: "No level of this load has a throughput to show.",
+        extras: Extras::default(),
     }
 }
 

@@ -1,14 +1,15 @@
 //! The page of a bench: the warnings first (generator-bound steps, errors, noisy cells, limits
 //! that were not enforced), then per load a summary table of every target × level with the
-//! relative speeds, the charts (req/s with confidence intervals, latency percentiles, CPU and
+//! relative speeds, the queueing view of each sweep (Little's law per level and the findings:
+//! worker pool, knee, scalability fit), the charts (req/s with confidence intervals, latency percentiles, CPU and
 //! memory over the whole run with the steps shaded), and last the scenario, the targets with
 //! their commands and limits, and the host.
 
 use super::page::{self, alert, esc, key_values, section, Alert, Level, Row};
 use super::{footer, host_facts};
 use crate::bench::{
-    cell_row, cpus, headline, limits_text, load_cells, load_line, relative_lines, warnings,
-    Severity,
+    cell_row, cpus, headline, limits_text, load_cells, load_line, queueing, relative_lines,
+    warnings, Severity,
 };
 use crate::charts::{self, Chart};
 use crate::units;
@@ -28,6 +29,9 @@ pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
     let mut body = header(r);
     body += &page::alerts(&alerts(r));
     body += &section("summary", "Summary", &summary(r));
+    if !r.queueing.is_empty() {
+        body += &section("queueing", "Queueing", &queueing_section(r));
+    }
     body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Scenario", &scenario(r));
     body += &section("host", "Host", &key_values(&host(r)));
@@ -150,6 +154,29 @@ fn load_table(r: &BenchResult, li: u32) -> String {
         })
         .collect();
     page::table("bench", &HEAD.map(String::from), &rows)
+}
+
+/// Per load with a sweep: the Little's-law table and the findings, each with its fix.
+fn queueing_section(r: &BenchResult) -> String {
+    let mut out = format!("<p class=\"muted\">{}.</p>\n", esc(queueing::INTRO));
+    for (li, load) in r.loads.iter().enumerate() {
+        let rows = queueing::rows(r, li as u32);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "<h3>Load {}</h3>", esc(&load.name));
+        let rows: Vec<Row> = rows.into_iter().map(page::row).collect();
+        out += &page::table("queueing", &queueing::HEAD.map(String::from), &rows);
+        out += "<ul class=\"findings\">\n";
+        for s in queueing::sentences(r, li as u32) {
+            let fix = s.fix.map_or(String::new(), |f| {
+                format!(" <span class=\"muted\">Fix: {}</span>", esc(&f))
+            });
+            let _ = writeln!(out, "<li>{}{fix}</li>", esc(&s.text));
+        }
+        out += "</ul>\n";
+    }
+    out
 }
 
 fn scenario(r: &BenchResult) -> String {
@@ -286,6 +313,47 @@ mod tests {
         }
         assert!(figure(&html, "bench-cpu").contains("generator (loadbench)"));
         assert!(!html.contains("class=\"chart empty\""));
+    }
+
+    #[test]
+    fn a_sweep_has_a_queueing_section_with_the_computed_figures_and_a_fit_chart() {
+        let r = fixtures::bench_sweep();
+        let html = render_bench(&r);
+        let a = r.queueing_of(0, "backend").unwrap();
+        let section = &html[html.find("id=\"queueing\"").unwrap()..];
+        let section = &section[..section.find("</section>").unwrap()];
+        assert!(html.find("id=\"summary\"") < html.find("id=\"queueing\""));
+        let table = &section[section.find("<table class=\"queueing\">").unwrap()..];
+        assert_eq!(
+            table.matches("<tr><th scope=\"row\">backend</th>").count(),
+            5
+        );
+        for p in &a.levels {
+            let row = format!(
+                "<td>c={}</td><td>{:.0}</td><td>{}</td>",
+                p.value,
+                p.requests_per_sec,
+                crate::units::duration_us(p.mean_latency_us)
+            );
+            assert!(table.contains(&row), "{row}");
+        }
+        for f in &a.findings {
+            assert!(section.contains(&esc(&f.text)), "{}", f.text);
+        }
+        assert!(section.contains("pool of about 20 workers"));
+        let chart = figure(&html, "bench-usl-sweep");
+        assert!(
+            chart.contains("backend (USL fit)"),
+            "the fitted curve is drawn"
+        );
+        assert!(chart.contains("backend (measured)"));
+    }
+
+    #[test]
+    fn no_queueing_section_without_a_sweep() {
+        let html = page();
+        assert!(!html.contains("id=\"queueing\""));
+        assert!(!html.contains("bench-usl"));
     }
 
     #[test]

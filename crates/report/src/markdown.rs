@@ -54,6 +54,7 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     out += &phase_table(&r.stats);
     out += &status_table(r);
     out += &error_table(r);
+    out += &endpoint_table(r);
     out += "\n### Configuration\n\n";
     out += &list(&configuration(r));
     out
@@ -205,6 +206,17 @@ fn connection_reuse(r: &RunResult) -> String {
         );
     }
     line + "\n"
+}
+
+/// A request mix: one row per request; nothing for a single-request run.
+fn endpoint_table(r: &RunResult) -> String {
+    use crate::endpoints::{HEAD, NUMERIC};
+    let rows = crate::endpoints::rows(r);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let align = NUMERIC.map(|n| if n { Align::Right } else { Align::Left });
+    format!("\n### Per request (mix)\n\n{}", table(&HEAD, &align, &rows))
 }
 
 fn error_table(r: &RunResult) -> String {

@@ -1,0 +1,282 @@
+//! A request mix end to end (docs/request-mix.md): `-u` and `--requests-file` against the
+//! reference backend, whose `/stats` counts every route, so each request's count in the result
+//! must equal the backend's count for its route; the weights hold within a request per worker;
+//! status codes and errors land on the request that got them; a requests file's headers and
+//! body reach a server that records them; bad input exits 2 naming the fix before any load.
+
+use crate::support::{tempdir, Ran, Run};
+use loadbench_model::{EndpointStats, ErrorKind, RunResult};
+use loadbench_upstream::{Server, ServerConfig};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+fn backend() -> Server {
+    Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
+}
+
+fn base(server: &Server) -> String {
+    format!("http://{}", server.local_addr())
+}
+
+/// Each request's count is within `threads` of its weight's share of all attempts (each worker
+/// runs its own round-robin, which holds its share within one request).
+fn assert_weighted(r: &RunResult, threads: f64) {
+    let total_weight: u32 = r.stats.endpoints.iter().map(|e| e.weight).sum();
+    let attempts = r.stats.attempts() as f64;
+    for e in &r.stats.endpoints {
+        let share = attempts * f64::from(e.weight) / f64::from(total_weight);
+        let n = e.attempts() as f64;
+        assert!(
+            (n - share).abs() <= threads,
+            "{} {}: {n} vs {share}",
+            e.index,
+            e.url
+        );
+    }
+}
+
+/// The endpoints add up to the totals: requests, errors, every status code, latency samples.
+fn assert_adds_up(r: &RunResult) {
+    let e = &r.stats.endpoints;
+    fn sum(e: &[EndpointStats], f: impl Fn(&EndpointStats) -> u64) -> u64 {
+        e.iter().map(f).sum()
+    }
+    assert_eq!(sum(e, |e| e.requests), r.stats.requests);
+    assert_eq!(sum(e, |e| e.errors.total()), r.stats.errors.total());
+    assert_eq!(sum(e, |e| e.latency.hist.len()), r.stats.latency.hist.len());
+    for (code, n) in &r.stats.status.0 {
+        assert_eq!(
+            sum(e, |e| e.status.0.get(code).copied().unwrap_or(0)),
+            *n,
+            "{code}"
+        );
+    }
+}
+
+#[test]
+fn a_weighted_mix_matches_the_backends_per_route_counts() {
+    let server = backend();
+    let b = base(&server);
+    let r = Run::without_url()
+        .args(["-u", &format!("{b}/ weight=3"), "-u", &format!("{b}/json")])
+        .args(["-n", "400", "-c", "4", "-t", "2"])
+        .ok();
+    let e = &r.stats.endpoints;
+    assert_eq!(e.len(), 2);
+    assert_eq!(
+        (e[0].url.as_str(), e[0].weight),
+        (format!("{b}/").as_str(), 3)
+    );
+    assert_eq!((e[1].method.as_str(), e[1].weight), ("GET", 1));
+    let stats = server.stats();
+    assert_eq!(e[0].requests, stats.route("/"));
+    assert_eq!(e[1].requests, stats.route("/json"));
+    assert_eq!(r.stats.requests, 400);
+    assert_weighted(&r, 2.0);
+    assert_adds_up(&r);
+    let single = Run::new(&format!("{b}/"))
+        .args(["-n", "20", "-c", "2"])
+        .ok();
+    assert!(single.stats.endpoints.is_empty(), "no mix, no endpoints");
+}
+
+#[test]
+fn statuses_and_errors_land_on_the_request_that_got_them() {
+    let server = backend();
+    let b = base(&server);
+    // No keep-alive: a reset on a reused connection would be sent again once (a stale retry),
+    // and the backend would count both sends.
+    let r = Run::new(&format!("{b}/"))
+        .args(["-u", &format!("{b}/status/404 weight=4")])
+        .args(["-u", &format!("{b}/status/500 weight=2")])
+        .args(["-u", &format!("{b}/fault/reset")])
+        .args(["-n", "800", "-c", "4", "-t", "2", "--no-keepalive"])
+        .ok();
+    let e = &r.stats.endpoints;
+    let paths: Vec<&str> = e.iter().map(EndpointStats::path).collect();
+    assert_eq!(paths, ["/", "/status/404", "/status/500", "/fault/reset"]);
+    let only = |e: &EndpointStats, code: u16| {
+        assert_eq!(e.status.0.len(), 1, "{:?}", e.status);
+        assert_eq!(e.status.0.get(&code), Some(&e.requests), "{code}");
+    };
+    only(&e[0], 200);
+    only(&e[1], 404);
+    only(&e[2], 500);
+    assert_eq!(
+        (e[3].requests, e[3].errors.get(ErrorKind::Reset)),
+        (0, e[3].attempts())
+    );
+    for ok in &e[..3] {
+        assert_eq!(ok.errors.total(), 0, "{}", ok.url);
+    }
+    let stats = server.stats();
+    assert_eq!(e[0].requests, stats.route("/"));
+    assert_eq!(e[1].requests + e[2].requests, stats.route("/status"));
+    assert_eq!(e[3].errors.total(), stats.route("/fault/reset"));
+    assert_eq!(r.stats.attempts(), 800);
+    assert_weighted(&r, 2.0);
+    assert_adds_up(&r);
+}
+
+/// What the recording server saw: each request's head and body.
+#[derive(Debug, Clone)]
+struct Seen {
+    head: String,
+    body: Vec<u8>,
+}
+
+/// A keep-alive HTTP/1.1 server that records every request and answers `200 ok`.
+fn recording_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || record(conn, &log));
+        }
+    });
+    (url, seen)
+}
+
+fn record(conn: TcpStream, log: &Mutex<Vec<Seen>>) {
+    let mut out = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            head.push_str(&line);
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let length = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        log.lock().unwrap().push(Seen { head, body });
+        if out
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_requests_file_sends_its_methods_headers_and_bodies() {
+    let (url, seen) = recording_server();
+    let dir = tempdir("mix-file");
+    let payload = b"{\"order\": 42, \"items\": [1, 2, 3]}";
+    std::fs::write(dir.join("payload.json"), payload).unwrap();
+    let file = dir.join("requests.txt");
+    let lines = format!(
+        "# checkout mix\n\nPOST {url}/upload weight=2 header=\"X-Mix: one two\" body=payload.json\n  GET {url}/plain?q=1 header=X-Other:1\n"
+    );
+    std::fs::write(&file, lines).unwrap();
+    let r = Run::without_url()
+        .args([
+            "--requests-file",
+            file.to_str().unwrap(),
+            "-H",
+            "X-All: yes",
+        ])
+        .args(["-n", "30", "-c", "1"])
+        .ok();
+    let e = &r.stats.endpoints;
+    let got: Vec<(&str, u64)> = e.iter().map(|e| (e.method.as_str(), e.requests)).collect();
+    assert_eq!(got, [("POST", 20), ("GET", 10)]);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 30);
+    let posts: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.head.starts_with("POST /upload HTTP/1.1\r\n"))
+        .collect();
+    let gets: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.head.starts_with("GET /plain?q=1 HTTP/1.1\r\n"))
+        .collect();
+    assert_eq!((posts.len(), gets.len()), (20, 10));
+    for p in &posts {
+        assert!(p.head.contains("\r\nX-Mix: one two\r\n"), "{}", p.head);
+        assert!(p.head.contains("\r\nX-All: yes\r\n"), "{}", p.head);
+        assert_eq!(p.body, payload);
+    }
+    for g in &gets {
+        assert!(g.head.contains("\r\nX-Other: 1\r\n") && g.head.contains("\r\nX-All: yes\r\n"));
+        assert!(g.body.is_empty() && !g.head.contains("X-Mix"), "{}", g.head);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn refused(ran: &Ran) -> String {
+    assert_eq!(ran.code(), Some(2), "{:?}", ran.text());
+    assert!(ran.saved.is_none());
+    let err = ran.text().1;
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn bad_mixes_exit_2_before_any_load() {
+    let server = backend();
+    let b = base(&server);
+    let dir = tempdir("mix-bad");
+    let file = dir.join("requests.txt");
+    std::fs::write(
+        &file,
+        format!("{b}/\n# fine so far\nGET {b}/json weight=zero\n"),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let err = refused(
+        &Run::without_url()
+            .args(["--requests-file", f, "-n", "10", "-c", "1"])
+            .json(),
+    );
+    assert!(err.contains("requests.txt:3: weight 'zero'"), "{err}");
+    let other = format!("http://127.0.0.1:{}/", crate::support::free_port());
+    let ran = Run::new(&format!("{b}/"))
+        .args(["-u", &other, "-n", "10", "-c", "1"])
+        .json();
+    let err = refused(&ran);
+    assert!(
+        err.contains(&other) && err.contains("separate loads"),
+        "{err}"
+    );
+    let err = refused(
+        &Run::new(&format!("{b}/"))
+            .args(["-u", &format!("{b}/ colour=red")])
+            .json(),
+    );
+    assert!(
+        err.contains("-u") && err.contains("unknown field 'colour'"),
+        "{err}"
+    );
+    let missing = dir.join("nope.txt");
+    let err = refused(
+        &Run::without_url()
+            .args(["--requests-file", missing.to_str().unwrap()])
+            .json(),
+    );
+    assert!(err.contains("nope.txt"), "{err}");
+    let err = refused(&Run::without_url().args(["-n", "10"]).json());
+    assert!(err.contains("no URL to load"), "{err}");
+    assert_eq!(server.stats().total, 0, "nothing was sent");
+    let _ = std::fs::remove_dir_all(&dir);
+}

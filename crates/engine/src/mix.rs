@@ -31,7 +31,7 @@ impl<'a> Mix<'a> {
     /// The next request to send: every request gains its weight, the one with the most
     /// (the first among equals) is picked and gives back the sum of the weights.
     #[inline]
-    pub fn next(&mut self) -> u16 {
+    pub fn pick(&mut self) -> u16 {
         for (c, w) in self.current.iter_mut().zip(&self.weights) {
             *c += w;
         }
@@ -76,7 +76,7 @@ mod tests {
         let mut mix = Mix::new(&e).unwrap();
         let mut n = vec![0; weights.len()];
         for _ in 0..picks {
-            n[usize::from(mix.next())] += 1;
+            n[usize::from(mix.pick())] += 1;
         }
         n
     }
@@ -93,11 +93,11 @@ mod tests {
     fn requests_interleave_instead_of_coming_in_runs() {
         let e = endpoints(&[3, 1]);
         let mut mix = Mix::new(&e).unwrap();
-        let order: Vec<u16> = (0..8).map(|_| mix.next()).collect();
+        let order: Vec<u16> = (0..8).map(|_| mix.pick()).collect();
         assert_eq!(order, vec![0, 0, 1, 0, 0, 0, 1, 0]);
         let e = endpoints(&[5, 1, 1]);
         let mut mix = Mix::new(&e).unwrap();
-        let order: Vec<u16> = (0..7).map(|_| mix.next()).collect();
+        let order: Vec<u16> = (0..7).map(|_| mix.pick()).collect();
         assert_eq!(order, vec![0, 0, 1, 0, 2, 0, 0]);
     }
 
@@ -108,7 +108,7 @@ mod tests {
         let mut mix = Mix::new(&e).unwrap();
         let mut n = [0f64; 3];
         for k in 1..=1000 {
-            n[usize::from(mix.next())] += 1.0;
+            n[usize::from(mix.pick())] += 1.0;
             for (i, &w) in weights.iter().enumerate() {
                 let share = k as f64 * f64::from(w) / 10.0;
                 assert!((n[i] - share).abs() < 1.0 + 1e-9, "k={k} i={i} n={}", n[i]);

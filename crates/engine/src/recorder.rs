@@ -403,6 +403,15 @@ impl Recorder {
         &self.series
     }
 
+    /// Each request of the mix's statistics, by index (none without a mix).
+    fn take_endpoints(&mut self) -> Vec<EndpointStats> {
+        std::mem::take(&mut self.endpoints)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| e.finish(i))
+            .collect()
+    }
+
     /// Ends recording at `end` and returns the measurement.
     pub fn finish(mut self, end: Instant, abandoned: u64) -> Stats {
         self.roll(end);
@@ -412,11 +421,7 @@ impl Recorder {
         }
         let status = status_counts(&self.status);
         self.censored.merge(&self.latency);
-        let endpoints = std::mem::take(&mut self.endpoints)
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| e.finish(i))
-            .collect();
+        let endpoints = self.take_endpoints();
         Stats {
             elapsed_us: u64::try_from(end.saturating_duration_since(self.t0).as_micros())
                 .unwrap_or(u64::MAX),

@@ -80,7 +80,7 @@ impl<'a> Ctx<'a> {
     /// Which request of the mix the next send writes (0 without a mix).
     #[inline]
     pub fn pick(&mut self) -> u16 {
-        self.mix.as_mut().map_or(0, Mix::next)
+        self.mix.as_mut().map_or(0, Mix::pick)
     }
 
     /// Claims the next request, if the run wants one more.

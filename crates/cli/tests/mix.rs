@@ -417,3 +417,59 @@ fn shards_of_a_mix_merge_per_request_exactly() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// find-max takes the same mix flags: every step's run breaks down per request, and the report
+/// shows the per-request table of the highest passing step.
+#[test]
+fn find_max_searches_with_a_mix() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let b = base(&server);
+    let dir = tempdir("mix-find-max");
+    let save = dir.join("fm.json");
+    let out = crate::support::bin()
+        .args([
+            "find-max",
+            "-u",
+            &format!("{b}/ weight=3"),
+            "-u",
+            &format!("{b}/json"),
+        ])
+        .args([
+            "--slo",
+            "p99<2s",
+            "--step-duration",
+            "500ms",
+            "--warmup",
+            "0s",
+        ])
+        .args([
+            "--start-rate",
+            "40",
+            "--max-rate",
+            "80",
+            "--max-steps",
+            "2",
+            "--quiet",
+        ])
+        .arg("--save")
+        .arg(&save)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = crate::support::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let saved = std::fs::read_to_string(&save).unwrap();
+    let r = loadbench_model::FindMaxResult::from_json(&saved).unwrap();
+    for step in &r.steps {
+        let e = &step.run.stats.endpoints;
+        let paths: Vec<&str> = e.iter().map(EndpointStats::path).collect();
+        assert_eq!(paths, ["/", "/json"], "step {}", step.step);
+        assert_adds_up(&step.run);
+    }
+    let last = r.steps.last().unwrap();
+    assert!(
+        stdout.contains(&format!("Per request (mix) at step {}", last.step)),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

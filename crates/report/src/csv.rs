@@ -29,8 +29,9 @@ impl Renderer for CsvRenderer {
 fn endpoint_table(r: &RunResult, opts: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let endpoints = crate::endpoints::of(r);
     for (i, e) in endpoints.iter().enumerate() {
-        let (header, row): (Vec<String>, Vec<String>) =
-            endpoint_columns(r, e, opts).into_iter().unzip();
+        let (header, row): (Vec<String>, Vec<String>) = endpoint_columns(r, e, &opts.percentiles)
+            .into_iter()
+            .unzip();
         if i == 0 {
             writeln!(out)?;
             writeln!(out, "{}", line(&header))?;
@@ -42,10 +43,10 @@ fn endpoint_table(r: &RunResult, opts: &RenderOptions, out: &mut dyn Write) -> s
 
 /// One request of a mix: its label, counts, rate, latency, errors by class and status codes
 /// (`200=300;404=2`).
-fn endpoint_columns(
+pub(crate) fn endpoint_columns(
     r: &RunResult,
     e: &loadbench_model::EndpointStats,
-    opts: &RenderOptions,
+    percentiles: &[f64],
 ) -> Vec<(String, String)> {
     let mut cols = vec![
         col("endpoint", e.index),
@@ -59,7 +60,7 @@ fn endpoint_columns(
             format!("{:.2}", crate::endpoints::per_sec(r, e.requests)),
         ),
     ];
-    cols.extend(latency_columns(&e.latency.hist, &opts.percentiles));
+    cols.extend(latency_columns(&e.latency.hist, percentiles));
     cols.extend(
         ErrorKind::ALL
             .iter()

@@ -4,7 +4,9 @@
 //! numbers as a second table. A run without a mix has no table.
 
 use crate::units::{self, MISSING};
-use loadbench_model::{EndpointStats, ErrorKind, Histo, RunResult};
+use loadbench_model::{
+    EndpointStats, ErrorKind, FindMaxResult, FindMaxStep, Histo, RunResult, Verdict,
+};
 
 /// The human table's columns.
 pub(crate) const HEAD: [&str; 9] = [
@@ -22,6 +24,26 @@ pub(crate) fn of(r: &RunResult) -> &[EndpointStats] {
     } else {
         e
     }
+}
+
+/// The find-max step whose requests a report breaks down: the highest rate that passed, else
+/// the last step; `None` when the search sent no mix.
+pub(crate) fn find_max_step(r: &FindMaxResult) -> Option<&FindMaxStep> {
+    let passed = r
+        .steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Pass)
+        .max_by(|a, b| a.target_rate.total_cmp(&b.target_rate));
+    passed.or(r.steps.last()).filter(|s| !of(&s.run).is_empty())
+}
+
+/// The heading of a find-max report's per-request table.
+pub(crate) fn find_max_title(step: &FindMaxStep) -> String {
+    format!(
+        "Per request (mix) at step {}, {} req/s",
+        step.step,
+        units::rate_short(step.target_rate)
+    )
 }
 
 /// One human row per endpoint, in index order.
@@ -236,5 +258,66 @@ mod tests {
             assert!(!out.contains("\n\n") || format != Format::Csv);
         }
         assert!(!render_to_string(Format::Json, &single, &opts()).contains("\"endpoints\""));
+    }
+
+    /// The find-max fixture (pass at 100, fail at 200, pass at 150) with a mix in every step,
+    /// each step's counts its own.
+    #[test]
+    fn find_max_reports_break_down_the_highest_passing_step() {
+        let mut f = fixtures::find_max();
+        for step in &mut f.steps {
+            let mut e = mixed().stats.endpoints;
+            e.iter_mut()
+                .for_each(|e| e.requests += u64::from(step.step) * 1000);
+            step.run.stats.endpoints = e;
+        }
+        let best = &f.steps[2];
+        assert_eq!(best.target_rate, 150.0);
+        let opts = RenderOptions::default();
+        let outputs = [
+            crate::find_max_text(&f),
+            crate::markdown::render_find_max(&f, &opts),
+            crate::html::render_find_max(&f, &opts),
+        ];
+        for out in outputs {
+            assert!(
+                out.contains("Per request (mix) at step 3, 150 req/s"),
+                "{out}"
+            );
+            for e in &best.run.stats.endpoints {
+                let line = line_of(&out, e);
+                for cell in expected(e) {
+                    assert!(line.contains(&cell), "{cell} not in {line}");
+                }
+            }
+        }
+        let csv = crate::find_max::csv::render(&f);
+        let tables: Vec<&str> = csv.split("\n\n").collect();
+        assert_eq!(tables.len(), 2, "{csv}");
+        let rows: Vec<Vec<&str>> = tables[1].lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 1 + 2 * f.steps.len(), "{csv}");
+        let col = |name: &str| rows[0].iter().position(|h| *h == name).unwrap();
+        for (step, e, row) in f
+            .steps
+            .iter()
+            .flat_map(|s| s.run.stats.endpoints.iter().map(move |e| (s, e)))
+            .zip(&rows[1..])
+            .map(|((s, e), row)| (s, e, row))
+        {
+            assert_eq!(row[col("step")], step.step.to_string());
+            assert_eq!(row[col("requests")], e.requests.to_string());
+            let p99 = format!("{:.3}", e.latency.hist.percentile_ns(99.0) as f64 / 1e3);
+            assert_eq!(row[col("p99_us")], p99);
+        }
+        let last = crate::find_max_text(&f);
+        assert!(
+            last.trim_end()
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with("maximum"),
+            "{last}"
+        );
+        assert!(!crate::find_max_text(&fixtures::find_max()).contains("Per request"));
     }
 }

@@ -361,6 +361,15 @@ fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
 /// A request mix: one row per request (nothing for a single-request run); requests with errors
 /// or a non-2xx/3xx status are marked.
 fn endpoints_section(r: &RunResult) -> String {
+    let table = endpoints_table(r);
+    if table.is_empty() {
+        return String::new();
+    }
+    section("endpoints", "Per request (mix)", &table)
+}
+
+/// The per-request table of a mix; empty without one.
+pub(crate) fn endpoints_table(r: &RunResult) -> String {
     let endpoints = crate::endpoints::of(r);
     if endpoints.is_empty() {
         return String::new();
@@ -377,8 +386,7 @@ fn endpoints_section(r: &RunResult) -> String {
             }
         })
         .collect();
-    let table = page::table("endpoints", &head, &rows);
-    section("endpoints", "Per request (mix)", &table)
+    page::table("endpoints", &head, &rows)
 }
 
 /// Status codes, errors by class, and each phase's distribution.

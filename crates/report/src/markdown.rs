@@ -356,6 +356,10 @@ pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     let conclusion = text.lines().last().unwrap_or_default();
     out += &format!("**{}**\n\n", escape_text(conclusion));
     out += &steps_table(r);
+    if let Some(step) = crate::endpoints::find_max_step(r) {
+        let title = crate::endpoints::find_max_title(step);
+        out += &endpoint_table(&step.run).replace("Per request (mix)", &title);
+    }
     out += "\n### Configuration\n\n";
     out += &list(&search_items(r));
     out

@@ -612,8 +612,19 @@ fn error_cell(rep: &Report, kind: ErrorKind, n: u64) -> String {
 
 /// A request mix: one row per request (none for a single-request run).
 fn endpoints(rep: &Report) -> Vec<String> {
+    let table = endpoint_table(rep.r);
+    if table.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![rep.title("Per request (mix)")];
+    lines.extend(table);
+    lines
+}
+
+/// The per-request table of a mix, aligned (numbers to the right); empty without a mix.
+pub(crate) fn endpoint_table(r: &RunResult) -> Vec<String> {
     use crate::endpoints::{HEAD, NUMERIC};
-    let rows = crate::endpoints::rows(rep.r);
+    let rows = crate::endpoints::rows(r);
     if rows.is_empty() {
         return Vec::new();
     }
@@ -638,9 +649,7 @@ fn endpoints(rep: &Report) -> Vec<String> {
             .trim_end()
             .to_string()
     };
-    let mut lines = vec![rep.title("Per request (mix)")];
-    lines.extend(all.iter().map(line));
-    lines
+    all.iter().map(line).collect()
 }
 
 /// berf's per-second rate: omitted unless there are at least two seconds to compare.

@@ -1,11 +1,13 @@
 //! The per-endpoint table of a request mix (docs/request-mix.md), computed once for every
 //! format: each request's label, weight and share, its requests, rate, errors, status codes
 //! and latency percentiles. Text, Markdown and HTML show the human cells; CSV writes the plain
-//! numbers as a second table. A run without a mix has no table.
+//! numbers as a second table. A run without a mix has no table. A find-max search shows the
+//! table of its highest passing step, a bench each load's requests per target and level.
 
 use crate::units::{self, MISSING};
 use loadbench_model::{
-    EndpointStats, ErrorKind, FindMaxResult, FindMaxStep, Histo, RunResult, Verdict,
+    merge_endpoints, BenchCell, BenchResult, EndpointStats, ErrorKind, FindMaxResult, FindMaxStep,
+    Histo, RunResult, Verdict,
 };
 
 /// The human table's columns.
@@ -44,6 +46,64 @@ pub(crate) fn find_max_title(step: &FindMaxStep) -> String {
         step.step,
         units::rate_short(step.target_rate)
     )
+}
+
+/// A bench's per-request table: target and level first, every round of the cell merged.
+pub(crate) const BENCH_HEAD: [&str; 10] = [
+    "target", "level", "#", "request", "weight", "requests", "errors", "status", "p50", "p99",
+];
+
+/// The bench table's text columns (the others are numbers).
+pub(crate) const BENCH_TEXT: [usize; 4] = [0, 1, 3, 7];
+
+/// A bench load's requests, per target and level, each merged over the cell's rounds (as the
+/// run's totals merge); none when the load sent no mix.
+pub(crate) fn bench_rows(r: &BenchResult, li: u32) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for c in crate::bench::load_cells(r, li) {
+        let merged = cell_endpoints(r, c);
+        if merged.len() < 2 {
+            continue;
+        }
+        let level = crate::bench::cell_row(r, c).level;
+        let total: u64 = merged.iter().map(|e| u64::from(e.weight)).sum();
+        for e in &merged {
+            let mut row = vec![c.target.clone(), level.clone(), e.index.to_string()];
+            row.extend(human_cells(e, total));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// The endpoints of every finished round of cell `c`, merged.
+fn cell_endpoints(r: &BenchResult, c: &BenchCell) -> Vec<EndpointStats> {
+    let rounds = r.rounds.iter().filter(|x| {
+        x.load == c.load && x.level == c.level && x.target == c.target && x.combined == c.combined
+    });
+    let mut merged = Vec::new();
+    for run in rounds.filter_map(|x| x.result.as_ref()) {
+        merge_endpoints(&mut merged, &run.stats.endpoints);
+    }
+    merged
+}
+
+/// Request, weight, requests, errors, status and p50/p99 of one endpoint.
+fn human_cells(e: &EndpointStats, total_weight: u64) -> Vec<String> {
+    let h = &e.latency.hist;
+    vec![
+        format!("{} {}", e.method, e.path()),
+        format!(
+            "{} ({})",
+            e.weight,
+            units::percent(share(e.weight, total_weight))
+        ),
+        e.requests.to_string(),
+        errors(e),
+        statuses(e),
+        latency(h, 50.0),
+        latency(h, 99.0),
+    ]
 }
 
 /// One human row per endpoint, in index order.
@@ -319,5 +379,67 @@ mod tests {
             "{last}"
         );
         assert!(!crate::find_max_text(&fixtures::find_max()).contains("Per request"));
+    }
+
+    /// The bench fixture with a mix in every round, each round's counts its own: the bench
+    /// reports show each target and level's requests merged over its rounds.
+    #[test]
+    fn bench_reports_merge_each_cells_rounds_per_request() {
+        let mut b = fixtures::bench();
+        for round in &mut b.rounds {
+            let mut e = mixed().stats.endpoints;
+            e.iter_mut()
+                .for_each(|e| e.requests += u64::from(round.round) * 7);
+            round.result.as_mut().unwrap().stats.endpoints = e;
+        }
+        let cell = crate::bench::load_cells(&b, 0)[0];
+        let rounds: Vec<_> = b
+            .rounds
+            .iter()
+            .filter(|x| x.target == cell.target && x.level == cell.level && x.load == 0)
+            .collect();
+        assert!(rounds.len() > 1);
+        let total = |i: usize| -> u64 {
+            rounds
+                .iter()
+                .map(|x| x.result.as_ref().unwrap().stats.endpoints[i].requests)
+                .sum()
+        };
+        let mut merged = mixed().stats.endpoints[1].latency.hist.clone();
+        for _ in 1..rounds.len() {
+            merged.merge(&mixed().stats.endpoints[1].latency.hist);
+        }
+        let p99 = crate::units::duration_ns(merged.percentile_ns(99.0) as f64);
+        for format in [Format::Text, Format::Markdown, Format::Html] {
+            let out = crate::bench::render_bench(format, &b);
+            let level = crate::bench::cell_row(&b, cell).level;
+            let row = |label: &str| {
+                out.lines()
+                    .find(|l| l.contains(&cell.target) && l.contains(&level) && l.contains(label))
+                    .unwrap_or_else(|| panic!("{format:?}: no {label} row in {out}"))
+            };
+            assert!(row("GET /").contains(&total(0).to_string()), "{format:?}");
+            let post = row("POST /missing?x=1");
+            assert!(post.contains(&total(1).to_string()), "{format:?}: {post}");
+            assert!(post.contains(&p99), "{format:?}: {post} lacks {p99}");
+        }
+        let csv = crate::bench::render_bench(Format::Csv, &b);
+        let tables: Vec<&str> = csv.split("\n\n").collect();
+        assert_eq!(tables.len(), 2, "{csv}");
+        let rows: Vec<Vec<&str>> = tables[1].lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 1 + 2 * b.rounds.len());
+        let col = |name: &str| rows[0].iter().position(|h| *h == name).unwrap();
+        for (i, round) in b.rounds.iter().enumerate() {
+            let e = &round.result.as_ref().unwrap().stats.endpoints;
+            let row = &rows[1 + 2 * i];
+            assert_eq!(
+                (row[col("step")], row[col("target")]),
+                (round.step.to_string().as_str(), round.target.as_str())
+            );
+            assert_eq!(row[col("requests")], e[0].requests.to_string());
+        }
+        let plain = crate::bench::render_bench(Format::Text, &fixtures::bench());
+        assert!(!plain.contains("per request"));
+        assert!(!crate::bench::render_bench(Format::Csv, &fixtures::bench()).contains("\n\n"));
     }
 }

@@ -97,5 +97,27 @@ fn load_section(r: &BenchResult, li: u32) -> String {
             out += &format!("- {}\n", escape_text(&l));
         }
     }
-    out
+    out + &mix_table(r, li)
+}
+
+/// A load's requests, per target and level over all rounds; nothing without a mix.
+fn mix_table(r: &BenchResult, li: u32) -> String {
+    use crate::endpoints::{BENCH_HEAD, BENCH_TEXT};
+    let rows = crate::endpoints::bench_rows(r, li);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let align: Vec<Align> = (0..BENCH_HEAD.len())
+        .map(|i| {
+            if BENCH_TEXT.contains(&i) {
+                Align::Left
+            } else {
+                Align::Right
+            }
+        })
+        .collect();
+    format!(
+        "\nPer request (mix), all rounds:\n\n{}",
+        table(&BENCH_HEAD, &align, &rows)
+    )
 }

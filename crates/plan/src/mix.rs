@@ -185,7 +185,16 @@ fn endpoint(e: &EndpointSpec, first: &Target, keepalive: bool) -> Result<Endpoin
             e.url, first.url
         )));
     }
-    let body = read_body(&e.request.body)?;
+    let body = match &e.request.body {
+        Body::File(path) => Some(std::fs::read(path).map_err(|err| {
+            invalid(format!(
+                "cannot read the body file {} of '{}': {err}; check the path (relative to the requests file) and its permissions",
+                path.display(),
+                e.url
+            ))
+        })?),
+        other => read_body(other)?,
+    };
     let request = RequestTemplate::render(
         &target,
         &e.request.method,
@@ -287,5 +296,12 @@ mod tests {
         let e = resolve_mix(&bad, &first, true).unwrap_err().to_string();
         assert!(e.contains("8081") && e.contains("separate loads"), "{e}");
         assert!(resolve_mix(&ok[..1], &first, true).unwrap().is_empty());
+        let mut no_body = ok.clone();
+        no_body[1].request.body = Body::File("/nonexistent/b.json".into());
+        let e = resolve_mix(&no_body, &first, true).unwrap_err().to_string();
+        assert!(
+            e.contains("/nonexistent/b.json") && e.contains("/b?x=1"),
+            "{e}"
+        );
     }
 }

@@ -327,84 +327,36 @@ fn a_scenario_load_sends_its_weighted_requests() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Two shards of one mix, started together and `merge`d: each request's merged count and
-/// histogram is the sum of the shards', and equals what the backend counted for its route; the
-/// report of the merge shows the per-request table with those counts.
-#[test]
-fn shards_of_a_mix_merge_per_request_exactly() {
-    let _machine = crate::support::loading();
-    let server = backend();
-    let b = base(&server);
-    let dir = tempdir("mix-shards");
-    let at = humantime::format_rfc3339_millis(
-        std::time::SystemTime::now() + std::time::Duration::from_millis(2000),
-    )
-    .to_string();
-    let shard = |i: u32| {
-        crate::support::bin()
-            .args([
-                "run",
-                "-u",
-                &format!("{b}/ weight=3"),
-                "-u",
-                &format!("{b}/json"),
-            ])
-            .args(["-n", "400", "-c", "4", "-t", "1", "--quiet", "-o", "json"])
-            .args([
-                "--run-id",
-                "mix",
-                "--shard",
-                &format!("{i}/2"),
-                "--start-at",
-                &at,
-            ])
-            .arg("--results-dir")
-            .arg(&dir)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let children: Vec<_> = (0..2).map(shard).collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success(), "a shard failed");
-    }
-    let files: Vec<_> = (0..2)
-        .map(|i| dir.join(format!("mix-shard-{i}-of-2.json")))
-        .collect();
-    let read =
-        |p: &std::path::Path| RunResult::from_json(&std::fs::read_to_string(p).unwrap()).unwrap();
-    let shards: Vec<RunResult> = files.iter().map(|f| read(f)).collect();
-    let total = dir.join("total.json");
-    let out = crate::support::bin()
-        .arg("merge")
-        .args(&files)
-        .arg("-o")
-        .arg(&total)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{:?}", crate::support::text(&out));
-    let merged = read(&total);
-    let stats = server.stats();
-    for (i, route) in ["/", "/json"].iter().enumerate() {
-        let e = &merged.stats.endpoints[i];
-        let parts: u64 = shards.iter().map(|s| s.stats.endpoints[i].requests).sum();
-        let samples: u64 = shards
-            .iter()
-            .map(|s| s.stats.endpoints[i].latency.hist.len())
-            .sum();
-        assert_eq!(
-            (e.requests, e.latency.hist.len()),
-            (parts, samples),
-            "{route}"
-        );
-        assert_eq!(e.requests, stats.route(route), "{route}");
-    }
-    assert_eq!(merged.stats.requests, 400);
-    assert_weighted(&merged, 2.0);
-    assert_adds_up(&merged);
+/// Starts shard `i` of 2 of a 3:1 mix of `/` and `/json` on `b`, at `at`, saving into `dir`.
+fn start_mix_shard(b: &str, i: u32, at: &str, dir: &std::path::Path) -> std::process::Child {
+    let mix = [format!("{b}/ weight=3"), format!("{b}/json")];
+    crate::support::bin()
+        .args(["run", "-u", &mix[0], "-u", &mix[1]])
+        .args(["-n", "400", "-c", "4", "-t", "1", "--quiet", "-o", "json"])
+        .args([
+            "--run-id",
+            "mix",
+            "--shard",
+            &format!("{i}/2"),
+            "--start-at",
+            at,
+        ])
+        .arg("--results-dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn read_run(p: &std::path::Path) -> RunResult {
+    RunResult::from_json(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// `loadbench report FILE`'s row of each request shows its merged count.
+fn assert_report_rows(file: &std::path::Path, merged: &RunResult) {
     let report = crate::support::bin()
         .arg("report")
-        .arg(&total)
+        .arg(file)
         .output()
         .unwrap();
     let text = crate::support::text(&report).0;
@@ -415,6 +367,54 @@ fn shards_of_a_mix_merge_per_request_exactly() {
             .unwrap_or_else(|| panic!("no row for {} in {text}", e.url));
         assert!(line.contains(&format!("200: {}", e.requests)), "{line}");
     }
+}
+
+/// Two shards of one mix, started together and `merge`d: each request's merged count and
+/// histogram is the sum of the shards', and equals what the backend counted for its route; the
+/// report of the merge shows the per-request table with those counts.
+#[test]
+fn shards_of_a_mix_merge_per_request_exactly() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let b = base(&server);
+    let dir = tempdir("mix-shards");
+    let at = std::time::SystemTime::now() + std::time::Duration::from_millis(2000);
+    let at = humantime::format_rfc3339_millis(at).to_string();
+    let children: Vec<_> = (0..2).map(|i| start_mix_shard(&b, i, &at, &dir)).collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a shard failed");
+    }
+    let files: Vec<_> = (0..2)
+        .map(|i| dir.join(format!("mix-shard-{i}-of-2.json")))
+        .collect();
+    let shards: Vec<RunResult> = files.iter().map(|f| read_run(f)).collect();
+    let total = dir.join("total.json");
+    let out = crate::support::bin()
+        .arg("merge")
+        .args(&files)
+        .arg("-o")
+        .arg(&total)
+        .output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{:?}", crate::support::text(&out));
+    let merged = read_run(&total);
+    let stats = server.stats();
+    for (i, route) in ["/", "/json"].iter().enumerate() {
+        let e = &merged.stats.endpoints[i];
+        let parts: Vec<&EndpointStats> = shards.iter().map(|s| &s.stats.endpoints[i]).collect();
+        let requests: u64 = parts.iter().map(|p| p.requests).sum();
+        let samples: u64 = parts.iter().map(|p| p.latency.hist.len()).sum();
+        assert_eq!(
+            (e.requests, e.latency.hist.len()),
+            (requests, samples),
+            "{route}"
+        );
+        assert_eq!(e.requests, stats.route(route), "{route}");
+    }
+    assert_eq!(merged.stats.requests, 400);
+    assert_weighted(&merged, 2.0);
+    assert_adds_up(&merged);
+    assert_report_rows(&total, &merged);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,6 +1,7 @@
 //! A request mix end to end (docs/request-mix.md): `-u` and `--requests-file` against the
 //! reference backend, whose `/stats` counts every route, so each request's count in the result
-//! must equal the backend's count for its route; the weights hold within a request per worker;
+//! must equal the backend's count for its route; the weights hold within a request or two per
+//! worker;
 //! status codes and errors land on the request that got them; a requests file's headers and
 //! body reach a server that records them; bad input exits 2 naming the fix before any load.
 
@@ -20,7 +21,7 @@ fn base(server: &Server) -> String {
 }
 
 /// Each request's count is within `threads` of its weight's share of all attempts (each worker
-/// runs its own round-robin, which holds its share within one request).
+/// runs its own round-robin, which holds a few requests' shares within one request).
 fn assert_weighted(r: &RunResult, threads: f64) {
     let total_weight: u32 = r.stats.endpoints.iter().map(|e| e.weight).sum();
     let attempts = r.stats.attempts() as f64;

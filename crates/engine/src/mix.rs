@@ -1,7 +1,7 @@
 //! Which request of a mix each send writes: a smooth weighted round-robin per worker (nginx's
-//! upstream balancing), so over any stretch of sends every request's count stays within a
-//! request or so of its weight's share, with no random numbers and a few integer additions
-//! per send. A single-request load has no `Mix` at all.
+//! upstream balancing): after every `sum of the weights` sends each request has had exactly
+//! its share, and in between it stays within one or two requests of it, with no random numbers
+//! and a few integer additions per send. A single-request load has no `Mix` at all.
 
 use loadbench_plan::Endpoint;
 
@@ -102,7 +102,7 @@ mod tests {
     }
 
     #[test]
-    fn at_any_point_counts_stay_within_one_of_the_share() {
+    fn for_a_few_requests_counts_stay_within_one_of_the_share_at_any_point() {
         let weights = [7u32, 2, 1];
         let e = endpoints(&weights);
         let mut mix = Mix::new(&e).unwrap();

@@ -1,9 +1,8 @@
 //! A request mix end to end (docs/request-mix.md): `-u` and `--requests-file` against the
 //! reference backend, whose `/stats` counts every route, so each request's count in the result
 //! must equal the backend's count for its route; the weights hold within a request or two per
-//! worker;
-//! status codes and errors land on the request that got them; a requests file's headers and
-//! body reach a server that records them; bad input exits 2 naming the fix before any load.
+//! worker; status codes and errors land on the request that got them; a requests file's headers
+//! and body reach a server that records them; bad input exits 2 naming the fix before any load.
 
 use crate::support::{tempdir, Ran, Run};
 use loadbench_model::{EndpointStats, ErrorKind, RunResult};

@@ -215,8 +215,8 @@ pub(crate) struct LiveWebArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The URL to load, e.g. http://127.0.0.1:8080/
-    pub url: String,
+    /// The URL to load, e.g. http://127.0.0.1:8080/ (or a mix: -u, --requests-file).
+    pub url: Option<String>,
     /// Concurrent connections (closed model: one request in flight on each).
     #[arg(short = 'c', long, default_value_t = 50)]
     pub connections: u32,
@@ -321,8 +321,8 @@ pub(crate) struct MergeArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct FindMaxArgs {
-    /// The URL to load, e.g. http://127.0.0.1:8080/
-    pub url: String,
+    /// The URL to load, e.g. http://127.0.0.1:8080/ (or a mix: -u, --requests-file).
+    pub url: Option<String>,
     /// Required. Conditions on latency from the intended send time, all of which must hold:
     /// pNN<DUR, pNN<=DUR or mean<DUR, comma-separated, e.g. 'p50<10ms,p99.9<200ms'.
     #[arg(long, value_parser = values::slo)]
@@ -384,6 +384,18 @@ pub(crate) struct FindMaxArgs {
 /// The request and connection options `run` and `find-max` share.
 #[derive(Debug, Args)]
 pub(crate) struct RequestArgs {
+    /// A request of a mix (repeatable; with the URL argument, that is the first):
+    /// '[METHOD] URL [weight=N] [header="Name: value"]... [body=FILE]', e.g.
+    /// -u 'http://127.0.0.1:8080/ weight=3' -u 'POST http://127.0.0.1:8080/echo body=b.json'.
+    /// Sent in proportion to the weights (default 1); all on one scheme, host and port; the
+    /// report breaks the results down per request (docs/request-mix.md).
+    #[arg(short = 'u', long = "url", value_name = "REQUEST")]
+    pub urls: Vec<String>,
+    /// A request mix from a file: one request per line as for -u; blank lines and lines
+    /// starting with # are skipped; body= paths are relative to the file. -m, -H and --body
+    /// apply to every request (a line's method and body replace them, its headers add to them).
+    #[arg(long = "requests-file", value_name = "FILE")]
+    pub requests_file: Option<PathBuf>,
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,

@@ -46,7 +46,7 @@ fn spec(a: &FindMaxArgs) -> Result<FindMaxSpec, UserError> {
     let base = loadbench_plan::LoadSpec {
         threads: a.threads,
         warmup: a.warmup,
-        ..crate::run::request_spec(&a.url, &a.request)
+        ..crate::run::request_spec(a.url.as_deref(), &a.request)?
     };
     let spec = FindMaxSpec {
         max_error_share: a.max_errors,

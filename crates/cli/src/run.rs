@@ -5,7 +5,9 @@ use crate::args::{RequestArgs, RunArgs};
 use crate::UserError;
 use anyhow::Result;
 use loadbench_model::RunResult;
-use loadbench_plan::{closed_stop, open_load, Body, Load, LoadSpec, OpenFlags, RequestSpec};
+use loadbench_plan::{
+    closed_stop, open_load, Body, EndpointSpec, Load, LoadSpec, OpenFlags, RequestSpec,
+};
 use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::RunError;
 use std::process::ExitCode;
@@ -102,25 +104,70 @@ pub(crate) fn save_json(path: &std::path::Path, kind: &str, json: &str, quiet: b
     }
 }
 
-/// The request and connection options shared with `find-max`, on the closed model's defaults.
-pub(crate) fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
+/// The request and connection options shared with `find-max`, on the closed model's defaults;
+/// with `-u` or `--requests-file`, a request mix.
+pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpec, UserError> {
     let body = match (&r.body, &r.body_file) {
-        (Some(text), _) => Body::Bytes(text.clone().into_bytes()),
-        (None, Some(path)) => Body::File(path.clone()),
+        (Some(b), _) => Body::Bytes(b.clone().into_bytes()),
+        (None, Some(p)) => Body::File(p.clone()),
         (None, None) => Body::None,
     };
-    LoadSpec {
-        request: RequestSpec {
-            method: r.method.clone(),
-            headers: r.headers.clone(),
-            body,
-        },
+    let request = RequestSpec {
+        method: r.method.clone(),
+        headers: r.headers.clone(),
+        body,
+    };
+    let mix = mix(url, r, &request)?;
+    let url = match (url, mix.first()) {
+        (Some(u), _) => u.to_string(),
+        (None, Some(e)) => e.url.clone(),
+        (None, None) => {
+            return Err(UserError(
+                "no URL to load: give one (loadbench run http://127.0.0.1:8080/), or a mix with -u or --requests-file".into(),
+            ))
+        }
+    };
+    Ok(LoadSpec {
+        request,
+        mix,
         keepalive: !r.no_keepalive,
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
         source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
-        ..LoadSpec::closed(url, 50, std::time::Duration::from_secs(10))
+        ..LoadSpec::closed(&url, 50, std::time::Duration::from_secs(10))
+    })
+}
+
+/// The requests of a mix, in order: the URL argument, each `-u`, each line of the requests
+/// file. Empty without `-u` and a requests file (the URL argument alone is no mix).
+fn mix(
+    url: Option<&str>,
+    r: &RequestArgs,
+    defaults: &RequestSpec,
+) -> Result<Vec<EndpointSpec>, UserError> {
+    if r.urls.is_empty() && r.requests_file.is_none() {
+        return Ok(Vec::new());
     }
+    let here = std::path::Path::new("");
+    let mut out: Vec<EndpointSpec> = url
+        .iter()
+        .map(|u| EndpointSpec {
+            url: u.to_string(),
+            request: defaults.clone(),
+            weight: 1,
+        })
+        .collect();
+    for u in &r.urls {
+        let e = loadbench_plan::parse_request_line(u, defaults, here)
+            .map_err(|e| UserError(format!("-u '{u}': {e}")))?;
+        out.push(e);
+    }
+    if let Some(path) = &r.requests_file {
+        let lines = loadbench_plan::read_requests_file(path, defaults)
+            .map_err(|e| UserError(e.to_string()))?;
+        out.extend(lines);
+    }
+    Ok(out)
 }
 
 /// `run`'s flags as one typed load; contradictory flags are the user's mistake.
@@ -153,7 +200,7 @@ pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
         threads: a.threads,
         warmup: a.warmup.unwrap_or_default(),
         percentiles: a.percentiles.0.clone(),
-        ..request_spec(&a.url, &a.request)
+        ..request_spec(a.url.as_deref(), &a.request)?
     })
 }
 

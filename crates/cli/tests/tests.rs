@@ -22,6 +22,7 @@ mod kubernetes;
 mod library;
 mod live;
 mod live_web;
+mod mix;
 mod netns;
 mod open;
 mod report;

@@ -72,6 +72,8 @@ pub struct Conn {
     backoff: Duration,
     /// Closed model: when the backed-off connection may connect again.
     pub wake_at: Instant,
+    /// Which request of the mix is in flight (0 without a mix).
+    endpoint: u16,
 }
 
 impl Conn {
@@ -94,6 +96,7 @@ impl Conn {
             retried: false,
             backoff: Duration::ZERO,
             wake_at: now,
+            endpoint: 0,
         }
     }
 
@@ -109,6 +112,7 @@ impl Conn {
     /// Starts a request due at `intended`: on the open connection, or on a new one.
     pub fn start(&mut self, ctx: &mut Ctx, intended: Instant, now: Instant) {
         self.intended = intended;
+        self.endpoint = ctx.pick();
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
         self.reused = self.stream.is_some();
         self.retried = false;
@@ -209,7 +213,7 @@ impl Conn {
         }
         self.written = 0;
         self.read_bytes = 0;
-        self.parser.reset(ctx.head);
+        self.parser.reset(ctx.head_of(self.endpoint));
         self.phase = Phase::Writing;
         self.write_rest(ctx, now);
     }
@@ -220,8 +224,9 @@ impl Conn {
         let Some(stream) = self.stream.as_mut() else {
             return;
         };
-        while self.written < ctx.request.len() {
-            match stream.write(&ctx.request[self.written..]) {
+        let request = ctx.request_of(self.endpoint);
+        while self.written < request.len() {
+            match stream.write(&request[self.written..]) {
                 Ok(0) => return self.fail_sent(ctx, ErrorKind::WriteError, Instant::now()),
                 Ok(n) => {
                     self.written += n;
@@ -318,6 +323,10 @@ impl Conn {
             let status = self.parser.status();
             ctx.recorder
                 .response(now, latency, service, status, self.read_bytes);
+            if ctx.mix.is_some() {
+                ctx.recorder
+                    .endpoint_response(self.endpoint, latency, status);
+            }
             ctx.recorder.body(self.parser.body_bytes(), self.reused);
             ctx.recorder.phases(
                 self.wrote_at.saturating_duration_since(self.since),
@@ -371,6 +380,7 @@ impl Conn {
         let unsent_late = kind.before_send() && !ctx.in_window(now);
         if !unsent_late && ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
+            ctx.recorder.endpoint_error(self.endpoint, kind);
         }
         self.close();
         self.phase = Phase::Idle;

@@ -10,6 +10,7 @@
 
 pub mod conn;
 pub mod http1;
+pub mod mix;
 pub mod pacer;
 pub mod pulse;
 pub mod recorder;
@@ -208,6 +209,7 @@ impl Engine {
         if let Load::Open { schedule, .. } = &plan.load {
             set_targets(&mut stats, schedule, plan.stop);
         }
+        label_endpoints(&mut stats, &plan.mix);
         Ok(Outcome {
             stats,
             started_at: wall_start + plan.warmup,
@@ -255,6 +257,7 @@ impl Engine {
                 first_source: i,
                 request: &plan.request.bytes,
                 head: plan.request.head,
+                mix: &plan.mix,
                 keepalive: plan.keepalive,
                 connections: if paced.is_some() { 0 } else { c as usize },
                 budget,
@@ -264,6 +267,16 @@ impl Engine {
                 pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// Names each request of a mix in the statistics: its method, URL and weight (the workers
+/// count by index only).
+fn label_endpoints(stats: &mut Stats, mix: &[loadbench_plan::Endpoint]) {
+    for (e, m) in stats.endpoints.iter_mut().zip(mix) {
+        e.method.clone_from(&m.request.method);
+        e.url.clone_from(&m.url);
+        e.weight = m.weight;
     }
 }
 

@@ -3,9 +3,9 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    BodySizes, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency, PerConnection,
-    ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series, SeriesPoint, Stats,
-    StatusCounts,
+    BodySizes, EndpointStats, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency,
+    PerConnection, ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series, SeriesPoint,
+    Stats, StatusCounts,
 };
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,47 @@ pub struct Recorder {
     second_counts: SecondCounts,
     second_latency: Histo,
     series: Vec<SeriesPoint>,
+    /// A request mix: each request's own counts (empty without a mix).
+    endpoints: Vec<EndpointRecorder>,
+}
+
+/// One request of a mix: what [`EndpointStats`] holds, in the recorder's flat arrays.
+struct EndpointRecorder {
+    requests: u64,
+    status: Box<[u64; STATUS_SLOTS]>,
+    errors: [u64; ErrorKind::ALL.len()],
+    latency: Histo,
+}
+
+impl EndpointRecorder {
+    fn new() -> Self {
+        EndpointRecorder {
+            requests: 0,
+            status: Box::new([0; STATUS_SLOTS]),
+            errors: [0; ErrorKind::ALL.len()],
+            latency: Histo::new(),
+        }
+    }
+
+    /// Its statistics, labelled by index only (the engine adds method, URL and weight).
+    fn finish(self, index: usize) -> EndpointStats {
+        EndpointStats {
+            index: index as u32,
+            requests: self.requests,
+            errors: ErrorCounts::from_array(&self.errors),
+            status: status_counts(&self.status),
+            latency: Latency { hist: self.latency },
+            ..Default::default()
+        }
+    }
+}
+
+fn status_counts(slots: &[u64; STATUS_SLOTS]) -> StatusCounts {
+    let mut status = StatusCounts::default();
+    for (code, &n) in slots.iter().enumerate().filter(|(_, &n)| n > 0) {
+        status.add(code as u16, n);
+    }
+    status
 }
 
 impl Recorder {
@@ -95,6 +136,33 @@ impl Recorder {
             second_counts: SecondCounts::default(),
             second_latency: Histo::per_second(),
             series: Vec::new(),
+            endpoints: Vec::new(),
+        }
+    }
+
+    /// Keeps per-request statistics for a mix of `n` requests (none for fewer than two).
+    pub fn with_endpoints(mut self, n: usize) -> Self {
+        if n >= 2 {
+            self.endpoints = (0..n).map(|_| EndpointRecorder::new()).collect();
+        }
+        self
+    }
+
+    /// A complete response to request `endpoint` of the mix (besides [`Recorder::response`]).
+    #[inline]
+    pub fn endpoint_response(&mut self, endpoint: u16, latency: Duration, status: u16) {
+        if let Some(e) = self.endpoints.get_mut(usize::from(endpoint)) {
+            e.requests += 1;
+            e.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
+            e.latency.record_ns(Self::nanos(latency));
+        }
+    }
+
+    /// A failed request `endpoint` of the mix (besides [`Recorder::error`]).
+    #[inline]
+    pub fn endpoint_error(&mut self, endpoint: u16, kind: ErrorKind) {
+        if let Some(e) = self.endpoints.get_mut(usize::from(endpoint)) {
+            e.errors[kind.index()] += 1;
         }
     }
 
@@ -335,6 +403,15 @@ impl Recorder {
         &self.series
     }
 
+    /// Each request of the mix's statistics, by index (none without a mix).
+    fn take_endpoints(&mut self) -> Vec<EndpointStats> {
+        std::mem::take(&mut self.endpoints)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| e.finish(i))
+            .collect()
+    }
+
     /// Ends recording at `end` and returns the measurement.
     pub fn finish(mut self, end: Instant, abandoned: u64) -> Stats {
         self.roll(end);
@@ -342,11 +419,9 @@ impl Recorder {
         if partial || self.second_counts != SecondCounts::default() {
             self.close_second();
         }
-        let mut status = StatusCounts::default();
-        for (code, &n) in self.status.iter().enumerate() {
-            status.add(code as u16, n);
-        }
+        let status = status_counts(&self.status);
         self.censored.merge(&self.latency);
+        let endpoints = self.take_endpoints();
         Stats {
             elapsed_us: u64::try_from(end.saturating_duration_since(self.t0).as_micros())
                 .unwrap_or(u64::MAX),
@@ -395,6 +470,7 @@ impl Recorder {
                 wait: Latency { hist: self.wait },
                 read: Latency { hist: self.read },
             },
+            endpoints,
             series: Series(self.series),
         }
     }

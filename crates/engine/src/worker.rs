@@ -3,6 +3,7 @@
 //! (written a few times a second).
 
 use crate::conn::{Conn, Phase};
+use crate::mix::Mix;
 use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
 use crate::transport::Sources;
@@ -30,6 +31,8 @@ pub struct Ctx<'a> {
     pub request: &'a [u8],
     /// The request is HEAD: responses carry no body.
     pub head: bool,
+    /// A request mix: which request each send writes (`None`: always `request`).
+    pub mix: Option<Mix<'a>>,
     /// Connections are reused; without keep-alive each request opens one.
     pub keepalive: bool,
     /// The worker's one read buffer, shared by its connections.
@@ -55,7 +58,31 @@ pub struct Ctx<'a> {
     pub polled_at: Instant,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The bytes of request `endpoint` (of the mix; without one, the one request).
+    #[inline]
+    pub fn request_of(&self, endpoint: u16) -> &'a [u8] {
+        match &self.mix {
+            None => self.request,
+            Some(m) => m.bytes(endpoint),
+        }
+    }
+
+    /// Whether request `endpoint` is a HEAD (of the mix; without one, the one request).
+    #[inline]
+    pub fn head_of(&self, endpoint: u16) -> bool {
+        match &self.mix {
+            None => self.head,
+            Some(m) => m.head(endpoint),
+        }
+    }
+
+    /// Which request of the mix the next send writes (0 without a mix).
+    #[inline]
+    pub fn pick(&mut self) -> u16 {
+        self.mix.as_mut().map_or(0, Mix::pick)
+    }
+
     /// Claims the next request, if the run wants one more.
     #[inline]
     pub fn claim(&mut self, now: Instant) -> bool {
@@ -117,6 +144,8 @@ pub struct WorkerConfig<'a> {
     pub request: &'a [u8],
     /// The request is HEAD: responses carry no body.
     pub head: bool,
+    /// A request mix (two requests or more; otherwise empty and `request` is sent).
+    pub mix: &'a [loadbench_plan::Endpoint],
     /// Reuse connections between requests.
     pub keepalive: bool,
     /// Connections to open at the start (closed model).
@@ -199,9 +228,10 @@ impl<'a> Worker<'a> {
             sources: Sources::new(cfg.source_addrs, cfg.first_source),
             request: cfg.request,
             head: cfg.head,
+            mix: Mix::new(cfg.mix),
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some()),
+            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some()).with_endpoints(cfg.mix.len()),
             retry: Vec::with_capacity(cfg.connections),
             backoff: Vec::with_capacity(cfg.connections),
             open: cfg.pacing.is_some(),

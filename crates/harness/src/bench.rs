@@ -18,7 +18,7 @@ use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
     ResourceSummary, RunResult, Samples, Window,
 };
-use loadbench_plan::{Body, Load, LoadSpec, RequestSpec, Schedule, Stop};
+use loadbench_plan::{Body, EndpointSpec, Load, LoadSpec, RequestSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
 use loadbench_runner::{Control, Observer, Quiet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -262,6 +262,22 @@ impl Matrix<'_> {
         }
     }
 
+    /// A scenario's request as the plan's.
+    fn request_spec(req: &scenario::RequestSpec) -> RequestSpec {
+        RequestSpec {
+            method: req.method.clone(),
+            headers: req
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            body: req
+                .body
+                .clone()
+                .map_or(Body::None, |b| Body::Bytes(b.into_bytes())),
+        }
+    }
+
     /// The typed load of one target at one level.
     fn spec(&self, load: &scenario::LoadSpec, level: f64, target: &str) -> LoadSpec {
         let base = self
@@ -275,18 +291,16 @@ impl Matrix<'_> {
         spec.warmup = load.warmup;
         spec.keepalive = load.keepalive;
         spec.source_addrs = load.source_addrs.clone();
-        spec.request = RequestSpec {
-            method: req.method.clone(),
-            headers: req
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            body: req
-                .body
-                .clone()
-                .map_or(Body::None, |b| Body::Bytes(b.into_bytes())),
-        };
+        spec.request = Self::request_spec(req);
+        spec.mix = load
+            .requests
+            .iter()
+            .map(|r| EndpointSpec {
+                url: join_url(&base, &r.path),
+                request: Self::request_spec(&r.request()),
+                weight: r.weight,
+            })
+            .collect();
         let or_default = |m: &Option<u32>| m.unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
         match &load.model {
             LoadModel::Closed { .. } => {}

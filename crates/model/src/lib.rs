@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod bench_stats;
 pub mod body;
+pub mod endpoints;
 pub mod errors;
 pub mod find_max;
 pub mod histogram;
@@ -33,6 +34,7 @@ pub use bench::{
     BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo,
 };
 pub use body::BodySizes;
+pub use endpoints::{merge_endpoints, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,

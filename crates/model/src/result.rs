@@ -238,6 +238,10 @@ pub struct Stats {
     /// Empty in files written before it existed.
     #[serde(default)]
     pub phases: crate::RequestPhases,
+    /// A request mix: each request's own counts and latency, beside the totals above (which
+    /// they add up to). Absent for a single-request run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<crate::EndpointStats>,
     /// One point per second of the measured window.
     pub series: Series,
 }
@@ -278,6 +282,7 @@ impl Stats {
         self.connect.merge(&o.connect);
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
+        crate::merge_endpoints(&mut self.endpoints, &o.endpoints);
         self.series.merge(&o.series);
     }
 

@@ -217,7 +217,30 @@ fn with_derived_counters(mut s: Stats) -> Stats {
         cpu_us: s.bytes_read % 13,
         pool_full_us: s.waiting % 17,
     };
+    s.endpoints = endpoints_of(&s);
     s
+}
+
+/// A mix of one to three requests (labels fixed by index, as every worker and shard of one
+/// run has them), whose counts and histograms come from the totals: some merges meet an
+/// endpoint on one side only.
+fn endpoints_of(s: &Stats) -> Vec<loadbench_model::EndpointStats> {
+    (0..=(s.requests % 3) as u32)
+        .map(|i| loadbench_model::EndpointStats {
+            index: i,
+            method: "GET".into(),
+            url: format!("http://127.0.0.1:8080/e{i}"),
+            weight: i + 1,
+            requests: s.requests >> i,
+            errors: s.errors.clone(),
+            status: s.status.clone(),
+            latency: if i == 0 {
+                s.latency.clone()
+            } else {
+                s.connect.clone()
+            },
+        })
+        .collect()
 }
 
 /// Connections as the engine adds them at the end: completed count, age of the one in flight.
@@ -409,6 +432,20 @@ proptest! {
         let whole = of(&union);
         prop_assert_eq!((m.min(), m.median(), m.max()), (whole.min(), whole.median(), whole.max()));
         prop_assert_eq!(m, whole);
+    }
+
+    #[test]
+    fn endpoint_counts_and_histograms_merge_as_the_union(a in stats(), b in stats()) {
+        let m = merge_stats(&a, &b);
+        for e in &m.endpoints {
+            let side = |s: &Stats| s.endpoints.iter().find(|x| x.index == e.index).cloned();
+            let (x, y) = (side(&a).unwrap_or_default(), side(&b).unwrap_or_default());
+            prop_assert_eq!(e.requests, x.requests + y.requests);
+            prop_assert_eq!(e.errors.total(), x.errors.total() + y.errors.total());
+            prop_assert_eq!(&e.latency.hist, &merged(&x.latency.hist, &y.latency.hist));
+            prop_assert_eq!(e.url.as_str(), format!("http://127.0.0.1:8080/e{}", e.index));
+        }
+        prop_assert_eq!(m.endpoints.len(), a.endpoints.len().max(b.endpoints.len()));
     }
 
     #[test]

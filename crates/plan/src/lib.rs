@@ -11,6 +11,7 @@
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
 mod flags;
+mod mix;
 mod request;
 mod schedule;
 mod shard;
@@ -20,6 +21,9 @@ mod target;
 
 pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
 pub use loadbench_units as units;
+pub use mix::{
+    parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
+};
 pub use request::RequestTemplate;
 pub use schedule::{Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
@@ -46,6 +50,9 @@ pub struct LoadSpec {
     pub url: String,
     /// Method, headers and body.
     pub request: RequestSpec,
+    /// A request mix (docs/request-mix.md): when it holds two or more requests, they replace
+    /// `url` and `request` (which then describe the first); empty: the one request above.
+    pub mix: Vec<EndpointSpec>,
     /// Closed or open model.
     pub load: Load,
     /// Closed model: concurrent connections, one request in flight on each.
@@ -76,6 +83,7 @@ impl LoadSpec {
         LoadSpec {
             url: url.to_string(),
             request: RequestSpec::default(),
+            mix: Vec::new(),
             load: Load::Closed,
             connections,
             stop: Stop::Duration(duration),
@@ -170,8 +178,10 @@ pub struct Plan {
     pub load: Load,
     /// Where the load goes, resolved.
     pub target: Target,
-    /// The request bytes, rendered once.
+    /// The request bytes, rendered once (with a mix: those of its first request).
     pub request: RequestTemplate,
+    /// A request mix, each request rendered once; empty for a single-request load.
+    pub mix: Vec<Endpoint>,
     /// Connections: the closed model's count, or the open model's cap.
     pub connections: u32,
     /// Worker threads.
@@ -215,18 +225,18 @@ impl Plan {
             } => check_open(*max_connections, spec.stop)?,
         };
         let threads = resolve_threads(spec.threads, connections)?;
-        let target = Target::parse(&spec.url)?;
-        let body = read_body(&spec.request.body)?;
-        let request = RequestTemplate::render(
-            &target,
-            &spec.request.method,
-            &spec.request.headers,
-            body,
-            spec.keepalive,
-        )?;
+        let (url, first) = match spec.mix.first() {
+            Some(e) => (&e.url, &e.request),
+            None => (&spec.url, &spec.request),
+        };
+        let target = Target::parse(url)?;
+        let body = read_body(&first.body)?;
+        let request =
+            RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
         Ok(Plan {
             load: spec.load.clone(),
             request,
+            mix: mix::resolve_mix(&spec.mix, &target, spec.keepalive)?,
             connections,
             threads,
             stop: spec.stop,
@@ -291,7 +301,7 @@ fn resolve_threads(threads: Option<u32>, connections: u32) -> Result<u32, PlanEr
     }
 }
 
-fn read_body(body: &Body) -> Result<Option<Vec<u8>>, PlanError> {
+pub(crate) fn read_body(body: &Body) -> Result<Option<Vec<u8>>, PlanError> {
     match body {
         Body::None => Ok(None),
         Body::Bytes(b) => Ok(Some(b.clone())),

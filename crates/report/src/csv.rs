@@ -19,8 +19,55 @@ impl Renderer for CsvRenderer {
     ) -> std::io::Result<()> {
         let (header, row): (Vec<String>, Vec<String>) = columns(result, opts).into_iter().unzip();
         writeln!(out, "{}", line(&header))?;
-        writeln!(out, "{}", line(&row))
+        writeln!(out, "{}", line(&row))?;
+        endpoint_table(result, opts, out)
     }
+}
+
+/// A request mix: after a blank line, a second table with one row per request (its own
+/// header); nothing for a single-request run, so such files keep their one table.
+fn endpoint_table(r: &RunResult, opts: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    let endpoints = crate::endpoints::of(r);
+    for (i, e) in endpoints.iter().enumerate() {
+        let (header, row): (Vec<String>, Vec<String>) = endpoint_columns(r, e, &opts.percentiles)
+            .into_iter()
+            .unzip();
+        if i == 0 {
+            writeln!(out)?;
+            writeln!(out, "{}", line(&header))?;
+        }
+        writeln!(out, "{}", line(&row))?;
+    }
+    Ok(())
+}
+
+/// One request of a mix: its label, counts, rate, latency, errors by class and status codes
+/// (`200=300;404=2`).
+pub(crate) fn endpoint_columns(
+    r: &RunResult,
+    e: &loadbench_model::EndpointStats,
+    percentiles: &[f64],
+) -> Vec<(String, String)> {
+    let mut cols = vec![
+        col("endpoint", e.index),
+        col("method", &e.method),
+        col("url", &e.url),
+        col("weight", e.weight),
+        col("requests", e.requests),
+        col("errors", e.errors.total()),
+        col(
+            "requests_per_sec",
+            format!("{:.2}", crate::endpoints::per_sec(r, e.requests)),
+        ),
+    ];
+    cols.extend(latency_columns(&e.latency.hist, percentiles));
+    cols.extend(
+        ErrorKind::ALL
+            .iter()
+            .map(|&k| col(format!("err_{}", error_slug(k)), e.errors.get(k))),
+    );
+    cols.push(col("status", crate::endpoints::status_list(e, "=", ";")));
+    cols
 }
 
 /// `(name, value)` pairs in column order.

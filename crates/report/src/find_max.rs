@@ -27,12 +27,17 @@ fn finalized(result: &FindMaxResult) -> Cow<'_, FindMaxResult> {
     Cow::Owned(owned)
 }
 
-/// The report people read: header, the step table, the conclusion.
+/// The report people read: header, the step table, a mix's per-request table, the conclusion.
 pub fn find_max_text(result: &FindMaxResult) -> String {
     let mut lines = header(result);
     lines.push(String::new());
     lines.extend(table(result));
     lines.push(String::new());
+    if let Some(step) = crate::endpoints::find_max_step(result) {
+        lines.push(format!("{}:", crate::endpoints::find_max_title(step)));
+        lines.extend(crate::text::endpoint_table(&step.run));
+        lines.push(String::new());
+    }
     lines.push(conclusion(result));
     lines.join("\n") + "\n"
 }

@@ -69,6 +69,7 @@ pub(crate) fn run_page(r: &RunResult, opts: &RenderOptions, charts: &[Chart]) ->
     body += &page::alerts(&run_alerts(r, &summary));
     body += &summary_section(r, &summary, opts);
     body += &section("charts", "Charts", &page::figures(charts));
+    body += &endpoints_section(r);
     body += &details_section(r);
     body += &section("scenario", "Scenario", &key_values(&scenario(r)));
     body += &section("host", "Host", &key_values(&host(r)));
@@ -355,6 +356,37 @@ fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
          distribution including the {unanswered} requests still in flight (censored at run \
          end): each counts at its age when the run ended, so it is a lower bound.</p>\n{table}"
     )
+}
+
+/// A request mix: one row per request (nothing for a single-request run); requests with errors
+/// or a non-2xx/3xx status are marked.
+fn endpoints_section(r: &RunResult) -> String {
+    let table = endpoints_table(r);
+    if table.is_empty() {
+        return String::new();
+    }
+    section("endpoints", "Per request (mix)", &table)
+}
+
+/// The per-request table of a mix; empty without one.
+pub(crate) fn endpoints_table(r: &RunResult) -> String {
+    let endpoints = crate::endpoints::of(r);
+    if endpoints.is_empty() {
+        return String::new();
+    }
+    let head = crate::endpoints::HEAD.map(String::from);
+    let rows: Vec<Row> = crate::endpoints::rows(r)
+        .into_iter()
+        .zip(endpoints)
+        .map(|(cells, e)| {
+            let bad = e.errors.total() > 0 || e.status.non_success() > 0;
+            Row {
+                class: if bad { "bad" } else { "" },
+                cells,
+            }
+        })
+        .collect();
+    page::table("endpoints", &head, &rows)
 }
 
 /// Status codes, errors by class, and each phase's distribution.

@@ -18,6 +18,7 @@ mod charts;
 pub mod compare;
 pub mod csv;
 mod distribution;
+mod endpoints;
 pub mod find_max;
 pub mod html;
 pub mod json;

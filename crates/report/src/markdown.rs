@@ -54,6 +54,7 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     out += &phase_table(&r.stats);
     out += &status_table(r);
     out += &error_table(r);
+    out += &endpoint_table(r);
     out += "\n### Configuration\n\n";
     out += &list(&configuration(r));
     out
@@ -207,6 +208,17 @@ fn connection_reuse(r: &RunResult) -> String {
     line + "\n"
 }
 
+/// A request mix: one row per request; nothing for a single-request run.
+fn endpoint_table(r: &RunResult) -> String {
+    use crate::endpoints::{HEAD, NUMERIC};
+    let rows = crate::endpoints::rows(r);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let align = NUMERIC.map(|n| if n { Align::Right } else { Align::Left });
+    format!("\n### Per request (mix)\n\n{}", table(&HEAD, &align, &rows))
+}
+
 fn error_table(r: &RunResult) -> String {
     let errors = &r.stats.errors.0;
     if errors.is_empty() {
@@ -344,6 +356,10 @@ pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     let conclusion = text.lines().last().unwrap_or_default();
     out += &format!("**{}**\n\n", escape_text(conclusion));
     out += &steps_table(r);
+    if let Some(step) = crate::endpoints::find_max_step(r) {
+        let title = crate::endpoints::find_max_title(step);
+        out += &endpoint_table(&step.run).replace("Per request (mix)", &title);
+    }
     out += "\n### Configuration\n\n";
     out += &list(&search_items(r));
     out

@@ -41,7 +41,7 @@ impl Renderer for TextRenderer {
 
 type Section = fn(&Report) -> Vec<String>;
 
-const SECTIONS: [Section; 9] = [
+const SECTIONS: [Section; 10] = [
     header,
     summary,
     latency,
@@ -49,6 +49,7 @@ const SECTIONS: [Section; 9] = [
     histogram,
     status_codes,
     errors,
+    endpoints,
     per_second_rate,
     phases,
 ];
@@ -607,6 +608,48 @@ fn error_cell(rep: &Report, kind: ErrorKind, n: u64) -> String {
         Some(why) => format!("{count} ({why})"),
         None => count,
     }
+}
+
+/// A request mix: one row per request (none for a single-request run).
+fn endpoints(rep: &Report) -> Vec<String> {
+    let table = endpoint_table(rep.r);
+    if table.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![rep.title("Per request (mix)")];
+    lines.extend(table);
+    lines
+}
+
+/// The per-request table of a mix, aligned (numbers to the right); empty without a mix.
+pub(crate) fn endpoint_table(r: &RunResult) -> Vec<String> {
+    use crate::endpoints::{HEAD, NUMERIC};
+    let rows = crate::endpoints::rows(r);
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut all = vec![HEAD.map(String::from).to_vec()];
+    all.extend(rows);
+    let widths: Vec<usize> = (0..HEAD.len())
+        .map(|c| width(&all.iter().map(|r| r[c].clone()).collect::<Vec<_>>()))
+        .collect();
+    let line = |row: &Vec<String>| {
+        let cells = row
+            .iter()
+            .zip(&widths)
+            .zip(NUMERIC)
+            .map(|((cell, &w), num)| {
+                if num {
+                    format!("{cell:>w$}")
+                } else {
+                    format!("{cell:<w$}")
+                }
+            });
+        format!("{INDENT}{}", cells.collect::<Vec<_>>().join("  "))
+            .trim_end()
+            .to_string()
+    };
+    all.iter().map(line).collect()
 }
 
 /// berf's per-second rate: omitted unless there are at least two seconds to compare.

@@ -40,6 +40,14 @@ impl Run {
         }
     }
 
+    /// `loadbench run` without a URL argument (a request mix gives its URLs with `-u` or
+    /// `--requests-file`).
+    pub(crate) fn without_url() -> Run {
+        Run {
+            args: vec!["run".into()],
+        }
+    }
+
     /// Adds command-line arguments after the URL.
     pub(crate) fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Run {
         self.args

@@ -9,7 +9,7 @@
 //! never `load[2].slo` or its line.
 
 use super::model::{ten_seconds, yes};
-use super::{de, LoadModel, LoadSpec, RequestSpec, ScenarioError};
+use super::{de, LoadModel, LoadSpec, MixRequest, RequestSpec, ScenarioError};
 use loadbench_model::Slo;
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -50,6 +50,8 @@ pub(super) struct LoadFile {
     warmup: Duration,
     #[serde(default)]
     request: RequestSpec,
+    #[serde(default)]
+    requests: Vec<MixRequest>,
     #[serde(default = "yes")]
     keepalive: bool,
     #[serde(default, deserialize_with = "de::source_addrs")]
@@ -105,6 +107,7 @@ impl LoadFile {
             duration: self.duration,
             warmup: self.warmup,
             request: self.request,
+            requests: self.requests,
             keepalive: self.keepalive,
             source_addrs: self.source_addrs,
         })
@@ -128,7 +131,45 @@ impl LoadFile {
         }
         check_step("duration", self.duration)?;
         check_step("warmup", self.warmup)?;
+        self.check_mix()?;
         Ok(model)
+    }
+
+    /// A mix replaces `[load.request]`, so not both; every weight from 1 to the plan's limit.
+    fn check_mix(&self) -> Result<(), Bad> {
+        if self.requests.is_empty() {
+            return Ok(());
+        }
+        if self.request != RequestSpec::default() {
+            return Err(bad(
+                "requests",
+                "is given beside [load.request]",
+                "put every request of the load in [[load.requests]] and remove [load.request]",
+            ));
+        }
+        let max = loadbench_plan::MAX_ENDPOINTS;
+        if self.requests.len() > max {
+            return Err(bad(
+                "requests",
+                format!("holds {} requests", self.requests.len()),
+                format!("give at most {max}"),
+            ));
+        }
+        match self
+            .requests
+            .iter()
+            .find(|r| !(1..=loadbench_plan::MAX_WEIGHT).contains(&r.weight))
+        {
+            Some(r) => Err(bad(
+                "requests",
+                format!("weight {} of {} is out of range", r.weight, r.path),
+                format!(
+                    "give a whole number from 1 to {}",
+                    loadbench_plan::MAX_WEIGHT
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The typed model: its own settings present (levels not empty), no other model's.

@@ -24,8 +24,8 @@ pub use de::{parse_duration, parse_size};
 pub use error::ScenarioError;
 pub use load::{MAX_CONNECTIONS, MAX_STEP};
 pub use model::{
-    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, PortSpec, ReadySpec,
-    RequestSpec, TargetKind, TargetSpec, UpstreamSpec,
+    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, MixRequest, PortSpec,
+    ReadySpec, RequestSpec, TargetKind, TargetSpec, UpstreamSpec,
 };
 pub use ports::allocate_ports;
 pub use template::{placeholders_in, render_template, TemplateError, PLACEHOLDERS, PORT_OF};

@@ -229,6 +229,9 @@ pub struct LoadSpec {
     pub warmup: Duration,
     /// The request sent.
     pub request: RequestSpec,
+    /// A request mix (`[[load.requests]]`): when it holds requests, they are sent in proportion
+    /// to their weights instead of `request`.
+    pub requests: Vec<MixRequest>,
     /// Keep connections open across requests; `false` opens a new connection per request.
     pub keepalive: bool,
     /// Local addresses new connections bind to, round-robin (`source_addrs`, as
@@ -252,6 +255,40 @@ pub struct RequestSpec {
     /// Request body.
     #[serde(default)]
     pub body: Option<String>,
+}
+
+/// One request of a load's mix (`[[load.requests]]`): the keys of `[load.request]` and a
+/// weight (docs/request-mix.md).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixRequest {
+    /// HTTP method; default `GET`.
+    #[serde(default = "get")]
+    pub method: String,
+    /// Path and query, appended to the target's URL; default `/`.
+    #[serde(default = "slash")]
+    pub path: String,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Request body.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// Its share of the requests: `weight / sum of the weights`; default 1.
+    #[serde(default = "one")]
+    pub weight: u32,
+}
+
+impl MixRequest {
+    /// The request part, as `[load.request]` holds it.
+    pub fn request(&self) -> RequestSpec {
+        RequestSpec {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+        }
+    }
 }
 
 impl Default for RequestSpec {

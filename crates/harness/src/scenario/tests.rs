@@ -409,3 +409,39 @@ fn readiness_waits_thirty_seconds_by_default() {
     assert_eq!(s.targets[0].ready.timeout, Duration::from_secs(30));
     assert_eq!(ReadySpec::default().timeout, Duration::from_secs(30));
 }
+
+#[test]
+fn a_load_may_list_weighted_requests() {
+    let text = with_loads(&[&format!(
+        "{CLOSED}\n[[load.requests]]\npath = \"/json\"\nweight = 3\n\
+         [[load.requests]]\nmethod = \"POST\"\npath = \"/echo\"\nbody = \"{{}}\"\n\
+         headers = {{ \"X-A\" = \"1\" }}\n"
+    )]);
+    let s = parse(&text).unwrap();
+    let r = &s.loads[0].requests;
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].path.as_str(), r[0].weight, r[0].method.as_str()),
+        ("/json", 3, "GET")
+    );
+    assert_eq!((r[1].method.as_str(), r[1].weight), ("POST", 1));
+    assert_eq!(r[1].request().body.as_deref(), Some("{}"));
+    assert_eq!(r[1].headers.get("X-A").map(String::as_str), Some("1"));
+    assert!(parse(MINI).unwrap().loads[0].requests.is_empty());
+}
+
+#[test]
+fn a_mix_beside_a_request_or_with_a_zero_weight_is_refused() {
+    let both = with_loads(&[&format!(
+        "{CLOSED}\n[load.request]\npath = \"/a\"\n[[load.requests]]\npath = \"/b\"\n"
+    )]);
+    assert_key(&both, "load[0].requests", "beside [load.request]");
+    let zero = with_loads(&[&format!(
+        "{CLOSED}\n[[load.requests]]\npath = \"/b\"\nweight = 0\n"
+    )]);
+    assert_key(&zero, "load[0].requests", "weight 0 of /b");
+    let unknown = with_loads(&[&format!(
+        "{CLOSED}\n[[load.requests]]\npath = \"/b\"\nshare = 2\n"
+    )]);
+    assert!(parse(&unknown).unwrap_err().to_string().contains("share"));
+}

@@ -35,6 +35,30 @@ pub(crate) fn render(r: &BenchResult) -> String {
     for round in &r.rounds {
         out += &line(&fields(r, round));
     }
+    out + &endpoint_rows(r)
+}
+
+/// A request mix: after a blank line, a second table with one row per round and request
+/// (`step`, `round`, `target`, then the run CSV's per-request columns); nothing without a mix.
+fn endpoint_rows(r: &BenchResult) -> String {
+    let percentiles = [50.0, 90.0, 99.0, 99.9];
+    let mut out = String::new();
+    for round in &r.rounds {
+        let Some(run) = &round.result else { continue };
+        for e in crate::endpoints::of(run) {
+            let mut cols = vec![
+                ("step".to_string(), round.step.to_string()),
+                ("round".to_string(), round.round.to_string()),
+                ("target".to_string(), round.target.clone()),
+            ];
+            cols.extend(crate::csv::endpoint_columns(run, e, &percentiles));
+            let (head, row): (Vec<String>, Vec<String>) = cols.into_iter().unzip();
+            if out.is_empty() {
+                out = format!("\n{}", line(&head));
+            }
+            out += &line(&row);
+        }
+    }
     out
 }
 

@@ -98,7 +98,7 @@ fn load_section(r: &BenchResult, li: u32) -> String {
             out += &format!("- {}\n", escape_text(&l));
         }
     }
-    out + &queueing_section(r, li)
+    out + &mix_table(r, li) + &queueing_section(r, li)
 }
 
 /// The load's queueing table and sentences, each with its fix.
@@ -120,4 +120,26 @@ fn queueing_section(r: &BenchResult, li: u32) -> String {
         out += "\n";
     }
     out
+}
+
+/// A load's requests, per target and level over all rounds; nothing without a mix.
+fn mix_table(r: &BenchResult, li: u32) -> String {
+    use crate::endpoints::{BENCH_HEAD, BENCH_TEXT};
+    let rows = crate::endpoints::bench_rows(r, li);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let align: Vec<Align> = (0..BENCH_HEAD.len())
+        .map(|i| {
+            if BENCH_TEXT.contains(&i) {
+                Align::Left
+            } else {
+                Align::Right
+            }
+        })
+        .collect();
+    format!(
+        "\nPer request (mix), all rounds:\n\n{}",
+        table(&BENCH_HEAD, &align, &rows)
+    )
 }

@@ -86,6 +86,14 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
         lines.push("relative speed (mean req/s):".to_string());
         lines.extend(relative.iter().map(|l| format!("  {l}")));
     }
+    let mix = crate::endpoints::bench_rows(r, li);
+    if !mix.is_empty() {
+        use crate::endpoints::{BENCH_HEAD, BENCH_TEXT};
+        lines.push("per request (mix), all rounds:".to_string());
+        let mut rows = vec![BENCH_HEAD.map(String::from).to_vec()];
+        rows.extend(mix);
+        lines.extend(aligned(&rows, &BENCH_TEXT));
+    }
     lines.extend(queueing_lines(r, li));
     lines
 }

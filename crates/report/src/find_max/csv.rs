@@ -13,6 +13,25 @@ pub(crate) fn render(r: &FindMaxResult) -> String {
     for step in &r.steps {
         out += &line(&fields(step, &cols));
     }
+    out + &endpoint_rows(r)
+}
+
+/// A request mix: after a blank line, a second table with one row per step and request (the
+/// run CSV's per-request columns after `step`); nothing without a mix.
+fn endpoint_rows(r: &FindMaxResult) -> String {
+    let percentiles = [50.0, 90.0, 99.0, 99.9];
+    let mut out = String::new();
+    for step in &r.steps {
+        for e in crate::endpoints::of(&step.run) {
+            let mut cols = vec![("step".to_string(), step.step.to_string())];
+            cols.extend(crate::csv::endpoint_columns(&step.run, e, &percentiles));
+            let (head, row): (Vec<String>, Vec<String>) = cols.into_iter().unzip();
+            if out.is_empty() {
+                out = format!("\n{}", line(&head));
+            }
+            out += &line(&row);
+        }
+    }
     out
 }
 

@@ -89,6 +89,7 @@ fn summary(r: &BenchResult) -> String {
             }
             out += "</ul>\n";
         }
+        out += &mix_table(r, li as u32);
     }
     if r.loads.is_empty() {
         out += "<p class=\"muted\">The scenario has no load.</p>\n";
@@ -177,6 +178,20 @@ fn queueing_section(r: &BenchResult) -> String {
         out += "</ul>\n";
     }
     out
+}
+
+/// A load's requests, per target and level over all rounds; nothing without a mix.
+fn mix_table(r: &BenchResult, li: u32) -> String {
+    let rows = crate::endpoints::bench_rows(r, li);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let head = crate::endpoints::BENCH_HEAD.map(String::from);
+    let rows: Vec<Row> = rows.into_iter().map(page::row).collect();
+    format!(
+        "<h4>Per request (mix), all rounds</h4>\n{}",
+        page::table("endpoints", &head, &rows)
+    )
 }
 
 fn scenario(r: &BenchResult) -> String {

@@ -23,6 +23,10 @@ pub(crate) fn find_max_page(r: &FindMaxResult, charts: &[Chart]) -> String {
     body += &page::alerts(&alerts(r));
     body += &conclusion(r);
     body += &section("steps", "Steps", &steps_table(r));
+    if let Some(step) = crate::endpoints::find_max_step(r) {
+        let title = crate::endpoints::find_max_title(step);
+        body += &section("endpoints", &title, &super::endpoints_table(&step.run));
+    }
     body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Search", &key_values(&settings(r)));
     body += &section("host", "Host", &key_values(&host(r)));

@@ -417,6 +417,8 @@ fn combined(
         resources: None::<ResourceSummary>,
         generator_cpu_mean_cores: samples.generator_cpu_mean(window),
         bottleneck: rounds.first().map_or(Bottleneck::Neither, |r| r.bottleneck),
+        evidence: None,
+        why: Default::default(),
         error: None,
     })
 }

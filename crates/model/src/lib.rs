@@ -10,7 +10,9 @@
 pub mod bench;
 pub mod bench_stats;
 pub mod body;
+pub mod diagnose;
 pub mod errors;
+pub mod evidence;
 pub mod find_max;
 pub mod histogram;
 pub mod hlog;
@@ -33,6 +35,10 @@ pub use bench::{
 };
 pub use body::BodySizes;
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
+pub use evidence::{
+    CgroupEvidence, EphemeralPorts, KernelEvidence, PortSockets, StepEvidence, TargetEvidence,
+    TcpCounters, ThreadShare,
+};
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
     SloOp, SloStat, SloValue, StopReason, Verdict,

@@ -520,6 +520,8 @@ fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult
         shards: None,
         summary: None,
         stats,
+        evidence: None,
+        why: Default::default(),
     };
     r.finalize();
     r

@@ -21,6 +21,8 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
         shards: None,
         summary: None,
         stats: o.stats,
+        evidence: None,
+        why: Default::default(),
     };
     r.finalize();
     r

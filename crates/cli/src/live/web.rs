@@ -222,6 +222,8 @@ impl WebLoad {
             shards: None,
             summary: None,
             stats,
+            evidence: None,
+            why: Default::default(),
         };
         r.finalize();
         r

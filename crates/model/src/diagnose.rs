@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 /// A thread at or above this share of a core counts as saturated (a single-threaded target
 /// on a shared 2-core host gets about 0.87 of a core when it never waits).
 pub const HOT_THREAD_SHARE: f64 = 0.8;
+/// A thread runnable (on a CPU or waiting for one) at least this share of the time never
+/// waited for work: it is saturated even when a busy host gave it less than a core.
+pub const RUNNABLE_SHARE: f64 = 0.9;
 /// The other threads of a target with a hot thread used at most this many cores in total.
 pub const IDLE_OTHERS_CORES: f64 = 0.25;
 /// Share of the quota periods throttled from which a cgroup's quota is named the limit.
@@ -97,11 +100,13 @@ fn saturated(used: f64, cores: f64) -> bool {
     cores > 0.0 && used >= SATURATION_SHARE * cores
 }
 
-/// The target's busiest thread when it is saturated while the others idle.
+/// The target's busiest thread when it is saturated (≥ [`HOT_THREAD_SHARE`] of a core, or
+/// runnable ≥ [`RUNNABLE_SHARE`] of the time) while its other threads idle.
 pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
     let top = t.busiest.first()?;
     let others = (t.cpu_cores - top.cores).max(0.0);
-    (top.cores >= HOT_THREAD_SHARE && others <= IDLE_OTHERS_CORES).then_some(top)
+    let saturated = top.cores >= HOT_THREAD_SHARE || top.runnable >= RUNNABLE_SHARE;
+    (saturated && others <= IDLE_OTHERS_CORES).then_some(top)
 }
 
 fn looked_at(inputs: &Inputs<'_>) -> Vec<String> {
@@ -391,8 +396,13 @@ fn fd_limit(t: &TargetEvidence) -> Option<Finding> {
 fn hot_thread_finding(t: &TargetEvidence) -> Option<Finding> {
     let top = hot_thread(t)?;
     let idle = (t.allowed_cores - t.cpu_cores).max(0.0);
+    let runnable = if top.runnable > 0.0 {
+        format!(", runnable {:.0}% of the time,", top.runnable * 100.0)
+    } else {
+        String::new()
+    };
     let text = format!(
-        "one thread ({}) of '{}' at {:.0}% of a core while {:.1} of its {} cores idled: it is saturated",
+        "one thread ({}) of '{}' at {:.0}% of a core{runnable} while {:.1} of its {} cores went unused: it is saturated",
         top.name,
         t.target,
         top.cores * 100.0,
@@ -401,6 +411,7 @@ fn hot_thread_finding(t: &TargetEvidence) -> Option<Finding> {
     );
     let figures = [
         ("thread_cores", top.cores),
+        ("thread_runnable", top.runnable),
         ("target_cores", t.cpu_cores),
         ("allowed_cores", t.allowed_cores),
         ("threads", f64::from(t.threads)),

@@ -146,6 +146,11 @@ pub struct ThreadShare {
     pub tid: u32,
     /// CPU used over the window, in cores (1.0 = a whole core all the time).
     pub cores: f64,
+    /// Share of the window the thread was runnable: on a CPU or waiting in a run queue for
+    /// one (`/proc/…/schedstat`). Near 1, the thread never waited for work: it would have used
+    /// a whole core had the host given it one. 0 where schedstat is not available.
+    #[serde(default)]
+    pub runnable: f64,
 }
 
 /// What a target's cgroup counted over the window (deltas), when the harness set a limit.

@@ -27,6 +27,7 @@ fn single_threaded(top: f64, total: f64) -> TargetEvidence {
             name: "lua worker 0".into(),
             tid: 7,
             cores: top,
+            runnable: 0.0,
         }],
         cpu_cores: total,
         allowed_cores: 2.0,
@@ -158,7 +159,7 @@ fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
     let text = &why.findings[0].text;
     assert!(
         text.contains(
-            "one thread (lua worker 0) of 'app' at 87% of a core while 1.1 of its 2 cores idled"
+            "one thread (lua worker 0) of 'app' at 87% of a core while 1.1 of its 2 cores went unused"
         ),
         "{text}"
     );

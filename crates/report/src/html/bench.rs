@@ -28,6 +28,10 @@ pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
     let mut body = header(r);
     body += &page::alerts(&alerts(r));
     body += &section("summary", "Summary", &summary(r));
+    let why = crate::why::bench_html(r);
+    if !why.is_empty() {
+        body += &section("why", "Why", &why);
+    }
     body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Scenario", &scenario(r));
     body += &section("host", "Host", &key_values(&host(r)));

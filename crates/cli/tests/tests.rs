@@ -30,3 +30,4 @@ mod save;
 mod serve;
 mod starved;
 mod stdout;
+mod why;

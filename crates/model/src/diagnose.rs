@@ -27,6 +27,8 @@ pub const FDS_SHARE: f64 = 0.8;
 pub const RESETS_MIN: u64 = 10;
 /// Retransmitted segments (SYNs aside) from which they are reported.
 pub const RETRANSMITS_MIN: u64 = 10;
+/// The kernel's minimum retransmission timeout (200 ms), µs.
+pub const RTO_MIN_US: f64 = 200_000.0;
 /// CPU used by other processes, in cores, from which the host counts as busy (and at least
 /// [`BUSY_HOST_SHARE`] of the host's cores).
 pub const BUSY_HOST_CORES: f64 = 0.5;
@@ -61,6 +63,12 @@ pub struct Inputs<'a> {
     pub cpu: Option<CpuView>,
     /// The slowest connect of the run, µs (explains SYN retries).
     pub connect_max_us: Option<f64>,
+    /// The slowest request of the run, µs: retransmits (counted host-wide) are the run's only
+    /// when some request waited at least [`RTO_MIN_US`].
+    pub latency_max_us: Option<f64>,
+    /// Requests of the load that failed (connect errors, resets, timeouts); `Some(0)` silences
+    /// the host-wide reset counters, which then counted someone else's connections.
+    pub failed_requests: Option<u64>,
 }
 
 /// Runs every rule and ranks the findings; when none names a limit, one "no clear
@@ -68,7 +76,7 @@ pub struct Inputs<'a> {
 pub fn diagnose(inputs: &Inputs<'_>) -> Why {
     let mut findings: Vec<Finding> = Vec::new();
     if let Some(k) = inputs.kernel {
-        findings.extend(kernel_findings(k, inputs.connect_max_us));
+        findings.extend(kernel_findings(k, inputs));
     }
     for t in inputs.targets {
         findings.extend(target_findings(t));
@@ -174,14 +182,21 @@ fn finding(
     }
 }
 
-fn kernel_findings(k: &KernelEvidence, connect_max_us: Option<f64>) -> Vec<Finding> {
-    let accept = accept_queue(k, connect_max_us);
+fn kernel_findings(k: &KernelEvidence, inputs: &Inputs<'_>) -> Vec<Finding> {
+    let accept = accept_queue(k, inputs.connect_max_us);
     let syn = if accept.is_none() {
         syn_retransmits(k)
     } else {
         None
     };
-    [accept, syn, retransmits(k), resets(k), ephemeral_ports(k)]
+    let resets = if inputs.failed_requests == Some(0) {
+        None
+    } else {
+        resets(k)
+    };
+    let waited = inputs.latency_max_us.is_none_or(|us| us >= RTO_MIN_US);
+    let retransmits = if waited { retransmits(k) } else { None };
+    [accept, syn, retransmits, resets, ephemeral_ports(k)]
         .into_iter()
         .flatten()
         .collect()

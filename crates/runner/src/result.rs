@@ -45,11 +45,18 @@ pub(crate) fn explain(r: &mut RunResult, evidence: KernelEvidence) {
     let why = diagnose(&Inputs {
         kernel: Some(&evidence),
         cpu,
-        connect_max_us: (!connect.is_empty()).then(|| connect.max_ns() as f64 / 1e3),
+        connect_max_us: max_us(connect),
+        failed_requests: Some(r.stats.errors.total()),
+        latency_max_us: max_us(&r.stats.service.hist),
         ..Inputs::default()
     });
     r.evidence = Some(evidence);
     r.why = why;
+}
+
+/// The largest value of a histogram, µs; `None` when it is empty.
+pub(crate) fn max_us(h: &loadbench_model::Histo) -> Option<f64> {
+    (!h.is_empty()).then(|| h.max_ns() as f64 / 1e3)
 }
 
 /// The configuration a plan runs with, as the result records it.

@@ -224,3 +224,42 @@ fn counts_have_thousands_separators() {
     assert_eq!(count(12_400), "12,400");
     assert_eq!(count(1_234_567), "1,234,567");
 }
+
+#[test]
+fn resets_elsewhere_stay_silent_when_the_load_had_no_failures() {
+    let tcp = TcpCounters {
+        attempt_fails: 45,
+        established_resets: 2,
+        ..Default::default()
+    };
+    let k = kernel(tcp, PortSockets::default());
+    let mut inputs = Inputs {
+        kernel: Some(&k),
+        failed_requests: Some(0),
+        ..Default::default()
+    };
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
+    inputs.failed_requests = Some(12);
+    let why = diagnose(&inputs);
+    assert_eq!(kinds(&why), [FindingKind::Resets]);
+    assert!(why.findings[0]
+        .text
+        .starts_with("47 connections were reset (established 2, failed connects 45"));
+}
+
+#[test]
+fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
+    let tcp = TcpCounters {
+        retransmitted_segments: 600,
+        ..Default::default()
+    };
+    let k = kernel(tcp, PortSockets::default());
+    let mut inputs = Inputs {
+        kernel: Some(&k),
+        latency_max_us: Some(60_000.0),
+        ..Default::default()
+    };
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
+    inputs.latency_max_us = Some(410_000.0);
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::Retransmits]);
+}

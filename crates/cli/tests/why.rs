@@ -46,19 +46,15 @@ fn kinds(round: &BenchRound) -> Vec<FindingKind> {
 
 /// The backend on one thread, loaded by a generator of two threads: the backend's thread
 /// never waits for work.
-fn single_threaded() -> String {
-    format!(
-        "name = \"why\"\n[generator]\nthreads = 2\n\
-         [[target]]\nname = \"backend\"\nkind = \"upstream\"\n[target.upstream]\nthreads = 1\n\
-         [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [32]\n\
-         duration = \"2s\"\nwarmup = \"500ms\"\n"
-    )
-}
+const SINGLE_THREADED: &str = "name = \"why\"\n[generator]\nthreads = 2\n\
+     [[target]]\nname = \"backend\"\nkind = \"upstream\"\n[target.upstream]\nthreads = 1\n\
+     [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [32]\n\
+     duration = \"2s\"\nwarmup = \"500ms\"\n";
 
 #[test]
 fn a_single_threaded_backend_at_full_load_is_target_bound_by_its_hot_thread() {
     let _machine = crate::support::measuring();
-    let (r, stdout) = bench("why-hot", &single_threaded());
+    let (r, stdout) = bench("why-hot", SINGLE_THREADED);
     let round = &r.rounds[0];
     assert_saturated_thread_unless_the_host_was_busy(round);
     // No quota, no throttling finding; the kernel saw the backend's listener.

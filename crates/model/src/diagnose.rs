@@ -194,8 +194,13 @@ fn kernel_findings(k: &KernelEvidence, inputs: &Inputs<'_>) -> Vec<Finding> {
     } else {
         resets(k)
     };
+    // A full accept queue also makes the server resend SYN-ACKs: explained there too.
     let waited = inputs.latency_max_us.is_none_or(|us| us >= RTO_MIN_US);
-    let retransmits = if waited { retransmits(k) } else { None };
+    let retransmits = if waited && accept.is_none() {
+        retransmits(k)
+    } else {
+        None
+    };
     [accept, syn, retransmits, resets, ephemeral_ports(k)]
         .into_iter()
         .flatten()
@@ -232,6 +237,7 @@ fn accept_queue(k: &KernelEvidence, connect_max_us: Option<f64>) -> Option<Findi
         ("listen_overflows", k.tcp.listen_overflows as f64),
         ("listen_drops", k.tcp.listen_drops as f64),
         ("syn_retransmits", k.tcp.syn_retransmits as f64),
+        ("retransmitted_segments", k.tcp.retransmitted_segments as f64),
         ("backlog", s.backlog as f64),
         ("accept_queue_peak", s.accept_queue_peak as f64),
         ("connect_max_us", connect_max_us.unwrap_or(0.0)),

@@ -237,7 +237,10 @@ fn accept_queue(k: &KernelEvidence, connect_max_us: Option<f64>) -> Option<Findi
         ("listen_overflows", k.tcp.listen_overflows as f64),
         ("listen_drops", k.tcp.listen_drops as f64),
         ("syn_retransmits", k.tcp.syn_retransmits as f64),
-        ("retransmitted_segments", k.tcp.retransmitted_segments as f64),
+        (
+            "retransmitted_segments",
+            k.tcp.retransmitted_segments as f64,
+        ),
         ("backlog", s.backlog as f64),
         ("accept_queue_peak", s.accept_queue_peak as f64),
         ("connect_max_us", connect_max_us.unwrap_or(0.0)),

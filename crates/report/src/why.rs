@@ -93,19 +93,36 @@ pub fn bench_rounds(r: &BenchResult) -> impl Iterator<Item = &BenchRound> {
     r.rounds.iter().filter(|round| !round.why.is_empty())
 }
 
-/// A bench's "why" lines for the terminal: per round, its label and its findings.
+/// A bench's "why" lines for the terminal, kept short: per round, one line per finding that
+/// names a limit (the fixes and what was looked at are in the Markdown, HTML and JSON); the
+/// rounds where nothing stood out share one line.
 pub fn bench_text_lines(r: &BenchResult) -> Vec<String> {
     let mut lines = Vec::new();
+    let mut unclear = Vec::new();
     for round in bench_rounds(r) {
-        if lines.is_empty() {
-            lines.push("why:".to_string());
+        let limits: Vec<&Finding> = round
+            .why
+            .findings
+            .iter()
+            .filter(|f| f.kind != FindingKind::NoClearBottleneck)
+            .collect();
+        if limits.is_empty() {
+            unclear.push(round.step.to_string());
+            continue;
         }
-        lines.push(format!("  {}:", round_label(r, round)));
-        lines.extend(
-            text_lines(&round.why)
-                .into_iter()
-                .skip(1)
-                .map(|l| format!("  {l}")),
+        let label = round_label(r, round);
+        lines.extend(limits.iter().map(|f| format!("  {label}: {}", f.text)));
+    }
+    if !unclear.is_empty() {
+        lines.push(format!(
+            "  no clear bottleneck in step {}",
+            unclear.join(", ")
+        ));
+    }
+    if !lines.is_empty() {
+        lines.insert(
+            0,
+            "why (fixes in the Markdown and HTML reports):".to_string(),
         );
     }
     lines
@@ -234,15 +251,33 @@ mod tests {
             "{label}"
         );
         let text = crate::bench::text::render(&b);
-        assert!(
-            text.contains(&format!("why:\n  {label}:\n    1. accept queue overflowed")),
-            "{text}"
+        let head = "why (fixes in the Markdown and HTML reports):\n";
+        let line = format!("  {label}: accept queue overflowed 12,400 times (backlog 128)\n");
+        assert!(text.contains(&format!("{head}{line}")), "{text}");
+        let next = format!("{line}  {label}: 12 connections were reset\n");
+        assert!(text.contains(&next), "{text}");
+        // A round where nothing stood out shares one line with the others like it.
+        b.rounds[2].why = Why::new(vec![], vec![]);
+        b.rounds[0].why = Why::new(
+            vec![Finding {
+                kind: FindingKind::NoClearBottleneck,
+                strength: 0.1,
+                text: "no clear bottleneck: looked at listen queues".into(),
+                fix: None,
+                figures: BTreeMap::new(),
+            }],
+            vec![],
         );
+        let text = crate::bench::text::render(&b);
+        let unclear = format!("  no clear bottleneck in step {}\n", b.rounds[0].step);
+        assert!(text.contains(&unclear), "{text}");
         let md = crate::bench::markdown::render(&b);
         assert!(md.contains("### Why\n"), "{md}");
         let html = crate::html::render_bench(&b);
         assert!(html.contains("<section id=\"why\">"), "{html}");
-        assert_eq!(html.matches("<ol class=\"why\">").count(), 1);
+        // One list per round with findings, in Markdown and HTML alike.
+        assert_eq!(html.matches("<ol class=\"why\">").count(), 2);
+        assert_eq!(md.matches("\n1. ").count(), 2, "{md}");
     }
 
     #[test]

@@ -65,7 +65,7 @@ fn a_single_threaded_backend_at_full_load_is_target_bound_by_its_hot_thread() {
     assert!(kernel.sockets.backlog > 0, "{kernel:?}");
     assert!(kernel.sockets.established >= 32, "{kernel:?}");
     assert!(
-        stdout.contains("why (fixes in the Markdown and HTML reports):\n  step 1, closed-1 c=32, backend, round 1: "),
+        stdout.contains("why (per round, with fixes: the Markdown and HTML reports):\n  step 1: "),
         "{stdout}"
     );
     if let Some(hot) = finding(round, FindingKind::HotThread) {

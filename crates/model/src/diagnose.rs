@@ -468,7 +468,7 @@ fn busy_host(cpu: &CpuView) -> Option<Finding> {
         return None;
     }
     let text = format!(
-        "other processes used {:.2} of the host's {} cores during the step: every figure is unreliable",
+        "other processes used {:.2} of the host's {} cores: every figure is unreliable",
         cpu.other_used,
         cores_label(cpu.host_cores)
     );

@@ -93,39 +93,66 @@ pub fn bench_rounds(r: &BenchResult) -> impl Iterator<Item = &BenchRound> {
     r.rounds.iter().filter(|round| !round.why.is_empty())
 }
 
-/// A bench's "why" lines for the terminal, kept short: per round, one line per finding that
-/// names a limit (the fixes and what was looked at are in the Markdown, HTML and JSON); the
-/// rounds where nothing stood out share one line.
+/// A bench's "why" lines for the terminal, kept short: one line per kind of finding that
+/// names a limit, the text of its strongest round with that round's step and the other steps
+/// where it was found; the steps where nothing stood out share one line. The per-round detail
+/// and the fixes are in the Markdown, HTML and JSON.
 pub fn bench_text_lines(r: &BenchResult) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut groups: Vec<(&Finding, Vec<u32>)> = Vec::new();
     let mut unclear = Vec::new();
     for round in bench_rounds(r) {
-        let limits: Vec<&Finding> = round
+        let mut named = false;
+        for f in round
             .why
             .findings
             .iter()
             .filter(|f| f.kind != FindingKind::NoClearBottleneck)
-            .collect();
-        if limits.is_empty() {
-            unclear.push(round.step.to_string());
-            continue;
+        {
+            named = true;
+            match groups.iter_mut().find(|(g, _)| g.kind == f.kind) {
+                Some((g, steps)) => {
+                    steps.push(round.step);
+                    if f.strength > g.strength {
+                        *g = f;
+                        steps.rotate_right(1);
+                    }
+                }
+                None => groups.push((f, vec![round.step])),
+            }
         }
-        let label = round_label(r, round);
-        lines.extend(limits.iter().map(|f| format!("  {label}: {}", f.text)));
+        if !named {
+            unclear.push(round.step.to_string());
+        }
     }
+    groups.sort_by(|a, b| b.0.strength.total_cmp(&a.0.strength));
+    let mut lines: Vec<String> = groups
+        .iter()
+        .map(|(f, steps)| group_line(f, steps))
+        .collect();
     if !unclear.is_empty() {
         lines.push(format!(
-            "  no clear bottleneck in step {}",
+            "  step {}: no clear bottleneck",
             unclear.join(", ")
         ));
     }
     if !lines.is_empty() {
         lines.insert(
             0,
-            "why (fixes in the Markdown and HTML reports):".to_string(),
+            "why (per round, with fixes: the Markdown and HTML reports):".to_string(),
         );
     }
     lines
+}
+
+/// `  step 3 (also 1, 5): TEXT`: the first step is the one whose text is shown.
+fn group_line(f: &Finding, steps: &[u32]) -> String {
+    let also: Vec<String> = steps.iter().skip(1).map(u32::to_string).collect();
+    let also = if also.is_empty() {
+        String::new()
+    } else {
+        format!(" (also {})", also.join(", "))
+    };
+    format!("  step {}{also}: {}", steps[0], f.text)
 }
 
 /// A bench's "why" section in Markdown (empty when no round has findings).
@@ -251,13 +278,22 @@ mod tests {
             "{label}"
         );
         let text = crate::bench::text::render(&b);
-        let head = "why (fixes in the Markdown and HTML reports):\n";
-        let line = format!("  {label}: accept queue overflowed 12,400 times (backlog 128)\n");
-        assert!(text.contains(&format!("{head}{line}")), "{text}");
-        let next = format!("{line}  {label}: 12 connections were reset\n");
-        assert!(text.contains(&next), "{text}");
+        let head = "why (per round, with fixes: the Markdown and HTML reports):\n";
+        let step = b.rounds[1].step;
+        let lines = format!(
+            "{head}  step {step}: accept queue overflowed 12,400 times (backlog 128)\n  step {step}: 12 connections were reset\n"
+        );
+        assert!(text.contains(&lines), "{text}");
+        // The same kind in another round: one line, the strongest round's text first.
+        let mut stronger = why();
+        stronger.findings[0].strength = 0.95;
+        stronger.findings[0].text = "accept queue overflowed 99 times".into();
+        b.rounds[3].why = stronger;
+        let other = b.rounds[3].step;
+        let text = crate::bench::text::render(&b);
+        let grouped = format!("  step {other} (also {step}): accept queue overflowed 99 times\n");
+        assert!(text.contains(&grouped), "{text}");
         // A round where nothing stood out shares one line with the others like it.
-        b.rounds[2].why = Why::new(vec![], vec![]);
         b.rounds[0].why = Why::new(
             vec![Finding {
                 kind: FindingKind::NoClearBottleneck,
@@ -269,15 +305,15 @@ mod tests {
             vec![],
         );
         let text = crate::bench::text::render(&b);
-        let unclear = format!("  no clear bottleneck in step {}\n", b.rounds[0].step);
+        let unclear = format!("  step {}: no clear bottleneck\n", b.rounds[0].step);
         assert!(text.contains(&unclear), "{text}");
         let md = crate::bench::markdown::render(&b);
         assert!(md.contains("### Why\n"), "{md}");
         let html = crate::html::render_bench(&b);
         assert!(html.contains("<section id=\"why\">"), "{html}");
         // One list per round with findings, in Markdown and HTML alike.
-        assert_eq!(html.matches("<ol class=\"why\">").count(), 2);
-        assert_eq!(md.matches("\n1. ").count(), 2, "{md}");
+        assert_eq!(html.matches("<ol class=\"why\">").count(), 3);
+        assert_eq!(md.matches("\n1. ").count(), 3, "{md}");
     }
 
     #[test]

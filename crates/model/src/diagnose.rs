@@ -17,6 +17,8 @@ pub const HOT_THREAD_SHARE: f64 = 0.8;
 pub const RUNNABLE_SHARE: f64 = 0.9;
 /// The other threads of a target with a hot thread used at most this many cores in total.
 pub const IDLE_OTHERS_CORES: f64 = 0.25;
+/// Cores a target must have left unused for one saturated thread to be named the limit.
+pub const SPARE_CORES: f64 = 0.5;
 /// Share of the quota periods throttled from which a cgroup's quota is named the limit.
 pub const THROTTLED_SHARE: f64 = 0.1;
 /// Share of the ephemeral port range in use from which ports are near exhaustion.
@@ -109,12 +111,15 @@ fn saturated(used: f64, cores: f64) -> bool {
 }
 
 /// The target's busiest thread when it is saturated (≥ [`HOT_THREAD_SHARE`] of a core, or
-/// runnable ≥ [`RUNNABLE_SHARE`] of the time) while its other threads idle.
+/// runnable ≥ [`RUNNABLE_SHARE`] of the time) while its other threads idle and the target
+/// could have used at least [`SPARE_CORES`] more.
 pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
     let top = t.busiest.first()?;
     let others = (t.cpu_cores - top.cores).max(0.0);
     let saturated = top.cores >= HOT_THREAD_SHARE || top.runnable >= RUNNABLE_SHARE;
-    (saturated && others <= IDLE_OTHERS_CORES).then_some(top)
+    // With less than half a core left to use, the cores are the limit, not the one thread.
+    let room = t.allowed_cores - t.cpu_cores >= SPARE_CORES;
+    (saturated && others <= IDLE_OTHERS_CORES && room).then_some(top)
 }
 
 fn looked_at(inputs: &Inputs<'_>) -> Vec<String> {
@@ -419,18 +424,17 @@ fn fd_limit(t: &TargetEvidence) -> Option<Finding> {
 
 fn hot_thread_finding(t: &TargetEvidence) -> Option<Finding> {
     let top = hot_thread(t)?;
-    let idle = (t.allowed_cores - t.cpu_cores).max(0.0);
     let runnable = if top.runnable > 0.0 {
         format!(", runnable {:.0}% of the time,", top.runnable * 100.0)
     } else {
         String::new()
     };
     let text = format!(
-        "one thread ({}) of '{}' at {:.0}% of a core{runnable} while {:.1} of its {} cores went unused: it is saturated",
+        "one thread ({}) of '{}' at {:.0}% of a core{runnable} while the target used {:.2} of the {} cores it may use: it is saturated",
         top.name,
         t.target,
         top.cores * 100.0,
-        idle,
+        t.cpu_cores,
         cores_label(t.allowed_cores)
     );
     let figures = [

@@ -160,7 +160,7 @@ fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
     let text = &why.findings[0].text;
     assert!(
         text.contains(
-            "one thread (lua worker 0) of 'app' at 87% of a core while 1.1 of its 2 cores went unused"
+            "one thread (lua worker 0) of 'app' at 87% of a core while the target used 0.90 of the 2 cores it may use: it is saturated"
         ),
         "{text}"
     );
@@ -263,4 +263,15 @@ fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
     assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
     inputs.latency_max_us = Some(410_000.0);
     assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::Retransmits]);
+}
+
+#[test]
+fn a_saturated_thread_is_not_the_limit_when_no_core_was_left_to_use() {
+    // Under a half-core quota, the busy thread waits for the quota, not for a second thread.
+    let mut t = single_threaded(0.39, 0.45);
+    t.busiest[0].runnable = 1.0;
+    t.allowed_cores = 0.5;
+    assert!(hot_thread(&t).is_none());
+    t.allowed_cores = 1.0;
+    assert_eq!(hot_thread(&t).map(|h| h.tid), Some(7));
 }

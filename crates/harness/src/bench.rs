@@ -401,20 +401,12 @@ impl Matrix<'_> {
             host_cores: samples.host_cores() as f64,
         };
         r.bottleneck = verdict(&cpu, &own);
-        let run = r.measured_run();
-        let connect = run.map(|run| &run.stats.connect.hist);
+        let of_run = r.measured_run().map(Inputs::of_run).unwrap_or_default();
         r.why = diagnose(&Inputs {
             kernel: Some(kernel),
             targets: &own,
             cpu: Some(cpu),
-            connect_max_us: connect
-                .filter(|h| !h.is_empty())
-                .map(|h| h.max_ns() as f64 / 1e3),
-            failed_requests: run.map(|run| run.stats.errors.total()),
-            latency_max_us: run
-                .map(|run| &run.stats.service.hist)
-                .filter(|h| !h.is_empty())
-                .map(|h| h.max_ns() as f64 / 1e3),
+            ..of_run
         });
         r.evidence = Some(StepEvidence {
             kernel: Some(kernel.clone()),

@@ -5,7 +5,9 @@
 //! runner and the harness collect the evidence, reports only render the [`Why`].
 
 use crate::evidence::{KernelEvidence, TargetEvidence, ThreadShare};
+use crate::histogram::Histo;
 use crate::resources::{Bottleneck, SATURATION_SHARE};
+use crate::result::RunResult;
 use crate::why::{Finding, FindingKind, Why};
 use std::collections::BTreeMap;
 
@@ -71,6 +73,19 @@ pub struct Inputs<'a> {
     /// Requests of the load that failed (connect errors, resets, timeouts); `Some(0)` silences
     /// the host-wide reset counters, which then counted someone else's connections.
     pub failed_requests: Option<u64>,
+}
+
+impl Inputs<'_> {
+    /// The inputs a run's own result gives: its slowest connect and request, its failures.
+    pub fn of_run(run: &RunResult) -> Inputs<'static> {
+        let max_us = |h: &Histo| (!h.is_empty()).then(|| h.max_ns() as f64 / 1e3);
+        Inputs {
+            connect_max_us: max_us(&run.stats.connect.hist),
+            latency_max_us: max_us(&run.stats.service.hist),
+            failed_requests: Some(run.stats.errors.total()),
+            ..Inputs::default()
+        }
+    }
 }
 
 /// Runs every rule and ranks the findings; when none names a limit, one "no clear

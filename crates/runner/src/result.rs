@@ -41,22 +41,13 @@ pub(crate) fn explain(r: &mut RunResult, evidence: KernelEvidence) {
         generator_cores: threads.min(f64::from(r.host.cores.max(1))),
         ..CpuView::default()
     });
-    let connect = &r.stats.connect.hist;
     let why = diagnose(&Inputs {
         kernel: Some(&evidence),
         cpu,
-        connect_max_us: max_us(connect),
-        failed_requests: Some(r.stats.errors.total()),
-        latency_max_us: max_us(&r.stats.service.hist),
-        ..Inputs::default()
+        ..Inputs::of_run(r)
     });
     r.evidence = Some(evidence);
     r.why = why;
-}
-
-/// The largest value of a histogram, µs; `None` when it is empty.
-pub(crate) fn max_us(h: &loadbench_model::Histo) -> Option<f64> {
-    (!h.is_empty()).then(|| h.max_ns() as f64 / 1e3)
 }
 
 /// The configuration a plan runs with, as the result records it.

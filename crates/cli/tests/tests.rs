@@ -31,3 +31,4 @@ mod save;
 mod serve;
 mod starved;
 mod stdout;
+mod why;

@@ -11,15 +11,18 @@
 //! [`loadbench_runner::find_max::search`]) from a typed [`LoadSpec`] built from the scenario's
 //! typed load: nothing is turned back into text on the way.
 
+use crate::evidence::{target_evidence, TargetReading};
 use crate::sampler::Sampler;
 use crate::scenario::{self, LoadModel, Scenario};
-use crate::targets::Targets;
+use crate::targets::{Running, Targets};
+use loadbench_model::diagnose::{diagnose, verdict, CpuView, Inputs};
 use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
-    ResourceSummary, RunResult, Samples, Window,
+    KernelEvidence, ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
 };
 use loadbench_plan::{Body, EndpointSpec, Load, LoadSpec, RequestSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
+use loadbench_runner::kernel::KernelWatch;
 use loadbench_runner::{Control, Observer, Quiet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -177,6 +180,7 @@ impl Matrix<'_> {
         let level = levels(load)[step.level];
         let dead: Vec<String> = self.targets.exited();
         let (start, end) = (format!("step:{n}:start"), format!("step:{n}:end"));
+        let watch = self.watch(&step.targets);
         self.sampler.mark(&start);
         let outcomes: Vec<Outcome> = if let Some(d) = step.targets.iter().find(|t| dead.contains(t))
         {
@@ -189,13 +193,18 @@ impl Matrix<'_> {
             self.load(load, level, &step.targets)
         };
         self.sampler.mark(&end);
+        let evidence = self.evidence(watch);
         let samples = self.sampler.snapshot();
         let window = measured_window(&samples, &start, &end, load.warmup);
         let mut rounds: Vec<BenchRound> = step
             .targets
             .iter()
             .zip(outcomes)
-            .map(|(t, o)| self.round(n, step, t, o, &samples, window))
+            .map(|(t, o)| {
+                let mut r = self.round(n, step, t, o, &samples, window);
+                self.explain(&mut r, &evidence, &samples);
+                r
+            })
             .collect();
         for r in rounds.iter().filter(|r| r.error.is_some()) {
             warnings.push(format!(
@@ -356,8 +365,69 @@ impl Matrix<'_> {
             resources,
             generator_cpu_mean_cores: samples.generator_cpu_mean(window),
             bottleneck: samples.bottleneck(self.generator_cores, self.target_cores(), window),
+            evidence: None,
+            why: Default::default(),
             error,
         }
+    }
+
+    /// Starts watching the kernel (the step's ports) and reads each target's counters.
+    fn watch(&self, names: &[String]) -> StepWatch {
+        let running: Vec<&Running> = names.iter().filter_map(|t| self.targets.get(t)).collect();
+        StepWatch {
+            kernel: KernelWatch::start(running.iter().map(|r| r.info.port).collect()),
+            targets: running.iter().map(|r| reading(r)).collect(),
+        }
+    }
+
+    /// The step's evidence: the kernel's, and each target's between the two readings.
+    fn evidence(&self, watch: StepWatch) -> (KernelEvidence, Vec<TargetEvidence>) {
+        let targets = watch
+            .targets
+            .iter()
+            .filter_map(|(name, start)| {
+                let r = self.targets.get(name)?;
+                let end = reading(r).1;
+                Some(target_evidence(name, start, &end, r.info.limits.cores))
+            })
+            .collect();
+        (watch.kernel.finish(), targets)
+    }
+
+    /// Records the round's evidence, its verdict (a saturated thread counts) and its findings.
+    fn explain(
+        &self,
+        r: &mut BenchRound,
+        (kernel, targets): &(KernelEvidence, Vec<TargetEvidence>),
+        samples: &Samples,
+    ) {
+        let own: Vec<TargetEvidence> = targets
+            .iter()
+            .filter(|t| t.target == r.target)
+            .cloned()
+            .collect();
+        let cpu = CpuView {
+            generator_used: r.generator_cpu_mean_cores,
+            generator_cores: self.generator_cores,
+            targets_used: samples.targets_cpu_mean(r.window),
+            target_cores: self.target_cores(),
+            other_used: samples.other_cpu_mean(r.window),
+            host_cores: samples.host_cores() as f64,
+        };
+        r.bottleneck = verdict(&cpu, &own);
+        let of_run = r.measured_run().map(Inputs::of_run).unwrap_or_default();
+        r.why = diagnose(&Inputs {
+            kernel: Some(kernel),
+            targets: &own,
+            cpu: Some(cpu),
+            ..of_run
+        });
+        r.evidence = Some(StepEvidence {
+            kernel: Some(kernel.clone()),
+            targets: own,
+            other_cpu_cores: cpu.other_used,
+            host_cores: cpu.host_cores,
+        });
     }
 
     /// Cores all targets together may use: the union of their CPU sets (the host's cores when
@@ -383,6 +453,18 @@ impl Matrix<'_> {
         let quotas: Option<f64> = limits.iter().map(|l| l.cpu_quota_cores).sum();
         quotas.map_or(cores, |q| cores.min(q))
     }
+}
+
+/// What a step watches from its start to its end.
+struct StepWatch {
+    kernel: KernelWatch,
+    targets: Vec<(String, TargetReading)>,
+}
+
+/// A target's name and its counters now.
+fn reading(r: &Running) -> (String, TargetReading) {
+    let reading = TargetReading::take(r.process.pid(), &r.cgroup_dirs());
+    (r.info.name.clone(), reading)
 }
 
 enum Outcome {
@@ -431,6 +513,8 @@ fn combined(
         resources: None::<ResourceSummary>,
         generator_cpu_mean_cores: samples.generator_cpu_mean(window),
         bottleneck: rounds.first().map_or(Bottleneck::Neither, |r| r.bottleneck),
+        evidence: None,
+        why: Default::default(),
         error: None,
     })
 }

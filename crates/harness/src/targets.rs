@@ -52,6 +52,15 @@ pub struct Targets {
     pub warnings: Vec<String>,
 }
 
+impl Running {
+    /// The directories of the target's cgroup (empty when it has none).
+    pub fn cgroup_dirs(&self) -> Vec<std::path::PathBuf> {
+        self.cgroup
+            .as_ref()
+            .map_or_else(Vec::new, |g| g.dirs().to_vec())
+    }
+}
+
 impl Targets {
     /// Starts every target of `s` in dependency order and waits until each is ready. On any
     /// failure the targets started so far are stopped and the error names the target's key in

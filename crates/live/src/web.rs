@@ -210,6 +210,8 @@ impl WebLoad {
             shards: None,
             summary: None,
             stats,
+            evidence: None,
+            why: Default::default(),
         };
         r.finalize();
         r

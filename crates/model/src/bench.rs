@@ -222,8 +222,15 @@ pub struct BenchRound {
     pub resources: Option<ResourceSummary>,
     /// The generator's mean CPU during the window, in cores (1.0 = one core).
     pub generator_cpu_mean_cores: f64,
-    /// Which side saturated: the generator, the target, or neither.
+    /// Which side saturated: the generator, the target (its CPU, or one of its threads), or
+    /// neither.
     pub bottleneck: Bottleneck,
+    /// The kernel's and the targets' evidence over the step; absent in files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::StepEvidence>,
+    /// The findings drawn from `evidence` and the CPU shares, strongest first.
+    #[serde(default, skip_serializing_if = "crate::why::Why::is_empty")]
+    pub why: crate::why::Why,
     /// Why the round has no result (e.g. the target stopped answering), when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -10,8 +10,10 @@
 pub mod bench;
 pub mod bench_stats;
 pub mod body;
+pub mod diagnose;
 pub mod endpoints;
 pub mod errors;
+pub mod evidence;
 pub mod find_max;
 pub mod histogram;
 pub mod hlog;
@@ -36,6 +38,10 @@ pub use bench::{
 pub use body::BodySizes;
 pub use endpoints::{merge_endpoints, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
+pub use evidence::{
+    CgroupEvidence, EphemeralPorts, KernelEvidence, PortSockets, StepEvidence, TargetEvidence,
+    TcpCounters, ThreadShare,
+};
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
     SloOp, SloStat, SloValue, StopReason, Verdict,

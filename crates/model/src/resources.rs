@@ -207,6 +207,35 @@ impl Samples {
         mean(&used)
     }
 
+    /// All targets' mean CPU together (cores) over `window`; 0 without samples.
+    pub fn targets_cpu_mean(&self, window: Window) -> f64 {
+        let used: Vec<f64> = self
+            .in_window(window)
+            .map(|s| s.targets.iter().map(|t| t.cpu_cores).sum())
+            .collect();
+        mean(&used)
+    }
+
+    /// Mean CPU (cores) used over `window` by everything but the targets and the generator:
+    /// every core's busy share minus ours, never below 0; 0 without samples. Kernel work not
+    /// charged to a process (interrupts, some network processing) counts here too.
+    pub fn other_cpu_mean(&self, window: Window) -> f64 {
+        let other: Vec<f64> = self
+            .in_window(window)
+            .map(|s| {
+                let busy: f64 = s.core_busy.iter().sum();
+                let ours: f64 = s.targets.iter().map(|t| t.cpu_cores).sum();
+                (busy - ours - s.generator_cpu_cores).max(0.0)
+            })
+            .collect();
+        mean(&other)
+    }
+
+    /// The host's cores, as the samples saw them (0 without samples).
+    pub fn host_cores(&self) -> usize {
+        self.samples.first().map_or(0, |s| s.core_busy.len())
+    }
+
     /// RSS of `target` at the last sample at or before `t_ms` (its first sample when none is).
     pub fn rss_at(&self, target: &str, t_ms: u64) -> Option<u64> {
         let idx = self.target_index(target).ok()?;

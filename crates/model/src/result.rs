@@ -403,6 +403,13 @@ pub struct RunResult {
     pub summary: Option<Summary>,
     /// The measurement.
     pub stats: Stats,
+    /// What the kernel saw during the run (the generator's host: listen queue of the target's
+    /// port, retransmits, resets, ephemeral ports); absent when not collected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::KernelEvidence>,
+    /// The findings drawn from `evidence` and the generator's CPU, strongest first.
+    #[serde(default, skip_serializing_if = "crate::why::Why::is_empty")]
+    pub why: crate::why::Why,
 }
 
 impl RunResult {

@@ -288,6 +288,9 @@ fn add_up(results: &[RunResult], runs: &[&ShardRun], mut merged_run: ShardRun) -
     out.started_at = earliest(results.iter().map(|r| &r.started_at), |a, b| a < b);
     out.ended_at = earliest(results.iter().map(|r| &r.ended_at), |a, b| a > b);
     out.shards = Some(merged_run);
+    // Each shard's kernel evidence is its own host's: the merge keeps none of it.
+    out.evidence = None;
+    out.why = Default::default();
     out.finalize();
     out
 }

@@ -42,6 +42,8 @@ pub(crate) fn empty() -> RunResult {
         shards: None,
         summary: None,
         stats: Stats::default(),
+        evidence: None,
+        why: Default::default(),
     }
 }
 
@@ -477,6 +479,8 @@ fn bench_rounds(samples: &Samples) -> Vec<BenchRound> {
                     generator.iter().sum::<f64>() / generator.len() as f64,
                 ),
                 bottleneck: samples.bottleneck(1.0, 1.0, window),
+                evidence: None,
+                why: Default::default(),
                 error: None,
             }
         })
@@ -597,6 +601,8 @@ fn sweep_round(level: usize) -> BenchRound {
         generator_cpu_mean_cores: 0.05,
         bottleneck: Bottleneck::Neither,
         error: None,
+        evidence: None,
+        why: Default::default(),
     }
 }
 

@@ -7,7 +7,7 @@
 
 mod bench;
 mod find_max;
-mod page;
+pub(crate) mod page;
 
 use crate::charts::{self, Chart};
 use crate::units::{self, MISSING};
@@ -68,6 +68,10 @@ pub(crate) fn run_page(r: &RunResult, opts: &RenderOptions, charts: &[Chart]) ->
     let mut body = header(r);
     body += &page::alerts(&run_alerts(r, &summary));
     body += &summary_section(r, &summary, opts);
+    let why = crate::why::html_list(&r.why);
+    if !why.is_empty() {
+        body += &section("why", "Why", &why);
+    }
     body += &section("charts", "Charts", &page::figures(charts));
     body += &endpoints_section(r);
     body += &details_section(r);

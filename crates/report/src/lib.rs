@@ -25,6 +25,7 @@ pub mod json;
 pub mod markdown;
 mod render;
 pub mod text;
+pub mod why;
 pub use loadbench_model::human as units;
 
 pub use bench::{bench_json, render_bench};

@@ -55,6 +55,10 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     out += &status_table(r);
     out += &error_table(r);
     out += &endpoint_table(r);
+    let why = crate::why::markdown_list(&r.why);
+    if !why.is_empty() {
+        out += &format!("\n### Why\n\n{why}");
+    }
     out += "\n### Configuration\n\n";
     out += &list(&configuration(r));
     out

@@ -41,7 +41,7 @@ impl Renderer for TextRenderer {
 
 type Section = fn(&Report) -> Vec<String>;
 
-const SECTIONS: [Section; 10] = [
+const SECTIONS: [Section; 11] = [
     header,
     summary,
     latency,
@@ -52,7 +52,13 @@ const SECTIONS: [Section; 10] = [
     endpoints,
     per_second_rate,
     phases,
+    why,
 ];
+
+/// The findings that apply to this run (kernel evidence, the generator's CPU).
+fn why(rep: &Report) -> Vec<String> {
+    crate::why::text_lines(&rep.r.why)
+}
 
 /// Everything a section needs, computed once.
 struct Report<'a> {

@@ -520,6 +520,8 @@ fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult
         shards: None,
         summary: None,
         stats,
+        evidence: None,
+        why: Default::default(),
     };
     r.finalize();
     r
@@ -723,6 +725,44 @@ fn run_page_renders_every_chart_and_table_at_laptop_and_phone_width() {
             alerts.contains(&"alert error") && alerts.contains(&"alert warn"),
             "{alerts:?}"
         );
+        let height = v["page_height"].as_f64().unwrap() as u32;
+        screenshot(&chromium, &path, width, height, shot);
+    }
+}
+
+/// A run whose "why" section names an overflowing accept queue with its fix.
+fn run_with_why() -> RunResult {
+    let mut r = open_run();
+    let finding = loadbench_model::Finding {
+        kind: loadbench_model::FindingKind::AcceptQueueOverflow,
+        strength: 0.9,
+        text:
+            "accept queue overflowed 12,400 times (backlog 128, queue peak 129): connects waited \
+               for SYN retries (1 s, then 3 s); the slowest connect took 3.0 s"
+                .into(),
+        fix: Some("raise the server's listen backlog and net.core.somaxconn".into()),
+        figures: [("backlog".to_string(), 128.0)].into_iter().collect(),
+    };
+    r.why = loadbench_model::Why::new(vec![finding], vec!["listen queues".into()]);
+    r
+}
+
+#[test]
+fn the_why_section_reads_in_the_browser_at_laptop_and_phone_width() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let page = render_to_string(Format::Html, &run_with_why(), &RenderOptions::default());
+    let path = save("run-why", &page);
+    for (width, shot) in [(LAPTOP, "run-why-laptop.png"), (PHONE, "run-why-phone.png")] {
+        let v = check_page(&chromium, ("run-why", &page), width, &RUN_CHARTS);
+        let text = v["text"].as_str().unwrap();
+        assert!(text.contains("Why\n"), "{text}");
+        assert!(
+            text.contains("accept queue overflowed 12,400 times (backlog 128, queue peak 129)"),
+            "{text}"
+        );
+        assert!(text.contains("— raise the server's listen backlog and net.core.somaxconn"));
         let height = v["page_height"].as_f64().unwrap() as u32;
         screenshot(&chromium, &path, width, height, shot);
     }

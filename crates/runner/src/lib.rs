@@ -12,6 +12,7 @@
 
 pub mod find_max;
 pub mod host;
+pub mod kernel;
 mod result;
 pub mod save;
 pub mod shard;
@@ -101,7 +102,11 @@ pub fn run_plan(plan: &Plan, ctl: Control<'_>) -> Result<RunResult, RunError> {
 /// Runs a checked engine (preflight done) and builds the result.
 fn run_engine(plan: &Plan, engine: Engine, ctl: Control<'_>) -> Result<RunResult, RunError> {
     ctl.observer.load_started(&engine.live(), plan);
+    let watch = kernel::KernelWatch::start(vec![plan.target.addr.port()]);
     let outcome = engine.run();
+    let evidence = watch.finish();
     ctl.observer.load_finished();
-    Ok(build_result(plan, outcome.map_err(RunError::Engine)?))
+    let mut result = build_result(plan, outcome.map_err(RunError::Engine)?);
+    result::explain(&mut result, evidence);
+    Ok(result)
 }

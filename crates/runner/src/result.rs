@@ -3,7 +3,10 @@
 
 use crate::host;
 use loadbench_engine::Outcome;
-use loadbench_model::{LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION};
+use loadbench_model::diagnose::{diagnose, CpuView, Inputs};
+use loadbench_model::{
+    KernelEvidence, LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION,
+};
 use loadbench_plan::{Load, Plan, Stop};
 use std::net::IpAddr;
 
@@ -21,9 +24,30 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
         shards: None,
         summary: None,
         stats: o.stats,
+        evidence: None,
+        why: Default::default(),
     };
     r.finalize();
     r
+}
+
+/// Records the kernel's evidence of the run and the findings drawn from it and from the
+/// generator's CPU (the target is not known to `run`: its CPU is judged by the bench).
+pub(crate) fn explain(r: &mut RunResult, evidence: KernelEvidence) {
+    let g = r.stats.generator;
+    let threads = f64::from(r.config.threads.max(1));
+    let cpu = (g.worker_us > 0).then(|| CpuView {
+        generator_used: g.cpu_share() * threads,
+        generator_cores: threads.min(f64::from(r.host.cores.max(1))),
+        ..CpuView::default()
+    });
+    let why = diagnose(&Inputs {
+        kernel: Some(&evidence),
+        cpu,
+        ..Inputs::of_run(r)
+    });
+    r.evidence = Some(evidence);
+    r.why = why;
 }
 
 /// The configuration a plan runs with, as the result records it.

@@ -2,6 +2,7 @@
 //! one load, and find-max searches, through the same API the CLI, the harness and (later) the
 //! agent use. One integration-test binary for the crate; a module per subject.
 
+mod evidence;
 mod find_max;
 mod run;
 mod shard;

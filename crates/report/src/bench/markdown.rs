@@ -46,6 +46,7 @@ pub(crate) fn render(r: &BenchResult) -> String {
     for li in 0..r.loads.len() as u32 {
         out += &load_section(r, li);
     }
+    out += &crate::why::bench_markdown(r);
     out += "\n### Targets\n\n";
     for t in &r.targets {
         out += &format!(

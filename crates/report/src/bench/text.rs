@@ -37,6 +37,11 @@ pub(crate) fn render(r: &BenchResult) -> String {
         lines.push(String::new());
         lines.extend(load_section(r, li));
     }
+    let why = crate::why::bench_text_lines(r);
+    if !why.is_empty() {
+        lines.push(String::new());
+        lines.extend(why);
+    }
     lines.push(String::new());
     lines.extend(targets(r));
     lines.join("\n") + "\n"

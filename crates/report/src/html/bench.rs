@@ -29,6 +29,10 @@ pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
     let mut body = header(r);
     body += &page::alerts(&alerts(r));
     body += &section("summary", "Summary", &summary(r));
+    let why = crate::why::bench_html(r);
+    if !why.is_empty() {
+        body += &section("why", "Why", &why);
+    }
     if !r.queueing.is_empty() {
         body += &section("queueing", "Queueing", &queueing_section(r));
     }

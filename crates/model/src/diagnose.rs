@@ -1,0 +1,563 @@
+//! The rules that turn evidence into findings: each rule reads one kind of evidence (kernel
+//! counters, a target's threads or cgroup, CPU shares) and, past its threshold, says in one
+//! sentence what limited the load, with its numbers, its usual fix and the figures it used.
+//! docs/diagnostics.md lists every rule, what it reads and its threshold. Pure functions: the
+//! runner and the harness collect the evidence, reports only render the [`Why`].
+
+use crate::evidence::{KernelEvidence, TargetEvidence, ThreadShare};
+use crate::histogram::Histo;
+use crate::resources::{Bottleneck, SATURATION_SHARE};
+use crate::result::RunResult;
+use crate::why::{Finding, FindingKind, Why};
+use std::collections::BTreeMap;
+
+/// A thread at or above this share of a core counts as saturated (a single-threaded target
+/// on a shared 2-core host gets about 0.87 of a core when it never waits).
+pub const HOT_THREAD_SHARE: f64 = 0.8;
+/// A thread runnable (on a CPU or waiting for one) at least this share of the time never
+/// waited for work: it is saturated even when a busy host gave it less than a core.
+pub const RUNNABLE_SHARE: f64 = 0.9;
+/// The other threads of a target with a hot thread used at most this many cores in total.
+pub const IDLE_OTHERS_CORES: f64 = 0.25;
+/// Cores a target must have left unused for one saturated thread to be named the limit.
+pub const SPARE_CORES: f64 = 0.5;
+/// Share of the quota periods throttled from which a cgroup's quota is named the limit.
+pub const THROTTLED_SHARE: f64 = 0.1;
+/// Share of the ephemeral port range in use from which ports are near exhaustion.
+pub const PORTS_SHARE: f64 = 0.8;
+/// Share of the fd limit open from which the limit is near.
+pub const FDS_SHARE: f64 = 0.8;
+/// Resets (established resets + failed attempts) from which they are reported.
+pub const RESETS_MIN: u64 = 10;
+/// Retransmitted segments (SYNs aside) from which they are reported.
+pub const RETRANSMITS_MIN: u64 = 10;
+/// The kernel's minimum retransmission timeout (200 ms), µs.
+pub const RTO_MIN_US: f64 = 200_000.0;
+/// CPU used by other processes, in cores, from which the host counts as busy (and at least
+/// [`BUSY_HOST_SHARE`] of the host's cores).
+pub const BUSY_HOST_CORES: f64 = 0.5;
+/// Share of the host's cores used by other processes from which the host counts as busy.
+pub const BUSY_HOST_SHARE: f64 = 0.25;
+
+/// CPU used and allowed, in cores, over the window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuView {
+    /// The generator's mean CPU.
+    pub generator_used: f64,
+    /// Cores the generator could use.
+    pub generator_cores: f64,
+    /// All targets' mean CPU together (0 when the targets are not known, as in `run`).
+    pub targets_used: f64,
+    /// Cores the targets could use together (0: targets not judged).
+    pub target_cores: f64,
+    /// CPU used by processes other than the targets and the generator (0 when unknown).
+    pub other_used: f64,
+    /// The host's cores.
+    pub host_cores: f64,
+}
+
+/// Everything the rules may read; absent evidence silences its rules.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inputs<'a> {
+    /// The kernel's view of the window.
+    pub kernel: Option<&'a KernelEvidence>,
+    /// Each target's process tree.
+    pub targets: &'a [TargetEvidence],
+    /// CPU shares.
+    pub cpu: Option<CpuView>,
+    /// The slowest connect of the run, µs (explains SYN retries).
+    pub connect_max_us: Option<f64>,
+    /// The slowest request of the run, µs: retransmits (counted host-wide) are the run's only
+    /// when some request waited at least [`RTO_MIN_US`].
+    pub latency_max_us: Option<f64>,
+    /// Requests of the load that failed (connect errors, resets, timeouts); `Some(0)` silences
+    /// the host-wide reset counters, which then counted someone else's connections.
+    pub failed_requests: Option<u64>,
+}
+
+impl Inputs<'_> {
+    /// The inputs a run's own result gives: its slowest connect and request, its failures.
+    pub fn of_run(run: &RunResult) -> Inputs<'static> {
+        let max_us = |h: &Histo| (!h.is_empty()).then(|| h.max_ns() as f64 / 1e3);
+        Inputs {
+            connect_max_us: max_us(&run.stats.connect.hist),
+            latency_max_us: max_us(&run.stats.service.hist),
+            failed_requests: Some(run.stats.errors.total()),
+            ..Inputs::default()
+        }
+    }
+}
+
+/// Runs every rule and ranks the findings; when none names a limit, one "no clear
+/// bottleneck" finding says what was looked at.
+pub fn diagnose(inputs: &Inputs<'_>) -> Why {
+    let mut findings: Vec<Finding> = Vec::new();
+    if let Some(k) = inputs.kernel {
+        findings.extend(kernel_findings(k, inputs));
+    }
+    for t in inputs.targets {
+        findings.extend(target_findings(t));
+    }
+    if let Some(cpu) = inputs.cpu {
+        findings.extend(cpu_findings(&cpu, inputs.targets));
+    }
+    let looked_at = looked_at(inputs);
+    if findings.iter().all(|f| f.kind == FindingKind::BusyHost) {
+        findings.push(no_clear_bottleneck(&looked_at));
+    }
+    Why::new(findings, looked_at)
+}
+
+/// The verdict of a step: [`Bottleneck`] from CPU shares, where a target counts as saturated
+/// also when one of its threads is (a single-threaded target cannot use more cores).
+pub fn verdict(cpu: &CpuView, targets: &[TargetEvidence]) -> Bottleneck {
+    let generator = saturated(cpu.generator_used, cpu.generator_cores);
+    let target = saturated(cpu.targets_used, cpu.target_cores)
+        || targets.iter().any(|t| hot_thread(t).is_some());
+    match (generator, target) {
+        (true, false) => Bottleneck::GeneratorBound,
+        (false, true) => Bottleneck::TargetBound,
+        _ => Bottleneck::Neither,
+    }
+}
+
+fn saturated(used: f64, cores: f64) -> bool {
+    cores > 0.0 && used >= SATURATION_SHARE * cores
+}
+
+/// The target's busiest thread when it is saturated (≥ [`HOT_THREAD_SHARE`] of a core, or
+/// runnable ≥ [`RUNNABLE_SHARE`] of the time) while its other threads idle and the target
+/// could have used at least [`SPARE_CORES`] more.
+pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
+    let top = t.busiest.first()?;
+    let others = (t.cpu_cores - top.cores).max(0.0);
+    let saturated = top.cores >= HOT_THREAD_SHARE || top.runnable >= RUNNABLE_SHARE;
+    // With less than half a core left to use, the cores are the limit, not the one thread.
+    let room = t.allowed_cores - t.cpu_cores >= SPARE_CORES;
+    (saturated && others <= IDLE_OTHERS_CORES && room).then_some(top)
+}
+
+fn looked_at(inputs: &Inputs<'_>) -> Vec<String> {
+    let mut seen = Vec::new();
+    if inputs.kernel.is_some() {
+        seen.extend(
+            [
+                "listen queues",
+                "SYN and segment retransmits",
+                "resets",
+                "ephemeral ports",
+            ]
+            .map(String::from),
+        );
+    }
+    if !inputs.targets.is_empty() {
+        seen.extend(["target threads", "open files"].map(String::from));
+    }
+    if inputs.targets.iter().any(|t| t.cgroup.is_some()) {
+        seen.extend(["cgroup CPU throttling", "cgroup memory events"].map(String::from));
+    }
+    if let Some(cpu) = inputs.cpu {
+        seen.push("generator CPU".into());
+        if cpu.target_cores > 0.0 {
+            seen.push("target CPU".into());
+        }
+        if cpu.host_cores > 0.0 && cpu.target_cores > 0.0 {
+            seen.push("other processes' CPU".into());
+        }
+    }
+    seen
+}
+
+fn no_clear_bottleneck(looked_at: &[String]) -> Finding {
+    let what = if looked_at.is_empty() {
+        "no evidence was collected".to_string()
+    } else {
+        format!("looked at {}", looked_at.join(", "))
+    };
+    finding(
+        FindingKind::NoClearBottleneck,
+        0.1,
+        format!("no clear bottleneck: {what}"),
+        None,
+        &[],
+    )
+}
+
+fn finding(
+    kind: FindingKind,
+    strength: f64,
+    text: String,
+    fix: Option<&str>,
+    figures: &[(&str, f64)],
+) -> Finding {
+    Finding {
+        kind,
+        strength,
+        text,
+        fix: fix.map(String::from),
+        figures: figures
+            .iter()
+            .map(|&(k, v)| (k.to_string(), v))
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+fn kernel_findings(k: &KernelEvidence, inputs: &Inputs<'_>) -> Vec<Finding> {
+    let accept = accept_queue(k, inputs.connect_max_us);
+    let syn = if accept.is_none() {
+        syn_retransmits(k)
+    } else {
+        None
+    };
+    let resets = if inputs.failed_requests == Some(0) {
+        None
+    } else {
+        resets(k)
+    };
+    // A full accept queue also makes the server resend SYN-ACKs: explained there too.
+    let waited = inputs.latency_max_us.is_none_or(|us| us >= RTO_MIN_US);
+    let retransmits = if waited && accept.is_none() {
+        retransmits(k)
+    } else {
+        None
+    };
+    [accept, syn, retransmits, resets, ephemeral_ports(k)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Overflows counted host-wide are the target's when its own listener was seen full, or when
+/// no listener was visible (a remote target): then weaker.
+fn accept_queue(k: &KernelEvidence, connect_max_us: Option<f64>) -> Option<Finding> {
+    let overflows = k.tcp.listen_overflows.max(k.tcp.listen_drops);
+    let s = &k.sockets;
+    let seen = s.backlog > 0;
+    let full = seen && s.accept_queue_peak >= s.backlog;
+    if overflows == 0 || (seen && !full) {
+        return None;
+    }
+    let backlog = if seen {
+        format!(
+            " (backlog {}, queue peak {})",
+            s.backlog, s.accept_queue_peak
+        )
+    } else {
+        " (host-wide; the target's listener was not visible)".into()
+    };
+    let connect = connect_max_us
+        .filter(|&us| us >= 900_000.0)
+        .map(|us| format!("; the slowest connect took {:.1} s", us / 1e6))
+        .unwrap_or_default();
+    let text = format!(
+        "accept queue overflowed {} times{backlog}: connects waited for SYN retries (1 s, then 3 s){connect}",
+        count(overflows)
+    );
+    let figures = [
+        ("listen_overflows", k.tcp.listen_overflows as f64),
+        ("listen_drops", k.tcp.listen_drops as f64),
+        ("syn_retransmits", k.tcp.syn_retransmits as f64),
+        (
+            "retransmitted_segments",
+            k.tcp.retransmitted_segments as f64,
+        ),
+        ("backlog", s.backlog as f64),
+        ("accept_queue_peak", s.accept_queue_peak as f64),
+        ("connect_max_us", connect_max_us.unwrap_or(0.0)),
+    ];
+    let fix = "raise the server's listen backlog and net.core.somaxconn, or accept faster";
+    let strength = if full { 0.9 } else { 0.5 };
+    Some(finding(
+        FindingKind::AcceptQueueOverflow,
+        strength,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
+fn syn_retransmits(k: &KernelEvidence) -> Option<Finding> {
+    let n = k.tcp.syn_retransmits;
+    (n > 0).then(|| {
+        finding(
+            FindingKind::SynRetransmits,
+            0.35,
+            format!(
+                "{} SYNs were retransmitted (host-wide): each such connect waited at least 1 s",
+                count(n)
+            ),
+            Some("look for a full listen queue, SYN drops by a firewall, or packet loss"),
+            &[("syn_retransmits", n as f64)],
+        )
+    })
+}
+
+fn retransmits(k: &KernelEvidence) -> Option<Finding> {
+    let n = k
+        .tcp
+        .retransmitted_segments
+        .saturating_sub(k.tcp.syn_retransmits);
+    (n >= RETRANSMITS_MIN).then(|| {
+        finding(
+            FindingKind::Retransmits,
+            0.3,
+            format!(
+                "{} segments were retransmitted (host-wide): packets were lost or late",
+                count(n)
+            ),
+            Some("check the network path (loss, a full queue, a rate limit)"),
+            &[("retransmitted_segments", n as f64)],
+        )
+    })
+}
+
+fn resets(k: &KernelEvidence) -> Option<Finding> {
+    let t = &k.tcp;
+    let n = t.established_resets + t.attempt_fails;
+    (n >= RESETS_MIN).then(|| {
+        let text = format!(
+            "{} connections were reset (established {}, failed connects {}, resets sent {}; host-wide)",
+            count(n),
+            count(t.established_resets),
+            count(t.attempt_fails),
+            count(t.resets_sent)
+        );
+        let figures = [
+            ("established_resets", t.established_resets as f64),
+            ("attempt_fails", t.attempt_fails as f64),
+            ("resets_sent", t.resets_sent as f64),
+        ];
+        let fix = "see the target's log: a full backlog with tcp_abort_on_overflow, a crash, or a connection limit";
+        finding(FindingKind::Resets, 0.3, text, Some(fix), &figures)
+    })
+}
+
+fn ephemeral_ports(k: &KernelEvidence) -> Option<Finding> {
+    let e = &k.ephemeral;
+    let range = e.range_size();
+    if range == 0 || (e.in_use_peak as f64) < PORTS_SHARE * range as f64 {
+        return None;
+    }
+    let text = format!(
+        "the generator had {} of its {} ephemeral ports in use toward the target: new connects were about to fail",
+        count(e.in_use_peak),
+        count(range)
+    );
+    let figures = [
+        ("ports_in_use_peak", e.in_use_peak as f64),
+        ("port_range", range as f64),
+        ("time_wait", k.sockets.time_wait as f64),
+    ];
+    let fix = "use keep-alive, widen net.ipv4.ip_local_port_range, or spread connects over --source-addrs";
+    Some(finding(
+        FindingKind::EphemeralPorts,
+        0.8,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
+fn target_findings(t: &TargetEvidence) -> Vec<Finding> {
+    [
+        throttled(t),
+        memory_pressure(t),
+        fd_limit(t),
+        hot_thread_finding(t),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn throttled(t: &TargetEvidence) -> Option<Finding> {
+    let c = t.cgroup?;
+    if c.nr_periods == 0 {
+        return None;
+    }
+    let share = c.nr_throttled as f64 / c.nr_periods as f64;
+    (share >= THROTTLED_SHARE).then(|| {
+        let text = format!(
+            "cgroup throttled '{}' in {:.0}% of periods ({:.1} s throttled): its CPU quota, not its code, limited throughput",
+            t.target,
+            share * 100.0,
+            c.throttled_usec as f64 / 1e6
+        );
+        let figures = [
+            ("nr_periods", c.nr_periods as f64),
+            ("nr_throttled", c.nr_throttled as f64),
+            ("throttled_usec", c.throttled_usec as f64),
+            ("throttled_share", share),
+        ];
+        let fix = "raise or remove the target's CPU quota if production gives it more";
+        finding(FindingKind::CpuThrottled, (0.5 + share / 2.0).min(0.95), text, Some(fix), &figures)
+    })
+}
+
+fn memory_pressure(t: &TargetEvidence) -> Option<Finding> {
+    let c = t.cgroup?;
+    if c.memory_high + c.memory_max + c.memory_oom == 0 {
+        return None;
+    }
+    let text = format!(
+        "'{}' hit its cgroup's memory limit: {} over memory.high, {} at memory.max, {} out-of-memory",
+        t.target,
+        count(c.memory_high),
+        count(c.memory_max),
+        count(c.memory_oom)
+    );
+    let figures = [
+        ("memory_high", c.memory_high as f64),
+        ("memory_max", c.memory_max as f64),
+        ("memory_oom", c.memory_oom as f64),
+    ];
+    let strength = if c.memory_oom > 0 { 0.9 } else { 0.6 };
+    let fix = "raise the memory limit or lower the target's caches and pools";
+    Some(finding(
+        FindingKind::MemoryPressure,
+        strength,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
+fn fd_limit(t: &TargetEvidence) -> Option<Finding> {
+    let limit = t.fd_limit.filter(|&l| l > 0)?;
+    ((t.open_fds as f64) >= FDS_SHARE * limit as f64).then(|| {
+        let text = format!(
+            "'{}' had {} of its {} file descriptors open: new connections are refused at the limit",
+            t.target,
+            count(t.open_fds),
+            count(limit)
+        );
+        let figures = [("open_fds", t.open_fds as f64), ("fd_limit", limit as f64)];
+        let fix = "raise the target's RLIMIT_NOFILE (ulimit -n, LimitNOFILE=)";
+        finding(FindingKind::FdLimit, 0.7, text, Some(fix), &figures)
+    })
+}
+
+fn hot_thread_finding(t: &TargetEvidence) -> Option<Finding> {
+    let top = hot_thread(t)?;
+    let runnable = if top.runnable > 0.0 {
+        format!(", runnable {:.0}% of the time,", top.runnable * 100.0)
+    } else {
+        String::new()
+    };
+    let text = format!(
+        "one thread ({}) of '{}' at {:.0}% of a core{runnable} while the target used {:.2} of the {} cores it may use: it is saturated",
+        top.name,
+        t.target,
+        top.cores * 100.0,
+        t.cpu_cores,
+        cores_label(t.allowed_cores)
+    );
+    let figures = [
+        ("thread_cores", top.cores),
+        ("thread_runnable", top.runnable),
+        ("target_cores", t.cpu_cores),
+        ("allowed_cores", t.allowed_cores),
+        ("threads", f64::from(t.threads)),
+    ];
+    let fix =
+        "the work runs on one thread: add workers or threads (or instances) to use the other cores";
+    Some(finding(
+        FindingKind::HotThread,
+        0.85,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
+fn cpu_findings(cpu: &CpuView, targets: &[TargetEvidence]) -> Vec<Finding> {
+    let mut out: Vec<Finding> = busy_host(cpu).into_iter().collect();
+    let hot = targets.iter().any(|t| hot_thread(t).is_some());
+    match verdict(cpu, targets) {
+        Bottleneck::GeneratorBound => out.push(generator_bound(cpu)),
+        Bottleneck::TargetBound if !hot => out.push(target_bound(cpu)),
+        _ => {}
+    }
+    out
+}
+
+fn busy_host(cpu: &CpuView) -> Option<Finding> {
+    let threshold = BUSY_HOST_CORES.max(BUSY_HOST_SHARE * cpu.host_cores);
+    if cpu.host_cores <= 0.0 || cpu.target_cores <= 0.0 || cpu.other_used < threshold {
+        return None;
+    }
+    let text = format!(
+        "other processes used {:.2} of the host's {} cores: every figure is unreliable",
+        cpu.other_used,
+        cores_label(cpu.host_cores)
+    );
+    let figures = [
+        ("other_cores", cpu.other_used),
+        ("host_cores", cpu.host_cores),
+        ("generator_cores", cpu.generator_used),
+        ("targets_cores", cpu.targets_used),
+    ];
+    let fix = "run on a quiet host, or pin the targets and the generator away from the busy cores";
+    Some(finding(
+        FindingKind::BusyHost,
+        0.95,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
+fn generator_bound(cpu: &CpuView) -> Finding {
+    let text = format!(
+        "the generator used {:.0}% of its {} cores: these numbers are loadbench's limit, not the target's",
+        100.0 * cpu.generator_used / cpu.generator_cores,
+        cores_label(cpu.generator_cores)
+    );
+    let figures = [
+        ("generator_cores_used", cpu.generator_used),
+        ("generator_cores", cpu.generator_cores),
+        ("targets_cores", cpu.targets_used),
+    ];
+    let fix = "give the generator more cores (-t, its cpuset) or run it on another host";
+    finding(FindingKind::GeneratorBound, 0.8, text, Some(fix), &figures)
+}
+
+fn target_bound(cpu: &CpuView) -> Finding {
+    let text = format!(
+        "the targets used {:.2} of the {} cores they may use: CPU limited throughput",
+        cpu.targets_used,
+        cores_label(cpu.target_cores)
+    );
+    let figures = [
+        ("targets_cores", cpu.targets_used),
+        ("target_cores", cpu.target_cores),
+        ("generator_cores_used", cpu.generator_used),
+    ];
+    let fix = "give the target more cores, or make each request cheaper";
+    finding(FindingKind::TargetBound, 0.75, text, Some(fix), &figures)
+}
+
+/// `2` for whole cores, `0.5` otherwise.
+fn cores_label(cores: f64) -> String {
+    if (cores - cores.round()).abs() < 1e-9 {
+        format!("{}", cores.round() as i64)
+    } else {
+        format!("{cores:.2}")
+    }
+}
+
+/// 12400 → `12,400`.
+fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

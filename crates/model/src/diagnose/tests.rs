@@ -1,0 +1,277 @@
+use super::*;
+use crate::evidence::{CgroupEvidence, EphemeralPorts, PortSockets, TcpCounters};
+
+fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
+    KernelEvidence {
+        window_ms: 1000,
+        ports: vec![8080],
+        tcp,
+        sockets,
+        ephemeral: EphemeralPorts {
+            in_use_peak: 10,
+            range_low: 32768,
+            range_high: 60999,
+        },
+    }
+}
+
+fn kinds(why: &Why) -> Vec<FindingKind> {
+    why.findings.iter().map(|f| f.kind).collect()
+}
+
+fn single_threaded(top: f64, total: f64) -> TargetEvidence {
+    TargetEvidence {
+        target: "app".into(),
+        threads: 2,
+        busiest: vec![ThreadShare {
+            name: "lua worker 0".into(),
+            tid: 7,
+            cores: top,
+            runnable: 0.0,
+        }],
+        cpu_cores: total,
+        allowed_cores: 2.0,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_full_listener_with_overflows_names_the_accept_queue_and_the_slow_connects() {
+    let tcp = TcpCounters {
+        listen_overflows: 12_400,
+        syn_retransmits: 300,
+        retransmitted_segments: 700,
+        ..Default::default()
+    };
+    let sockets = PortSockets {
+        backlog: 128,
+        accept_queue_peak: 129,
+        readings: 10,
+        ..Default::default()
+    };
+    let k = kernel(tcp, sockets);
+    let why = diagnose(&Inputs {
+        kernel: Some(&k),
+        connect_max_us: Some(3_020_000.0),
+        ..Default::default()
+    });
+    let f = &why.findings[0];
+    assert_eq!(f.kind, FindingKind::AcceptQueueOverflow);
+    assert!(f.text.contains("12,400 times (backlog 128"), "{}", f.text);
+    assert!(f.text.contains("slowest connect took 3.0 s"), "{}", f.text);
+    assert_eq!(f.figures["backlog"], 128.0);
+    // The SYN (and SYN-ACK) retries are explained by the overflow, not reported again.
+    assert_eq!(kinds(&why), [FindingKind::AcceptQueueOverflow]);
+}
+
+#[test]
+fn overflows_elsewhere_stay_silent_when_our_listener_never_filled() {
+    let tcp = TcpCounters {
+        listen_overflows: 50,
+        ..Default::default()
+    };
+    let sockets = PortSockets {
+        backlog: 511,
+        accept_queue_peak: 3,
+        readings: 10,
+        ..Default::default()
+    };
+    let k = kernel(tcp, sockets);
+    let why = diagnose(&Inputs {
+        kernel: Some(&k),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::NoClearBottleneck]);
+    assert!(why.findings[0].text.contains("listen queues"), "{:?}", why);
+}
+
+#[test]
+fn ports_near_the_range_end_are_reported() {
+    let mut k = kernel(TcpCounters::default(), PortSockets::default());
+    k.ephemeral.in_use_peak = 27_000;
+    let why = diagnose(&Inputs {
+        kernel: Some(&k),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::EphemeralPorts]);
+    assert!(why.findings[0].text.contains("27,000 of its 28,232"));
+}
+
+#[test]
+fn a_throttled_cgroup_is_named_with_its_share_of_periods() {
+    let mut t = single_threaded(0.3, 0.45);
+    t.cgroup = Some(CgroupEvidence {
+        nr_periods: 100,
+        nr_throttled: 38,
+        throttled_usec: 1_200_000,
+        ..Default::default()
+    });
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::CpuThrottled]);
+    assert!(why.findings[0]
+        .text
+        .contains("in 38% of periods (1.2 s throttled)"));
+}
+
+#[test]
+fn memory_events_and_a_near_fd_limit_are_reported() {
+    let mut t = single_threaded(0.1, 0.1);
+    t.cgroup = Some(CgroupEvidence {
+        memory_max: 3,
+        ..Default::default()
+    });
+    t.open_fds = 1000;
+    t.fd_limit = Some(1024);
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert_eq!(
+        kinds(&why),
+        [FindingKind::FdLimit, FindingKind::MemoryPressure]
+    );
+}
+
+#[test]
+fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
+    let t = single_threaded(0.87, 0.9);
+    let cpu = CpuView {
+        generator_used: 0.8,
+        generator_cores: 2.0,
+        targets_used: 0.9,
+        target_cores: 2.0,
+        other_used: 0.1,
+        host_cores: 2.0,
+    };
+    assert_eq!(
+        verdict(&cpu, std::slice::from_ref(&t)),
+        Bottleneck::TargetBound
+    );
+    assert_eq!(verdict(&cpu, &[]), Bottleneck::Neither);
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        cpu: Some(cpu),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::HotThread]);
+    let text = &why.findings[0].text;
+    assert!(
+        text.contains(
+            "one thread (lua worker 0) of 'app' at 87% of a core while the target used 0.90 of the 2 cores it may use: it is saturated"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn busy_threads_spread_over_cores_are_not_one_hot_thread() {
+    let t = single_threaded(0.85, 1.7);
+    assert!(hot_thread(&t).is_none());
+}
+
+#[test]
+fn a_busy_host_warns_and_a_quiet_one_does_not() {
+    let mut cpu = CpuView {
+        generator_used: 0.5,
+        generator_cores: 2.0,
+        targets_used: 0.3,
+        target_cores: 2.0,
+        other_used: 0.96,
+        host_cores: 2.0,
+    };
+    let why = diagnose(&Inputs {
+        cpu: Some(cpu),
+        ..Default::default()
+    });
+    assert_eq!(
+        kinds(&why),
+        [FindingKind::BusyHost, FindingKind::NoClearBottleneck]
+    );
+    assert!(why.findings[0].text.contains("0.96 of the host's 2 cores"));
+    cpu.other_used = 0.2;
+    let quiet = diagnose(&Inputs {
+        cpu: Some(cpu),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&quiet), [FindingKind::NoClearBottleneck]);
+}
+
+#[test]
+fn a_saturated_generator_is_named_with_its_share() {
+    let cpu = CpuView {
+        generator_used: 0.96,
+        generator_cores: 1.0,
+        targets_used: 0.4,
+        target_cores: 1.0,
+        ..Default::default()
+    };
+    let why = diagnose(&Inputs {
+        cpu: Some(cpu),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::GeneratorBound]);
+    assert!(why.findings[0]
+        .text
+        .starts_with("the generator used 96% of its 1 cores"));
+}
+
+#[test]
+fn counts_have_thousands_separators() {
+    assert_eq!(count(0), "0");
+    assert_eq!(count(999), "999");
+    assert_eq!(count(12_400), "12,400");
+    assert_eq!(count(1_234_567), "1,234,567");
+}
+
+#[test]
+fn resets_elsewhere_stay_silent_when_the_load_had_no_failures() {
+    let tcp = TcpCounters {
+        attempt_fails: 45,
+        established_resets: 2,
+        ..Default::default()
+    };
+    let k = kernel(tcp, PortSockets::default());
+    let mut inputs = Inputs {
+        kernel: Some(&k),
+        failed_requests: Some(0),
+        ..Default::default()
+    };
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
+    inputs.failed_requests = Some(12);
+    let why = diagnose(&inputs);
+    assert_eq!(kinds(&why), [FindingKind::Resets]);
+    assert!(why.findings[0]
+        .text
+        .starts_with("47 connections were reset (established 2, failed connects 45"));
+}
+
+#[test]
+fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
+    let tcp = TcpCounters {
+        retransmitted_segments: 600,
+        ..Default::default()
+    };
+    let k = kernel(tcp, PortSockets::default());
+    let mut inputs = Inputs {
+        kernel: Some(&k),
+        latency_max_us: Some(60_000.0),
+        ..Default::default()
+    };
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
+    inputs.latency_max_us = Some(410_000.0);
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::Retransmits]);
+}
+
+#[test]
+fn a_saturated_thread_is_not_the_limit_when_no_core_was_left_to_use() {
+    // Under a half-core quota, the busy thread waits for the quota, not for a second thread.
+    let mut t = single_threaded(0.39, 0.45);
+    t.busiest[0].runnable = 1.0;
+    t.allowed_cores = 0.5;
+    assert!(hot_thread(&t).is_none());
+    t.allowed_cores = 1.0;
+    assert_eq!(hot_thread(&t).map(|h| h.tid), Some(7));
+}

@@ -1,0 +1,302 @@
+//! Evidence from the kernel and the targets, recorded per run and per bench step so the "why"
+//! section can name what limited a load instead of guessing from CPU alone. Kernel counters
+//! are deltas over the window (host-wide: the kernel counts them for every socket of the
+//! network namespace); sockets and the listen queue are read at the sampler's pace and keep
+//! their peak. Pure data: the readers of `/proc` and netlink live in the runner (kernel) and
+//! the harness (targets).
+
+use serde::{Deserialize, Serialize};
+
+/// TCP counters of the kernel (`/proc/net/netstat` TcpExt, `/proc/net/snmp` Tcp): cumulative
+/// when read, deltas over a window once [`TcpCounters::since`] is applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpCounters {
+    /// `TcpExt ListenOverflows`: connections completed while the accept queue was full.
+    #[serde(default)]
+    pub listen_overflows: u64,
+    /// `TcpExt ListenDrops`: SYNs or completed connections a listener dropped (overflows
+    /// included).
+    #[serde(default)]
+    pub listen_drops: u64,
+    /// `TcpExt TCPSynRetrans`: SYNs sent again because no SYN-ACK came in time.
+    #[serde(default)]
+    pub syn_retransmits: u64,
+    /// `Tcp RetransSegs`: segments retransmitted (SYNs included).
+    #[serde(default)]
+    pub retransmitted_segments: u64,
+    /// `Tcp OutRsts`: resets sent.
+    #[serde(default)]
+    pub resets_sent: u64,
+    /// `Tcp EstabResets`: established connections reset.
+    #[serde(default)]
+    pub established_resets: u64,
+    /// `Tcp AttemptFails`: connects that failed (reset in SYN-SENT or SYN-RECV).
+    #[serde(default)]
+    pub attempt_fails: u64,
+}
+
+impl TcpCounters {
+    /// The change from `earlier` to `self` (a counter that went back counts as 0).
+    pub fn since(&self, earlier: &TcpCounters) -> TcpCounters {
+        TcpCounters {
+            listen_overflows: self
+                .listen_overflows
+                .saturating_sub(earlier.listen_overflows),
+            listen_drops: self.listen_drops.saturating_sub(earlier.listen_drops),
+            syn_retransmits: self.syn_retransmits.saturating_sub(earlier.syn_retransmits),
+            retransmitted_segments: self
+                .retransmitted_segments
+                .saturating_sub(earlier.retransmitted_segments),
+            resets_sent: self.resets_sent.saturating_sub(earlier.resets_sent),
+            established_resets: self
+                .established_resets
+                .saturating_sub(earlier.established_resets),
+            attempt_fails: self.attempt_fails.saturating_sub(earlier.attempt_fails),
+        }
+    }
+}
+
+/// The target port's sockets at their peak over the window (each state's own peak).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortSockets {
+    /// Established connections on the target's side of the port.
+    #[serde(default)]
+    pub established: u64,
+    /// Half-open connections (SYN received, handshake not finished).
+    #[serde(default)]
+    pub syn_recv: u64,
+    /// Connections in TIME-WAIT on either side of the port.
+    #[serde(default)]
+    pub time_wait: u64,
+    /// The listener's backlog (`listen(fd, backlog)` capped by `net.core.somaxconn`); 0 when no
+    /// listener was seen (the target is on another host or network namespace).
+    #[serde(default)]
+    pub backlog: u64,
+    /// The longest accept queue seen (connections completed, not yet accepted).
+    #[serde(default)]
+    pub accept_queue_peak: u64,
+    /// Readings taken (sampler ticks); 0 when sockets could not be read.
+    #[serde(default)]
+    pub readings: u64,
+}
+
+impl PortSockets {
+    /// Keeps each figure's peak of `self` and `other` (readings add).
+    pub fn peak(&mut self, other: &PortSockets) {
+        self.established = self.established.max(other.established);
+        self.syn_recv = self.syn_recv.max(other.syn_recv);
+        self.time_wait = self.time_wait.max(other.time_wait);
+        self.backlog = self.backlog.max(other.backlog);
+        self.accept_queue_peak = self.accept_queue_peak.max(other.accept_queue_peak);
+        self.readings += other.readings;
+    }
+}
+
+/// The generator's ephemeral ports toward the target: in use at the peak, against the range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EphemeralPorts {
+    /// Most sockets seen at once toward the target's port (any state but LISTEN, TIME-WAIT
+    /// included: a port in TIME-WAIT cannot be reused for the same peer).
+    #[serde(default)]
+    pub in_use_peak: u64,
+    /// `net.ipv4.ip_local_port_range`, low end.
+    #[serde(default)]
+    pub range_low: u16,
+    /// `net.ipv4.ip_local_port_range`, high end.
+    #[serde(default)]
+    pub range_high: u16,
+}
+
+impl EphemeralPorts {
+    /// Ports in the range (0 when the range is unknown).
+    pub fn range_size(&self) -> u64 {
+        if self.range_high < self.range_low || self.range_high == 0 {
+            return 0;
+        }
+        u64::from(self.range_high - self.range_low) + 1
+    }
+}
+
+/// What the kernel saw during a run or a step (the generator's host and network namespace).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelEvidence {
+    /// How long the counters were watched, ms.
+    #[serde(default)]
+    pub window_ms: u64,
+    /// The target's port(s), from the URL.
+    #[serde(default)]
+    pub ports: Vec<u16>,
+    /// Counter deltas over the window, host-wide.
+    #[serde(default)]
+    pub tcp: TcpCounters,
+    /// The target ports' sockets, peaks over the window.
+    #[serde(default)]
+    pub sockets: PortSockets,
+    /// The generator's side: ephemeral ports toward the target.
+    #[serde(default)]
+    pub ephemeral: EphemeralPorts,
+}
+
+/// One thread of a target and its CPU over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadShare {
+    /// The thread's `comm` (`nginx`, `http-nio-8080-exec-1`, `tokio-runtime-w`).
+    pub name: String,
+    /// Its thread id.
+    pub tid: u32,
+    /// CPU used over the window, in cores (1.0 = a whole core all the time).
+    pub cores: f64,
+    /// Share of the window the thread was runnable: on a CPU or waiting in a run queue for
+    /// one (`/proc/…/schedstat`). Near 1, the thread never waited for work: it would have used
+    /// a whole core had the host given it one. 0 where schedstat is not available.
+    #[serde(default)]
+    pub runnable: f64,
+}
+
+/// What a target's cgroup counted over the window (deltas), when the harness set a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupEvidence {
+    /// `cpu.stat nr_periods`: quota periods in which the group ran.
+    #[serde(default)]
+    pub nr_periods: u64,
+    /// `cpu.stat nr_throttled`: periods in which the quota ran out.
+    #[serde(default)]
+    pub nr_throttled: u64,
+    /// `cpu.stat throttled_usec`: time the group waited for its next period, µs.
+    #[serde(default)]
+    pub throttled_usec: u64,
+    /// `memory.events high`: times usage went over `memory.high` (reclaim forced).
+    #[serde(default)]
+    pub memory_high: u64,
+    /// `memory.events max`: times usage hit `memory.max`.
+    #[serde(default)]
+    pub memory_max: u64,
+    /// `memory.events oom`: times the group ran out of memory.
+    #[serde(default)]
+    pub memory_oom: u64,
+}
+
+impl CgroupEvidence {
+    /// The change from `earlier` to `self`.
+    pub fn since(&self, earlier: &CgroupEvidence) -> CgroupEvidence {
+        CgroupEvidence {
+            nr_periods: self.nr_periods.saturating_sub(earlier.nr_periods),
+            nr_throttled: self.nr_throttled.saturating_sub(earlier.nr_throttled),
+            throttled_usec: self.throttled_usec.saturating_sub(earlier.throttled_usec),
+            memory_high: self.memory_high.saturating_sub(earlier.memory_high),
+            memory_max: self.memory_max.saturating_sub(earlier.memory_max),
+            memory_oom: self.memory_oom.saturating_sub(earlier.memory_oom),
+        }
+    }
+}
+
+/// One target's process tree over a window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetEvidence {
+    /// The target's name, as in the scenario.
+    pub target: String,
+    /// Threads in the tree at the end of the window.
+    #[serde(default)]
+    pub threads: u32,
+    /// The busiest threads by CPU over the window, busiest first (at most
+    /// [`BUSIEST_THREADS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busiest: Vec<ThreadShare>,
+    /// CPU of all the tree's threads over the window, in cores.
+    #[serde(default)]
+    pub cpu_cores: f64,
+    /// Cores the target could use (its CPU set or quota, else the host's).
+    #[serde(default)]
+    pub allowed_cores: f64,
+    /// Open file descriptors of the process closest to its limit, at the end.
+    #[serde(default)]
+    pub open_fds: u64,
+    /// That process's soft `RLIMIT_NOFILE`; `None` when unlimited or unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd_limit: Option<u64>,
+    /// Voluntary context switches over the window (waits: I/O, locks, sleeps), all threads.
+    #[serde(default)]
+    pub voluntary_switches: u64,
+    /// Involuntary context switches over the window (preempted: more runnable threads than
+    /// cores, or a quota), all threads.
+    #[serde(default)]
+    pub involuntary_switches: u64,
+    /// The cgroup's counters, when the harness put the target in one with a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupEvidence>,
+}
+
+/// Threads kept in [`TargetEvidence::busiest`].
+pub const BUSIEST_THREADS: usize = 5;
+
+/// A bench step's evidence: the kernel's and each target's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepEvidence {
+    /// The kernel's view over the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelEvidence>,
+    /// Each target loaded in the step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetEvidence>,
+    /// Mean CPU used on the host by processes other than the targets and the generator over
+    /// the measured window, in cores (all cores' busy time minus ours).
+    #[serde(default)]
+    pub other_cpu_cores: f64,
+    /// The host's cores.
+    #[serde(default)]
+    pub host_cores: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_subtract_and_never_go_negative() {
+        let a = TcpCounters {
+            listen_overflows: 5,
+            syn_retransmits: 2,
+            ..Default::default()
+        };
+        let b = TcpCounters {
+            listen_overflows: 12,
+            syn_retransmits: 1,
+            ..Default::default()
+        };
+        let d = b.since(&a);
+        assert_eq!((d.listen_overflows, d.syn_retransmits), (7, 0));
+    }
+
+    #[test]
+    fn port_range_size_counts_both_ends() {
+        let e = EphemeralPorts {
+            in_use_peak: 0,
+            range_low: 32768,
+            range_high: 60999,
+        };
+        assert_eq!(e.range_size(), 28232);
+        assert_eq!(EphemeralPorts::default().range_size(), 0);
+    }
+
+    #[test]
+    fn socket_peaks_keep_the_highest_of_each() {
+        let mut a = PortSockets {
+            established: 3,
+            accept_queue_peak: 9,
+            readings: 1,
+            ..Default::default()
+        };
+        let b = PortSockets {
+            established: 7,
+            accept_queue_peak: 2,
+            backlog: 128,
+            readings: 1,
+            ..Default::default()
+        };
+        a.peak(&b);
+        assert_eq!(
+            (a.established, a.accept_queue_peak, a.backlog, a.readings),
+            (7, 9, 128, 2)
+        );
+    }
+}

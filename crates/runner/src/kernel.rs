@@ -1,0 +1,224 @@
+//! The kernel's view of a load, read on the generator's host: TCP counters from
+//! `/proc/net/netstat` and `/proc/net/snmp` at the start and the end of the window, and the
+//! target port's sockets (states, the listener's backlog and accept queue, the generator's
+//! ephemeral ports) through netlink sock_diag every 100 ms, keeping peaks. It lives here so
+//! `run` records it for every load; the harness watches a bench step the same way. Nothing is
+//! read per request: one thread wakes ten times a second.
+
+mod diag;
+
+use loadbench_model::{EphemeralPorts, KernelEvidence, PortSockets, TcpCounters};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the sockets are read.
+pub const SOCKET_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The kernel's TCP counters now (zeros where unreadable).
+pub fn read_counters() -> TcpCounters {
+    let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
+    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    counters_from(&netstat, &snmp)
+}
+
+/// Counters from the text of `/proc/net/netstat` and `/proc/net/snmp`.
+pub fn counters_from(netstat: &str, snmp: &str) -> TcpCounters {
+    let ext = |k: &str| field(netstat, "TcpExt", k);
+    let tcp = |k: &str| field(snmp, "Tcp", k);
+    TcpCounters {
+        listen_overflows: ext("ListenOverflows"),
+        listen_drops: ext("ListenDrops"),
+        syn_retransmits: ext("TCPSynRetrans"),
+        retransmitted_segments: tcp("RetransSegs"),
+        resets_sent: tcp("OutRsts"),
+        established_resets: tcp("EstabResets"),
+        attempt_fails: tcp("AttemptFails"),
+    }
+}
+
+/// One value of a `Prefix: names…` / `Prefix: values…` pair of lines; 0 when absent.
+fn field(text: &str, prefix: &str, name: &str) -> u64 {
+    let head = format!("{prefix}:");
+    let mut lines = text.lines().filter(|l| l.starts_with(&head));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        return 0;
+    };
+    let at = names.split_whitespace().position(|n| n == name);
+    at.and_then(|i| values.split_whitespace().nth(i))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `net.ipv4.ip_local_port_range` as (low, high); (0, 0) when unreadable.
+pub fn port_range() -> (u16, u16) {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range");
+    let text = text.unwrap_or_default();
+    let mut parts = text.split_whitespace().map(|p| p.parse::<u16>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (0, 0),
+    }
+}
+
+/// One reading of the sockets on `ports`: the target side's states and listener, and the
+/// sockets toward the ports (the generator's ephemeral ports). `None` when netlink failed.
+pub fn read_sockets(ports: &[u16]) -> Option<(PortSockets, u64)> {
+    let mut all = Vec::new();
+    for &port in ports {
+        // The kernel filters by port: the dumps stay small on a host with many sockets.
+        all.extend(diag::dump(port, 0).ok()?);
+        all.extend(diag::dump(0, port).ok()?);
+    }
+    Some(tally(&all, ports))
+}
+
+fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
+    let mut s = PortSockets {
+        readings: 1,
+        ..Default::default()
+    };
+    let mut toward = 0;
+    for d in all {
+        let ours = ports.contains(&d.local_port);
+        let peer = ports.contains(&d.remote_port);
+        match d.state {
+            diag::LISTEN if ours => {
+                s.backlog = s.backlog.max(u64::from(d.wqueue));
+                s.accept_queue_peak = s.accept_queue_peak.max(u64::from(d.rqueue));
+            }
+            diag::ESTABLISHED if ours => s.established += 1,
+            diag::SYN_RECV | diag::NEW_SYN_RECV if ours => s.syn_recv += 1,
+            diag::TIME_WAIT if ours || peer => s.time_wait += 1,
+            _ => {}
+        }
+        if peer && d.state != diag::LISTEN {
+            toward += 1;
+        }
+    }
+    (s, toward)
+}
+
+/// Watches the kernel from [`KernelWatch::start`] to [`KernelWatch::finish`].
+#[derive(Debug)]
+pub struct KernelWatch {
+    ports: Vec<u16>,
+    started: Instant,
+    counters: TcpCounters,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<(PortSockets, u64)>>,
+}
+
+impl KernelWatch {
+    /// Reads the counters and starts reading the sockets of `ports` every [`SOCKET_INTERVAL`].
+    pub fn start(ports: Vec<u16>) -> KernelWatch {
+        let (tx, rx) = mpsc::channel();
+        let watched = ports.clone();
+        let thread = std::thread::Builder::new()
+            .name("loadbench-kernel".into())
+            .spawn(move || watch(&watched, &rx))
+            .ok();
+        KernelWatch {
+            ports,
+            started: Instant::now(),
+            counters: read_counters(),
+            stop: Some(tx),
+            thread,
+        }
+    }
+
+    /// Stops watching and returns what the kernel saw: counter deltas and socket peaks.
+    pub fn finish(mut self) -> KernelEvidence {
+        let counters = read_counters();
+        drop(self.stop.take());
+        let (sockets, in_use) = self
+            .thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        let (range_low, range_high) = port_range();
+        KernelEvidence {
+            window_ms: self.started.elapsed().as_millis() as u64,
+            ports: std::mem::take(&mut self.ports),
+            tcp: counters.since(&self.counters),
+            sockets,
+            ephemeral: EphemeralPorts {
+                in_use_peak: in_use,
+                range_low,
+                range_high,
+            },
+        }
+    }
+}
+
+/// The socket thread: a reading now, then one per interval until the sender is dropped, and
+/// a last one at the end.
+fn watch(ports: &[u16], stop: &mpsc::Receiver<()>) -> (PortSockets, u64) {
+    let mut peak = PortSockets::default();
+    let mut in_use = 0;
+    loop {
+        if let Some((s, toward)) = read_sockets(ports) {
+            peak.peak(&s);
+            in_use = in_use.max(toward);
+        }
+        match stop.recv_timeout(SOCKET_INTERVAL) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return (peak, in_use),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NETSTAT: &str = "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPSynRetrans\n\
+                           TcpExt: 0 12 14 3\n\
+                           IpExt: InNoRoutes\nIpExt: 0\n";
+    const SNMP: &str = "Tcp: RtoAlgorithm AttemptFails EstabResets RetransSegs OutRsts\n\
+                        Tcp: 1 4 5 6 7\n";
+
+    #[test]
+    fn counters_are_read_by_name() {
+        let c = counters_from(NETSTAT, SNMP);
+        assert_eq!(
+            (c.listen_overflows, c.listen_drops, c.syn_retransmits),
+            (12, 14, 3)
+        );
+        assert_eq!(
+            (
+                c.attempt_fails,
+                c.established_resets,
+                c.retransmitted_segments,
+                c.resets_sent
+            ),
+            (4, 5, 6, 7)
+        );
+        assert_eq!(counters_from("", ""), TcpCounters::default());
+    }
+
+    #[test]
+    fn this_hosts_counters_and_port_range_read() {
+        let (low, high) = port_range();
+        assert!(low > 0 && high >= low, "{low}-{high}");
+        // Counters only grow: a second reading is never below the first.
+        let a = read_counters();
+        let b = read_counters();
+        assert_eq!(a.since(&b), TcpCounters::default());
+    }
+
+    #[test]
+    fn a_listener_shows_its_backlog_and_accept_queue() {
+        let listener = diag::tests::listener(7);
+        let port = listener.local_addr().unwrap().port();
+        let clients: Vec<_> = (0..3)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let (s, toward) = read_sockets(&[port]).expect("sock_diag answers");
+        assert_eq!((s.backlog, s.accept_queue_peak), (7, 3));
+        // Other processes' old connections to a reused port may linger in TIME-WAIT.
+        assert!(s.established >= 3 && toward >= 3, "{s:?} {toward}");
+        drop(clients);
+    }
+}

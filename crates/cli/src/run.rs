@@ -5,7 +5,9 @@ use crate::args::{RequestArgs, RunArgs};
 use crate::UserError;
 use anyhow::Result;
 use loadbench_model::RunResult;
-use loadbench_plan::{closed_stop, open_load, Body, Load, LoadSpec, OpenFlags, RequestSpec};
+use loadbench_plan::{
+    closed_stop, open_load, Body, Load, LoadSpec, OpenFlags, RequestSpec, TransportSpec,
+};
 use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::RunError;
 use std::process::ExitCode;
@@ -125,7 +127,21 @@ pub(crate) fn request_spec(url: &str, r: &RequestArgs) -> LoadSpec {
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
         source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
+        transport: transport_spec(&r.transport),
         ..LoadSpec::closed(url, 50, std::time::Duration::from_secs(10))
+    }
+}
+
+/// The TLS, Unix socket and --connect-to flags.
+fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
+    TransportSpec {
+        insecure: t.insecure,
+        cacert: t.cacert.clone(),
+        cert: t.cert.clone(),
+        key: t.key.clone(),
+        tls_resume: !t.no_tls_resume,
+        unix_socket: t.unix_socket.clone(),
+        connect_to: t.connect_to.clone(),
     }
 }
 

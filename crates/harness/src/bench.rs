@@ -275,6 +275,9 @@ impl Matrix<'_> {
         spec.warmup = load.warmup;
         spec.keepalive = load.keepalive;
         spec.source_addrs = load.source_addrs.clone();
+        spec.transport.insecure = load.tls.insecure;
+        spec.transport.cacert = load.tls.cacert.clone();
+        spec.transport.tls_resume = load.tls.resume;
         spec.request = RequestSpec {
             method: req.method.clone(),
             headers: req

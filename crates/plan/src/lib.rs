@@ -17,6 +17,7 @@ mod shard;
 mod slo;
 mod start_at;
 mod target;
+mod transport;
 
 pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
 pub use loadbench_units as units;
@@ -25,7 +26,8 @@ pub use schedule::{Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
 pub use slo::parse_slo;
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
-pub use target::Target;
+pub use target::{Route, Target};
+pub use transport::{ConnectTo, PemFile, TlsPlan, TransportSpec};
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -67,6 +69,8 @@ pub struct LoadSpec {
     /// Local addresses new connections bind to, round-robin (empty: the OS picks). Spreading
     /// them over 127.0.0.0/8 multiplies the ephemeral ports to a loopback target.
     pub source_addrs: Vec<IpAddr>,
+    /// TLS, Unix socket and `--connect-to`: how connections reach the target.
+    pub transport: TransportSpec,
 }
 
 impl LoadSpec {
@@ -86,6 +90,7 @@ impl LoadSpec {
             connect_timeout: Duration::from_secs(5),
             percentiles: default_percentiles(),
             source_addrs: Vec::new(),
+            transport: TransportSpec::default(),
         }
     }
 
@@ -191,6 +196,12 @@ pub struct Plan {
     /// Local addresses new connections bind to, round-robin (empty: the OS picks); all of the
     /// target's family.
     pub source_addrs: Vec<IpAddr>,
+    /// `https://`: the TLS settings, files read; `None` for plain HTTP.
+    pub tls: Option<TlsPlan>,
+    /// `--unix-socket`: connections go to this socket (`target.addr` is then unused).
+    pub unix_socket: Option<PathBuf>,
+    /// `--connect-to` rules as given, for the record (already applied to `target.addr`).
+    pub connect_to: Vec<String>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -215,7 +226,13 @@ impl Plan {
             } => check_open(*max_connections, spec.stop)?,
         };
         let threads = resolve_threads(spec.threads, connections)?;
-        let target = Target::parse(&spec.url)?;
+        let t = &spec.transport;
+        let route = Route {
+            connect_to: &t.connect_to,
+            unix: t.unix_socket.is_some(),
+        };
+        let target = Target::parse_routed(&spec.url, route)?;
+        let tls = resolve_tls(spec, &target)?;
         let body = read_body(&spec.request.body)?;
         let request = RequestTemplate::render(
             &target,
@@ -237,7 +254,45 @@ impl Plan {
             percentiles: spec.percentiles.clone(),
             source_addrs: check_sources(&spec.source_addrs, &target)?,
             target,
+            tls,
+            unix_socket: t.unix_socket.clone(),
+            connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
         })
+    }
+}
+
+/// The TLS settings of an `https://` target (refusing TLS flags on `http://`, and TLS or
+/// source addresses over a Unix socket).
+fn resolve_tls(spec: &LoadSpec, target: &Target) -> Result<Option<TlsPlan>, PlanError> {
+    let t = &spec.transport;
+    if t.unix_socket.is_some() && !spec.source_addrs.is_empty() {
+        return Err(invalid(
+            "--source-addrs does not apply to --unix-socket: leave one of them out",
+        ));
+    }
+    if !target.tls {
+        transport::check_plain(t)?;
+        return Ok(None);
+    }
+    if t.unix_socket.is_some() {
+        return Err(invalid(
+            "https:// over --unix-socket is not supported: use an http:// URL with --unix-socket",
+        ));
+    }
+    TlsPlan::resolve(t, server_name(&spec.request.headers, target)).map(Some)
+}
+
+/// SNI: the `Host` header's host when the user gave one (a virtual host behind an address),
+/// else the URL's host.
+fn server_name(headers: &[(String, String)], target: &Target) -> String {
+    let given = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v.trim());
+    match given {
+        Some(v) if v.starts_with('[') => v[1..].split(']').next().unwrap_or("").to_string(),
+        Some(v) if !v.is_empty() => v.split(':').next().unwrap_or(v).to_string(),
+        _ => target.host.clone(),
     }
 }
 

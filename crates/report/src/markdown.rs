@@ -44,6 +44,14 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     if let Some(starved) = Starvation::of(&r.stats) {
         out += &format!("> **Warning:** {}.\n\n", escape_text(&starved.to_string()));
     }
+    if let Some(note) = r.config.transport_note() {
+        let lead = if r.config.insecure() {
+            "> **Warning:** "
+        } else {
+            "> "
+        };
+        out += &format!("{lead}{}.\n\n", escape_text(&note));
+    }
     if let Some(short) = loadbench_model::Shortfall::of_run(r) {
         let text = escape_text(&short.to_string());
         out += &format!("> **Short of the target rate:** {text}.\n\n");

@@ -54,6 +54,12 @@ pub(super) struct LoadFile {
     keepalive: bool,
     #[serde(default, deserialize_with = "de::source_addrs")]
     source_addrs: Vec<std::net::IpAddr>,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(default)]
+    cacert: Option<std::path::PathBuf>,
+    #[serde(default = "yes")]
+    tls_resume: bool,
 }
 
 /// The `model` key.
@@ -107,6 +113,11 @@ impl LoadFile {
             request: self.request,
             keepalive: self.keepalive,
             source_addrs: self.source_addrs,
+            tls: super::model::LoadTls {
+                insecure: self.insecure,
+                cacert: self.cacert.map(|p| relative_to(file, p)),
+                resume: self.tls_resume,
+            },
         })
     }
 
@@ -342,5 +353,13 @@ mod tests {
         assert_eq!(check_levels(&open_2000, 2, 4000), Ok(()));
         let e = check_levels(&open(Some(2000)), 1, 2000).unwrap_err();
         assert!(e.problem.starts_with("2000 connections need 2064"), "{e:?}");
+    }
+}
+
+/// A path in a scenario file is relative to the file's folder.
+fn relative_to(file: &Path, path: std::path::PathBuf) -> std::path::PathBuf {
+    match file.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
     }
 }

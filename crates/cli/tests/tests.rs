@@ -30,3 +30,5 @@ mod save;
 mod serve;
 mod starved;
 mod stdout;
+mod tls;
+mod transport;

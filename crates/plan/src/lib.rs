@@ -381,6 +381,59 @@ mod tests {
     }
 
     #[test]
+    fn tls_server_name_comes_from_the_host_header_else_the_url() {
+        let name = |url: &str, host: Option<&str>| {
+            let mut s = spec(url);
+            if let Some(h) = host {
+                s.request.headers.push(("Host".into(), h.into()));
+            }
+            Plan::resolve(&s).unwrap().tls.unwrap().server_name
+        };
+        assert_eq!(name("https://127.0.0.1:8443/", None), "127.0.0.1");
+        assert_eq!(name("https://[::1]:8443/", None), "::1");
+        assert_eq!(
+            name("https://127.0.0.1/", Some("api.example.com:8443")),
+            "api.example.com"
+        );
+        assert_eq!(name("https://127.0.0.1/", Some("[::1]:9")), "::1");
+        assert!(Plan::resolve(&spec("http://127.0.0.1/"))
+            .unwrap()
+            .tls
+            .is_none());
+    }
+
+    #[test]
+    fn transport_options_that_do_not_combine_name_the_fix() {
+        let mut s = spec("https://127.0.0.1/");
+        s.transport.unix_socket = Some("/tmp/x.sock".into());
+        assert!(err(s).contains("--unix-socket"));
+        let mut s = spec("http://127.0.0.1/");
+        s.transport.cacert = Some("ca.pem".into());
+        assert!(err(s).contains("https:// URLs only"));
+        let mut s = spec("https://127.0.0.1/");
+        s.transport.cert = Some("c.pem".into());
+        assert!(err(s).contains("--cert and --key go together"));
+        let mut s = spec("https://127.0.0.1/");
+        s.transport.cacert = Some("/no/such/ca.pem".into());
+        assert!(err(s).contains("cannot read --cacert /no/such/ca.pem"));
+        let mut s = spec("http://localhost/");
+        s.transport.unix_socket = Some("/tmp/x.sock".into());
+        s.source_addrs = vec!["127.0.0.2".parse().unwrap()];
+        assert!(err(s).contains("--source-addrs does not apply to --unix-socket"));
+    }
+
+    #[test]
+    fn connect_to_changes_the_address_but_not_the_host_header() {
+        let mut s = spec("http://backend.invalid:8080/x");
+        s.transport.connect_to =
+            vec![ConnectTo::parse("backend.invalid:8080:127.0.0.1:9000").unwrap()];
+        let plan = Plan::resolve(&s).unwrap();
+        assert_eq!(plan.target.addr, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(plan.target.authority, "backend.invalid:8080");
+        assert_eq!(plan.connect_to, vec!["backend.invalid:8080:127.0.0.1:9000"]);
+    }
+
+    #[test]
     fn defaults_are_ten_seconds_and_threads_capped_by_connections() {
         let p = Plan::resolve(&LoadSpec {
             connections: 1,

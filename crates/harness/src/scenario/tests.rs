@@ -409,3 +409,19 @@ fn readiness_waits_thirty_seconds_by_default() {
     assert_eq!(s.targets[0].ready.timeout, Duration::from_secs(30));
     assert_eq!(ReadySpec::default().timeout, Duration::from_secs(30));
 }
+
+#[test]
+fn a_loads_tls_options_are_read_with_cacert_relative_to_the_file() {
+    let s = parse(MINI).unwrap();
+    let default = crate::scenario::LoadTls {
+        insecure: false,
+        cacert: None,
+        resume: true,
+    };
+    assert_eq!(s.loads[0].tls, default);
+    let text = format!("{MINI}insecure = true\ncacert = \"certs/ca.pem\"\ntls_resume = false\n");
+    let s = parse(&text).unwrap();
+    let tls = &s.loads[0].tls;
+    assert!(tls.insecure && !tls.resume);
+    assert_eq!(tls.cacert.as_deref(), Some(Path::new("bench/certs/ca.pem")));
+}

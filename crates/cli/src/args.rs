@@ -434,8 +434,9 @@ pub(crate) struct RequestArgs {
 /// How connections reach the target (docs/transport.md).
 #[derive(Debug, Args)]
 pub(crate) struct TransportArgs {
-    /// https:// only: do NOT verify the server's certificate (every report says so).
-    #[arg(short = 'k', long)]
+    /// https:// only: do NOT verify the server's certificate (every report says so). No `-k`:
+    /// ab's `-k` means keep-alive.
+    #[arg(long)]
     pub insecure: bool,
     /// https:// only: trust the CA certificates in this PEM file instead of the system's.
     #[arg(long, value_name = "FILE")]

@@ -70,7 +70,17 @@ fn insecure_is_said_in_the_text_markdown_and_html_reports() {
     let url = format!("https://{}/", server.local_addr());
     for format in ["text", "md", "html"] {
         let out = bin()
-            .args(["run", &url, "-n", "20", "-c", "1", "-k", "-o", format])
+            .args([
+                "run",
+                &url,
+                "-n",
+                "20",
+                "-c",
+                "1",
+                "--insecure",
+                "-o",
+                format,
+            ])
             .output()
             .unwrap();
         let (stdout, stderr) = text(&out);

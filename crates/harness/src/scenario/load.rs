@@ -292,6 +292,14 @@ fn open_files_limit() -> u64 {
     rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(u64::MAX, |(_, hard)| hard)
 }
 
+/// A path in a scenario file is relative to the file's folder.
+fn relative_to(file: &Path, path: std::path::PathBuf) -> std::path::PathBuf {
+    match file.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,13 +361,5 @@ mod tests {
         assert_eq!(check_levels(&open_2000, 2, 4000), Ok(()));
         let e = check_levels(&open(Some(2000)), 1, 2000).unwrap_err();
         assert!(e.problem.starts_with("2000 connections need 2064"), "{e:?}");
-    }
-}
-
-/// A path in a scenario file is relative to the file's folder.
-fn relative_to(file: &Path, path: std::path::PathBuf) -> std::path::PathBuf {
-    match file.parent() {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path,
     }
 }

@@ -298,7 +298,18 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["run", "not a url"], "invalid URL"),
         (vec!["run", "ftp://127.0.0.1/"], "unknown scheme"),
-        (vec!["run", "https://127.0.0.1/"], "not supported yet"),
+        (
+            vec!["run", "http://127.0.0.1/", "--cacert", "ca.pem"],
+            "https:// URLs only",
+        ),
+        (
+            vec!["run", "https://127.0.0.1/", "--cacert", "/nonexistent/ca.pem"],
+            "cannot read --cacert",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--connect-to", "a:1:b"],
+            "HOST1:PORT1:HOST2:PORT2",
+        ),
         (
             vec!["run", "http://no-such-host.invalid/"],
             "cannot resolve host",

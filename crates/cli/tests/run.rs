@@ -303,7 +303,12 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
             "https:// URLs only",
         ),
         (
-            vec!["run", "https://127.0.0.1/", "--cacert", "/nonexistent/ca.pem"],
+            vec![
+                "run",
+                "https://127.0.0.1/",
+                "--cacert",
+                "/nonexistent/ca.pem",
+            ],
             "cannot read --cacert",
         ),
         (

@@ -350,3 +350,21 @@ fn tls_sessions_resume_by_default_and_not_with_no_tls_resume() {
     assert_eq!(nginx.logged_requests(), 200);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The open model opens its TLS connections on demand, each through the handshake phase; with
+/// a new connection per request every request pays one, and the backend counts them all.
+#[test]
+fn https_in_the_open_model_without_keepalive_hands_every_request_its_own_handshake() {
+    let dir = tempdir("tls-open");
+    let (server, cert) = tls_backend(&dir);
+    let r = Run::new(&format!("https://{}/", server.local_addr()))
+        .args(["--rate", "400", "-n", "200", "--no-keepalive"])
+        .args(["--cacert", &cert.display().to_string()])
+        .ok();
+    assert_eq!(r.stats.requests, 200);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(server.stats().route("/"), 200, "/stats agrees");
+    assert_eq!(r.stats.connections_opened, 200);
+    assert_handshakes_counted(&r);
+    let _ = std::fs::remove_dir_all(&dir);
+}

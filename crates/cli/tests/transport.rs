@@ -83,3 +83,27 @@ fn connect_to_keeps_the_urls_host_as_the_tls_server_name() {
     assert_eq!(r.config.tls.as_ref().unwrap().server_name, "localhost");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A certificate that does not name the URL's host is refused before the load, in one line.
+#[test]
+fn a_certificate_for_another_name_is_refused_by_the_preflight() {
+    let dir = tempdir("tls-wrong-name");
+    let server = Server::start(ServerConfig {
+        tls: Some(TlsIdentity::self_signed().unwrap()),
+        ..ServerConfig::ephemeral()
+    })
+    .unwrap();
+    let cert = dir.join("cert.pem");
+    std::fs::write(&cert, server.tls_cert_pem().unwrap()).unwrap();
+    let to = format!("::127.0.0.1:{}", server.local_addr().port());
+    let ran = Run::new("https://api.example.com/")
+        .args(["-n", "5", "-c", "1", "--connect-to", &to])
+        .args(["--cacert", &cert.display().to_string()])
+        .json();
+    let (_, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("does not name this host"), "{stderr}");
+    assert_eq!(server.stats().route("/"), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -126,7 +126,8 @@ fn handshake_refusal(name: &ServerName<'_>, addr: SocketAddr, e: &io::Error) -> 
     let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
     match tls {
         Some(rustls::Error::InvalidCertificate(why)) => format!(
-            "the TLS certificate of {name} ({addr}) is not trusted ({why:?}): pass --cacert FILE with the CA that signed it, or --insecure to skip verification"
+            "the TLS certificate of {name} ({addr}) is not trusted ({}): pass --cacert FILE with the CA that signed it, or --insecure to skip verification",
+            certificate_problem(why)
         ),
         Some(other) => format!(
             "the TLS handshake with {name} ({addr}) failed ({other}): check that the server speaks TLS here, and --cert/--key if it asks for a client certificate"
@@ -134,6 +135,20 @@ fn handshake_refusal(name: &ServerName<'_>, addr: SocketAddr, e: &io::Error) -> 
         None => format!(
             "the TLS handshake with {name} ({addr}) failed ({e}): check that the target speaks TLS on this port (or use http://)"
         ),
+    }
+}
+
+/// Why a certificate was refused, in a few words (rustls' own names for the rare cases).
+fn certificate_problem(e: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match e {
+        C::UnknownIssuer => "UnknownIssuer: self-signed, or signed by a CA not trusted here".into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "NotValidForName: it does not name this host".into()
+        }
+        C::Expired | C::ExpiredContext { .. } => "Expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "NotValidYet".into(),
+        other => format!("{other:?}"),
     }
 }
 

@@ -371,3 +371,24 @@ fn https_in_the_open_model_without_keepalive_hands_every_request_its_own_handsha
     assert_handshakes_counted(&r);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bodies far larger than the worker's 64 KiB read buffer, plain and chunked, read whole over
+/// TLS (records decrypted until the socket would block), every response complete.
+#[test]
+fn large_and_chunked_bodies_arrive_whole_over_tls() {
+    let dir = tempdir("tls-bodies");
+    let (server, cert) = tls_backend(&dir);
+    let cacert = cert.display().to_string();
+    for (path, route, body) in [
+        ("/bytes/1MiB", "/bytes", 1 << 20),
+        ("/chunked/300KiB", "/chunked", 300 << 10),
+    ] {
+        let r = Run::new(&format!("https://{}{path}", server.local_addr()))
+            .args(["-n", "20", "-c", "2", "--cacert", &cacert])
+            .ok();
+        assert_eq!(r.stats.status.0.get(&200), Some(&20), "{path}");
+        assert_eq!(r.stats.body.total, 20 * body, "{path}: {:?}", r.stats.body);
+        assert_eq!(server.stats().route(route), 20, "{path}: /stats agrees");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -392,3 +392,32 @@ fn large_and_chunked_bodies_arrive_whole_over_tls() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A find-max search over TLS with `--insecure` says so in its text report too.
+#[test]
+fn find_max_with_insecure_says_so() {
+    let dir = tempdir("tls-find-max");
+    let (server, _) = tls_backend(&dir);
+    let out = bin()
+        .args(["find-max", &format!("https://{}/", server.local_addr())])
+        .args(["--insecure", "--slo", "p99<500ms", "--start-rate", "20"])
+        .args([
+            "--max-rate",
+            "40",
+            "--step-duration",
+            "500ms",
+            "--max-steps",
+            "2",
+        ])
+        .args(["--quiet", "-o", "text"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("certificate NOT verified (--insecure)"),
+        "{stdout}"
+    );
+    assert!(server.stats().route("/") > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -90,3 +90,15 @@ impl crate::RunConfig {
         self.tls.as_ref().is_some_and(|t| t.insecure)
     }
 }
+
+impl crate::FindMaxResult {
+    /// The transport line of the search's runs (they share one configuration), for its reports.
+    pub fn transport_note(&self) -> Option<String> {
+        self.steps.first()?.run.config.transport_note()
+    }
+
+    /// `--insecure` was on for the search's runs.
+    pub fn insecure(&self) -> bool {
+        self.steps.first().is_some_and(|s| s.run.config.insecure())
+    }
+}

@@ -348,6 +348,14 @@ pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     if r.interrupted {
         out += "> **Interrupted:** the finished steps are kept.\n\n";
     }
+    if let Some(note) = r.transport_note() {
+        let lead = if r.insecure() {
+            "> **Warning:** "
+        } else {
+            "> "
+        };
+        out += &format!("{lead}{}.\n\n", escape_text(&note));
+    }
     let text = crate::find_max_text(r);
     let conclusion = text.lines().last().unwrap_or_default();
     out += &format!("**{}**\n\n", escape_text(conclusion));

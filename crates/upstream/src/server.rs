@@ -439,6 +439,7 @@ async fn unix_accept_loop(
 /// `listening on http://ADDR` to stderr once the signal handlers are in place.
 pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
     use tokio::signal::unix::{signal, SignalKind};
+    let unix = cfg.unix.clone();
     let server = Server::start(cfg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -453,6 +454,9 @@ pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
             "http"
         };
         eprintln!("listening on {scheme}://{}", server.local_addr());
+        if let Some(path) = &unix {
+            eprintln!("listening on unix:{}", path.display());
+        }
         tokio::select! {
             _ = term.recv() => {}
             _ = interrupt.recv() => {}

@@ -107,6 +107,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
                 method: l.request.method.clone(),
                 path: l.request.path.clone(),
                 keepalive: l.keepalive,
+                insecure: l.tls.insecure,
             }
         })
         .collect()

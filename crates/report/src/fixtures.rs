@@ -345,6 +345,7 @@ fn bench_load() -> BenchLoad {
         method: "GET".into(),
         path: "/plaintext".into(),
         keepalive: true,
+        insecure: false,
     }
 }
 

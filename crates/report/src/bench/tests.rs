@@ -278,3 +278,16 @@ fn the_load_heading_says_when_keep_alive_is_off() {
         );
     }
 }
+
+#[test]
+fn an_insecure_load_says_so_in_every_bench_report() {
+    let mut r = fixture();
+    r.loads[0].insecure = true;
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render_bench(format, &r);
+        assert!(
+            out.contains("TLS certificate NOT verified (insecure = true)"),
+            "{format:?}"
+        );
+    }
+}

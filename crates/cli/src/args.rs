@@ -189,6 +189,22 @@ pub(crate) struct ServeArgs {
     /// thread-per-connection server); the others wait unserved in the accept queue.
     #[arg(long)]
     pub max_served_conns: Option<usize>,
+    /// Serve HTTPS: with a self-signed certificate for localhost, 127.0.0.1 and ::1 made at
+    /// start, or the one given with --tls-cert/--tls-key.
+    #[arg(long)]
+    pub tls: bool,
+    /// With --tls: the certificate chain to serve (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// With --tls: the private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+    /// With --tls: write the served certificate (PEM) here, for a client's --cacert.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub tls_cert_out: Option<PathBuf>,
+    /// Also listen on this Unix socket (plain HTTP; a stale socket file is replaced).
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -422,6 +438,38 @@ pub(crate) struct RequestArgs {
     /// multiplies the ephemeral ports (no addr_not_available with --no-keepalive at high rates).
     #[arg(long, value_parser = values::source_addrs)]
     pub source_addrs: Option<SourceAddrs>,
+    /// TLS, Unix socket and --connect-to.
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+/// How connections reach the target (docs/transport.md).
+#[derive(Debug, Args)]
+pub(crate) struct TransportArgs {
+    /// https:// only: do NOT verify the server's certificate (every report says so). No `-k`:
+    /// ab's `-k` means keep-alive.
+    #[arg(long)]
+    pub insecure: bool,
+    /// https:// only: trust the CA certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https:// only: client certificate (PEM, chain allowed) for mutual TLS; needs --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// https:// only: the private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// https:// only: no TLS session resumption (every new connection makes a full handshake).
+    #[arg(long)]
+    pub no_tls_resume: bool,
+    /// Connect to this Unix socket instead of the URL's host; the http:// URL still gives
+    /// the Host header and the path (curl's convention).
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+    /// HOST1:PORT1:HOST2:PORT2: connect to HOST2:PORT2 where the URL says HOST1:PORT1; Host
+    /// and SNI stay the URL's (curl's convention; repeatable, first match wins).
+    #[arg(long = "connect-to", value_name = "HOST1:PORT1:HOST2:PORT2", value_parser = values::connect_to)]
+    pub connect_to: Vec<loadbench_plan::ConnectTo>,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use anyhow::Result;
 use loadbench_model::RunResult;
 use loadbench_plan::{
     closed_stop, open_load, Body, EndpointSpec, Load, LoadSpec, OpenFlags, RequestSpec,
+    TransportSpec,
 };
 use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::RunError;
@@ -134,6 +135,7 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
         source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
+        transport: transport_spec(&r.transport),
         ..LoadSpec::closed(&url, 50, std::time::Duration::from_secs(10))
     })
 }
@@ -168,6 +170,19 @@ fn mix(
         out.extend(lines);
     }
     Ok(out)
+}
+
+/// The TLS, Unix socket and --connect-to flags.
+fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
+    TransportSpec {
+        insecure: t.insecure,
+        cacert: t.cacert.clone(),
+        cert: t.cert.clone(),
+        key: t.key.clone(),
+        tls_resume: !t.no_tls_resume,
+        unix_socket: t.unix_socket.clone(),
+        connect_to: t.connect_to.clone(),
+    }
 }
 
 /// `run`'s flags as one typed load; contradictory flags are the user's mistake.

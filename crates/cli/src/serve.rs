@@ -4,7 +4,8 @@ use crate::args::ServeArgs;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_upstream::{
-    parse_delay, parse_hiccup, parse_size, run_until_signal, ServerConfig, UpstreamError,
+    parse_delay, parse_hiccup, parse_size, run_until_signal, ServerConfig, TlsIdentity,
+    UpstreamError,
 };
 use std::process::ExitCode;
 
@@ -47,8 +48,31 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
             .map_err(user)?,
         keep_abandoned: a.keep_abandoned,
         max_served_conns: a.max_served_conns,
+        tls: tls_identity(&a).map_err(user)?,
+        unix: a.unix.clone(),
         ..ServerConfig::default()
     };
     run_until_signal(cfg).map_err(failure)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--tls`: the given certificate or a new self-signed one, written to `--tls-cert-out`
+/// before the server listens.
+fn tls_identity(a: &ServeArgs) -> Result<Option<TlsIdentity>, UpstreamError> {
+    if !a.tls {
+        return Ok(None);
+    }
+    let id = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => TlsIdentity::from_files(cert, key)?,
+        _ => TlsIdentity::self_signed()?,
+    };
+    if let Some(out) = &a.tls_cert_out {
+        std::fs::write(out, &id.cert_pem).map_err(|e| {
+            UpstreamError::Tls(format!(
+                "cannot write --tls-cert-out {}: {e}",
+                out.display()
+            ))
+        })?;
+    }
+    Ok(Some(id))
 }

@@ -98,3 +98,8 @@ pub(crate) fn source_addrs(text: &str) -> Result<SourceAddrs, String> {
 pub(crate) fn shard(text: &str) -> Result<loadbench_plan::Shard, String> {
     text.parse().map_err(|e| format!("--shard {e}"))
 }
+
+/// `--connect-to HOST1:PORT1:HOST2:PORT2`.
+pub(crate) fn connect_to(text: &str) -> Result<loadbench_plan::ConnectTo, String> {
+    loadbench_plan::ConnectTo::parse(text)
+}

@@ -298,7 +298,6 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["run", "not a url"], "invalid URL"),
         (vec!["run", "ftp://127.0.0.1/"], "unknown scheme"),
-        (vec!["run", "https://127.0.0.1/"], "not supported yet"),
         (
             vec!["run", "http://no-such-host.invalid/"],
             "cannot resolve host",
@@ -339,6 +338,36 @@ fn bad_input_gives_one_clear_line_and_exit_code_2() {
         ),
         (vec!["run", "http://127.0.0.1/", "-c", "many"], "-c"),
     ];
+    assert_one_line_refusals(cases);
+}
+
+/// TLS and transport flag mistakes: the same one line and exit code 2.
+#[test]
+fn transport_flag_mistakes_give_one_clear_line_and_exit_code_2() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "http://127.0.0.1/", "--cacert", "ca.pem"],
+            "https:// URLs only",
+        ),
+        (
+            vec![
+                "run",
+                "https://127.0.0.1/",
+                "--cacert",
+                "/nonexistent/ca.pem",
+            ],
+            "cannot read --cacert",
+        ),
+        (
+            vec!["run", "http://127.0.0.1/", "--connect-to", "a:1:b"],
+            "HOST1:PORT1:HOST2:PORT2",
+        ),
+    ];
+    assert_one_line_refusals(cases);
+}
+
+/// Each case exits 2 with one line on stderr holding its needle, and no panic.
+fn assert_one_line_refusals(cases: Vec<(Vec<&str>, &str)>) {
     for (args, needle) in cases {
         let out = bin().args(&args).output().unwrap();
         let (_, stderr) = text(&out);

@@ -31,4 +31,6 @@ mod save;
 mod serve;
 mod starved;
 mod stdout;
+mod tls;
+mod transport;
 mod why;

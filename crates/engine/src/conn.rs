@@ -23,6 +23,8 @@ pub enum Phase {
     Idle,
     /// A request is claimed and the TCP connection is being established.
     Connecting,
+    /// TLS only: the TCP connection is up, the TLS handshake is under way.
+    Handshaking,
     /// The request is partly written; waiting for the socket to take the rest.
     Writing,
     /// The request is written; reading the response.
@@ -129,7 +131,7 @@ impl Conn {
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
         let source = ctx.sources.take();
-        match Stream::connect(ctx.addr, source) {
+        match Stream::open(ctx.dest, source, ctx.tls.as_ref()) {
             Ok(mut s) => match s.register(
                 &ctx.registry,
                 self.token,
@@ -165,6 +167,7 @@ impl Conn {
     pub fn on_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
         match self.phase {
             Phase::Connecting => self.on_connect_ready(ctx),
+            Phase::Handshaking => self.drive_handshake(ctx),
             Phase::Writing => self.write_rest(ctx, Instant::now()),
             Phase::Reading => self.on_readable(ctx, read_closed),
             Phase::Idle => self.on_idle_event(ctx, read_closed),
@@ -193,9 +196,36 @@ impl Conn {
                     ctx.recorder
                         .connected(connect_took(self.since, ctx.polled_at, now));
                 }
+                if ctx.tls.is_some() {
+                    self.since = now;
+                    self.phase = Phase::Handshaking;
+                    return self.drive_handshake(ctx);
+                }
                 self.send(ctx, now);
             }
             Err(e) => self.fail(ctx, connect_error_kind(&e), now),
+        }
+    }
+
+    /// TLS: takes the handshake as far as the socket allows; once done, records its time
+    /// (from the TCP connect's end) and whether it resumed a session, then sends. A failure is
+    /// the `tls_handshake` error class (the request was never written).
+    #[cold]
+    fn drive_handshake(&mut self, ctx: &mut Ctx) {
+        let Some(tls) = self.stream.as_mut().and_then(Stream::tls_mut) else {
+            return;
+        };
+        match tls.handshake() {
+            Ok(false) => {}
+            Ok(true) => {
+                let now = Instant::now();
+                if self.measured && ctx.recorder.measuring(self.since) {
+                    let took = now.saturating_duration_since(self.since);
+                    ctx.recorder.handshake(took, tls.resumed());
+                }
+                self.send(ctx, now);
+            }
+            Err(_) => self.fail(ctx, ErrorKind::TlsHandshake, Instant::now()),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod mix;
 pub mod pacer;
 pub mod pulse;
 pub mod recorder;
+pub mod tls;
 pub mod transport;
 pub mod worker;
 
@@ -25,6 +26,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+use tls::TlsClient;
 use worker::{Worker, WorkerConfig};
 
 /// Why a run could not start. Failures *during* a run are counted, never returned here.
@@ -49,6 +51,13 @@ pub enum EngineError {
         /// Why it cannot be used.
         why: String,
     },
+    /// Preflight: nothing accepts connections on the `--unix-socket` path.
+    #[error("cannot connect to the Unix socket {0} ({1}): start the target or fix --unix-socket")]
+    UnixSocket(String, std::io::Error),
+    /// The TLS setup is unusable (a bad PEM file or server name), or the preflight handshake
+    /// failed (an untrusted certificate names `--cacert` and `--insecure`): one line.
+    #[error("{0}")]
+    Tls(String),
     /// The open-file limit is too low for the connections and could not be raised.
     #[error("{}", fd_limit_message(*connections, *needed, *soft, *hard))]
     FdLimit {
@@ -140,6 +149,8 @@ pub struct Outcome {
 pub struct Engine {
     plan: Plan,
     live: Arc<Live>,
+    /// `https://`: the TLS client built from the plan, or why it could not be.
+    tls: Option<Result<TlsClient, String>>,
 }
 
 impl Engine {
@@ -152,7 +163,8 @@ impl Engine {
     pub fn with_stop(plan: Plan, stop: Arc<AtomicBool>) -> Self {
         let workers = (0..plan.threads).map(|_| LiveCounters::default()).collect();
         let live = Arc::new(Live { workers, stop });
-        Engine { plan, live }
+        let tls = plan.tls.as_ref().map(TlsClient::new);
+        Engine { plan, live, tls }
     }
 
     /// Progress counters and the stop switch, for the caller's other threads.
@@ -165,13 +177,33 @@ impl Engine {
     /// connection from the first source address, as the load's first connection will be made.
     pub fn preflight(&self) -> Result<(), EngineError> {
         raise_fd_limit(u64::from(self.plan.connections))?;
+        let tls = self.tls_client()?;
+        if let Some(path) = &self.plan.unix_socket {
+            return std::os::unix::net::UnixStream::connect(path)
+                .map(drop)
+                .map_err(|e| EngineError::UnixSocket(path.display().to_string(), e));
+        }
         let addr = self.plan.target.addr;
         let sources = &self.plan.source_addrs;
         check_sources(sources, addr)?;
         let first = sources.first().copied();
-        match transport::probe(addr, first, self.plan.connect_timeout) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(preflight_error(addr, e)),
+        if let Err(e) = transport::probe(addr, first, self.plan.connect_timeout) {
+            return Err(preflight_error(addr, e));
+        }
+        match tls {
+            Some(t) => t
+                .probe(addr, self.plan.connect_timeout)
+                .map_err(EngineError::Tls),
+            None => Ok(()),
+        }
+    }
+
+    /// The run's TLS client (`None` for plain HTTP), or why it could not be built.
+    fn tls_client(&self) -> Result<Option<&TlsClient>, EngineError> {
+        match &self.tls {
+            None => Ok(None),
+            Some(Ok(t)) => Ok(Some(t)),
+            Some(Err(e)) => Err(EngineError::Tls(e.clone())),
         }
     }
 
@@ -189,7 +221,8 @@ impl Engine {
             Load::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
             Load::Closed => None,
         };
-        let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)));
+        let tls = self.tls_client()?;
+        let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
         let stop: &AtomicBool = &self.live.stop;
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
@@ -223,6 +256,7 @@ impl Engine {
         t0: Instant,
         deadline: Option<Instant>,
         paced: Option<(&'a Schedule, Instant)>,
+        tls: Option<&'a TlsClient>,
     ) -> Vec<WorkerConfig<'a>> {
         let plan = &self.plan;
         let threads = plan.threads.max(1) as usize;
@@ -253,6 +287,8 @@ impl Engine {
             .enumerate()
             .map(|(i, (c, budget))| WorkerConfig {
                 addr: plan.target.addr,
+                unix: plan.unix_socket.as_deref(),
+                tls,
                 source_addrs: &plan.source_addrs,
                 first_source: i,
                 request: &plan.request.bytes,

@@ -5,7 +5,7 @@
 use loadbench_model::{
     BodySizes, EndpointStats, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency,
     PerConnection, ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series, SeriesPoint,
-    Stats, StatusCounts,
+    Stats, StatusCounts, TlsStats,
 };
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,8 @@ pub struct Recorder {
     service: Histo,
     send_lag: Histo,
     connect: Histo,
+    /// `https://`: TLS handshakes, after the connect (allocated only for TLS runs).
+    tls: Option<Box<TlsStats>>,
     first_byte: Histo,
     /// hey's split of each completed request: write, wait, read.
     write: Histo,
@@ -109,6 +111,7 @@ impl Recorder {
             service: Histo::new(),
             send_lag: Histo::new(),
             connect: Histo::new(),
+            tls: None,
             first_byte: Histo::new(),
             write: Histo::new(),
             wait: Histo::new(),
@@ -302,6 +305,19 @@ impl Recorder {
         self.connections_opened += 1;
     }
 
+    /// A measured connection finished its TLS handshake, `took` after its TCP connect;
+    /// `resumed`: it resumed an earlier session.
+    #[cold]
+    pub fn handshake(&mut self, took: Duration, resumed: bool) {
+        let tls = self.tls.get_or_insert_with(Box::default);
+        tls.handshake.hist.record_ns(Self::nanos(took));
+        if resumed {
+            tls.resumed += 1;
+        } else {
+            tls.full += 1;
+        }
+    }
+
     /// A measured request that produced no complete response.
     #[inline]
     pub fn error(&mut self, now: Instant, kind: ErrorKind, bytes_read: u64) {
@@ -462,6 +478,7 @@ impl Recorder {
             },
             latency: Latency { hist: self.latency },
             connect: Latency { hist: self.connect },
+            tls: self.tls.map(|t| *t).unwrap_or_default(),
             first_byte: Latency {
                 hist: self.first_byte,
             },

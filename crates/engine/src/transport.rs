@@ -1,7 +1,9 @@
-//! The byte stream under HTTP/1.1. Plain TCP today; TLS slots in as another variant of
-//! [`Stream`] without touching the connection state machine.
+//! The byte stream under HTTP/1.1: plain TCP, TLS over TCP, or a Unix socket, as variants of
+//! one [`Stream`], so the connection state machine reads and writes them alike (TLS adds only
+//! a handshake phase after the connect).
 
-use mio::net::TcpStream;
+use crate::tls::{TlsClient, TlsStream};
+use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, Read, Write};
@@ -12,20 +14,64 @@ use std::time::Duration;
 pub enum Stream {
     /// Plain TCP (non-blocking, `TCP_NODELAY`).
     Tcp(TcpStream),
+    /// TLS over TCP (boxed: the session is large, and plain TCP must not pay for it).
+    Tls(Box<TlsStream>),
+    /// A Unix stream socket (`--unix-socket`).
+    Unix(UnixStream),
+}
+
+/// Where a worker's connections go.
+#[derive(Debug, Clone, Copy)]
+pub enum Dest<'a> {
+    /// A TCP address, from `source` when given.
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(&'a std::path::Path),
 }
 
 impl Stream {
     /// Starts a non-blocking connect, from `source` (port 0: any free one) when given;
     /// completion is signalled by writability.
     pub fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<Stream> {
-        let s = match source {
-            None => TcpStream::connect(addr)?,
-            Some(ip) => connect_from(addr, ip)?,
-        };
-        s.set_nodelay(true)?;
-        Ok(Stream::Tcp(s))
+        Ok(Stream::Tcp(tcp_connect(addr, source)?))
     }
 
+    /// Starts a non-blocking connect to `dest`; over TCP with `tls`, the stream is a TLS
+    /// client whose handshake starts once the connect is done.
+    pub fn open(
+        dest: Dest<'_>,
+        source: Option<IpAddr>,
+        tls: Option<&TlsClient>,
+    ) -> io::Result<Stream> {
+        match (dest, tls) {
+            (Dest::Unix(path), _) => Ok(Stream::Unix(UnixStream::connect(path)?)),
+            (Dest::Tcp(addr), None) => Stream::connect(addr, source),
+            (Dest::Tcp(addr), Some(t)) => {
+                Ok(Stream::Tls(Box::new(t.wrap(tcp_connect(addr, source)?)?)))
+            }
+        }
+    }
+
+    /// The TLS session, when this stream has one (its handshake follows the connect).
+    pub fn tls_mut(&mut self) -> Option<&mut TlsStream> {
+        match self {
+            Stream::Tls(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// A non-blocking TCP connect with `TCP_NODELAY`, from `source` when given.
+fn tcp_connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
+    let s = match source {
+        None => TcpStream::connect(addr)?,
+        Some(ip) => connect_from(addr, ip)?,
+    };
+    s.set_nodelay(true)?;
+    Ok(s)
+}
+
+impl Stream {
     /// Registers the stream in a worker's poll under `token`.
     pub fn register(
         &mut self,
@@ -35,24 +81,40 @@ impl Stream {
     ) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => registry.register(s, token, interest),
+            Stream::Tls(t) => registry.register(t.socket_mut(), token, interest),
+            Stream::Unix(s) => registry.register(s, token, interest),
         }
     }
 
     /// `Ok(true)` once connected, `Ok(false)` while still connecting, `Err` if the connect failed.
     pub fn connect_status(&self) -> io::Result<bool> {
         match self {
-            Stream::Tcp(s) => {
+            Stream::Tcp(s) => tcp_status(s),
+            Stream::Tls(t) => tcp_status(t.socket()),
+            Stream::Unix(s) => {
                 if let Some(e) = s.take_error()? {
                     return Err(e);
                 }
-                match s.peer_addr() {
-                    Ok(_) => Ok(true),
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                    Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
-                    Err(e) => Err(e),
-                }
+                peer_status(s.peer_addr().map(drop))
             }
         }
+    }
+}
+
+fn tcp_status(s: &TcpStream) -> io::Result<bool> {
+    if let Some(e) = s.take_error()? {
+        return Err(e);
+    }
+    peer_status(s.peer_addr().map(drop))
+}
+
+/// A socket with a peer is connected; "not connected" or "in progress" means still connecting.
+fn peer_status(peer: io::Result<()>) -> io::Result<bool> {
+    match peer {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -115,6 +177,8 @@ impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+            Stream::Unix(s) => s.read(buf),
         }
     }
 }
@@ -124,6 +188,8 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+            Stream::Unix(s) => s.write(buf),
         }
     }
 

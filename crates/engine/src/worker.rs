@@ -6,7 +6,8 @@ use crate::conn::{Conn, Phase};
 use crate::mix::Mix;
 use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
-use crate::transport::Sources;
+use crate::tls::TlsClient;
+use crate::transport::{Dest, Sources};
 use crate::{LiveCounters, Pulse, WorkerLimits};
 use loadbench_model::{ErrorKind, GeneratorTime, Stats};
 use mio::{Events, Poll, Registry, Token};
@@ -23,8 +24,10 @@ const READ_BUF: usize = 64 * 1024;
 pub struct Ctx<'a> {
     /// The worker's poll registry, where connections register their sockets.
     pub registry: Registry,
-    /// The target's socket address.
-    pub addr: SocketAddr,
+    /// Where connections go: the target's socket address, or a Unix socket.
+    pub dest: Dest<'a>,
+    /// `https://`: this worker's TLS client (its own session cache).
+    pub tls: Option<TlsClient>,
     /// Where new connections bind before connecting (`--source-addrs`).
     pub sources: Sources<'a>,
     /// The rendered request, written as is by every connection.
@@ -136,6 +139,10 @@ impl<'a> Ctx<'a> {
 pub struct WorkerConfig<'a> {
     /// The target's socket address.
     pub addr: SocketAddr,
+    /// `--unix-socket`: connect here instead of `addr`.
+    pub unix: Option<&'a std::path::Path>,
+    /// `https://`: the run's TLS client (each worker takes a copy with its own sessions).
+    pub tls: Option<&'a TlsClient>,
     /// Source addresses for new connections, round-robin from index `first_source`.
     pub source_addrs: &'a [IpAddr],
     /// This worker's first source address (its index: workers start apart).
@@ -224,7 +231,8 @@ impl<'a> Worker<'a> {
         let now = Instant::now();
         let ctx = Ctx {
             registry: poll.registry().try_clone()?,
-            addr: cfg.addr,
+            dest: cfg.unix.map_or(Dest::Tcp(cfg.addr), Dest::Unix),
+            tls: cfg.tls.map(TlsClient::for_worker),
             sources: Sources::new(cfg.source_addrs, cfg.first_source),
             request: cfg.request,
             head: cfg.head,
@@ -429,6 +437,7 @@ impl<'a> Worker<'a> {
             let age = now.saturating_duration_since(c.since);
             let kind = match c.phase {
                 Phase::Connecting if age > self.limits.connect_timeout => ErrorKind::ConnectTimeout,
+                Phase::Handshaking if age > self.limits.connect_timeout => ErrorKind::TlsHandshake,
                 Phase::Writing | Phase::Reading if age > self.limits.timeout => {
                     ErrorKind::ReadTimeout
                 }

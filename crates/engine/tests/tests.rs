@@ -9,3 +9,4 @@ mod pulse;
 mod raw;
 mod reasons;
 mod source_addrs;
+mod tls_errors;

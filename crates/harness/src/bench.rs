@@ -110,6 +110,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
                 method: l.request.method.clone(),
                 path: l.request.path.clone(),
                 keepalive: l.keepalive,
+                insecure: l.tls.insecure,
             }
         })
         .collect()
@@ -300,6 +301,9 @@ impl Matrix<'_> {
         spec.warmup = load.warmup;
         spec.keepalive = load.keepalive;
         spec.source_addrs = load.source_addrs.clone();
+        spec.transport.insecure = load.tls.insecure;
+        spec.transport.cacert = load.tls.cacert.clone();
+        spec.transport.tls_resume = load.tls.resume;
         spec.request = Self::request_spec(req);
         spec.mix = load
             .requests

@@ -176,6 +176,10 @@ pub struct BenchLoad {
     /// request, like `ab` without `-k`. Results written before this field existed used keep-alive.
     #[serde(default = "keep_alive")]
     pub keepalive: bool,
+    /// `insecure = true`: the `https://` targets' certificates were NOT verified (every bench
+    /// report says so). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 fn keep_alive() -> bool {

@@ -30,11 +30,14 @@ pub enum ErrorKind {
     /// ports are used up, mostly by connections in TIME_WAIT. Against a loopback target,
     /// `--source-addrs` spreads connections over more local addresses (more ports).
     AddrNotAvailable,
+    /// The TLS handshake failed (certificate refused, alert, protocol error, or the peer
+    /// closed the connection during it): the request was never written.
+    TlsHandshake,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -45,6 +48,7 @@ impl ErrorKind {
         ErrorKind::MalformedResponse,
         ErrorKind::ClosedBeforeResponseComplete,
         ErrorKind::AddrNotAvailable,
+        ErrorKind::TlsHandshake,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -70,6 +74,7 @@ impl ErrorKind {
                  --no-keepalive rate, or for a loopback target spread the connections with \
                  --source-addrs 127.0.0.2-127.0.0.254)"
             }
+            ErrorKind::TlsHandshake => "TLS handshake failed",
         }
     }
 
@@ -82,6 +87,7 @@ impl ErrorKind {
                 | ErrorKind::ConnectTimeout
                 | ErrorKind::ConnectError
                 | ErrorKind::AddrNotAvailable
+                | ErrorKind::TlsHandshake
         )
     }
 }

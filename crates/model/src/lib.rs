@@ -29,6 +29,7 @@ pub mod shard;
 pub mod shortfall;
 pub mod starved;
 pub mod stats;
+pub mod tls;
 pub mod why;
 
 pub use bench::{
@@ -63,4 +64,5 @@ pub use shard::{merge_shards, MergeError, ShardRun, ShardStart};
 pub use shortfall::{Cause, GeneratorTime, Shortfall};
 pub use starved::{PerConnection, Starvation};
 pub use stats::{Spread, Welch};
+pub use tls::{TlsSettings, TlsStats};
 pub use why::{Finding, FindingKind, Why};

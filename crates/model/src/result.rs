@@ -140,6 +140,16 @@ pub struct RunConfig {
     /// (empty) when the OS picked them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_addrs: Vec<String>,
+    /// `https://` runs: SNI name, `--insecure`, `--cacert`, `--cert`, session resumption.
+    /// Absent for plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::TlsSettings>,
+    /// `--unix-socket`: the Unix socket the connections went to instead of `address`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_socket: Option<String>,
+    /// `--connect-to` rules as given (`HOST:PORT:ADDR:PORT`); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connect_to: Vec<String>,
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,
@@ -232,6 +242,10 @@ pub struct Stats {
     pub send_lag: Latency,
     /// TCP connection establishment.
     pub connect: Latency,
+    /// `https://` runs: the TLS handshake after the TCP connect (a phase beside `connect`),
+    /// full and resumed handshakes. Absent for plain HTTP.
+    #[serde(default, skip_serializing_if = "crate::TlsStats::is_empty")]
+    pub tls: crate::TlsStats,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
     /// hey's split of each completed request: request write, response wait, response read.
@@ -280,6 +294,7 @@ impl Stats {
         self.service.merge(&o.service);
         self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
+        self.tls.merge(&o.tls);
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
         crate::merge_endpoints(&mut self.endpoints, &o.endpoints);

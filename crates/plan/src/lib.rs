@@ -18,6 +18,7 @@ mod shard;
 mod slo;
 mod start_at;
 mod target;
+mod transport;
 
 pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
 pub use loadbench_units as units;
@@ -29,7 +30,8 @@ pub use schedule::{Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
 pub use slo::parse_slo;
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
-pub use target::Target;
+pub use target::{Route, Target};
+pub use transport::{ConnectTo, PemFile, TlsPlan, TransportSpec};
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -74,6 +76,8 @@ pub struct LoadSpec {
     /// Local addresses new connections bind to, round-robin (empty: the OS picks). Spreading
     /// them over 127.0.0.0/8 multiplies the ephemeral ports to a loopback target.
     pub source_addrs: Vec<IpAddr>,
+    /// TLS, Unix socket and `--connect-to`: how connections reach the target.
+    pub transport: TransportSpec,
 }
 
 impl LoadSpec {
@@ -94,6 +98,7 @@ impl LoadSpec {
             connect_timeout: Duration::from_secs(5),
             percentiles: default_percentiles(),
             source_addrs: Vec::new(),
+            transport: TransportSpec::default(),
         }
     }
 
@@ -201,6 +206,12 @@ pub struct Plan {
     /// Local addresses new connections bind to, round-robin (empty: the OS picks); all of the
     /// target's family.
     pub source_addrs: Vec<IpAddr>,
+    /// `https://`: the TLS settings, files read; `None` for plain HTTP.
+    pub tls: Option<TlsPlan>,
+    /// `--unix-socket`: connections go to this socket (`target.addr` is then unused).
+    pub unix_socket: Option<PathBuf>,
+    /// `--connect-to` rules as given, for the record (already applied to `target.addr`).
+    pub connect_to: Vec<String>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -225,18 +236,24 @@ impl Plan {
             } => check_open(*max_connections, spec.stop)?,
         };
         let threads = resolve_threads(spec.threads, connections)?;
+        let t = &spec.transport;
+        let route = Route {
+            connect_to: &t.connect_to,
+            unix: t.unix_socket.is_some(),
+        };
         let (url, first) = match spec.mix.first() {
             Some(e) => (&e.url, &e.request),
             None => (&spec.url, &spec.request),
         };
-        let target = Target::parse(url)?;
+        let target = Target::parse_routed(url, route)?;
+        let tls = resolve_tls(spec, &target)?;
         let body = read_body(&first.body)?;
         let request =
             RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
         Ok(Plan {
             load: spec.load.clone(),
             request,
-            mix: mix::resolve_mix(&spec.mix, &target, spec.keepalive)?,
+            mix: mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?,
             connections,
             threads,
             stop: spec.stop,
@@ -247,7 +264,45 @@ impl Plan {
             percentiles: spec.percentiles.clone(),
             source_addrs: check_sources(&spec.source_addrs, &target)?,
             target,
+            tls,
+            unix_socket: t.unix_socket.clone(),
+            connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
         })
+    }
+}
+
+/// The TLS settings of an `https://` target (refusing TLS flags on `http://`, and TLS or
+/// source addresses over a Unix socket).
+fn resolve_tls(spec: &LoadSpec, target: &Target) -> Result<Option<TlsPlan>, PlanError> {
+    let t = &spec.transport;
+    if t.unix_socket.is_some() && !spec.source_addrs.is_empty() {
+        return Err(invalid(
+            "--source-addrs does not apply to --unix-socket: leave one of them out",
+        ));
+    }
+    if !target.tls {
+        transport::check_plain(t)?;
+        return Ok(None);
+    }
+    if t.unix_socket.is_some() {
+        return Err(invalid(
+            "https:// over --unix-socket is not supported: use an http:// URL with --unix-socket",
+        ));
+    }
+    TlsPlan::resolve(t, server_name(&spec.request.headers, target)).map(Some)
+}
+
+/// SNI: the `Host` header's host when the user gave one (a virtual host behind an address),
+/// else the URL's host.
+fn server_name(headers: &[(String, String)], target: &Target) -> String {
+    let given = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v.trim());
+    match given {
+        Some(v) if v.starts_with('[') => v[1..].split(']').next().unwrap_or("").to_string(),
+        Some(v) if !v.is_empty() => v.split(':').next().unwrap_or(v).to_string(),
+        _ => target.host.clone(),
     }
 }
 
@@ -333,6 +388,59 @@ mod tests {
 
     fn err(s: LoadSpec) -> String {
         Plan::resolve(&s).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn tls_server_name_comes_from_the_host_header_else_the_url() {
+        let name = |url: &str, host: Option<&str>| {
+            let mut s = spec(url);
+            if let Some(h) = host {
+                s.request.headers.push(("Host".into(), h.into()));
+            }
+            Plan::resolve(&s).unwrap().tls.unwrap().server_name
+        };
+        assert_eq!(name("https://127.0.0.1:8443/", None), "127.0.0.1");
+        assert_eq!(name("https://[::1]:8443/", None), "::1");
+        assert_eq!(
+            name("https://127.0.0.1/", Some("api.example.com:8443")),
+            "api.example.com"
+        );
+        assert_eq!(name("https://127.0.0.1/", Some("[::1]:9")), "::1");
+        assert!(Plan::resolve(&spec("http://127.0.0.1/"))
+            .unwrap()
+            .tls
+            .is_none());
+    }
+
+    #[test]
+    fn transport_options_that_do_not_combine_name_the_fix() {
+        let mut s = spec("https://127.0.0.1/");
+        s.transport.unix_socket = Some("/tmp/x.sock".into());
+        assert!(err(s).contains("--unix-socket"));
+        let mut s = spec("http://127.0.0.1/");
+        s.transport.cacert = Some("ca.pem".into());
+        assert!(err(s).contains("https:// URLs only"));
+        let mut s = spec("https://127.0.0.1/");
+        s.transport.cert = Some("c.pem".into());
+        assert!(err(s).contains("--cert and --key go together"));
+        let mut s = spec("https://127.0.0.1/");
+        s.transport.cacert = Some("/no/such/ca.pem".into());
+        assert!(err(s).contains("cannot read --cacert /no/such/ca.pem"));
+        let mut s = spec("http://localhost/");
+        s.transport.unix_socket = Some("/tmp/x.sock".into());
+        s.source_addrs = vec!["127.0.0.2".parse().unwrap()];
+        assert!(err(s).contains("--source-addrs does not apply to --unix-socket"));
+    }
+
+    #[test]
+    fn connect_to_changes_the_address_but_not_the_host_header() {
+        let mut s = spec("http://backend.invalid:8080/x");
+        s.transport.connect_to =
+            vec![ConnectTo::parse("backend.invalid:8080:127.0.0.1:9000").unwrap()];
+        let plan = Plan::resolve(&s).unwrap();
+        assert_eq!(plan.target.addr, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(plan.target.authority, "backend.invalid:8080");
+        assert_eq!(plan.connect_to, vec!["backend.invalid:8080:127.0.0.1:9000"]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! the first one's scheme, host and port (one target, one connection pool).
 
 use crate::request::RequestTemplate;
-use crate::target::Target;
+use crate::target::{Route, Target};
 use crate::{invalid, read_body, Body, PlanError, RequestSpec};
 use std::path::{Path, PathBuf};
 
@@ -164,6 +164,7 @@ pub(crate) fn resolve_mix(
     mix: &[EndpointSpec],
     first: &Target,
     keepalive: bool,
+    route: Route<'_>,
 ) -> Result<Vec<Endpoint>, PlanError> {
     if mix.len() < 2 {
         return Ok(Vec::new());
@@ -174,11 +175,20 @@ pub(crate) fn resolve_mix(
             mix.len()
         )));
     }
-    mix.iter().map(|e| endpoint(e, first, keepalive)).collect()
+    mix.iter()
+        .map(|e| endpoint(e, first, keepalive, route))
+        .collect()
 }
 
-fn endpoint(e: &EndpointSpec, first: &Target, keepalive: bool) -> Result<Endpoint, PlanError> {
-    let target = Target::parse(&e.url)?;
+/// One request of the mix, its connections routed like the first's (`--connect-to`, a Unix
+/// socket: its host is then never resolved).
+fn endpoint(
+    e: &EndpointSpec,
+    first: &Target,
+    keepalive: bool,
+    route: Route<'_>,
+) -> Result<Endpoint, PlanError> {
+    let target = Target::parse_routed(&e.url, route)?;
     if origin(&target.url) != origin(&first.url) {
         return Err(invalid(format!(
             "'{}' is not on the first URL's scheme, host and port ('{}'): one load has one target; run other targets as separate loads",
@@ -287,18 +297,24 @@ mod tests {
             spec("http://127.0.0.1:8080/a"),
             spec("http://127.0.0.1:8080/b?x=1"),
         ];
-        let got = resolve_mix(&ok, &first, true).unwrap();
+        let got = resolve_mix(&ok, &first, true, Route::default()).unwrap();
         assert!(got[1].request.bytes.starts_with(b"GET /b?x=1 HTTP/1.1\r\n"));
         let bad = [
             spec("http://127.0.0.1:8080/a"),
             spec("http://127.0.0.1:8081/b"),
         ];
-        let e = resolve_mix(&bad, &first, true).unwrap_err().to_string();
+        let e = resolve_mix(&bad, &first, true, Route::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("8081") && e.contains("separate loads"), "{e}");
-        assert!(resolve_mix(&ok[..1], &first, true).unwrap().is_empty());
+        assert!(resolve_mix(&ok[..1], &first, true, Route::default())
+            .unwrap()
+            .is_empty());
         let mut no_body = ok.clone();
         no_body[1].request.body = Body::File("/nonexistent/b.json".into());
-        let e = resolve_mix(&no_body, &first, true).unwrap_err().to_string();
+        let e = resolve_mix(&no_body, &first, true, Route::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("/nonexistent/b.json") && e.contains("/b?x=1"),
             "{e}"

@@ -1,8 +1,10 @@
-//! The target: an `http://` URL parsed, its host resolved once to one socket address, and the
-//! `Host` header value and request path derived from it.
+//! The target: an `http://` or `https://` URL parsed, its host resolved once to one socket
+//! address (or sent elsewhere by a `--connect-to` rule, or not resolved at all with
+//! `--unix-socket`), and the `Host` header value and request path derived from it.
 
+use crate::transport::{unbracket, ConnectTo};
 use crate::{invalid, PlanError};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 /// Where the load goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,37 +17,51 @@ pub struct Target {
     pub authority: String,
     /// Path and query sent on the request line.
     pub path: String,
+    /// An `https://` URL: the connection speaks TLS.
+    pub tls: bool,
+    /// The URL's host, without the brackets of an IPv6 literal.
+    pub host: String,
+}
+
+/// Where a URL's connections go instead of its resolved host.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Route<'a> {
+    /// `--connect-to` rules, first match wins.
+    pub connect_to: &'a [ConnectTo],
+    /// `--unix-socket`: the host is not resolved at all.
+    pub unix: bool,
 }
 
 impl Target {
-    /// Parses an `http://` URL and resolves its host once. Anything else (`https://`, no host,
-    /// a name that does not resolve) is a [`PlanError`] naming the fix.
+    /// Parses an `http://` or `https://` URL and resolves its host once. Anything else (no
+    /// host, a name that does not resolve) is a [`PlanError`] naming the fix.
     pub fn parse(text: &str) -> Result<Target, PlanError> {
+        Target::parse_routed(text, Route::default())
+    }
+
+    /// [`Target::parse`], with the connections sent where `route` says.
+    pub fn parse_routed(text: &str, route: Route<'_>) -> Result<Target, PlanError> {
         let url = url::Url::parse(text.trim()).map_err(|e| {
             invalid(format!(
                 "invalid URL '{text}' ({e}): give a full URL such as http://127.0.0.1:8080/"
             ))
         })?;
-        match url.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(invalid(format!(
-                    "https:// is not supported yet ('{text}'): use an http:// URL (TLS support is planned)"
-                )))
-            }
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
             other => {
                 return Err(invalid(format!(
-                    "unknown scheme '{other}://' in '{text}': use an http:// URL"
+                    "unknown scheme '{other}://' in '{text}': use an http:// or https:// URL"
                 )))
             }
-        }
+        };
         let host = url.host_str().ok_or_else(|| {
             invalid(format!(
                 "URL '{text}' has no host: give one, such as http://127.0.0.1:8080/"
             ))
         })?;
         let port = url.port_or_known_default().unwrap_or(80);
-        let addr = resolve(host, port)?;
+        let addr = route.address(unbracket(host), port)?;
         let authority = match url.port() {
             Some(p) => format!("{host}:{p}"),
             None => host.to_string(),
@@ -60,12 +76,28 @@ impl Target {
             addr,
             authority,
             path,
+            tls,
+            host: unbracket(host).to_string(),
         })
     }
 }
 
+impl Route<'_> {
+    /// The address connections to `host:port` go to.
+    fn address(&self, host: &str, port: u16) -> Result<SocketAddr, PlanError> {
+        if self.unix {
+            // Never used to connect; the record shows the socket's path instead.
+            return Ok(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)));
+        }
+        match self.connect_to.iter().find_map(|r| r.apply(host, port)) {
+            Some((to_host, to_port)) => resolve(&to_host, to_port),
+            None => resolve(host, port),
+        }
+    }
+}
+
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, PlanError> {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let bare = unbracket(host);
     let unresolvable = |why: String| {
         invalid(format!(
             "cannot resolve host '{bare}' ({why}): check the spelling or use an IP address"
@@ -101,7 +133,11 @@ mod tests {
     #[test]
     fn bad_urls_name_the_fix() {
         let e = |u| Target::parse(u).unwrap_err().to_string();
-        assert!(e("https://127.0.0.1/").contains("not supported yet"));
+        assert!(Target::parse("https://127.0.0.1/").unwrap().tls);
+        assert_eq!(
+            Target::parse("https://localhost/").unwrap().addr.port(),
+            443
+        );
         assert!(e("ftp://127.0.0.1/").contains("unknown scheme"));
         assert!(e("127.0.0.1:80").contains("http://"));
         assert!(e("not a url").contains("invalid URL"));

@@ -86,6 +86,9 @@ fn header(r: &FindMaxResult) -> Vec<String> {
     if r.interrupted {
         lines.push("  INTERRUPTED: the finished steps are kept".to_string());
     }
+    if let Some(note) = r.transport_note() {
+        lines.push(format!("  {note}"));
+    }
     lines
 }
 

@@ -63,6 +63,9 @@ fn config() -> RunConfig {
         timeout_ms: 2_000,
         connect_timeout_ms: 1_000,
         source_addrs: vec![],
+        tls: None,
+        unix_socket: None,
+        connect_to: vec![],
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadModel::Closed,
     }
@@ -345,6 +348,7 @@ fn bench_load() -> BenchLoad {
         method: "GET".into(),
         path: "/plaintext".into(),
         keepalive: true,
+        insecure: false,
     }
 }
 

@@ -155,6 +155,14 @@ fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
     if let Some(starved) = Starvation::of(s) {
         list.push(alert(Level::Error, format!("{starved}.")));
     }
+    if let Some(note) = r.config.transport_note() {
+        let level = if r.config.insecure() {
+            Level::Warn
+        } else {
+            Level::Note
+        };
+        list.push(alert(level, format!("{note}.")));
+    }
     if s.requests == 0 {
         list.push(alert(
             Level::Error,

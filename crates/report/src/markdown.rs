@@ -44,6 +44,14 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     if let Some(starved) = Starvation::of(&r.stats) {
         out += &format!("> **Warning:** {}.\n\n", escape_text(&starved.to_string()));
     }
+    if let Some(note) = r.config.transport_note() {
+        let lead = if r.config.insecure() {
+            "> **Warning:** "
+        } else {
+            "> "
+        };
+        out += &format!("{lead}{}.\n\n", escape_text(&note));
+    }
     if let Some(short) = loadbench_model::Shortfall::of_run(r) {
         let text = escape_text(&short.to_string());
         out += &format!("> **Short of the target rate:** {text}.\n\n");
@@ -355,6 +363,14 @@ pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     );
     if r.interrupted {
         out += "> **Interrupted:** the finished steps are kept.\n\n";
+    }
+    if let Some(note) = r.transport_note() {
+        let lead = if r.insecure() {
+            "> **Warning:** "
+        } else {
+            "> "
+        };
+        out += &format!("{lead}{}.\n\n", escape_text(&note));
     }
     let text = crate::find_max_text(r);
     let conclusion = text.lines().last().unwrap_or_default();

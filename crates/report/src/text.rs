@@ -135,6 +135,14 @@ fn header(rep: &Report) -> Vec<String> {
     if let Some(shards) = &rep.r.shards {
         lines.push(format!("{INDENT}Distributed: {}", shards.describe()));
     }
+    if let Some(note) = c.transport_note() {
+        let line = format!("{INDENT}{note}");
+        lines.push(if c.insecure() {
+            rep.paint.code("1;33", &line)
+        } else {
+            line
+        });
+    }
     if let Some(starved) = Starvation::of(&rep.r.stats) {
         lines.push(rep.paint.code("1;33", &format!("WARNING: {starved}")));
     }
@@ -697,10 +705,11 @@ fn phases(rep: &Report) -> Vec<String> {
     let header = ["", "Min", "Mean", "Stdev", "P50", "P99", "Max"]
         .map(String::from)
         .to_vec();
-    let mut rows = vec![
-        ("connect", &s.connect.hist),
-        ("first byte", &s.first_byte.hist),
-    ];
+    let mut rows = vec![("connect", &s.connect.hist)];
+    if !s.tls.is_empty() {
+        rows.push(("TLS handshake", &s.tls.handshake.hist));
+    }
+    rows.push(("first byte", &s.first_byte.hist));
     rows.extend(request_phases(s));
     if matches!(rep.r.config.load, LoadModel::Open { .. }) {
         rows.push(("send lag", &s.send_lag.hist));
@@ -711,6 +720,12 @@ fn phases(rep: &Report) -> Vec<String> {
     table_rows.extend(rows.iter().map(|&(name, h)| phase_row(name, h)));
     let mut lines = vec![rep.title("Phases")];
     lines.extend(table(&table_rows, true));
+    if !s.tls.is_empty() {
+        let (full, resumed) = (s.tls.full, s.tls.resumed);
+        lines.push(format!(
+            "{INDENT}TLS handshakes: {full} full, {resumed} resumed"
+        ));
+    }
     lines
 }
 

@@ -431,6 +431,9 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
         timeout_ms: 2_000,
         connect_timeout_ms: 1_000,
         source_addrs: vec![],
+        tls: None,
+        unix_socket: None,
+        connect_to: vec![],
         percentiles: vec![50.0, 90.0, 99.0, 99.9, 99.99],
         load: LoadModel::Open {
             schedule: vec![RateSegment {

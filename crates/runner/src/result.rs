@@ -5,7 +5,8 @@ use crate::host;
 use loadbench_engine::Outcome;
 use loadbench_model::diagnose::{diagnose, CpuView, Inputs};
 use loadbench_model::{
-    KernelEvidence, LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SCHEMA_VERSION,
+    KernelEvidence, LoadModel, RateSegment, ResultKind, RunConfig, RunResult, TlsSettings,
+    SCHEMA_VERSION,
 };
 use loadbench_plan::{Load, Plan, Stop};
 use std::net::IpAddr;
@@ -58,7 +59,10 @@ pub fn run_config(plan: &Plan) -> RunConfig {
     };
     RunConfig {
         url: plan.target.url.clone(),
-        address: plan.target.addr.to_string(),
+        address: match &plan.unix_socket {
+            Some(p) => format!("unix:{}", p.display()),
+            None => plan.target.addr.to_string(),
+        },
         method: plan.request.method.clone(),
         headers: plan.request.headers.clone(),
         body_bytes: plan.request.body_len,
@@ -71,8 +75,22 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         timeout_ms: plan.timeout.as_millis() as u64,
         connect_timeout_ms: plan.connect_timeout.as_millis() as u64,
         source_addrs: address_ranges(&plan.source_addrs),
+        tls: plan.tls.as_ref().map(tls_settings),
+        unix_socket: plan.unix_socket.as_ref().map(|p| p.display().to_string()),
+        connect_to: plan.connect_to.clone(),
         percentiles: plan.percentiles.clone(),
         load: load_model(&plan.load),
+    }
+}
+
+/// The TLS settings as the result records them (paths, never the files' contents).
+fn tls_settings(t: &loadbench_plan::TlsPlan) -> TlsSettings {
+    TlsSettings {
+        server_name: t.server_name.clone(),
+        insecure: t.insecure,
+        cacert: t.cacert.as_ref().map(|f| f.path.display().to_string()),
+        client_cert: t.client.as_ref().map(|(c, _)| c.path.display().to_string()),
+        resumption: t.resume,
     }
 }
 

@@ -91,6 +91,27 @@ pub(crate) async fn serve(
     }
 }
 
+/// Serves a TLS or Unix-socket connection: like [`serve`], but a fault route only ends the
+/// connection (the misbehaviours need a raw TCP socket).
+pub(crate) async fn serve_io<I>(
+    io: I,
+    app: Arc<App>,
+    http: &http1::Builder,
+    mut stop: watch::Receiver<bool>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut conn = http.serve_connection(TokioIo::new(io), Handler(app));
+    tokio::select! {
+        biased;
+        _ = &mut conn => {}
+        () = stopped(&mut stop) => {
+            std::pin::Pin::new(&mut conn).graceful_shutdown();
+            let _ = (&mut conn).await;
+        }
+    }
+}
+
 /// Resolves once the server is stopping (or gone).
 pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|&stopping| stopping).await;

@@ -53,6 +53,18 @@ pub enum UpstreamError {
     /// hiccup).
     #[error("invalid server option: {0}")]
     InvalidConfig(String),
+    /// The TLS identity is unusable: a file that cannot be read, no certificate or key in
+    /// it, or a key that does not match.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The Unix socket cannot be listened on.
+    #[error("cannot listen on the Unix socket {path}: {cause}: pick another path with --unix")]
+    Unix {
+        /// The path asked for.
+        path: String,
+        /// What the operating system answered.
+        cause: io::Error,
+    },
     /// The tokio runtime, its thread or the signal handlers could not be set up.
     #[error("cannot start the server runtime: {0}")]
     Runtime(io::Error),

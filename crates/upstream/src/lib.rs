@@ -1,4 +1,5 @@
-//! The reference backend of loadbench: a small, fast HTTP/1.1 server with known answers, used by
+//! The reference backend of loadbench: a small, fast HTTP/1.1 server with known answers (over
+//! TCP, TLS with a generated or given certificate, and a Unix socket), used by
 //! `loadbench serve`, `loadbench demo` and the tests of the other crates.
 //!
 //! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate,
@@ -80,6 +81,7 @@ mod rng;
 mod routes;
 mod server;
 mod stats;
+mod tls;
 mod units;
 
 pub use error::UpstreamError;
@@ -87,4 +89,5 @@ pub use hiccup::{parse_hiccup, Hiccup};
 pub use routes::MAX_BODY;
 pub use server::{run_until_signal, Server, ServerConfig};
 pub use stats::Stats;
+pub use tls::TlsIdentity;
 pub use units::{parse_delay, parse_size, DelaySpec, MAX_DELAY};

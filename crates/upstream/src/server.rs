@@ -4,19 +4,22 @@
 //! accepting, lets in-flight requests finish within the grace period, then drops the rest.
 
 use std::net::{SocketAddr, TcpListener as StdListener};
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
 
 use crate::conn;
 use crate::routes::{App, Options, MAX_BODY};
-use crate::{DelaySpec, Hiccup, Stats, UpstreamError};
+use crate::{DelaySpec, Hiccup, Stats, TlsIdentity, UpstreamError};
 
 /// How the backend listens and answers. `Default` listens on 127.0.0.1:8080 with one worker
 /// thread per core and no delay, default body or injected failures.
@@ -54,6 +57,10 @@ pub struct ServerConfig {
     /// blocking servlet pool: each accepted connection holds a worker for its whole life, and
     /// the others wait unserved in the accept queue until one closes. `None`: no limit.
     pub max_served_conns: Option<usize>,
+    /// Serve HTTPS on `listen` with this identity (fault routes then only end the connection).
+    pub tls: Option<TlsIdentity>,
+    /// Also listen on this Unix socket (plain HTTP; a stale socket file is replaced).
+    pub unix: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +78,8 @@ impl Default for ServerConfig {
             hiccup: None,
             keep_abandoned: false,
             max_served_conns: None,
+            tls: None,
+            unix: None,
         }
     }
 }
@@ -136,6 +145,8 @@ impl ServerConfig {
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    /// The certificate served over TLS (PEM), to trust as a client's `--cacert`.
+    tls_cert_pem: Option<String>,
     app: Arc<App>,
     stop: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
@@ -145,8 +156,10 @@ impl Server {
     /// Binds `cfg.listen` and starts serving on background threads.
     pub fn start(cfg: ServerConfig) -> Result<Server, UpstreamError> {
         cfg.validate()?;
+        let tls = cfg.tls.as_ref().map(TlsIdentity::acceptor).transpose()?;
         let listener = bind(cfg.listen)?;
         let addr = listener.local_addr().map_err(UpstreamError::Runtime)?;
+        let unix = cfg.unix.as_deref().map(bind_unix).transpose()?;
         let runtime = runtime(cfg.threads).map_err(UpstreamError::Runtime)?;
         let app = Arc::new(App::new(cfg.options()));
         let (stop, stop_rx) = watch::channel(false);
@@ -155,11 +168,17 @@ impl Server {
             .name("upstream".into())
             .spawn(move || {
                 let served = cfg.max_served_conns.map(|n| Arc::new(Semaphore::new(n)));
-                run(runtime, listener, shared, stop_rx, cfg.grace, served)
+                let listeners = Listeners {
+                    tcp: listener,
+                    tls,
+                    unix,
+                };
+                run(runtime, listeners, shared, stop_rx, cfg.grace, served)
             })
             .map_err(UpstreamError::Runtime)?;
         Ok(Server {
             addr,
+            tls_cert_pem: cfg.tls.map(|t| t.cert_pem),
             app,
             stop,
             thread: Some(thread),
@@ -169,6 +188,11 @@ impl Server {
     /// The bound address (with the real port when `listen` had port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The certificate served over TLS (PEM), `None` without TLS.
+    pub fn tls_cert_pem(&self) -> Option<&str> {
+        self.tls_cert_pem.as_deref()
     }
 
     /// Requests served so far, per route pattern, and those in service now.
@@ -222,6 +246,22 @@ fn bind(addr: SocketAddr) -> Result<StdListener, UpstreamError> {
     Ok(socket.into())
 }
 
+/// A Unix listening socket; a stale socket file left by an earlier server is replaced, any
+/// other file at the path is kept and refused.
+fn bind_unix(path: &std::path::Path) -> Result<StdUnixListener, UpstreamError> {
+    use std::os::unix::fs::FileTypeExt;
+    let fail = |cause| UpstreamError::Unix {
+        path: path.display().to_string(),
+        cause,
+    };
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        std::fs::remove_file(path).map_err(fail)?;
+    }
+    let listener = StdUnixListener::bind(path).map_err(fail)?;
+    listener.set_nonblocking(true).map_err(fail)?;
+    Ok(listener)
+}
+
 fn runtime(threads: usize) -> std::io::Result<Runtime> {
     let mut builder = match threads {
         1 => tokio::runtime::Builder::new_current_thread(),
@@ -234,24 +274,38 @@ fn runtime(threads: usize) -> std::io::Result<Runtime> {
     builder.enable_all().thread_name("upstream-worker").build()
 }
 
+/// What the server listens on: TCP (with TLS when an acceptor is given) and a Unix socket.
+struct Listeners {
+    tcp: StdListener,
+    tls: Option<TlsAcceptor>,
+    unix: Option<StdUnixListener>,
+}
+
 /// The body of the server thread.
 fn run(
     runtime: Runtime,
-    listener: StdListener,
+    listeners: Listeners,
     app: Arc<App>,
     stop: watch::Receiver<bool>,
     grace: Duration,
     served: Option<Arc<Semaphore>>,
 ) {
     runtime.block_on(async move {
-        let task = tokio::spawn(accept_loop(listener, app, stop, grace, served));
+        let unix = listeners
+            .unix
+            .map(|l| tokio::spawn(unix_accept_loop(l, Arc::clone(&app), stop.clone(), grace)));
+        let tcp = (listeners.tcp, listeners.tls);
+        let task = tokio::spawn(accept_loop(tcp, app, stop, grace, served));
         let _ = task.await;
+        if let Some(u) = unix {
+            let _ = u.await;
+        }
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
 async fn accept_loop(
-    listener: StdListener,
+    (listener, tls): (StdListener, Option<TlsAcceptor>),
     app: Arc<App>,
     mut stop: watch::Receiver<bool>,
     grace: Duration,
@@ -273,7 +327,11 @@ async fn accept_loop(
         };
         match accepted {
             Ok((stream, worker)) => {
-                spawn_connection(stream, &app, &http, &stop, (alive.clone(), worker))
+                let held = (alive.clone(), worker);
+                match &tls {
+                    None => spawn_connection(stream, &app, &http, &stop, held),
+                    Some(t) => spawn_tls_connection(stream, t, &app, &http, &stop, held),
+                }
             }
             // Out of file descriptors or similar: back off instead of spinning.
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -320,10 +378,68 @@ fn spawn_connection(
     });
 }
 
+/// A TLS connection: the handshake, then HTTP/1.1 over it; a failed handshake just closes it.
+fn spawn_tls_connection(
+    stream: TcpStream,
+    tls: &TlsAcceptor,
+    app: &Arc<App>,
+    http: &Arc<http1::Builder>,
+    stop: &watch::Receiver<bool>,
+    alive: Held,
+) {
+    let _ = stream.set_nodelay(true);
+    let (tls, app, http, stop) = (tls.clone(), Arc::clone(app), Arc::clone(http), stop.clone());
+    tokio::spawn(async move {
+        if let Ok(stream) = tls.accept(stream).await {
+            conn::serve_io(stream, app, &http, stop).await;
+        }
+        drop(alive);
+    });
+}
+
+/// Accepts on the Unix socket until the server stops, then gives its connections the grace
+/// period, like the TCP loop.
+async fn unix_accept_loop(
+    listener: StdUnixListener,
+    app: Arc<App>,
+    mut stop: watch::Receiver<bool>,
+    grace: Duration,
+) {
+    let Ok(listener) = UnixListener::from_std(listener) else {
+        return;
+    };
+    let http = Arc::new(conn::http_builder());
+    let (alive, mut all_done) = mpsc::channel::<()>(1);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = conn::stopped(&mut stop) => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let (app, http, stop, held) = (
+            Arc::clone(&app),
+            Arc::clone(&http),
+            stop.clone(),
+            alive.clone(),
+        );
+        tokio::spawn(async move {
+            conn::serve_io(stream, app, &http, stop).await;
+            drop(held);
+        });
+    }
+    drop((listener, alive));
+    let _ = tokio::time::timeout(grace, all_done.recv()).await;
+}
+
 /// Runs the backend until SIGTERM or Ctrl-C, then shuts down gracefully. Prints
 /// `listening on http://ADDR` to stderr once the signal handlers are in place.
 pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
     use tokio::signal::unix::{signal, SignalKind};
+    let unix = cfg.unix.clone();
     let server = Server::start(cfg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -332,7 +448,15 @@ pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
     runtime.block_on(async {
         let mut term = signal(SignalKind::terminate()).map_err(UpstreamError::Runtime)?;
         let mut interrupt = signal(SignalKind::interrupt()).map_err(UpstreamError::Runtime)?;
-        eprintln!("listening on http://{}", server.local_addr());
+        let scheme = if server.tls_cert_pem().is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        eprintln!("listening on {scheme}://{}", server.local_addr());
+        if let Some(path) = &unix {
+            eprintln!("listening on unix:{}", path.display());
+        }
         tokio::select! {
             _ = term.recv() => {}
             _ = interrupt.recv() => {}

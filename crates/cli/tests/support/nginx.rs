@@ -14,17 +14,31 @@ pub(crate) struct Nginx {
 impl Nginx {
     /// Starts nginx serving `hello world` at `/` and the given extra `location` blocks.
     pub(crate) fn start(extra_locations: &str) -> Nginx {
+        Self::start_with(None, extra_locations)
+    }
+
+    /// Starts nginx serving HTTPS with these `ssl_*` directives (certificate and key paths at
+    /// least) in its server block.
+    pub(crate) fn start_tls(ssl_directives: &str) -> Nginx {
+        Self::start_with(Some(ssl_directives), "")
+    }
+
+    fn start_with(ssl: Option<&str>, extra_locations: &str) -> Nginx {
         for _ in 0..5 {
-            if let Some(n) = Self::try_start(extra_locations) {
+            if let Some(n) = Self::try_start(ssl, extra_locations) {
                 return n;
             }
         }
         panic!("nginx did not start on a free port after 5 tries");
     }
 
-    fn try_start(extra: &str) -> Option<Nginx> {
+    fn try_start(ssl: Option<&str>, extra: &str) -> Option<Nginx> {
         let dir = super::tempdir("nginx");
         let port = super::free_port();
+        let listen = match ssl {
+            None => format!("{port};"),
+            Some(directives) => format!("{port} ssl;\n    {directives}"),
+        };
         let conf = format!(
             r#"worker_processes 1;
 daemon off;
@@ -42,7 +56,7 @@ http {{
   scgi_temp_path {dir};
   keepalive_requests 1000000;
   server {{
-    listen 127.0.0.1:{port};
+    listen 127.0.0.1:{listen}
     location = / {{ return 200 "hello world"; }}
     {extra}
   }}
@@ -80,6 +94,10 @@ http {{
 
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub(crate) fn https_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
     }
 
     /// Requests nginx logged, once the count has stopped moving.

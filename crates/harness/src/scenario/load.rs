@@ -56,6 +56,12 @@ pub(super) struct LoadFile {
     keepalive: bool,
     #[serde(default, deserialize_with = "de::source_addrs")]
     source_addrs: Vec<std::net::IpAddr>,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(default)]
+    cacert: Option<std::path::PathBuf>,
+    #[serde(default = "yes")]
+    tls_resume: bool,
 }
 
 /// The `model` key.
@@ -110,6 +116,11 @@ impl LoadFile {
             requests: self.requests,
             keepalive: self.keepalive,
             source_addrs: self.source_addrs,
+            tls: super::model::LoadTls {
+                insecure: self.insecure,
+                cacert: self.cacert.map(|p| relative_to(file, p)),
+                resume: self.tls_resume,
+            },
         })
     }
 
@@ -320,6 +331,14 @@ fn check_step(key: &'static str, d: Duration) -> Result<(), Bad> {
 /// The hard limit of open files of this process (the engine raises its soft limit up to it).
 fn open_files_limit() -> u64 {
     rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(u64::MAX, |(_, hard)| hard)
+}
+
+/// A path in a scenario file is relative to the file's folder.
+fn relative_to(file: &Path, path: std::path::PathBuf) -> std::path::PathBuf {
+    match file.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
+    }
 }
 
 #[cfg(test)]

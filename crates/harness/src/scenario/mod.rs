@@ -24,7 +24,7 @@ pub use de::{parse_duration, parse_size};
 pub use error::ScenarioError;
 pub use load::{MAX_CONNECTIONS, MAX_STEP};
 pub use model::{
-    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, MixRequest, PortSpec,
+    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, LoadTls, MixRequest, PortSpec,
     ReadySpec, RequestSpec, TargetKind, TargetSpec, UpstreamSpec,
 };
 pub use ports::allocate_ports;

@@ -237,6 +237,19 @@ pub struct LoadSpec {
     /// Local addresses new connections bind to, round-robin (`source_addrs`, as
     /// `--source-addrs`); empty: the OS picks.
     pub source_addrs: Vec<std::net::IpAddr>,
+    /// TLS options for `https://` targets (`insecure`, `cacert`, `tls_resume`).
+    pub tls: LoadTls,
+}
+
+/// A load's TLS options, for its `https://` targets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoadTls {
+    /// `insecure = true`: do not verify the server's certificate (reports say so).
+    pub insecure: bool,
+    /// `cacert = "ca.pem"`: trust this PEM file's certificates (relative to the scenario file).
+    pub cacert: Option<std::path::PathBuf>,
+    /// `tls_resume = false`: no session resumption.
+    pub resume: bool,
 }
 
 /// The request sent by a load.

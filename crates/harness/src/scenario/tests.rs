@@ -445,3 +445,19 @@ fn a_mix_beside_a_request_or_with_a_zero_weight_is_refused() {
     )]);
     assert!(parse(&unknown).unwrap_err().to_string().contains("share"));
 }
+
+#[test]
+fn a_loads_tls_options_are_read_with_cacert_relative_to_the_file() {
+    let s = parse(MINI).unwrap();
+    let default = crate::scenario::LoadTls {
+        insecure: false,
+        cacert: None,
+        resume: true,
+    };
+    assert_eq!(s.loads[0].tls, default);
+    let text = format!("{MINI}insecure = true\ncacert = \"certs/ca.pem\"\ntls_resume = false\n");
+    let s = parse(&text).unwrap();
+    let tls = &s.loads[0].tls;
+    assert!(tls.insecure && !tls.resume);
+    assert_eq!(tls.cacert.as_deref(), Some(Path::new("bench/certs/ca.pem")));
+}

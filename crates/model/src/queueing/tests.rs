@@ -41,6 +41,7 @@ fn closed_load(levels: &[f64]) -> BenchLoad {
         method: "GET".into(),
         path: "/".into(),
         keepalive: true,
+        insecure: false,
     }
 }
 

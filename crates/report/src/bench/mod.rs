@@ -342,6 +342,9 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
     if !load.keepalive {
         line += ", keep-alive off (a new connection per request)";
     }
+    if load.insecure {
+        line += ", TLS certificate NOT verified (insecure = true)";
+    }
     line
 }
 

@@ -344,3 +344,16 @@ fn a_bench_without_a_sweep_has_no_queueing_section() {
     assert!(!render_bench(Format::Markdown, &r).contains("Queueing"));
     assert!(!render_bench(Format::Json, &r).contains("\"queueing\""));
 }
+
+#[test]
+fn an_insecure_load_says_so_in_every_bench_report() {
+    let mut r = fixture();
+    r.loads[0].insecure = true;
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render_bench(format, &r);
+        assert!(
+            out.contains("TLS certificate NOT verified (insecure = true)"),
+            "{format:?}"
+        );
+    }
+}

@@ -52,6 +52,14 @@ fn alerts(r: &FindMaxResult) -> Vec<Alert> {
             "Interrupted (Ctrl-C): the finished steps are kept, the search is incomplete.",
         ));
     }
+    if let Some(note) = r.transport_note() {
+        let level = if r.insecure() {
+            Level::Warn
+        } else {
+            Level::Note
+        };
+        list.push(alert(level, format!("{note}.")));
+    }
     match r.stop_reason {
         None => list.push(alert(
             Level::Warn,

@@ -657,6 +657,65 @@ fn example_reverse_proxies_runs_nginx_haproxy_and_caddy_end_to_end() {
     assert!(r.relative.iter().any(|x| x.target == "caddy"));
 }
 
+/// Whether the proxies of `examples/six-proxies.toml` without a Debian package are already
+/// fetched or built (`examples/targets/proxies/NAME.sh --cached`): building Traefik and Spire
+/// takes minutes, so the test runs only where someone built them (`NAME.sh --fetch-only`).
+fn six_proxies_cached() -> bool {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/targets/proxies");
+    let missing: Vec<&str> = ["traefik", "envoy", "spire"]
+        .into_iter()
+        .filter(|p| {
+            let script = dir.join(format!("{p}.sh"));
+            let cached = std::process::Command::new(script).arg("--cached").output();
+            !cached.is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "skipping: {missing:?} not built; build with examples/targets/proxies/NAME.sh --fetch-only"
+        );
+    }
+    missing.is_empty()
+}
+
+#[test]
+fn example_six_proxies_measures_every_proxy_with_its_memory() {
+    if !six_proxies_cached() {
+        return;
+    }
+    let Some(r) = run_example("six-proxies", &["nginx", "haproxy", "caddy"]) else {
+        return;
+    };
+    let proxies = ["nginx", "haproxy", "caddy", "traefik", "envoy", "spire"];
+    for t in proxies.iter().chain(["backend"].iter()) {
+        let rounds: Vec<_> = r.rounds.iter().filter(|x| x.target == *t).collect();
+        assert_eq!(rounds.len(), 3, "{t}: one round per level");
+        for round in rounds {
+            let mem = round.resources.as_ref().expect("memory sampled");
+            assert!(
+                mem.rss_trough_bytes > 0 && mem.rss_trough_bytes <= mem.rss_peak_bytes,
+                "{t}: {mem:?}"
+            );
+        }
+    }
+    // Every proxy ran under the same limits: CPU 1 and, where cgroups can be used, 512 MiB.
+    for t in r
+        .targets
+        .iter()
+        .filter(|t| proxies.contains(&t.name.as_str()))
+    {
+        assert_eq!(
+            t.limits.cpuset.as_deref(),
+            Some(&[1usize][..]),
+            "{}",
+            t.name
+        );
+        if t.limits.cgroup.is_some() {
+            assert_eq!(t.limits.memory_bytes, Some(512 << 20), "{}", t.name);
+        }
+    }
+}
+
 #[test]
 fn example_gateway_overhead_adds_nginx_before_a_200ms_backend() {
     let Some(r) = run_example("gateway-overhead", &["nginx"]) else {

@@ -531,7 +531,7 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
         rows.iter().any(|r| r.ends_with("closed: #>")),
         "round 1 done, round 2 running: {rows:?}"
     );
-    let pane = assert_terminal_usable(t, "0", "[2/2]");
+    assert_terminal_usable(t, "0", "[2/2]");
     // The report under them may push the first round line off the pane.
     let history = t.scrollback();
     assert!(

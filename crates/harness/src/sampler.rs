@@ -249,16 +249,19 @@ fn tree_ticks_since(prev: &HashMap<(u32, u64), u64>, now: &HashMap<(u32, u64), u
 struct CoreTicks {
     busy: u64,
     total: u64,
+    /// Interrupt and softirq ticks (part of `busy`).
+    irq: u64,
 }
 
 impl CoreTicks {
     fn of(c: &CpuTime) -> Self {
         let idle = c.idle + c.iowait.unwrap_or(0);
-        let busy = c.user + c.nice + c.system;
-        let busy = busy + c.irq.unwrap_or(0) + c.softirq.unwrap_or(0) + c.steal.unwrap_or(0);
+        let irq = c.irq.unwrap_or(0) + c.softirq.unwrap_or(0);
+        let busy = c.user + c.nice + c.system + irq + c.steal.unwrap_or(0);
         Self {
             busy,
             total: busy + idle,
+            irq,
         }
     }
 }
@@ -272,14 +275,27 @@ fn read_cores() -> Vec<CoreTicks> {
 }
 
 fn core_busy(prev: &[CoreTicks], now: &[CoreTicks]) -> Vec<f64> {
-    let share = |p: &CoreTicks, n: &CoreTicks| {
-        let total = n.total.saturating_sub(p.total);
-        if total == 0 {
-            return 0.0;
-        }
-        n.busy.saturating_sub(p.busy) as f64 / total as f64
-    };
-    prev.iter().zip(now).map(|(p, n)| share(p, n)).collect()
+    prev.iter()
+        .zip(now)
+        .map(|(p, n)| core_share(p, n, |c| c.busy))
+        .collect()
+}
+
+/// Interrupt and softirq time over all cores since `prev`, in cores.
+fn irq_cores(prev: &[CoreTicks], now: &[CoreTicks]) -> f64 {
+    prev.iter()
+        .zip(now)
+        .map(|(p, n)| core_share(p, n, |c| c.irq))
+        .sum()
+}
+
+/// The share of one core's ticks since `p` that `field` counts.
+fn core_share(p: &CoreTicks, n: &CoreTicks, field: impl Fn(&CoreTicks) -> u64) -> f64 {
+    let total = n.total.saturating_sub(p.total);
+    if total == 0 {
+        return 0.0;
+    }
+    field(n).saturating_sub(field(p)) as f64 / total as f64
 }
 
 fn make_sample(
@@ -314,6 +330,7 @@ fn make_sample(
             now.generator_allowed,
         ),
         core_busy: core_busy(&prev.cores, &now.cores),
+        irq_cores: irq_cores(&prev.cores, &now.cores),
     }
 }
 
@@ -336,6 +353,7 @@ fn merge_pair(prev_t_ms: u64, a: &Sample, mut b: Sample) -> Sample {
     for (cb, ca) in b.core_busy.iter_mut().zip(&a.core_busy) {
         *cb = blend(*ca, *cb);
     }
+    b.irq_cores = blend(a.irq_cores, b.irq_cores);
     b
 }
 
@@ -573,6 +591,7 @@ mod tests {
             }],
             generator_cpu_cores: generator,
             core_busy: vec![generator, target],
+            irq_cores: 0.0,
         }
     }
 
@@ -782,12 +801,15 @@ mod tests {
     }
 
     #[test]
-    fn core_busy_is_share_of_non_idle_ticks() {
-        let at = |busy, idle| CoreTicks {
+    fn core_busy_is_share_of_non_idle_ticks_and_irq_time_is_told_apart() {
+        let at = |busy, idle, irq| CoreTicks {
             busy,
             total: busy + idle,
+            irq,
         };
-        let busy = core_busy(&[at(0, 0), at(0, 0)], &[at(30, 10), at(0, 0)]);
-        assert_eq!(busy, vec![0.75, 0.0]);
+        let (before, after) = ([at(0, 0, 0), at(0, 0, 0)], [at(30, 10, 10), at(8, 12, 4)]);
+        assert_eq!(core_busy(&before, &after), vec![0.75, 0.4]);
+        // 10 of core 0's 40 ticks and 4 of core 1's 20 were interrupts and softirqs.
+        assert!((irq_cores(&before, &after) - 0.45).abs() < 1e-12);
     }
 }

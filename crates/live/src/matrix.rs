@@ -169,6 +169,7 @@ duration = "1s"
             }],
             generator_cpu_cores: 0.0,
             core_busy: vec![],
+            irq_cores: 0.0,
         };
         assert_eq!(
             m.resources("a", Some(&sample)),

@@ -58,6 +58,10 @@ pub struct Sample {
     pub generator_cpu_cores: f64,
     /// Per host core, busy share (0..=1) since the previous sample: what htop's bars show.
     pub core_busy: Vec<f64>,
+    /// Of that busy time, interrupt and softirq time summed over the cores, in cores: the
+    /// kernel's packet processing (a fast loopback load's receive path), charged to no process.
+    #[serde(default)]
+    pub irq_cores: f64,
 }
 
 /// A step boundary such as `ready`, `load:start`, `load:end`.
@@ -225,7 +229,7 @@ impl Samples {
             .map(|s| {
                 let busy: f64 = s.core_busy.iter().sum();
                 let ours: f64 = s.targets.iter().map(|t| t.cpu_cores).sum();
-                (busy - ours - s.generator_cpu_cores).max(0.0)
+                (busy - s.irq_cores - ours - s.generator_cpu_cores).max(0.0)
             })
             .collect();
         mean(&other)
@@ -264,4 +268,40 @@ fn mean(values: &[f64]) -> f64 {
         return 0.0;
     }
     values.iter().sum::<f64>() / values.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_processes_cpu_leaves_out_ours_and_the_kernels_interrupt_time() {
+        let sample = |t_ms, irq_cores| Sample {
+            t_ms,
+            targets: vec![TargetSample {
+                name: "proxy".into(),
+                cpu_cores: 0.6,
+                rss_bytes: 1,
+                processes: 1,
+            }],
+            generator_cpu_cores: 0.7,
+            core_busy: vec![0.9, 1.0],
+            irq_cores,
+        };
+        let s = Samples {
+            interval_ms: 100,
+            samples: vec![sample(100, 0.5), sample(200, 0.1)],
+            marks: Vec::new(),
+        };
+        let w = Window {
+            from_ms: 0,
+            to_ms: 200,
+        };
+        // 1.9 busy - 0.6 target - 0.7 generator - the softirq time (0.5, then 0.1).
+        assert!(
+            (s.other_cpu_mean(w) - 0.3).abs() < 1e-9,
+            "{}",
+            s.other_cpu_mean(w)
+        );
+    }
 }

@@ -442,6 +442,7 @@ fn bench_sample(t_ms: u64, steps: &[(u32, usize, usize, usize)]) -> Sample {
         targets,
         generator_cpu_cores: generator,
         core_busy: vec![generator.min(1.0), round3(target_busy + 0.01).min(1.0)],
+        irq_cores: 0.0,
     }
 }
 

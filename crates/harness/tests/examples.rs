@@ -77,10 +77,36 @@ fn every_example_parses() {
             "php-mariadb.toml",
             "reverse-proxies.toml",
             "scale-out.toml",
+            "six-proxies.toml",
             "spring-boot.toml",
             "zuul.toml",
         ]
     );
+}
+
+#[test]
+fn six_proxies_puts_every_proxy_under_the_same_limits_before_the_backend() {
+    let (file, s) = load("six-proxies.toml");
+    assert_header(&file, "seed 004");
+    let proxies = ["nginx", "haproxy", "caddy", "traefik", "envoy", "spire"];
+    let mut all = vec!["backend"];
+    all.extend(proxies);
+    assert_eq!(names(&s), all);
+    assert_two_core_layout(&s);
+    for proxy in proxies {
+        let t = s.target(proxy).unwrap();
+        assert_eq!(t.proxy_to.as_deref(), Some("backend"), "{proxy}");
+        assert_eq!(t.limits.memory, Some(512 << 20), "{proxy}");
+    }
+    // The three without a Debian package go through their fetch-or-build script.
+    for proxy in ["traefik", "envoy", "spire"] {
+        let command = s.target(proxy).unwrap().command.clone().unwrap_or_default();
+        assert!(
+            command.ends_with(&format!("targets/proxies/{proxy}.sh")),
+            "{proxy}: {command}"
+        );
+    }
+    assert_eq!(s.loads[0].targets.len(), 7);
 }
 
 #[test]

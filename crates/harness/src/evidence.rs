@@ -259,7 +259,11 @@ mod tests {
         // On a loaded host it gets less than a core, but it never waits for work: it is
         // runnable (on a CPU or in a run queue) the whole window.
         assert!(spinner.cores > 0.05 && spinner.runnable > 0.8, "{e:?}");
-        assert_eq!(e.busiest[0].name, "lb-spin", "{e:?}");
+        // Ranked by CPU above this test's own (sleeping) thread; other tests of this binary may
+        // run busy children (a sampler test's `sh` loop) that rank higher still.
+        let rank = |name: &str| e.busiest.iter().position(|t| t.name.starts_with(name));
+        let (spin, me) = (rank("lb-spin"), rank("evidence::tests"));
+        assert!(me.is_none() || spin < me, "{e:?}");
         assert!(
             e.threads >= 2 && e.open_fds > 0 && e.fd_limit.is_some(),
             "{e:?}"

@@ -60,7 +60,8 @@ pub struct Sample {
     pub core_busy: Vec<f64>,
     /// Of that busy time, interrupt and softirq time summed over the cores, in cores: the
     /// kernel's packet processing (a fast loopback load's receive path), charged to no process.
-    #[serde(default)]
+    /// Absent when 0 (and in files written before it).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub irq_cores: f64,
 }
 
@@ -268,6 +269,11 @@ fn mean(values: &[f64]) -> f64 {
         return 0.0;
     }
     values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// For serde: a figure of 0 is not written.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[cfg(test)]

@@ -112,11 +112,14 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
 /// also when one of its threads is (a single-threaded target cannot use more cores).
 pub fn verdict(cpu: &CpuView, targets: &[TargetEvidence]) -> Bottleneck {
     let generator = saturated(cpu.generator_used, cpu.generator_cores);
-    let target = saturated(cpu.targets_used, cpu.target_cores)
-        || targets.iter().any(|t| hot_thread(t).is_some());
+    let hot = targets.iter().any(|t| hot_thread(t).is_some());
+    let target = saturated(cpu.targets_used, cpu.target_cores) || hot;
     match (generator, target) {
         (true, false) => Bottleneck::GeneratorBound,
         (false, true) => Bottleneck::TargetBound,
+        // A thread that never waits for work cannot serve more, however busy the generator:
+        // the target is the limit (CPU shares alone cannot tell when both sides are full).
+        (true, true) if hot => Bottleneck::TargetBound,
         _ => Bottleneck::Neither,
     }
 }

@@ -151,6 +151,18 @@ fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
         Bottleneck::TargetBound
     );
     assert_eq!(verdict(&cpu, &[]), Bottleneck::Neither);
+    // The generator at its limit too (the demo's one generator thread): the thread that never
+    // waits for work still limits; without it, both sides full reads "neither".
+    let both = CpuView {
+        generator_used: 1.0,
+        generator_cores: 1.0,
+        ..cpu
+    };
+    assert_eq!(
+        verdict(&both, std::slice::from_ref(&t)),
+        Bottleneck::TargetBound
+    );
+    assert_eq!(verdict(&both, &[]), Bottleneck::GeneratorBound);
     let why = diagnose(&Inputs {
         targets: std::slice::from_ref(&t),
         cpu: Some(cpu),

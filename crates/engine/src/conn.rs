@@ -76,6 +76,9 @@ pub struct Conn {
     pub wake_at: Instant,
     /// Which request of the mix is in flight (0 without a mix).
     endpoint: u16,
+    /// Open model: connecting with no request of its own (the pool grows, or opens before
+    /// the schedule); once connected it joins the idle ones.
+    spare: bool,
 }
 
 impl Conn {
@@ -99,6 +102,44 @@ impl Conn {
             backoff: Duration::ZERO,
             wake_at: now,
             endpoint: 0,
+            spare: false,
+        }
+    }
+
+    /// Open model: connects with no request of its own; once connected it is idle, and the
+    /// oldest waiting request takes it (or any other free one first).
+    pub fn connect_spare(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.spare = true;
+        ctx.spares += 1;
+        self.measured = false;
+        self.connect(ctx, now);
+    }
+
+    /// Connected (and through TLS): a spare joins the idle ones, anything else sends.
+    fn ready(&mut self, ctx: &mut Ctx, now: Instant) {
+        if !self.spare {
+            return self.send(ctx, now);
+        }
+        self.left_connect(ctx);
+        self.end_spare(ctx);
+        self.phase = Phase::Idle;
+        ctx.idle.push(self.token.0);
+    }
+
+    /// A spare's connect ended (done or failed): one fewer covering a waiting request.
+    #[inline]
+    fn end_spare(&mut self, ctx: &mut Ctx) {
+        if self.spare {
+            self.spare = false;
+            ctx.spares = ctx.spares.saturating_sub(1);
+        }
+    }
+
+    /// The connect in progress ended (done or failed): one fewer in progress.
+    #[inline]
+    fn left_connect(&self, ctx: &mut Ctx) {
+        if matches!(self.phase, Phase::Connecting | Phase::Handshaking) {
+            ctx.connecting = ctx.connecting.saturating_sub(1);
         }
     }
 
@@ -130,6 +171,7 @@ impl Conn {
         // earlier connects (all of a closed run's connections start in one loop).
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
+        ctx.connect_begun();
         let source = ctx.sources.take();
         match Stream::open(ctx.dest, source, ctx.tls.as_ref()) {
             Ok(mut s) => match s.register(
@@ -192,7 +234,7 @@ impl Conn {
             Ok(false) => {}
             Ok(true) => {
                 self.backoff = Duration::ZERO;
-                if self.measured && ctx.recorder.measuring(self.since) {
+                if self.records_connect(ctx, now) {
                     ctx.recorder
                         .connected(connect_took(self.since, ctx.polled_at, now));
                 }
@@ -201,7 +243,7 @@ impl Conn {
                     self.phase = Phase::Handshaking;
                     return self.drive_handshake(ctx);
                 }
-                self.send(ctx, now);
+                self.ready(ctx, now);
             }
             Err(e) => self.fail(ctx, connect_error_kind(&e), now),
         }
@@ -219,19 +261,32 @@ impl Conn {
             Ok(false) => {}
             Ok(true) => {
                 let now = Instant::now();
-                if self.measured && ctx.recorder.measuring(self.since) {
+                let resumed = tls.resumed();
+                if self.records_connect(ctx, now) {
                     let took = now.saturating_duration_since(self.since);
-                    ctx.recorder.handshake(took, tls.resumed());
+                    ctx.recorder.handshake(took, resumed);
                 }
-                self.send(ctx, now);
+                self.ready(ctx, now);
             }
             Err(_) => self.fail(ctx, ErrorKind::TlsHandshake, Instant::now()),
         }
     }
 
+    /// Whether this connect's (or handshake's) time is recorded: a request's, when measured;
+    /// a spare's (no request), when it began and ended in the measured window.
+    fn records_connect(&self, ctx: &Ctx, now: Instant) -> bool {
+        let measured = if self.spare {
+            ctx.in_window(now)
+        } else {
+            self.measured
+        };
+        measured && ctx.recorder.measuring(self.since)
+    }
+
     /// Writes the request; waits for writability only if the socket did not take it all.
     #[inline]
     fn send(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.left_connect(ctx);
         self.since = now;
         if self.measured {
             if self.retried {
@@ -408,10 +463,12 @@ impl Conn {
         // A request that was never written (failed connect) past the deadline is neither
         // sent nor abandoned: it is left out, so the accounting identity stays exact.
         let unsent_late = kind.before_send() && !ctx.in_window(now);
-        if !unsent_late && ctx.records(self.measured, self.intended, now) {
+        if !self.spare && !unsent_late && ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
             ctx.recorder.endpoint_error(self.endpoint, kind);
         }
+        self.left_connect(ctx);
+        self.end_spare(ctx);
         self.close();
         self.phase = Phase::Idle;
         if ctx.open {
@@ -446,9 +503,9 @@ impl Conn {
         self.stream.is_some()
     }
 
-    /// Holds a claimed request that has not finished.
+    /// Holds a claimed request that has not finished (a spare connecting holds none).
     pub fn in_flight(&self) -> bool {
-        self.phase != Phase::Idle
+        self.phase != Phase::Idle && !self.spare
     }
 
     /// Holds a request that was written (fully or in part) and has no outcome yet: what

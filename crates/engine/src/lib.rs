@@ -24,7 +24,7 @@ use pacer::Pacing;
 pub use pulse::{Pulse, PulseSlot};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tls::TlsClient;
 use worker::{Worker, WorkerConfig};
@@ -151,6 +151,9 @@ pub struct Engine {
     live: Arc<Live>,
     /// `https://`: the TLS client built from the plan, or why it could not be.
     tls: Option<Result<TlsClient, String>>,
+    /// How long the preflight's connect took: a round trip, which sizes the open model's
+    /// initial pool.
+    rtt: OnceLock<Duration>,
 }
 
 impl Engine {
@@ -164,7 +167,12 @@ impl Engine {
         let workers = (0..plan.threads).map(|_| LiveCounters::default()).collect();
         let live = Arc::new(Live { workers, stop });
         let tls = plan.tls.as_ref().map(TlsClient::new);
-        Engine { plan, live, tls }
+        Engine {
+            plan,
+            live,
+            tls,
+            rtt: OnceLock::new(),
+        }
     }
 
     /// Progress counters and the stop switch, for the caller's other threads.
@@ -187,9 +195,11 @@ impl Engine {
         let sources = &self.plan.source_addrs;
         check_sources(sources, addr)?;
         let first = sources.first().copied();
+        let began = Instant::now();
         if let Err(e) = transport::probe(addr, first, self.plan.connect_timeout) {
             return Err(preflight_error(addr, e));
         }
+        let _ = self.rtt.set(began.elapsed());
         match tls {
             Some(t) => t
                 .probe(addr, self.plan.connect_timeout)
@@ -224,17 +234,39 @@ impl Engine {
         let tls = self.tls_client()?;
         let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
         let stop: &AtomicBool = &self.live.stop;
+        // Every worker opens its initial pool (open model) first; then all start together,
+        // the schedule and the measured window moved by the time that took.
+        let parties = configs.len() + 1;
+        let (ready, go, delay) = (
+            Barrier::new(parties),
+            Barrier::new(parties),
+            OnceLock::new(),
+        );
+        let (ready, go, delay) = (&ready, &go, &delay);
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
                 .into_iter()
                 .zip(&self.live.workers)
-                .map(|(cfg, live)| scope.spawn(move || Worker::new(cfg)?.run(stop, live)))
+                .map(|(cfg, live)| {
+                    scope.spawn(move || {
+                        let worker = Worker::new(cfg).and_then(|mut w| w.open_pool().map(|()| w));
+                        ready.wait();
+                        go.wait();
+                        let mut worker = worker?;
+                        worker.delay(delay.get().copied().unwrap_or_default());
+                        worker.run(stop, live)
+                    })
+                })
                 .collect();
+            ready.wait();
+            let _ = delay.set(start.elapsed());
+            go.wait();
             handles
                 .into_iter()
                 .map(|h| h.join().expect("worker thread panicked"))
                 .collect()
         });
+        let delayed = delay.get().copied().unwrap_or_default();
         let mut stats = Stats::default();
         for r in results {
             stats.merge(&r?);
@@ -245,7 +277,7 @@ impl Engine {
         label_endpoints(&mut stats, &plan.mix);
         Ok(Outcome {
             stats,
-            started_at: wall_start + plan.warmup,
+            started_at: wall_start + delayed + plan.warmup,
             ended_at: SystemTime::now(),
             interrupted: self.live.stopped(),
         })
@@ -266,6 +298,7 @@ impl Engine {
             Stop::Requests(n) => split_by(n, &conns).into_iter().map(Some).collect(),
             Stop::Duration(_) => vec![None; threads],
         };
+        let pool = self.pool_plan(threads, &conns);
         let pacing = |i: usize, max: u64| {
             paced.map(|(schedule, origin)| Pacing {
                 schedule,
@@ -273,6 +306,9 @@ impl Engine {
                 first: i as u64,
                 stride: threads as u64,
                 max_connections: max as usize,
+                window: pool.window,
+                initial: pool.initial[i] as usize,
+                connect_limit: pool.connect_limit[i].max(1) as usize,
             })
         };
         let limits = WorkerLimits {
@@ -303,6 +339,61 @@ impl Engine {
                 pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// The open model's pool, per worker: the send window, the initial pool and the limit on
+/// connects in progress.
+struct PoolPlan {
+    window: Duration,
+    initial: Vec<u64>,
+    connect_limit: Vec<u64>,
+}
+
+/// Connections each worker opens before the schedule starts at least (when the rate asks
+/// for fewer): a few, so the first requests find one.
+const MIN_INITIAL_POOL: u64 = 2;
+
+/// The expected latency that sizes the initial pool when the preflight's round trip is
+/// shorter (or unknown): rate × this is the concurrency the first requests need.
+const MIN_EXPECTED_LATENCY: Duration = Duration::from_millis(1);
+
+impl Engine {
+    /// `-c` when given; else the rate at the start × the expected latency (the preflight's
+    /// round trip, at least 1 ms), at least [`MIN_INITIAL_POOL`] a worker; never above a
+    /// worker's cap (`caps`).
+    fn pool_plan(&self, threads: usize, caps: &[u64]) -> PoolPlan {
+        let Load::Open {
+            schedule, pacing, ..
+        } = &self.plan.load
+        else {
+            return PoolPlan {
+                window: Duration::ZERO,
+                initial: vec![0; threads],
+                connect_limit: vec![0; threads],
+            };
+        };
+        let initial = match pacing.initial_connections {
+            Some(c) => split(u64::from(c), threads),
+            None => {
+                let latency = self.rtt.get().copied().unwrap_or_default();
+                let latency = latency.max(MIN_EXPECTED_LATENCY).as_secs_f64();
+                let need = (schedule.rate_at(0.0) * latency).ceil() as u64;
+                split(need, threads)
+                    .into_iter()
+                    .map(|n| n.max(MIN_INITIAL_POOL))
+                    .collect()
+            }
+        };
+        PoolPlan {
+            window: pacing.send_window,
+            initial: initial
+                .iter()
+                .zip(caps)
+                .map(|(n, cap)| *n.min(cap))
+                .collect(),
+            connect_limit: split(u64::from(pacing.connect_limit), threads),
+        }
     }
 }
 

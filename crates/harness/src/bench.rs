@@ -323,6 +323,7 @@ impl Matrix<'_> {
                 spec.load = Load::Open {
                     schedule: Schedule::constant(level, load.duration),
                     max_connections: or_default(max_connections),
+                    pacing: loadbench_plan::OpenPacing::default(),
                 };
             }
             LoadModel::FindMax {

@@ -82,6 +82,7 @@ impl FindMaxSpec {
             load: Load::Open {
                 schedule: Schedule::constant(rate, self.step_duration),
                 max_connections: self.max_connections,
+                pacing: loadbench_plan::OpenPacing::default(),
             },
             stop: Stop::Duration(self.step_duration),
             ..self.base.clone()

@@ -107,11 +107,12 @@ impl Conn {
     }
 
     /// Open model: connects with no request of its own; once connected it is idle, and the
-    /// oldest waiting request takes it (or any other free one first).
-    pub fn connect_spare(&mut self, ctx: &mut Ctx, now: Instant) {
+    /// oldest waiting request takes it (or any other free one first). `counted`: its connect
+    /// time is recorded (the pool grows in the measured window; not the initial pool).
+    pub fn connect_spare(&mut self, ctx: &mut Ctx, now: Instant, counted: bool) {
         self.spare = true;
         ctx.spares += 1;
-        self.measured = false;
+        self.measured = counted;
         self.connect(ctx, now);
     }
 
@@ -234,7 +235,7 @@ impl Conn {
             Ok(false) => {}
             Ok(true) => {
                 self.backoff = Duration::ZERO;
-                if self.records_connect(ctx, now) {
+                if self.records_connect(ctx) {
                     ctx.recorder
                         .connected(connect_took(self.since, ctx.polled_at, now));
                 }
@@ -262,7 +263,7 @@ impl Conn {
             Ok(true) => {
                 let now = Instant::now();
                 let resumed = tls.resumed();
-                if self.records_connect(ctx, now) {
+                if self.records_connect(ctx) {
                     let took = now.saturating_duration_since(self.since);
                     ctx.recorder.handshake(took, resumed);
                 }
@@ -272,15 +273,10 @@ impl Conn {
         }
     }
 
-    /// Whether this connect's (or handshake's) time is recorded: a request's, when measured;
-    /// a spare's (no request), when it began and ended in the measured window.
-    fn records_connect(&self, ctx: &Ctx, now: Instant) -> bool {
-        let measured = if self.spare {
-            ctx.in_window(now)
-        } else {
-            self.measured
-        };
-        measured && ctx.recorder.measuring(self.since)
+    /// Whether this connect's (or handshake's) time is recorded: measured (a spare's when
+    /// the pool grew in the window, never the initial pool's) and begun in the window.
+    fn records_connect(&self, ctx: &Ctx) -> bool {
+        self.measured && ctx.recorder.measuring(self.since)
     }
 
     /// Writes the request; waits for writability only if the socket did not take it all.

@@ -311,7 +311,7 @@ impl<'a> Worker<'a> {
         loop {
             let now = Instant::now();
             while self.conns.len() < want && self.ctx.connecting < limit {
-                self.add_spare(now);
+                self.add_spare(now, false);
             }
             let done = self.ctx.connecting == 0 && self.conns.len() >= want;
             if done || now >= deadline {
@@ -334,11 +334,12 @@ impl<'a> Worker<'a> {
         self.ctx.recorder.delay(by);
     }
 
-    /// Open model: one more connection slot, connecting with no request of its own.
-    fn add_spare(&mut self, now: Instant) {
+    /// Open model: one more connection slot, connecting with no request of its own;
+    /// `counted`: its connect time is recorded (see [`Conn::connect_spare`]).
+    fn add_spare(&mut self, now: Instant, counted: bool) {
         let i = self.conns.len();
         self.conns.push(Conn::new(Token(i), now));
-        self.conns[i].connect_spare(&mut self.ctx, now);
+        self.conns[i].connect_spare(&mut self.ctx, now, counted);
     }
 
     /// Hands each readiness event of the last poll to its connection.
@@ -507,7 +508,8 @@ impl<'a> Worker<'a> {
             && self.ctx.idle.is_empty()
             && pacer.peek(self.ctx.spares as u64).is_some_and(|d| d <= now)
         {
-            self.add_spare(now);
+            let counted = self.ctx.recorder.measuring(now) && self.ctx.in_window(now);
+            self.add_spare(now, counted);
         }
         if self.conns.len() >= max {
             self.pool.full(now);

@@ -98,7 +98,7 @@ fn header(r: &RunResult) -> String {
         (None, None) => "test".to_string(),
     };
     let up_to = if is_open(r) { "up to " } else { "" };
-    let shape = format!(
+    let mut shape = format!(
         "{length}, {} threads, {up_to}{} connections ({}, {})",
         c.threads,
         c.connections,
@@ -109,6 +109,9 @@ fn header(r: &RunResult) -> String {
             "no keep-alive"
         }
     );
+    if let Some(pacing) = crate::text::pacing_text(r) {
+        shape += &format!("; {pacing}");
+    }
     format!(
         "<header>\n<h1>loadbench run</h1>\n<p class=\"target mono\">{}</p>\n<p class=\"muted\">{} · started {}</p>\n</header>\n",
         esc(&target_line(r)),

@@ -819,6 +819,32 @@ mod tests {
     use super::*;
     use crate::{fixtures, render_to_string, Format};
 
+    #[test]
+    fn the_header_states_the_send_window_and_the_initial_pool_when_recorded() {
+        let mut r = fixtures::busy();
+        assert_eq!(pacing_text(&r), None, "a closed run, or an older file");
+        r.config.send_window_us = Some(1000);
+        r.stats.pool = loadbench_model::PoolCounts {
+            initial: 40,
+            connects: 52,
+            connects_peak: 9,
+            connect_limit: 64,
+        };
+        let text = render(&r, &RenderOptions::default());
+        assert!(
+            text.contains(
+                "send window 1.00ms, initial pool 40 connections, at most 64 connects at once"
+            ),
+            "{text}"
+        );
+        r.config.send_window_us = Some(0);
+        let zero = pacing_text(&r).unwrap();
+        assert!(
+            zero.starts_with("send window 0 (a wake-up per request)"),
+            "{zero}"
+        );
+    }
+
     fn render(r: &RunResult, opts: &RenderOptions) -> String {
         render_to_string(Format::Text, r, opts)
     }

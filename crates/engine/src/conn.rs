@@ -79,6 +79,13 @@ pub struct Conn {
     /// Open model: connecting with no request of its own (the pool grows, or opens before
     /// the schedule); once connected it joins the idle ones.
     spare: bool,
+    /// Open model: a spare connected and has served no request yet (its first request is
+    /// not a keep-alive one).
+    fresh: bool,
+    /// A counted spare's connect time (and TLS handshake time, whether resumed), recorded
+    /// when a measured request first goes out on it: so each measured connection is counted
+    /// once, by the request that used it, as when a request connects itself.
+    opened: Option<(Duration, Option<(Duration, bool)>)>,
 }
 
 impl Conn {
@@ -103,6 +110,8 @@ impl Conn {
             wake_at: now,
             endpoint: 0,
             spare: false,
+            fresh: false,
+            opened: None,
         }
     }
 
@@ -123,6 +132,7 @@ impl Conn {
         }
         self.left_connect(ctx);
         self.end_spare(ctx);
+        self.fresh = true;
         self.phase = Phase::Idle;
         ctx.idle.push(self.token.0);
     }
@@ -158,12 +168,31 @@ impl Conn {
         self.intended = intended;
         self.endpoint = ctx.pick();
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
-        self.reused = self.stream.is_some();
+        self.reused = self.stream.is_some() && !self.fresh;
         self.retried = false;
-        if self.reused {
+        if self.fresh {
+            self.first_on_spare(ctx);
+        }
+        if self.stream.is_some() {
             self.send(ctx, now);
         } else {
             self.connect(ctx, now);
+        }
+    }
+
+    /// The first request on a spare: its connect (and handshake) is recorded now, if both
+    /// are measured.
+    #[cold]
+    fn first_on_spare(&mut self, ctx: &mut Ctx) {
+        self.fresh = false;
+        let Some((connect, handshake)) = self.opened.take() else {
+            return;
+        };
+        if self.measured {
+            ctx.recorder.connected(connect);
+            if let Some((took, resumed)) = handshake {
+                ctx.recorder.handshake(took, resumed);
+            }
         }
     }
 
@@ -235,9 +264,11 @@ impl Conn {
             Ok(false) => {}
             Ok(true) => {
                 self.backoff = Duration::ZERO;
-                if self.records_connect(ctx) {
-                    ctx.recorder
-                        .connected(connect_took(self.since, ctx.polled_at, now));
+                let took = connect_took(self.since, ctx.polled_at, now);
+                if self.spare {
+                    self.opened = self.records_connect(ctx).then_some((took, None));
+                } else if self.records_connect(ctx) {
+                    ctx.recorder.connected(took);
                 }
                 if ctx.tls.is_some() {
                     self.since = now;
@@ -263,8 +294,10 @@ impl Conn {
             Ok(true) => {
                 let now = Instant::now();
                 let resumed = tls.resumed();
-                if self.records_connect(ctx) {
-                    let took = now.saturating_duration_since(self.since);
+                let took = now.saturating_duration_since(self.since);
+                if let Some(opened) = self.opened.as_mut().filter(|_| self.spare) {
+                    opened.1 = Some((took, resumed));
+                } else if !self.spare && self.records_connect(ctx) {
                     ctx.recorder.handshake(took, resumed);
                 }
                 self.ready(ctx, now);
@@ -273,8 +306,8 @@ impl Conn {
         }
     }
 
-    /// Whether this connect's (or handshake's) time is recorded: measured (a spare's when
-    /// the pool grew in the window, never the initial pool's) and begun in the window.
+    /// Whether this connect's (or handshake's) time is recorded: measured and begun in the
+    /// window (a spare's is kept until a measured request uses it).
     fn records_connect(&self, ctx: &Ctx) -> bool {
         self.measured && ctx.recorder.measuring(self.since)
     }
@@ -492,6 +525,8 @@ impl Conn {
     /// Drops the socket (closing it); the slot stays and may connect again.
     pub fn close(&mut self) {
         self.stream = None;
+        self.fresh = false;
+        self.opened = None;
     }
 
     /// Has a socket (connecting or connected), for the live views' open-connection count.

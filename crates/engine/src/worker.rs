@@ -310,8 +310,10 @@ impl<'a> Worker<'a> {
         let mut events = Events::with_capacity(256);
         loop {
             let now = Instant::now();
+            // Counted when a measured request first uses one: without a warm-up, the window's
+            // first requests (they connected themselves before the pool existed).
             while self.conns.len() < want && self.ctx.connecting < limit {
-                self.add_spare(now, false);
+                self.add_spare(now, true);
             }
             let done = self.ctx.connecting == 0 && self.conns.len() >= want;
             if done || now >= deadline {

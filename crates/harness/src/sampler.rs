@@ -103,6 +103,18 @@ impl ProcTable {
     }
 }
 
+/// The same processes read again from `/proc` (those gone since, or whose pid now names another
+/// process, are left out).
+fn reread(entries: Vec<ProcEntry>) -> Vec<ProcEntry> {
+    entries
+        .iter()
+        .filter_map(|e| {
+            let now = ProcEntry::read(&Process::new(i32::try_from(e.pid).ok()?).ok()?)?;
+            (now.start_ticks == e.start_ticks).then_some(now)
+        })
+        .collect()
+}
+
 /// A process and all its descendants, resolved through the `ppid` links in `/proc/*/stat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessTree {
@@ -138,7 +150,10 @@ struct Reading {
 impl Reading {
     fn take(roots: &[u32]) -> Self {
         let table = ProcTable::read();
-        let trees: Vec<Vec<ProcEntry>> = roots.iter().map(|&r| table.tree(r)).collect();
+        // Reading every process can be held up for seconds on a busy host (a `/proc` read may
+        // wait on another process): the targets' own counters are read again now, so that they
+        // and `at` are of the same instant.
+        let trees: Vec<Vec<ProcEntry>> = roots.iter().map(|&r| reread(table.tree(r))).collect();
         let generator = Process::myself().and_then(|p| p.stat());
         Self {
             at: Instant::now(),

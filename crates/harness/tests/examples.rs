@@ -424,7 +424,10 @@ fn zuul_compares_200_and_1000_threads_and_spring_cloud_gateway_with_the_200ms_ba
     assert_eq!(scg.proxy_to.as_deref(), Some("backend"));
     let pool = scg.args.join(" ");
     assert!(pool.contains("httpclient.pool.type=fixed"), "{pool}");
-    assert!(pool.contains("httpclient.pool.max-connections=1000"), "{pool}");
+    assert!(
+        pool.contains("httpclient.pool.max-connections=1000"),
+        "{pool}"
+    );
     assert_eq!(s.loads[0].targets, ["zuul-200", "zuul-1000", "scg"]);
     let l = &s.loads[1];
     assert_eq!(

@@ -1083,20 +1083,35 @@ fn example_spring_boot_runs_every_instance_and_setting() {
 }
 
 #[test]
-fn example_zuul_cannot_beat_the_200ms_backend() {
-    if !jvm_example_built("zuul") {
+fn example_zuul_and_spring_cloud_gateway_cannot_beat_the_200ms_backend() {
+    if !jvm_example_built("zuul") || !jvm_example_built("spring-cloud-gateway") {
         return;
     }
     let _machine = crate::support::measuring();
     let r = run_example_for("zuul", "5s", "5s", 1);
     let gateway = r.loads.iter().position(|l| l.name == "gateway vs direct");
     let gateway = gateway.expect("the gateway load");
-    for t in ["zuul-200", "zuul-1000", "backend"] {
+    for t in ["zuul-200", "zuul-1000", "scg", "backend"] {
         let round = r
             .rounds
             .iter()
             .find(|x| x.load as usize == gateway && x.target == t);
-        let p50 = round_p50(round.unwrap_or_else(|| panic!("{t} measured")));
+        let round = round.unwrap_or_else(|| panic!("{t} measured"));
+        let p50 = round_p50(round);
         assert!(p50 >= 200_000_000, "{t}: p50 {p50} ns");
+        // 300 connections, each waiting 200 ms per answer: at most 1500 req/s (+5% for timing).
+        let rps = round.throughput().expect("a closed-load result");
+        assert!(rps <= 1500.0 * 1.05, "{t}: {rps} req/s");
     }
+    assert_report_names(&r, "scg");
+}
+
+/// The run folder's report.html shows target `name`.
+fn assert_report_names(r: &BenchResult, name: &str) {
+    let html = Path::new(&r.run_dir).join("report.html");
+    let html = std::fs::read_to_string(&html).expect("report.html written");
+    assert!(
+        html.contains(&format!(">{name}<")),
+        "{name} not in the report"
+    );
 }

@@ -389,3 +389,31 @@ fn a_profiled_backend_gets_a_flame_graph_in_its_run_folder_and_report() {
     let line = format!("  backend: {}", dir.join(&p.svg).display());
     assert!(stdout.contains(&line), "{stdout}");
 }
+
+#[test]
+fn the_socket_watch_of_run_can_be_switched_off_for_measuring_its_cost() {
+    use loadbench_model::RunResult;
+    use loadbench_runner::kernel::NO_SOCKET_WATCH_ENV;
+    use loadbench_upstream::{Server, ServerConfig};
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let url = format!("http://{}/", server.local_addr());
+    let readings = |off: bool| {
+        let save = tempdir("socket-watch").join("run.json");
+        let mut cmd = bin();
+        cmd.args([
+            "run", &url, "-c", "2", "-t", "1", "-n", "200", "--quiet", "--save",
+        ])
+        .arg(&save);
+        if off {
+            cmd.env(NO_SOCKET_WATCH_ENV, "1");
+        }
+        let out = cmd.output().expect("loadbench runs");
+        assert!(out.status.success(), "{:?}", text(&out));
+        let r = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+        assert_eq!((r.stats.requests, r.stats.errors.total()), (200, 0));
+        r.evidence.expect("the kernel's counters").sockets.readings
+    };
+    // On: one reading at the start at least. Off: none, the counters still read.
+    assert!(readings(false) >= 1);
+    assert_eq!(readings(true), 0);
+}

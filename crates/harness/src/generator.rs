@@ -3,7 +3,10 @@
 //! step generator-bound (`diagnose::generator_hot_thread`). The engine's worker threads start
 //! and end inside the step, so two readings at its edges would miss them: a light thread reads
 //! `/proc/self/task` every [`INTERVAL`] and keeps each thread's first and last reading; a
-//! thread's shares are over the span it was seen.
+//! thread's shares are over the span it was seen. loadbench's helper threads (`loadbench-*`:
+//! the sampler, the kernel watch, this watcher) are left out: they are not the load's, and on
+//! an overloaded host one that sleeps most of the time can still wait long enough in the run
+//! queue to look runnable all the time.
 
 use crate::evidence::Thread;
 use loadbench_model::evidence::BUSIEST_THREADS;
@@ -16,8 +19,10 @@ use std::time::{Duration, Instant};
 
 /// How often the threads are read.
 pub const INTERVAL: Duration = Duration::from_millis(100);
-/// The watcher's own thread name (left out of the evidence).
+/// The watcher's own thread name.
 const WATCHER: &str = "loadbench-gen";
+/// The name prefix of loadbench's helper threads, left out of the evidence.
+const HELPERS: &str = "loadbench-";
 
 /// A thread's first and last reading.
 #[derive(Debug, Clone)]
@@ -100,7 +105,7 @@ fn read_into(spans: &mut HashMap<u32, Span>) {
     };
     let now = Instant::now();
     for (tid, t) in tasks.flatten().filter_map(|t| Thread::read(&t)) {
-        if t.comm == WATCHER {
+        if t.comm.starts_with(HELPERS) {
             continue;
         }
         spans
@@ -177,6 +182,10 @@ mod tests {
         assert_eq!(e.target, "generator");
         assert_eq!(e.allowed_cores, 2.0);
         assert!(e.busiest.iter().all(|t| t.name != WATCHER), "{e:?}");
+        assert!(
+            e.busiest.iter().all(|t| !t.name.starts_with(HELPERS)),
+            "{e:?}"
+        );
         assert!(e.cpu_cores >= spin.cores * 0.5, "{e:?}");
     }
 }

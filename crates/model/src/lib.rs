@@ -34,7 +34,7 @@ pub mod why;
 
 pub use bench::{
     AppliedLimits, BenchCell, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget,
-    BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo,
+    BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo, TargetProfile,
 };
 pub use body::BodySizes;
 pub use endpoints::{merge_endpoints, EndpointStats};

@@ -331,6 +331,7 @@ fn bench_target(name: &str) -> BenchTarget {
         } else {
             vec![]
         },
+        profile: None,
     }
 }
 

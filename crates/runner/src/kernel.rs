@@ -16,6 +16,11 @@ use std::time::Duration;
 /// How often the sockets are read.
 pub const SOCKET_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Set (to any value) in the environment, no thread reads the sockets during a load (the
+/// counters are still read at its start and end): the switch for measuring what that thread
+/// costs the generator (docs/diagnostics.md).
+pub const NO_SOCKET_WATCH_ENV: &str = "LOADBENCH_NO_SOCKET_WATCH";
+
 /// The kernel's TCP counters now (zeros where unreadable).
 pub fn read_counters() -> TcpCounters {
     let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();

@@ -81,6 +81,10 @@ pub struct TargetSpec {
     /// How long to wait after the stop signal before killing the process group.
     #[serde(default = "five_seconds", deserialize_with = "de::duration")]
     pub stop_timeout: Duration,
+    /// Record an on-CPU profile of its process tree with `perf` during one extra, unmeasured
+    /// run of its last load, drawn as a flame graph into the run folder.
+    #[serde(default)]
+    pub profile: bool,
 }
 
 /// A loopback port: fixed or allocated per run.

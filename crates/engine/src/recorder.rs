@@ -443,7 +443,6 @@ impl Recorder {
         if partial || self.second_counts != SecondCounts::default() {
             self.close_second();
         }
-        let status = status_counts(&self.status);
         self.censored.merge(&self.latency);
         let endpoints = self.take_endpoints();
         Stats {
@@ -452,7 +451,7 @@ impl Recorder {
             requests: self.requests,
             errors: ErrorCounts::from_array(&self.errors),
             error_reasons: ErrorReasons::from_array(&self.reasons),
-            status,
+            status: status_counts(&self.status),
             body: self.body,
             keepalive_requests: self.keepalive_requests,
             bytes_read: self.bytes_read,
@@ -487,8 +486,7 @@ impl Recorder {
             latency: Latency { hist: self.latency },
             connect: Latency { hist: self.connect },
             tls: self.tls.map(|t| *t).unwrap_or_default(),
-            // Filled in by the HTTP/2 worker.
-            protocols: Default::default(),
+            protocols: Default::default(), // filled in by the HTTP/2 worker, as `h2`
             h2: Default::default(),
             first_byte: Latency {
                 hist: self.first_byte,

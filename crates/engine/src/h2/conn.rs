@@ -10,7 +10,7 @@
 //! each batch of reads; the request frames are copied from blocks encoded before the run.
 
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
-use super::hpack::ResponseDecoder;
+use super::hpack::{BadBlock, ResponseDecoder};
 use super::Shared;
 use crate::transport::Stream;
 use crate::worker::Ctx;
@@ -462,10 +462,9 @@ impl H2Conn {
             return Ok(());
         }
         let stream = std::mem::take(&mut self.block_stream);
-        let status = self
-            .decoder
-            .status(&self.block)
-            .map_err(|()| ConnError(ErrorKind::MalformedResponse, Some(ErrorReason::H2Hpack)))?;
+        let status = self.decoder.status(&self.block).map_err(|BadBlock| {
+            ConnError(ErrorKind::MalformedResponse, Some(ErrorReason::H2Hpack))
+        })?;
         let Some(i) = self.slot_of(stream) else {
             return Ok(());
         };
@@ -501,7 +500,7 @@ impl H2Conn {
         if head.flags & flag::ACK != 0 {
             return Ok(());
         }
-        if head.stream != 0 || payload.len() % 6 != 0 {
+        if head.stream != 0 || !payload.len().is_multiple_of(6) {
             return Err(protocol());
         }
         for pair in payload.chunks_exact(6) {

@@ -220,6 +220,10 @@ pub fn parse_status(v: &[u8]) -> Option<u16> {
     }
 }
 
+/// A header block that cannot be decoded: the connection's HPACK table is out of step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadBlock;
+
 /// A connection's response header decoding: the in-place scan, else the full decoder with
 /// the connection's dynamic table.
 pub struct ResponseDecoder {
@@ -243,7 +247,7 @@ impl Default for ResponseDecoder {
 impl ResponseDecoder {
     /// The `:status` of a complete header block: `Ok(None)` when it has none, `Err` when the
     /// block cannot be decoded (a connection error: the table is out of step from here on).
-    pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, ()> {
+    pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, BadBlock> {
         if let Scan::Status(s) = scan(block) {
             return Ok(s);
         }
@@ -256,9 +260,9 @@ impl ResponseDecoder {
                     bad |= status.is_none();
                 }
             })
-            .map_err(drop)?;
+            .map_err(|_| BadBlock)?;
         if bad {
-            return Err(());
+            return Err(BadBlock);
         }
         Ok(status)
     }
@@ -335,7 +339,7 @@ mod tests {
         let mut enc = loona_hpack::Encoder::new();
         let block = enc.encode([(&b":status"[..], &b"503"[..]), (&b"server"[..], &b"x"[..])]);
         assert_eq!(ResponseDecoder::default().status(&block), Ok(Some(503)));
-        assert_eq!(d.status(&[0xff, 0xff, 0xff]), Err(()));
-        assert_eq!(d.status(&[0x88, 0x0f]), Err(()), "truncated");
+        assert_eq!(d.status(&[0xff, 0xff, 0xff]), Err(BadBlock));
+        assert_eq!(d.status(&[0x88, 0x0f]), Err(BadBlock), "truncated");
     }
 }

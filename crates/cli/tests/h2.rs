@@ -219,3 +219,30 @@ fn http2_flags_that_do_not_combine_are_one_line_and_exit_2() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_weighted_mix_over_h2c_keeps_per_endpoint_counts_that_match_nginx() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = nginx_h2c("");
+    let (ok, missing) = (nginx.url("/"), nginx.url("/missing"));
+    let r = Run::without_url()
+        .args(["-u", &format!("{ok} weight=3"), "-u", &missing])
+        .args(["--http2", "--streams", "4", "-c", "2", "-n", "400"])
+        .ok();
+    let e = &r.stats.endpoints;
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].requests + e[1].requests, 400);
+    assert_eq!(e[0].status.0.get(&200).copied(), Some(e[0].requests));
+    assert_eq!(e[1].status.0.get(&404).copied(), Some(e[1].requests));
+    let logged_404 = nginx
+        .log_lines()
+        .iter()
+        .filter(|l| l.contains("GET /missing HTTP/2.0\" 404"))
+        .count() as u64;
+    assert_logged_h2(&nginx, 400);
+    assert_eq!(logged_404, e[1].requests, "nginx's 404 lines agree");
+    // Smooth weighted round-robin: within a couple of requests of 3:1 per worker.
+    assert!((95..=105).contains(&e[1].requests), "{}", e[1].requests);
+}

@@ -16,6 +16,7 @@ mod dist;
 mod example_apps;
 mod fields;
 mod find_max;
+mod h2;
 mod headline;
 mod help;
 mod kubernetes;

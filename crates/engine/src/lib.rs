@@ -9,6 +9,7 @@
 //! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
 
 pub mod conn;
+pub mod h2;
 pub mod http1;
 pub mod mix;
 pub mod pacer;
@@ -58,6 +59,10 @@ pub enum EngineError {
     /// failed (an untrusted certificate names `--cacert` and `--insecure`): one line.
     #[error("{0}")]
     Tls(String),
+    /// `--http2`: the server does not speak HTTP/2 here (no h2 through ALPN, or no SETTINGS
+    /// answer to the h2c preface), or a request cannot be sent over it: one line.
+    #[error("{0}")]
+    Http2(String),
     /// The open-file limit is too low for the connections and could not be raised.
     #[error("{}", fd_limit_message(*connections, *needed, *soft, *hard))]
     FdLimit {
@@ -151,6 +156,8 @@ pub struct Engine {
     live: Arc<Live>,
     /// `https://`: the TLS client built from the plan, or why it could not be.
     tls: Option<Result<TlsClient, String>>,
+    /// `--http2`: the requests encoded for HTTP/2, or why they could not be.
+    h2: Option<Result<h2::H2Setup, String>>,
 }
 
 impl Engine {
@@ -164,7 +171,13 @@ impl Engine {
         let workers = (0..plan.threads).map(|_| LiveCounters::default()).collect();
         let live = Arc::new(Live { workers, stop });
         let tls = plan.tls.as_ref().map(TlsClient::new);
-        Engine { plan, live, tls }
+        let h2 = plan.http2.map(|streams| h2::H2Setup::new(&plan, streams));
+        Engine {
+            plan,
+            live,
+            tls,
+            h2,
+        }
     }
 
     /// Progress counters and the stop switch, for the caller's other threads.
@@ -194,7 +207,28 @@ impl Engine {
             Some(t) => t
                 .probe(addr, self.plan.connect_timeout)
                 .map_err(EngineError::Tls),
+            None if self.h2.is_some() => self.probe_h2c(addr),
             None => Ok(()),
+        }
+    }
+
+    /// `--http2` over cleartext: the server must answer the preface with SETTINGS.
+    fn probe_h2c(&self, addr: SocketAddr) -> Result<(), EngineError> {
+        self.h2_setup()?;
+        let timeout = self.plan.connect_timeout;
+        let sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| preflight_error(addr, e))?;
+        sock.set_read_timeout(Some(timeout))?;
+        sock.set_write_timeout(Some(timeout))?;
+        h2::probe_h2c(sock, &addr.to_string()).map_err(EngineError::Http2)
+    }
+
+    /// The run's HTTP/2 requests (`None` for HTTP/1.1), or why they could not be encoded.
+    fn h2_setup(&self) -> Result<Option<&h2::H2Setup>, EngineError> {
+        match &self.h2 {
+            None => Ok(None),
+            Some(Ok(s)) => Ok(Some(s)),
+            Some(Err(e)) => Err(EngineError::Http2(e.clone())),
         }
     }
 
@@ -222,13 +256,19 @@ impl Engine {
             Load::Closed => None,
         };
         let tls = self.tls_client()?;
+        let h2 = self.h2_setup()?;
         let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
         let stop: &AtomicBool = &self.live.stop;
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
                 .into_iter()
                 .zip(&self.live.workers)
-                .map(|(cfg, live)| scope.spawn(move || Worker::new(cfg)?.run(stop, live)))
+                .map(|(cfg, live)| {
+                    scope.spawn(move || match h2 {
+                        Some(setup) => h2::worker::H2Worker::new(cfg, setup)?.run(stop, live),
+                        None => Worker::new(cfg)?.run(stop, live),
+                    })
+                })
                 .collect();
             handles
                 .into_iter()

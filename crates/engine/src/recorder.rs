@@ -246,6 +246,16 @@ impl Recorder {
     /// per-second `sent` adds up to the total exactly.
     #[cold]
     pub fn stale_retry(&mut self, sent_at: Instant, now: Instant) {
+        self.unsend(sent_at, now);
+        self.stale_retries += 1;
+        self.reopened(ReopenReason::StaleRetry);
+    }
+
+    /// Takes back a measured request's send (at `sent_at`) because the server never processed
+    /// it and it will be sent again (a stale keep-alive connection, or an HTTP/2 stream above
+    /// a GOAWAY's last stream id), from the second it was counted in.
+    #[cold]
+    pub fn unsend(&mut self, sent_at: Instant, now: Instant) {
         self.roll(now);
         self.sent = self.sent.saturating_sub(1);
         let second = sent_at.saturating_duration_since(self.t0).as_secs();
@@ -259,8 +269,6 @@ impl Recorder {
         if let Some(sent) = counted {
             *sent = sent.saturating_sub(1);
         }
-        self.stale_retries += 1;
-        self.reopened(ReopenReason::StaleRetry);
     }
 
     /// A connection was closed for `reason` (the server's doing) and a new one will be opened.
@@ -435,7 +443,6 @@ impl Recorder {
         if partial || self.second_counts != SecondCounts::default() {
             self.close_second();
         }
-        let status = status_counts(&self.status);
         self.censored.merge(&self.latency);
         let endpoints = self.take_endpoints();
         Stats {
@@ -444,7 +451,7 @@ impl Recorder {
             requests: self.requests,
             errors: ErrorCounts::from_array(&self.errors),
             error_reasons: ErrorReasons::from_array(&self.reasons),
-            status,
+            status: status_counts(&self.status),
             body: self.body,
             keepalive_requests: self.keepalive_requests,
             bytes_read: self.bytes_read,
@@ -479,6 +486,8 @@ impl Recorder {
             latency: Latency { hist: self.latency },
             connect: Latency { hist: self.connect },
             tls: self.tls.map(|t| *t).unwrap_or_default(),
+            protocols: Default::default(), // filled in by the HTTP/2 worker, as `h2`
+            h2: Default::default(),
             first_byte: Latency {
                 hist: self.first_byte,
             },

@@ -150,6 +150,10 @@ pub struct RunConfig {
     /// `--connect-to` rules as given (`HOST:PORT:ADDR:PORT`); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connect_to: Vec<String>,
+    /// `--http2`: the streams each connection kept in flight (`--streams`); absent for
+    /// HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_streams: Option<u32>,
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,
@@ -246,6 +250,13 @@ pub struct Stats {
     /// full and resumed handshakes. Absent for plain HTTP.
     #[serde(default, skip_serializing_if = "crate::TlsStats::is_empty")]
     pub tls: crate::TlsStats,
+    /// Connections by the protocol they spoke (`h1`, `h2`); absent for HTTP/1.1 runs, whose
+    /// connections all speak HTTP/1.1.
+    #[serde(default, skip_serializing_if = "crate::ProtocolCounts::is_empty")]
+    pub protocols: crate::ProtocolCounts,
+    /// HTTP/2 runs: streams in flight, the server's stream limit, GOAWAYs. Absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "crate::H2Stats::is_empty")]
+    pub h2: crate::H2Stats,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
     /// hey's split of each completed request: request write, response wait, response read.
@@ -295,6 +306,8 @@ impl Stats {
         self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
         self.tls.merge(&o.tls);
+        self.protocols.merge(&o.protocols);
+        self.h2.merge(&o.h2);
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
         crate::merge_endpoints(&mut self.endpoints, &o.endpoints);

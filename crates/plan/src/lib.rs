@@ -212,6 +212,8 @@ pub struct Plan {
     pub unix_socket: Option<PathBuf>,
     /// `--connect-to` rules as given, for the record (already applied to `target.addr`).
     pub connect_to: Vec<String>,
+    /// `--http2`: the requests (streams) in flight per connection; `None` for HTTP/1.1.
+    pub http2: Option<u32>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -250,10 +252,19 @@ impl Plan {
         let body = read_body(&first.body)?;
         let request =
             RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
+        let mix = mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?;
+        let longest = mix.iter().map(|e| e.request.body_len).max();
+        let http2 = transport::check_http2(
+            t,
+            matches!(spec.load, Load::Open { .. }),
+            spec.keepalive,
+            longest.unwrap_or(0).max(request.body_len),
+        )?;
         Ok(Plan {
+            http2,
             load: spec.load.clone(),
             request,
-            mix: mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?,
+            mix,
             connections,
             threads,
             stop: spec.stop,

@@ -29,6 +29,7 @@ mod report;
 mod run;
 mod save;
 mod serve;
+mod serve_h2;
 mod starved;
 mod stdout;
 mod tls;

@@ -182,6 +182,7 @@ fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
         tls_resume: !t.no_tls_resume,
         unix_socket: t.unix_socket.clone(),
         connect_to: t.connect_to.clone(),
+        pipeline: t.pipeline,
     }
 }
 

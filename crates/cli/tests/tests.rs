@@ -25,6 +25,7 @@ mod live_web;
 mod mix;
 mod netns;
 mod open;
+mod pipeline;
 mod report;
 mod run;
 mod save;

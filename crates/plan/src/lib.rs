@@ -12,6 +12,7 @@
 
 mod flags;
 mod mix;
+mod pipeline;
 mod request;
 mod schedule;
 mod shard;
@@ -25,6 +26,7 @@ pub use loadbench_units as units;
 pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
 };
+pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
 pub use schedule::{Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
@@ -212,6 +214,8 @@ pub struct Plan {
     pub unix_socket: Option<PathBuf>,
     /// `--connect-to` rules as given, for the record (already applied to `target.addr`).
     pub connect_to: Vec<String>,
+    /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
+    pub pipeline: u16,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -267,6 +271,7 @@ impl Plan {
             tls,
             unix_socket: t.unix_socket.clone(),
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
+            pipeline: pipeline::check(spec)?,
         })
     }
 }

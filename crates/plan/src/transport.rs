@@ -24,6 +24,9 @@ pub struct TransportSpec {
     pub unix_socket: Option<PathBuf>,
     /// `--connect-to` rules, first match wins.
     pub connect_to: Vec<ConnectTo>,
+    /// `--pipeline N`: HTTP/1.1 requests each connection keeps written ahead of their
+    /// responses (1: one at a time, the default).
+    pub pipeline: u16,
 }
 
 impl Default for TransportSpec {
@@ -36,6 +39,7 @@ impl Default for TransportSpec {
             tls_resume: true,
             unix_socket: None,
             connect_to: Vec::new(),
+            pipeline: 1,
         }
     }
 }

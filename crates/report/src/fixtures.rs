@@ -66,6 +66,7 @@ fn config() -> RunConfig {
         tls: None,
         unix_socket: None,
         connect_to: vec![],
+        pipeline: 1,
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadModel::Closed,
     }

@@ -210,8 +210,8 @@ pub struct Stats {
     #[serde(default)]
     pub stale_retries: u64,
     /// `--pipeline`: requests written behind one whose connection the server closed (or that
-    /// failed) before answering them, written again once on a new connection. Each is counted
-    /// once in `sent`. Absent when 0.
+    /// failed) before answering them, written again on a new connection (counted per resend).
+    /// Each request is counted once in `sent`. Absent when 0.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub pipeline_resent: u64,
     /// Idle keep-alive connections the peer closed, noticed and dropped before reuse.

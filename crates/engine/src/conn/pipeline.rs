@@ -12,11 +12,13 @@
 //! recorded, the ring is topped up to N and the new requests go out in one `write`.
 //!
 //! When the connection ends with requests outstanding (`Connection: close`, EOF, a reset, a
-//! timeout, a malformed response), nothing is lost silently: the response being read, if
-//! any of it had arrived (or the connection had answered nothing yet), takes the error; every
-//! request behind it got no byte of an answer, so it is written again once on a new
-//! connection (`Stats::pipeline_resent`; its first `sent` is taken back, so it is counted
-//! once) and, if that connection fails it too, counted as an error of its class.
+//! timeout, a malformed response), nothing is lost silently: the response being read takes the
+//! error if any of it had arrived, or if the connection had answered nothing yet, or if it was
+//! already resent once after such a close; every request behind it got no byte of an answer,
+//! so it is written again on a new connection (`Stats::pipeline_resent`; its first `sent` is
+//! taken back, so it is counted once). Each lost connection answered or failed the request in
+//! front, so the resends always move on (a server that closes every connection after 5
+//! requests, with 8 pipelined, resends some requests more than once).
 
 use super::{read_error_kind, write_error_kind, Conn, Phase};
 use crate::http1::{EofOutcome, Progress};
@@ -386,8 +388,7 @@ impl Conn {
     }
 
     /// The connection is given up: the front request takes `front_error` (when given), every
-    /// written request behind it is resent once on a new connection (a second time, it is an
-    /// error), and the slot reconnects on the next loop turn (after a backoff when the
+    /// written request behind it is resent on a new connection, and the slot reconnects on the next loop turn (after a backoff when the
     /// connect failed).
     pub(super) fn pipe_broken(
         &mut self,
@@ -401,8 +402,7 @@ impl Conn {
             }
         }
         if let Some(pipe) = self.pipe.as_deref_mut() {
-            let kind = front_error.unwrap_or(ErrorKind::ClosedBeforeResponseComplete);
-            pipe.ring.retain_mut(|e| take_back(ctx, e, kind, now));
+            pipe.ring.iter_mut().for_each(|e| take_back(ctx, e, now));
             pipe.out.clear();
             pipe.out_pos = 0;
             pipe.unwritten = 0;
@@ -438,22 +438,19 @@ fn queue(out: &mut Vec<u8>, e: &mut Entry, ctx: &mut Ctx, now: Instant, written_
     }
 }
 
-/// A request behind a lost connection: kept to be resent (its send taken back) if it was
-/// written and not resent before; counted as `kind` if it was; kept as is if never written.
-fn take_back(ctx: &mut Ctx, e: &mut Entry, kind: ErrorKind, now: Instant) -> bool {
+/// A request behind a lost connection: kept, to be written again on the next one (its send
+/// taken back, so `sent` counts it once). Never counted as an error here: the connection was
+/// lost ahead of it, and each loss either answered or failed the request in front, so resending
+/// always moves the run on.
+fn take_back(ctx: &mut Ctx, e: &mut Entry, now: Instant) {
     if e.unsent {
-        return true;
-    }
-    if e.retried {
-        record_error(ctx, e, kind, 0, now);
-        return false;
+        return;
     }
     if e.measured {
         ctx.recorder.pipeline_resend(e.sent, now);
     }
     e.retried = true;
     e.unsent = true;
-    true
 }
 
 /// A request without a complete response: counted as `kind` (as `Conn::fail` counts one).

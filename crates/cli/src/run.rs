@@ -184,6 +184,7 @@ fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
         connect_to: t.connect_to.clone(),
         http2: t.http2,
         streams: t.streams,
+        pipeline: t.pipeline,
     }
 }
 

@@ -11,6 +11,9 @@ use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
+mod pipeline;
+pub use pipeline::Pipe;
+
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 /// Longest wait between reconnects after failed connects.
@@ -76,6 +79,8 @@ pub struct Conn {
     pub wake_at: Instant,
     /// Which request of the mix is in flight (0 without a mix).
     endpoint: u16,
+    /// `--pipeline N` (N > 1): the requests in flight on this connection; `None` at depth 1.
+    pipe: Option<Box<Pipe>>,
 }
 
 impl Conn {
@@ -99,11 +104,15 @@ impl Conn {
             backoff: Duration::ZERO,
             wake_at: now,
             endpoint: 0,
+            pipe: None,
         }
     }
 
     /// Closed model: claims the next request and starts it at once.
     pub fn begin(&mut self, ctx: &mut Ctx, now: Instant) {
+        if self.pipe.is_some() {
+            return self.pipe_begin(ctx, now);
+        }
         if !ctx.claim(now) {
             self.phase = Phase::Idle;
             return;
@@ -166,6 +175,9 @@ impl Conn {
     /// error) is already queued, so reading must go on until it shows.
     pub fn on_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
         match self.phase {
+            Phase::Writing | Phase::Reading if self.pipe.is_some() => {
+                self.pipe_event(ctx, read_closed)
+            }
             Phase::Connecting => self.on_connect_ready(ctx),
             Phase::Handshaking => self.drive_handshake(ctx),
             Phase::Writing => self.write_rest(ctx, Instant::now()),
@@ -232,6 +244,9 @@ impl Conn {
     /// Writes the request; waits for writability only if the socket did not take it all.
     #[inline]
     fn send(&mut self, ctx: &mut Ctx, now: Instant) {
+        if self.pipe.is_some() {
+            return self.pipe_send(ctx, now);
+        }
         self.since = now;
         if self.measured {
             if self.retried {
@@ -405,6 +420,9 @@ impl Conn {
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        if self.pipe.is_some() {
+            return self.pipe_broken(ctx, Some(kind), now);
+        }
         // A request that was never written (failed connect) past the deadline is neither
         // sent nor abandoned: it is left out, so the accounting identity stays exact.
         let unsent_late = kind.before_send() && !ctx.in_window(now);
@@ -446,9 +464,10 @@ impl Conn {
         self.stream.is_some()
     }
 
-    /// Holds a claimed request that has not finished.
+    /// Holds a claimed request that has not finished (pipelined: also requests waiting to be
+    /// resent on a new connection).
     pub fn in_flight(&self) -> bool {
-        self.phase != Phase::Idle
+        self.phase != Phase::Idle || self.pipe_holds()
     }
 
     /// Holds a request that was written (fully or in part) and has no outcome yet: what

@@ -335,6 +335,7 @@ impl Engine {
                 head: plan.request.head,
                 mix: &plan.mix,
                 keepalive: plan.keepalive,
+                pipeline: plan.pipeline,
                 connections: if paced.is_some() { 0 } else { c as usize },
                 budget,
                 t0,

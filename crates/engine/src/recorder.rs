@@ -38,6 +38,7 @@ pub struct Recorder {
     per_connection: PerConnection,
     waiting: u64,
     stale_retries: u64,
+    pipeline_resent: u64,
     stale_closes: u64,
     connect_backoffs: u64,
     backoff_us: u64,
@@ -120,6 +121,7 @@ impl Recorder {
             per_connection: PerConnection::default(),
             waiting: 0,
             stale_retries: 0,
+            pipeline_resent: 0,
             stale_closes: 0,
             connect_backoffs: 0,
             backoff_us: 0,
@@ -249,6 +251,15 @@ impl Recorder {
         self.unsend(sent_at, now);
         self.stale_retries += 1;
         self.reopened(ReopenReason::StaleRetry);
+    }
+
+    /// `--pipeline`: a measured request written (at `sent_at`) behind one whose connection
+    /// closed before answering it; it will be written again on a new connection, so its
+    /// first send is taken back, like a stale retry's.
+    #[cold]
+    pub fn pipeline_resend(&mut self, sent_at: Instant, now: Instant) {
+        self.unsend(sent_at, now);
+        self.pipeline_resent += 1;
     }
 
     /// Takes back a measured request's send (at `sent_at`) because the server never processed
@@ -463,6 +474,7 @@ impl Recorder {
             abandoned,
             waiting: self.waiting,
             stale_retries: self.stale_retries,
+            pipeline_resent: self.pipeline_resent,
             stale_closes: self.stale_closes,
             reopen_reasons: ReopenReasons::from_array(&self.reopens),
             connect_backoffs: self.connect_backoffs,

@@ -208,6 +208,8 @@ pub struct WorkerConfig<'a> {
     pub mix: &'a [loadbench_plan::Endpoint],
     /// Reuse connections between requests.
     pub keepalive: bool,
+    /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
+    pub pipeline: u16,
     /// Connections to open at the start (closed model).
     pub connections: usize,
     /// Requests this worker may claim in the measured window (count runs); `None`: no limit.
@@ -284,7 +286,7 @@ impl<'a> Worker<'a> {
         let now = Instant::now();
         let ctx = Ctx::new(&cfg, poll.registry().try_clone()?, now);
         let conns = (0..cfg.connections)
-            .map(|i| Conn::new(Token(i), now))
+            .map(|i| Conn::new(Token(i), now).pipelined(cfg.pipeline))
             .collect();
         let pacer = match cfg.pacing {
             Some(p) => Some(Pacer::new(p, poll.registry())?),
@@ -515,6 +517,11 @@ impl<'a> Worker<'a> {
                 .in_flight()
                 .then(|| end.saturating_duration_since(c.intended));
             self.ctx.recorder.connection_end(c.completed, age);
+            for intended in c.queued_behind() {
+                self.ctx
+                    .recorder
+                    .censor(end.saturating_duration_since(intended));
+            }
         }
         if let Some(p) = self.pacer.as_mut() {
             while let Some(due) = p.due().filter(|&d| d < end) {
@@ -527,12 +534,8 @@ impl<'a> Worker<'a> {
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
         self.ctx.stopping = true;
         let end = self.ctx.deadline.map_or(now, |d| now.min(d));
-        let abandoned = self.ctx.past_deadline
-            + self
-                .conns
-                .iter()
-                .filter(|c| c.sent_in_flight() && c.measured)
-                .count() as u64;
+        let abandoned =
+            self.ctx.past_deadline + self.conns.iter().map(Conn::abandoned).sum::<u64>();
         self.account_unanswered(end);
         for c in &mut self.conns {
             c.close();

@@ -330,6 +330,7 @@ impl Matrix<'_> {
         spec.transport.insecure = load.tls.insecure;
         spec.transport.cacert = load.tls.cacert.clone();
         spec.transport.tls_resume = load.tls.resume;
+        spec.transport.pipeline = load.pipeline;
         spec.request = Self::request_spec(req);
         spec.mix = load
             .requests

@@ -154,6 +154,10 @@ pub struct RunConfig {
     /// HTTP/1.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2_streams: Option<u32>,
+    /// `--pipeline N`: HTTP/1.1 requests each connection kept written ahead of their
+    /// responses; absent (1) without pipelining.
+    #[serde(default = "one_u16", skip_serializing_if = "is_one_u16")]
+    pub pipeline: u16,
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,
@@ -209,6 +213,11 @@ pub struct Stats {
     /// reconnects, not errors. Each such request is counted once in `sent`.
     #[serde(default)]
     pub stale_retries: u64,
+    /// `--pipeline`: requests written behind one whose connection the server closed (or that
+    /// failed) before answering them, written again on a new connection (counted per resend).
+    /// Each request is counted once in `sent`. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub pipeline_resent: u64,
     /// Idle keep-alive connections the peer closed, noticed and dropped before reuse.
     #[serde(default)]
     pub stale_closes: u64,
@@ -294,6 +303,7 @@ impl Stats {
         self.abandoned += o.abandoned;
         self.waiting += o.waiting;
         self.stale_retries += o.stale_retries;
+        self.pipeline_resent += o.pipeline_resent;
         self.stale_closes += o.stale_closes;
         self.reopen_reasons.merge(&o.reopen_reasons);
         self.connect_backoffs += o.connect_backoffs;
@@ -482,5 +492,25 @@ impl RunResult {
             ));
         }
         Ok(())
+    }
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+fn one_u16() -> u16 {
+    1
+}
+
+fn is_one_u16(n: &u16) -> bool {
+    *n == 1
+}
+
+impl RunConfig {
+    /// "pipelined ×N" when the run pipelined its requests (`--pipeline N`, N > 1), for the
+    /// header of every report.
+    pub fn pipelined(&self) -> Option<String> {
+        (self.pipeline > 1).then(|| format!("pipelined ×{}", self.pipeline))
     }
 }

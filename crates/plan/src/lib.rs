@@ -12,6 +12,7 @@
 
 mod flags;
 mod mix;
+mod pipeline;
 mod request;
 mod schedule;
 mod shard;
@@ -25,6 +26,7 @@ pub use loadbench_units as units;
 pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
 };
+pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
 pub use schedule::{Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
@@ -214,6 +216,8 @@ pub struct Plan {
     pub connect_to: Vec<String>,
     /// `--http2`: the requests (streams) in flight per connection; `None` for HTTP/1.1.
     pub http2: Option<u32>,
+    /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
+    pub pipeline: u16,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -278,6 +282,7 @@ impl Plan {
             tls,
             unix_socket: t.unix_socket.clone(),
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
+            pipeline: pipeline::check(spec)?,
         })
     }
 }

@@ -28,6 +28,9 @@ pub struct TransportSpec {
     pub http2: bool,
     /// `--streams`: HTTP/2 requests in flight per connection (`None`: 1); needs `http2`.
     pub streams: Option<u32>,
+    /// `--pipeline N`: HTTP/1.1 requests each connection keeps written ahead of their
+    /// responses (1: one at a time, the default).
+    pub pipeline: u16,
 }
 
 impl Default for TransportSpec {
@@ -42,6 +45,7 @@ impl Default for TransportSpec {
             connect_to: Vec::new(),
             http2: false,
             streams: None,
+            pipeline: 1,
         }
     }
 }

@@ -67,6 +67,7 @@ fn config() -> RunConfig {
         unix_socket: None,
         connect_to: vec![],
         http2_streams: None,
+        pipeline: 1,
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadModel::Closed,
     }

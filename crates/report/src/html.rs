@@ -98,8 +98,8 @@ fn header(r: &RunResult) -> String {
         (None, None) => "test".to_string(),
     };
     let up_to = if is_open(r) { "up to " } else { "" };
-    let shape = format!(
-        "{length}, {} threads, {up_to}{} connections ({}, {})",
+    let mut shape = format!(
+        "{length}, {} threads, {up_to}{} connections ({}, {}",
         c.threads,
         c.connections,
         model_name(&c.load),
@@ -109,6 +109,10 @@ fn header(r: &RunResult) -> String {
             "no keep-alive"
         }
     );
+    if let Some(p) = c.pipelined() {
+        shape += &format!(", {p}");
+    }
+    shape.push(')');
     format!(
         "<header>\n<h1>loadbench run</h1>\n<p class=\"target mono\">{}</p>\n<p class=\"muted\">{} · started {}</p>\n</header>\n",
         esc(&target_line(r)),

@@ -477,7 +477,8 @@ impl Conn {
     }
 }
 
-fn connect_error_kind(e: &io::Error) -> ErrorKind {
+/// The error class of a failed connect.
+pub(crate) fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::AddrNotAvailable => ErrorKind::AddrNotAvailable,
         IoKind::ConnectionRefused => ErrorKind::ConnectRefused,
@@ -486,14 +487,16 @@ fn connect_error_kind(e: &io::Error) -> ErrorKind {
     }
 }
 
-fn write_error_kind(e: &io::Error) -> ErrorKind {
+/// The error class of a failed write.
+pub(crate) fn write_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::ConnectionReset => ErrorKind::Reset,
         _ => ErrorKind::WriteError,
     }
 }
 
-fn read_error_kind(e: &io::Error) -> ErrorKind {
+/// The error class of a failed read.
+pub(crate) fn read_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::ConnectionReset | IoKind::ConnectionAborted => ErrorKind::Reset,
         _ => ErrorKind::ReadError,

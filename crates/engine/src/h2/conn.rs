@@ -12,11 +12,12 @@
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
 use super::hpack::{BadBlock, ResponseDecoder};
 use super::Shared;
+use crate::conn::{connect_error_kind, read_error_kind, write_error_kind};
 use crate::transport::Stream;
 use crate::worker::Ctx;
 use loadbench_model::{ErrorKind, ErrorReason};
 use mio::{Interest, Token};
-use std::io::{self, ErrorKind as IoKind, Read, Write};
+use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
 /// Our receive windows (stream and connection), as h2load's default (`-w 30 -W 30`).
@@ -867,28 +868,5 @@ impl H2Conn {
             .filter(|s| s.id != 0)
             .map(|s| s.since)
             .min()
-    }
-}
-
-fn connect_error_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        IoKind::AddrNotAvailable => ErrorKind::AddrNotAvailable,
-        IoKind::ConnectionRefused => ErrorKind::ConnectRefused,
-        IoKind::TimedOut => ErrorKind::ConnectTimeout,
-        _ => ErrorKind::ConnectError,
-    }
-}
-
-fn write_error_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        IoKind::ConnectionReset => ErrorKind::Reset,
-        _ => ErrorKind::WriteError,
-    }
-}
-
-fn read_error_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        IoKind::ConnectionReset | IoKind::ConnectionAborted => ErrorKind::Reset,
-        _ => ErrorKind::ReadError,
     }
 }

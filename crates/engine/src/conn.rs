@@ -139,17 +139,9 @@ impl Conn {
         // earlier connects (all of a closed run's connections start in one loop).
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
-        let source = ctx.sources.take();
-        match Stream::open(ctx.dest, source, ctx.tls.as_ref()) {
-            Ok(mut s) => match s.register(
-                &ctx.registry,
-                self.token,
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
-                Ok(()) => self.stream = Some(s),
-                Err(_) => self.fail(ctx, ErrorKind::ConnectError, now),
-            },
-            Err(e) => self.fail(ctx, connect_error_kind(&e), now),
+        match open_registered(ctx, self.token) {
+            Ok(s) => self.stream = Some(s),
+            Err(kind) => self.fail(ctx, kind, now),
         }
     }
 
@@ -475,6 +467,21 @@ impl Conn {
     pub fn sent_in_flight(&self) -> bool {
         matches!(self.phase, Phase::Writing | Phase::Reading)
     }
+}
+
+/// Opens a connection to the worker's destination (from its next source address) and registers
+/// it for reads and writes; the error class when either fails. HTTP/1.1 and HTTP/2 both.
+pub(crate) fn open_registered(ctx: &mut Ctx, token: Token) -> Result<Stream, ErrorKind> {
+    let source = ctx.sources.take();
+    let mut s =
+        Stream::open(ctx.dest, source, ctx.tls.as_ref()).map_err(|e| connect_error_kind(&e))?;
+    s.register(
+        &ctx.registry,
+        token,
+        Interest::READABLE | Interest::WRITABLE,
+    )
+    .map_err(|_| ErrorKind::ConnectError)?;
+    Ok(s)
 }
 
 /// The error class of a failed connect.

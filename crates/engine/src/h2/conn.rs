@@ -12,11 +12,11 @@
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
 use super::hpack::{BadBlock, ResponseDecoder};
 use super::Shared;
-use crate::conn::{connect_error_kind, read_error_kind, write_error_kind};
+use crate::conn::{connect_error_kind, open_registered, read_error_kind, write_error_kind};
 use crate::transport::Stream;
 use crate::worker::Ctx;
 use loadbench_model::{ErrorKind, ErrorReason};
-use mio::{Interest, Token};
+use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
@@ -175,17 +175,9 @@ impl H2Conn {
         self.reset_connection(now);
         self.since = Instant::now().max(now);
         self.phase = H2Phase::Connecting;
-        let source = ctx.sources.take();
-        match Stream::open(ctx.dest, source, ctx.tls.as_ref()) {
-            Ok(mut s) => match s.register(
-                &ctx.registry,
-                self.token,
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
-                Ok(()) => self.stream = Some(s),
-                Err(_) => self.fail_connect(ctx, ErrorKind::ConnectError, now),
-            },
-            Err(e) => self.fail_connect(ctx, connect_error_kind(&e), now),
+        match open_registered(ctx, self.token) {
+            Ok(s) => self.stream = Some(s),
+            Err(kind) => self.fail_connect(ctx, kind, now),
         }
     }
 

@@ -481,6 +481,17 @@ pub(crate) struct TransportArgs {
     /// and SNI stay the URL's (curl's convention; repeatable, first match wins).
     #[arg(long = "connect-to", value_name = "HOST1:PORT1:HOST2:PORT2", value_parser = values::connect_to)]
     pub connect_to: Vec<loadbench_plan::ConnectTo>,
+    /// Speak HTTP/2: h2 through ALPN for https:// URLs, h2c with prior knowledge for http://
+    /// (docs/transport.md). Closed model only for now.
+    #[arg(long)]
+    pub http2: bool,
+    /// --http2 only: requests (streams) in flight on each connection [default: 1].
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
+    /// HTTP/1.1 pipelining: keep N requests written ahead of their responses on each
+    /// connection (closed model, keep-alive); each request's latency counts from its own write.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pipeline: u16,
 }
 
 #[cfg(test)]

@@ -182,6 +182,9 @@ fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
         tls_resume: !t.no_tls_resume,
         unix_socket: t.unix_socket.clone(),
         connect_to: t.connect_to.clone(),
+        http2: t.http2,
+        streams: t.streams,
+        pipeline: t.pipeline,
     }
 }
 

@@ -597,25 +597,35 @@ fn assert_pool_report(dir: &Path, workers: u32, knee: &loadbench_model::queueing
 /// Runs `examples/NAME.toml` briefly; checks that every planned step ran and every closed/open
 /// round measured requests without errors, with the target's resources.
 pub(crate) fn run_example(name: &str, programs: &[&str]) -> Option<BenchResult> {
+    run_example_rounds(name, programs, 1)
+}
+
+/// `run_example` with `rounds` rounds of each step.
+pub(crate) fn run_example_rounds(
+    name: &str,
+    programs: &[&str],
+    rounds: u32,
+) -> Option<BenchResult> {
     if !programs.iter().all(|p| have(p)) {
         return None;
     }
     let _machine = crate::support::loading();
-    Some(run_example_for(name, "1s", "500ms"))
+    Some(run_example_for(name, "1s", "500ms", rounds))
 }
 
 /// `run_example` without the check for programs or the machine lock (the caller holds one),
-/// each step `duration` long after `warmup`.
-fn run_example_for(name: &str, duration: &str, warmup: &str) -> BenchResult {
+/// each step `duration` long after `warmup`, `rounds` times.
+fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> BenchResult {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}.toml"));
     let dir = tempdir(&format!("example-{name}"));
+    let rounds = rounds.to_string();
     let args = [
         "--duration",
         duration,
         "--warmup",
         warmup,
         "--rounds",
-        "1",
+        &rounds,
         "--cooldown",
         "0s",
     ];
@@ -1042,7 +1052,7 @@ fn example_spring_boot_runs_every_instance_and_setting() {
     }
     // Four JVMs starting on one core: alone, or beside the nginx examples they measure nothing.
     let _machine = crate::support::measuring();
-    let r = run_example_for("spring-boot", "2s", "5s");
+    let r = run_example_for("spring-boot", "2s", "5s", 1);
     for t in ["app", "app-2", "app-keepalive", "app-backlog"] {
         let measured = r.rounds.iter().filter(|x| x.target == t && !x.combined);
         assert!(measured.count() >= 2, "{t} measured in warm-up and a load");
@@ -1073,20 +1083,35 @@ fn example_spring_boot_runs_every_instance_and_setting() {
 }
 
 #[test]
-fn example_zuul_cannot_beat_the_200ms_backend() {
-    if !jvm_example_built("zuul") {
+fn example_zuul_and_spring_cloud_gateway_cannot_beat_the_200ms_backend() {
+    if !jvm_example_built("zuul") || !jvm_example_built("spring-cloud-gateway") {
         return;
     }
     let _machine = crate::support::measuring();
-    let r = run_example_for("zuul", "5s", "5s");
+    let r = run_example_for("zuul", "5s", "5s", 1);
     let gateway = r.loads.iter().position(|l| l.name == "gateway vs direct");
     let gateway = gateway.expect("the gateway load");
-    for t in ["zuul-200", "zuul-1000", "backend"] {
+    for t in ["zuul-200", "zuul-1000", "scg", "backend"] {
         let round = r
             .rounds
             .iter()
             .find(|x| x.load as usize == gateway && x.target == t);
-        let p50 = round_p50(round.unwrap_or_else(|| panic!("{t} measured")));
+        let round = round.unwrap_or_else(|| panic!("{t} measured"));
+        let p50 = round_p50(round);
         assert!(p50 >= 200_000_000, "{t}: p50 {p50} ns");
+        // 300 connections, each waiting 200 ms per answer: at most 1500 req/s (+5% for timing).
+        let rps = round.throughput().expect("a closed-load result");
+        assert!(rps <= 1500.0 * 1.05, "{t}: {rps} req/s");
     }
+    assert_report_names(&r, "scg");
+}
+
+/// The run folder's report.html shows target `name`.
+fn assert_report_names(r: &BenchResult, name: &str) {
+    let html = Path::new(&r.run_dir).join("report.html");
+    let html = std::fs::read_to_string(&html).expect("report.html written");
+    assert!(
+        html.contains(&format!(">{name}<")),
+        "{name} not in the report"
+    );
 }

@@ -171,13 +171,13 @@ fn serve_tls_writes_the_certificate_a_client_trusts() {
 
 /// A CA, a server certificate it signed (localhost, 127.0.0.1) and a client certificate it
 /// signed, as PEM files in `dir`; and a second, unrelated CA.
-struct Pki {
-    ca: PathBuf,
-    other_ca: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
-    client_cert: PathBuf,
-    client_key: PathBuf,
+pub(crate) struct Pki {
+    pub(crate) ca: PathBuf,
+    pub(crate) other_ca: PathBuf,
+    pub(crate) server_cert: PathBuf,
+    pub(crate) server_key: PathBuf,
+    pub(crate) client_cert: PathBuf,
+    pub(crate) client_key: PathBuf,
 }
 
 fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
@@ -189,7 +189,7 @@ fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
     (cert, key)
 }
 
-fn make_pki(dir: &Path) -> Pki {
+pub(crate) fn make_pki(dir: &Path) -> Pki {
     let (ca_cert, ca_key) = ca("loadbench test CA");
     let (other, _) = ca("some other CA");
     let leaf = |names: Vec<String>| {
@@ -225,7 +225,7 @@ fn nginx_tls(pki: &Pki, more: &str) -> Nginx {
     ))
 }
 
-fn path(p: &Path) -> String {
+pub(crate) fn path(p: &Path) -> String {
     p.display().to_string()
 }
 

@@ -11,6 +11,9 @@ use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
+mod pipeline;
+pub use pipeline::Pipe;
+
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 /// Longest wait between reconnects after failed connects.
@@ -86,6 +89,8 @@ pub struct Conn {
     /// when a measured request first goes out on it: so each measured connection is counted
     /// once, by the request that used it, as when a request connects itself.
     opened: Option<(Duration, Option<(Duration, bool)>)>,
+    /// `--pipeline N` (N > 1): the requests in flight on this connection; `None` at depth 1.
+    pipe: Option<Box<Pipe>>,
 }
 
 impl Conn {
@@ -112,6 +117,7 @@ impl Conn {
             spare: false,
             fresh: false,
             opened: None,
+            pipe: None,
         }
     }
 
@@ -156,6 +162,9 @@ impl Conn {
 
     /// Closed model: claims the next request and starts it at once.
     pub fn begin(&mut self, ctx: &mut Ctx, now: Instant) {
+        if self.pipe.is_some() {
+            return self.pipe_begin(ctx, now);
+        }
         if !ctx.claim(now) {
             self.phase = Phase::Idle;
             return;
@@ -202,17 +211,9 @@ impl Conn {
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
         ctx.connect_begun();
-        let source = ctx.sources.take();
-        match Stream::open(ctx.dest, source, ctx.tls.as_ref()) {
-            Ok(mut s) => match s.register(
-                &ctx.registry,
-                self.token,
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
-                Ok(()) => self.stream = Some(s),
-                Err(_) => self.fail(ctx, ErrorKind::ConnectError, now),
-            },
-            Err(e) => self.fail(ctx, connect_error_kind(&e), now),
+        match open_registered(ctx, self.token) {
+            Ok(s) => self.stream = Some(s),
+            Err(kind) => self.fail(ctx, kind, now),
         }
     }
 
@@ -238,6 +239,9 @@ impl Conn {
     /// error) is already queued, so reading must go on until it shows.
     pub fn on_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
         match self.phase {
+            Phase::Writing | Phase::Reading if self.pipe.is_some() => {
+                self.pipe_event(ctx, read_closed)
+            }
             Phase::Connecting => self.on_connect_ready(ctx),
             Phase::Handshaking => self.drive_handshake(ctx),
             Phase::Writing => self.write_rest(ctx, Instant::now()),
@@ -316,6 +320,9 @@ impl Conn {
     #[inline]
     fn send(&mut self, ctx: &mut Ctx, now: Instant) {
         self.left_connect(ctx);
+        if self.pipe.is_some() {
+            return self.pipe_send(ctx, now);
+        }
         self.since = now;
         if self.measured {
             if self.retried {
@@ -489,6 +496,10 @@ impl Conn {
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        if self.pipe.is_some() {
+            self.left_connect(ctx);
+            return self.pipe_broken(ctx, Some(kind), now);
+        }
         // A request that was never written (failed connect) past the deadline is neither
         // sent nor abandoned: it is left out, so the accounting identity stays exact.
         let unsent_late = kind.before_send() && !ctx.in_window(now);
@@ -534,9 +545,10 @@ impl Conn {
         self.stream.is_some()
     }
 
-    /// Holds a claimed request that has not finished (a spare connecting holds none).
+    /// Holds a claimed request that has not finished (a spare connecting holds none;
+    /// pipelined: also requests waiting to be resent on a new connection).
     pub fn in_flight(&self) -> bool {
-        self.phase != Phase::Idle && !self.spare
+        (self.phase != Phase::Idle && !self.spare) || self.pipe_holds()
     }
 
     /// Holds a request that was written (fully or in part) and has no outcome yet: what
@@ -546,7 +558,23 @@ impl Conn {
     }
 }
 
-fn connect_error_kind(e: &io::Error) -> ErrorKind {
+/// Opens a connection to the worker's destination (from its next source address) and registers
+/// it for reads and writes; the error class when either fails. HTTP/1.1 and HTTP/2 both.
+pub(crate) fn open_registered(ctx: &mut Ctx, token: Token) -> Result<Stream, ErrorKind> {
+    let source = ctx.sources.take();
+    let mut s =
+        Stream::open(ctx.dest, source, ctx.tls.as_ref()).map_err(|e| connect_error_kind(&e))?;
+    s.register(
+        &ctx.registry,
+        token,
+        Interest::READABLE | Interest::WRITABLE,
+    )
+    .map_err(|_| ErrorKind::ConnectError)?;
+    Ok(s)
+}
+
+/// The error class of a failed connect.
+pub(crate) fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::AddrNotAvailable => ErrorKind::AddrNotAvailable,
         IoKind::ConnectionRefused => ErrorKind::ConnectRefused,
@@ -555,14 +583,16 @@ fn connect_error_kind(e: &io::Error) -> ErrorKind {
     }
 }
 
-fn write_error_kind(e: &io::Error) -> ErrorKind {
+/// The error class of a failed write.
+pub(crate) fn write_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::ConnectionReset => ErrorKind::Reset,
         _ => ErrorKind::WriteError,
     }
 }
 
-fn read_error_kind(e: &io::Error) -> ErrorKind {
+/// The error class of a failed read.
+pub(crate) fn read_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         IoKind::ConnectionReset | IoKind::ConnectionAborted => ErrorKind::Reset,
         _ => ErrorKind::ReadError,

@@ -9,11 +9,13 @@
 //! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
 
 pub mod conn;
+pub mod h2;
 pub mod http1;
 pub mod mix;
 pub mod pacer;
 pub mod pulse;
 pub mod recorder;
+mod start;
 pub mod tls;
 pub mod transport;
 pub mod worker;
@@ -22,9 +24,10 @@ use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
 pub use pulse::{Pulse, PulseSlot};
+use start::StartLine;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tls::TlsClient;
 use worker::{Worker, WorkerConfig};
@@ -58,6 +61,10 @@ pub enum EngineError {
     /// failed (an untrusted certificate names `--cacert` and `--insecure`): one line.
     #[error("{0}")]
     Tls(String),
+    /// `--http2`: the server does not speak HTTP/2 here (no h2 through ALPN, or no SETTINGS
+    /// answer to the h2c preface), or a request cannot be sent over it: one line.
+    #[error("{0}")]
+    Http2(String),
     /// The open-file limit is too low for the connections and could not be raised.
     #[error("{}", fd_limit_message(*connections, *needed, *soft, *hard))]
     FdLimit {
@@ -154,6 +161,8 @@ pub struct Engine {
     /// How long the preflight's connect took: a round trip, which sizes the open model's
     /// initial pool.
     rtt: OnceLock<Duration>,
+    /// `--http2`: the requests encoded for HTTP/2, or why they could not be.
+    h2: Option<Result<h2::H2Setup, String>>,
 }
 
 impl Engine {
@@ -167,11 +176,13 @@ impl Engine {
         let workers = (0..plan.threads).map(|_| LiveCounters::default()).collect();
         let live = Arc::new(Live { workers, stop });
         let tls = plan.tls.as_ref().map(TlsClient::new);
+        let h2 = plan.http2.map(|streams| h2::H2Setup::new(&plan, streams));
         Engine {
             plan,
             live,
             tls,
             rtt: OnceLock::new(),
+            h2,
         }
     }
 
@@ -204,7 +215,28 @@ impl Engine {
             Some(t) => t
                 .probe(addr, self.plan.connect_timeout)
                 .map_err(EngineError::Tls),
+            None if self.h2.is_some() => self.probe_h2c(addr),
             None => Ok(()),
+        }
+    }
+
+    /// `--http2` over cleartext: the server must answer the preface with SETTINGS.
+    fn probe_h2c(&self, addr: SocketAddr) -> Result<(), EngineError> {
+        self.h2_setup()?;
+        let timeout = self.plan.connect_timeout;
+        let sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| preflight_error(addr, e))?;
+        sock.set_read_timeout(Some(timeout))?;
+        sock.set_write_timeout(Some(timeout))?;
+        h2::probe_h2c(sock, &addr.to_string()).map_err(EngineError::Http2)
+    }
+
+    /// The run's HTTP/2 requests (`None` for HTTP/1.1), or why they could not be encoded.
+    fn h2_setup(&self) -> Result<Option<&h2::H2Setup>, EngineError> {
+        match &self.h2 {
+            None => Ok(None),
+            Some(Ok(s)) => Ok(Some(s)),
+            Some(Err(e)) => Err(EngineError::Http2(e.clone())),
         }
     }
 
@@ -232,41 +264,33 @@ impl Engine {
             Load::Closed => None,
         };
         let tls = self.tls_client()?;
+        let h2 = self.h2_setup()?;
         let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
         let stop: &AtomicBool = &self.live.stop;
-        // Every worker opens its initial pool (open model) first; then all start together,
-        // the schedule and the measured window moved by the time that took.
-        let parties = configs.len() + 1;
-        let (ready, go, delay) = (
-            Barrier::new(parties),
-            Barrier::new(parties),
-            OnceLock::new(),
-        );
-        let (ready, go, delay) = (&ready, &go, &delay);
+        // Open model: every worker opens its initial pool first; then all start together.
+        let line = (paced.is_some() && h2.is_none()).then(|| StartLine::new(configs.len(), start));
+        let line = line.as_ref();
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
                 .into_iter()
                 .zip(&self.live.workers)
                 .map(|(cfg, live)| {
-                    scope.spawn(move || {
-                        let worker = Worker::new(cfg).and_then(|mut w| w.open_pool().map(|()| w));
-                        ready.wait();
-                        go.wait();
-                        let mut worker = worker?;
-                        worker.delay(delay.get().copied().unwrap_or_default());
-                        worker.run(stop, live)
+                    scope.spawn(move || match (h2, line) {
+                        (Some(setup), _) => h2::worker::H2Worker::new(cfg, setup)?.run(stop, live),
+                        (None, Some(line)) => line.worker(cfg)?.run(stop, live),
+                        (None, None) => Worker::new(cfg)?.run(stop, live),
                     })
                 })
                 .collect();
-            ready.wait();
-            let _ = delay.set(start.elapsed());
-            go.wait();
+            if let Some(line) = line {
+                line.release();
+            }
             handles
                 .into_iter()
                 .map(|h| h.join().expect("worker thread panicked"))
                 .collect()
         });
-        let delayed = delay.get().copied().unwrap_or_default();
+        let delayed = line.map_or(Duration::ZERO, StartLine::delay);
         let mut stats = Stats::default();
         for r in results {
             stats.merge(&r?);
@@ -331,6 +355,7 @@ impl Engine {
                 head: plan.request.head,
                 mix: &plan.mix,
                 keepalive: plan.keepalive,
+                pipeline: plan.pipeline,
                 connections: if paced.is_some() { 0 } else { c as usize },
                 budget,
                 t0,

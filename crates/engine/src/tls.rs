@@ -1,6 +1,6 @@
 //! Client TLS through rustls (ring provider): the configuration built once per run from the
 //! plan's [`TlsPlan`] (system roots or `--cacert`, `--insecure`, a client certificate, ALPN
-//! `http/1.1`), one copy per worker with its own session cache (resumption across that
+//! `http/1.1`, or `h2` only with `--http2`), one copy per worker with its own session cache (resumption across that
 //! worker's connections, no lock shared between workers), the non-blocking [`TlsStream`] the
 //! connection state machine drives, and the blocking preflight handshake that turns an
 //! untrusted certificate into one line naming `--cacert` and `--insecure`.
@@ -66,7 +66,11 @@ impl TlsClient {
                 })?
             }
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = if plan.http2 {
+            vec![b"h2".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
         config.resumption = Resumption::disabled();
         let name = ServerName::try_from(plan.server_name.clone()).map_err(|_| {
             format!(
@@ -104,7 +108,13 @@ impl TlsClient {
     /// Preflight: one blocking handshake with `addr` (no resumption, so the load's counts
     /// start clean). `Err` holds the line to show.
     pub fn probe(&self, addr: SocketAddr, timeout: Duration) -> Result<(), String> {
-        let fail = |e: io::Error| handshake_refusal(&self.name, addr, &e);
+        let fail = |e: io::Error| match no_h2(&e) {
+            true if self.http2() => self.not_h2(
+                addr,
+                "none: the server refused it with a no_application_protocol alert",
+            ),
+            _ => handshake_refusal(&self.name, addr, &e),
+        };
         let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
         sock.set_read_timeout(Some(timeout)).map_err(fail)?;
         sock.set_write_timeout(Some(timeout)).map_err(fail)?;
@@ -116,7 +126,26 @@ impl TlsClient {
         while tls.wants_write() {
             tls.write_tls(&mut sock).map_err(fail)?;
         }
+        if self.http2() && tls.alpn_protocol() != Some(&b"h2"[..]) {
+            let got = tls
+                .alpn_protocol()
+                .map_or("none".into(), |p| String::from_utf8_lossy(p).into_owned());
+            return Err(self.not_h2(addr, &got));
+        }
         Ok(())
+    }
+
+    /// `--http2`: the preflight's one line when ALPN did not settle on h2 (`got`: what it did).
+    fn not_h2(&self, addr: SocketAddr, got: &str) -> String {
+        format!(
+            "the server at {} ({addr}) did not negotiate HTTP/2 (ALPN offered h2, got {got}): enable HTTP/2 on the server (nginx: listen ... ssl http2), or leave --http2 out",
+            self.name.to_str()
+        )
+    }
+
+    /// ALPN offers `h2` (`--http2`).
+    fn http2(&self) -> bool {
+        self.config.alpn_protocols.iter().any(|p| p == b"h2")
     }
 }
 
@@ -136,6 +165,18 @@ fn handshake_refusal(name: &ServerName<'_>, addr: SocketAddr, e: &io::Error) -> 
             "the TLS handshake with {name} ({addr}) failed ({e}): check that the target speaks TLS on this port (or use http://)"
         ),
     }
+}
+
+/// The server ended the handshake with a `no_application_protocol` alert: it speaks none of
+/// the protocols ALPN offered (OpenSSL servers answer an `h2`-only offer so when they lack h2).
+fn no_h2(e: &io::Error) -> bool {
+    let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    matches!(
+        tls,
+        Some(rustls::Error::AlertReceived(
+            rustls::AlertDescription::NoApplicationProtocol
+        ))
+    )
 }
 
 /// Why a certificate was refused, in a few words (rustls' own names for the rare cases).
@@ -274,6 +315,11 @@ impl TlsStream {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The protocol ALPN settled on (`h2`, `http/1.1`), if the server chose one.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.tls.alpn_protocol()
     }
 
     /// Whether the finished handshake resumed an earlier session.

@@ -139,6 +139,32 @@ impl<'a> Ctx<'a> {
         self.connects_peak = self.connects_peak.max(self.connecting);
     }
 
+    /// Whether [`Ctx::claim`] at `now` could still give a request (nothing is claimed).
+    pub fn wants_more(&self, now: Instant) -> bool {
+        let over = self.stopping || self.deadline.is_some_and(|d| now >= d);
+        !over && (!self.recorder.measuring(now) || self.budget != Some(0))
+    }
+
+    /// Gives back a claimed request that was never processed and will be claimed again
+    /// (`measured`: it took budget when claimed).
+    pub fn unclaim(&mut self, measured: bool) {
+        if let (true, Some(n)) = (measured, self.budget.as_mut()) {
+            *n += 1;
+        }
+    }
+
+    /// The request budget of a count run is spent.
+    pub fn budget_spent(&self) -> bool {
+        self.budget == Some(0)
+    }
+
+    /// Measured requests that finished after the deadline (counted as abandoned); from now on
+    /// no request is claimed.
+    pub fn stop_claiming(&mut self) -> u64 {
+        self.stopping = true;
+        self.past_deadline
+    }
+
     /// End of the measured window in timed runs.
     pub fn window_end(&self) -> Option<Instant> {
         self.deadline
@@ -148,6 +174,39 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn in_window(&self, now: Instant) -> bool {
         self.deadline.is_none_or(|d| now < d)
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A worker's context from its configuration; `registry` is its poll's.
+    pub(crate) fn new(cfg: &WorkerConfig<'a>, registry: Registry, now: Instant) -> Self {
+        Ctx {
+            registry,
+            dest: cfg.unix.map_or(Dest::Tcp(cfg.addr), Dest::Unix),
+            tls: cfg.tls.map(TlsClient::for_worker),
+            sources: Sources::new(cfg.source_addrs, cfg.first_source),
+            request: cfg.request,
+            head: cfg.head,
+            mix: Mix::new(cfg.mix),
+            keepalive: cfg.keepalive,
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some())
+                .with_endpoints(cfg.mix.len())
+                .with_window(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
+            retry: Vec::with_capacity(cfg.connections),
+            backoff: Vec::with_capacity(cfg.connections),
+            open: cfg.pacing.is_some(),
+            idle: Vec::new(),
+            past_deadline: 0,
+            budget: cfg.budget,
+            deadline: cfg.deadline,
+            stopping: false,
+            polled_at: now,
+            connecting: 0,
+            spares: 0,
+            connects_peak: 0,
+            connects: 0,
+        }
     }
 }
 
@@ -171,6 +230,8 @@ pub struct WorkerConfig<'a> {
     pub mix: &'a [loadbench_plan::Endpoint],
     /// Reuse connections between requests.
     pub keepalive: bool,
+    /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
+    pub pipeline: u16,
     /// Connections to open at the start (closed model).
     pub connections: usize,
     /// Requests this worker may claim in the measured window (count runs); `None`: no limit.
@@ -235,13 +296,13 @@ impl PoolClock {
 
 /// CPU time this thread has used, µs, from /proc/thread-self/schedstat (nanoseconds on a CPU
 /// first); `None` where the kernel does not provide it.
-fn thread_cpu_us() -> Option<u64> {
+pub(crate) fn thread_cpu_us() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
     Some(ns / 1_000)
 }
 
-fn micros(d: Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -250,35 +311,9 @@ impl<'a> Worker<'a> {
     pub fn new(cfg: WorkerConfig<'a>) -> io::Result<Self> {
         let poll = Poll::new()?;
         let now = Instant::now();
-        let ctx = Ctx {
-            registry: poll.registry().try_clone()?,
-            dest: cfg.unix.map_or(Dest::Tcp(cfg.addr), Dest::Unix),
-            tls: cfg.tls.map(TlsClient::for_worker),
-            sources: Sources::new(cfg.source_addrs, cfg.first_source),
-            request: cfg.request,
-            head: cfg.head,
-            mix: Mix::new(cfg.mix),
-            keepalive: cfg.keepalive,
-            buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some())
-                .with_endpoints(cfg.mix.len())
-                .with_window(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
-            retry: Vec::with_capacity(cfg.connections),
-            backoff: Vec::with_capacity(cfg.connections),
-            open: cfg.pacing.is_some(),
-            idle: Vec::new(),
-            past_deadline: 0,
-            budget: cfg.budget,
-            deadline: cfg.deadline,
-            stopping: false,
-            polled_at: now,
-            connecting: 0,
-            spares: 0,
-            connects_peak: 0,
-            connects: 0,
-        };
+        let ctx = Ctx::new(&cfg, poll.registry().try_clone()?, now);
         let conns = (0..cfg.connections)
-            .map(|i| Conn::new(Token(i), now))
+            .map(|i| Conn::new(Token(i), now).pipelined(cfg.pipeline))
             .collect();
         let pacer = match cfg.pacing {
             Some(p) => Some(Pacer::new(p, poll.registry())?),
@@ -595,6 +630,11 @@ impl<'a> Worker<'a> {
                 .in_flight()
                 .then(|| end.saturating_duration_since(c.intended));
             self.ctx.recorder.connection_end(c.completed, age);
+            for intended in c.queued_behind() {
+                self.ctx
+                    .recorder
+                    .censor(end.saturating_duration_since(intended));
+            }
         }
         if let Some(p) = self.pacer.as_mut() {
             while let Some(due) = p.due().filter(|&d| d < end) {
@@ -607,12 +647,8 @@ impl<'a> Worker<'a> {
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
         self.ctx.stopping = true;
         let end = self.ctx.deadline.map_or(now, |d| now.min(d));
-        let abandoned = self.ctx.past_deadline
-            + self
-                .conns
-                .iter()
-                .filter(|c| c.sent_in_flight() && c.measured)
-                .count() as u64;
+        let abandoned =
+            self.ctx.past_deadline + self.conns.iter().map(Conn::abandoned).sum::<u64>();
         self.account_unanswered(end);
         for c in &mut self.conns {
             c.close();

@@ -92,8 +92,12 @@ impl Drop for Server {
     }
 }
 
-/// Reads one request head; false when the peer closed or the server stops.
-fn read_head(conn: &mut TcpStream, stop: &AtomicBool) -> bool {
+/// Reads one request head; false when the peer closed or the server stops, or, with
+/// `idle_close`, when no byte of it came within the connection's read timeout. Otherwise the
+/// read timeout only makes the thread look at `stop`: a request slow to arrive (a generator
+/// held up on a loaded machine) is waited for, as a real server would, not answered with a
+/// close the generator would rightly count as an error.
+fn read_head(conn: &mut TcpStream, stop: &AtomicBool, idle_close: bool) -> bool {
     let mut head = Vec::new();
     let mut byte = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -101,11 +105,19 @@ fn read_head(conn: &mut TcpStream, stop: &AtomicBool) -> bool {
             return false;
         }
         match conn.read(&mut byte) {
+            Err(e) if is_timeout(&e) && !(idle_close && head.is_empty()) => continue,
             Ok(0) | Err(_) => return false,
             Ok(n) => head.extend_from_slice(&byte[..n]),
         }
     }
     true
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 fn serve(mut conn: TcpStream, mode: Hostile, nth: usize, count: &AtomicU64, stop: &AtomicBool) {
@@ -119,8 +131,9 @@ fn serve(mut conn: TcpStream, mode: Hostile, nth: usize, count: &AtomicU64, stop
         }
         _ => {}
     }
+    let mut idle_close = false;
     for i in 0.. {
-        if !read_head(&mut conn, stop) {
+        if !read_head(&mut conn, stop, idle_close) {
             return;
         }
         count.fetch_add(1, Ordering::SeqCst);
@@ -129,6 +142,8 @@ fn serve(mut conn: TcpStream, mode: Hostile, nth: usize, count: &AtomicU64, stop
         } else {
             mode
         };
+        // After an IdleClose answer the connection closes once idle for its read timeout.
+        idle_close = mode == Hostile::IdleClose;
         if !answer(&mut conn, mode, stop) {
             return;
         }

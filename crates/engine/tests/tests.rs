@@ -5,6 +5,7 @@
 mod connections;
 mod hostile;
 mod merge;
+mod pipeline;
 mod pulse;
 mod raw;
 mod reasons;

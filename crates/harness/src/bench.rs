@@ -12,6 +12,7 @@
 //! typed load: nothing is turned back into text on the way.
 
 use crate::evidence::{target_evidence, TargetReading};
+use crate::generator::GeneratorWatch;
 use crate::sampler::Sampler;
 use crate::scenario::{self, LoadModel, Scenario};
 use crate::targets::{Running, Targets};
@@ -243,6 +244,31 @@ impl Matrix<'_> {
         })
     }
 
+    /// The load a profile of `target` runs: its last closed or open load at that load's last
+    /// level (a find-max search has no level of its own), as (load, level, spec).
+    pub(crate) fn profile_load(&self, target: &str) -> Option<(usize, usize, LoadSpec)> {
+        let (li, load) = self
+            .scenario
+            .loads
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, l)| {
+                l.targets.iter().any(|t| t == target)
+                    && !matches!(l.model, LoadModel::FindMax { .. })
+            })?;
+        let levels = levels(load);
+        let level = levels.len().checked_sub(1)?;
+        Some((li, level, self.spec(load, levels[level], target)))
+    }
+
+    /// Runs `spec` and keeps nothing of it (the profile's load); the error when it failed.
+    pub(crate) fn run_unmeasured(&self, spec: &LoadSpec) -> Result<(), String> {
+        loadbench_runner::run(spec, self.control(&Quiet))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     fn control<'b>(&'b self, observer: &'b dyn Observer) -> Control<'b> {
         Control {
             stop: self.stop,
@@ -304,6 +330,7 @@ impl Matrix<'_> {
         spec.transport.insecure = load.tls.insecure;
         spec.transport.cacert = load.tls.cacert.clone();
         spec.transport.tls_resume = load.tls.resume;
+        spec.transport.pipeline = load.pipeline;
         spec.request = Self::request_spec(req);
         spec.mix = load
             .requests
@@ -382,11 +409,13 @@ impl Matrix<'_> {
         StepWatch {
             kernel: KernelWatch::start(running.iter().map(|r| r.info.port).collect()),
             targets: running.iter().map(|r| reading(r)).collect(),
+            generator: GeneratorWatch::start(),
         }
     }
 
-    /// The step's evidence: the kernel's, and each target's between the two readings.
-    fn evidence(&self, watch: StepWatch) -> (KernelEvidence, Vec<TargetEvidence>) {
+    /// The step's evidence: the kernel's, and each target's and the generator's between the
+    /// two readings.
+    fn evidence(&self, watch: StepWatch) -> Facts {
         let targets = watch
             .targets
             .iter()
@@ -396,16 +425,12 @@ impl Matrix<'_> {
                 Some(target_evidence(name, start, &end, r.info.limits.cores))
             })
             .collect();
-        (watch.kernel.finish(), targets)
+        let generator = watch.generator.finish(self.generator_cores);
+        (watch.kernel.finish(), targets, generator)
     }
 
     /// Records the round's evidence, its verdict (a saturated thread counts) and its findings.
-    fn explain(
-        &self,
-        r: &mut BenchRound,
-        (kernel, targets): &(KernelEvidence, Vec<TargetEvidence>),
-        samples: &Samples,
-    ) {
+    fn explain(&self, r: &mut BenchRound, (kernel, targets, generator): &Facts, samples: &Samples) {
         let own: Vec<TargetEvidence> = targets
             .iter()
             .filter(|t| t.target == r.target)
@@ -419,17 +444,19 @@ impl Matrix<'_> {
             other_used: samples.other_cpu_mean(r.window),
             host_cores: samples.host_cores() as f64,
         };
-        r.bottleneck = verdict(&cpu, &own);
+        r.bottleneck = verdict(&cpu, &own, Some(generator));
         let of_run = r.measured_run().map(Inputs::of_run).unwrap_or_default();
         r.why = diagnose(&Inputs {
             kernel: Some(kernel),
             targets: &own,
+            generator: Some(generator),
             cpu: Some(cpu),
             ..of_run
         });
         r.evidence = Some(StepEvidence {
             kernel: Some(kernel.clone()),
             targets: own,
+            generator: Some(generator.clone()),
             other_cpu_cores: cpu.other_used,
             host_cores: cpu.host_cores,
         });
@@ -464,7 +491,12 @@ impl Matrix<'_> {
 struct StepWatch {
     kernel: KernelWatch,
     targets: Vec<(String, TargetReading)>,
+    /// This process's own threads: the generator's.
+    generator: GeneratorWatch,
 }
+
+/// A step's evidence: the kernel's, each target's, the generator's.
+type Facts = (KernelEvidence, Vec<TargetEvidence>, TargetEvidence);
 
 /// A target's name and its counters now.
 fn reading(r: &Running) -> (String, TargetReading) {

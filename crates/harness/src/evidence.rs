@@ -11,17 +11,18 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// One thread's cumulative counters.
 #[derive(Debug, Clone)]
-struct Thread {
-    comm: String,
-    cpu_ns: u64,
+pub(crate) struct Thread {
+    pub(crate) comm: String,
+    pub(crate) cpu_ns: u64,
     /// `None` where schedstat is not available.
-    wait_ns: Option<u64>,
+    pub(crate) wait_ns: Option<u64>,
 }
 
 impl Thread {
     /// CPU and wait from `schedstat` (ns), else CPU from the tick counters of `stat`.
-    fn read(task: &procfs::process::Task) -> Option<(u32, Thread)> {
+    pub(crate) fn read(task: &procfs::process::Task) -> Option<(u32, Thread)> {
         let stat = task.stat().ok()?;
         let tick_ns = 1e9 / procfs::ticks_per_second() as f64;
         let ticks_ns = ((stat.utime + stat.stime) as f64 * tick_ns) as u64;

@@ -4,16 +4,19 @@
 //! [`run::run_scenario`], saved in its run folder after every step.
 //! Inside: validated scenarios ([`scenario`]), target processes that never outlive loadbench
 //! ([`process`], [`guardian`]), their limits ([`limits`]), CPU/RSS samples of process trees and
-//! the host ([`sampler`]), each step's kernel and target evidence ([`evidence`]), and the matrix of loads × levels × rounds ([`bench`]), every load
+//! the host ([`sampler`]), each step's kernel and target evidence ([`evidence`]) and the generator's threads
+//! ([`generator`]), and the matrix of loads × levels × rounds ([`bench`]), every load
 //! run through the runner library.
 //! Neighbours: runner (loads), plan (typed loads), model (results); never the CLI.
 
 pub mod bench;
 pub mod evidence;
+pub mod generator;
 pub use loadbench_model::bench_stats;
 pub mod guardian;
 pub mod limits;
 pub mod process;
+pub(crate) mod profile;
 pub mod run;
 pub mod sampler;
 pub mod scenario;

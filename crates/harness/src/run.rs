@@ -137,6 +137,17 @@ fn run_matrix(
             save_error.get_or_insert(e);
         }
     });
+    let run_dir = path.parent().unwrap_or(Path::new("."));
+    let (profiles, warnings) = crate::profile::profile_targets(&matrix, run_dir);
+    for (name, p) in profiles {
+        if let Some(t) = result.targets.iter_mut().find(|t| t.name == name) {
+            t.profile = Some(p);
+        }
+    }
+    for w in warnings {
+        obs.warning(&w);
+        result.warnings.push(w);
+    }
     save_error
 }
 

@@ -239,6 +239,7 @@ fn start_one(
             stdout_log: relative(&opts.run_dir, &spec.stdout_path),
             stderr_log: relative(&opts.run_dir, &spec.stderr_path),
             configs,
+            profile: None,
         },
         index,
         process,

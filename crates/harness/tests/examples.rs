@@ -405,10 +405,10 @@ fn spring_boot_warms_up_then_compares_instances_keep_alive_and_backlog() {
 }
 
 #[test]
-fn zuul_compares_200_and_1000_threads_with_the_200ms_backend() {
+fn zuul_compares_200_and_1000_threads_and_spring_cloud_gateway_with_the_200ms_backend() {
     let (file, s) = load("zuul.toml");
     assert_header(&file, "seed 003");
-    assert_eq!(names(&s), ["backend", "zuul-200", "zuul-1000"]);
+    assert_eq!(names(&s), ["backend", "zuul-200", "zuul-1000", "scg"]);
     assert_two_core_layout(&s);
     let up = s.target("backend").unwrap().upstream.as_ref().unwrap();
     assert_eq!(up.delay.as_deref(), Some("200ms"));
@@ -418,6 +418,17 @@ fn zuul_compares_200_and_1000_threads_with_the_200ms_backend() {
     }
     let seed = s.target("zuul-1000").unwrap().args.join(" ");
     assert!(seed.contains("--server.tomcat.threads.max=1000"), "{seed}");
+    // Spring Cloud Gateway's pool to the backend is sized like Zuul's, so it is not the limit.
+    assert_jvm_target(&s, "scg", "spring-cloud-gateway");
+    let scg = s.target("scg").unwrap();
+    assert_eq!(scg.proxy_to.as_deref(), Some("backend"));
+    let pool = scg.args.join(" ");
+    assert!(pool.contains("httpclient.pool.type=fixed"), "{pool}");
+    assert!(
+        pool.contains("httpclient.pool.max-connections=1000"),
+        "{pool}"
+    );
+    assert_eq!(s.loads[0].targets, ["zuul-200", "zuul-1000", "scg"]);
     let l = &s.loads[1];
     assert_eq!(
         l.model,
@@ -425,6 +436,6 @@ fn zuul_compares_200_and_1000_threads_with_the_200ms_backend() {
             connections: vec![300]
         }
     );
-    assert_eq!(l.targets, ["zuul-200", "zuul-1000", "backend"]);
+    assert_eq!(l.targets, ["zuul-200", "zuul-1000", "scg", "backend"]);
     assert!(!l.keepalive, "the seed's ab ran without -k");
 }

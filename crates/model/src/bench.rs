@@ -116,6 +116,30 @@ pub struct BenchTarget {
     pub stderr_log: String,
     /// The target's rendered config files, relative to the run folder.
     pub configs: Vec<String>,
+    /// Its on-CPU profile (scenario `profile = true`, where perf could record one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<TargetProfile>,
+}
+
+/// An on-CPU profile of a target's process tree, recorded by `perf` during one extra,
+/// unmeasured run of a load after the measured rounds, and drawn as a flame graph.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetProfile {
+    /// The flame graph (SVG), relative to the run folder: `profile-<target>.svg`.
+    pub svg: String,
+    /// The folded stacks it was drawn from (one `frame;frame;… count` line per stack),
+    /// relative to the run folder.
+    pub folded: String,
+    /// Index of the load that ran (into `loads`).
+    pub load: u32,
+    /// Index of its level (into the load's `levels`).
+    pub level: u32,
+    /// How long perf recorded, ms.
+    pub duration_ms: u64,
+    /// Sampling frequency, Hz.
+    pub frequency_hz: u32,
+    /// Stacks perf sampled.
+    pub samples: u64,
 }
 
 /// What was enforced for a target; anything asked for but not enforced is in the warnings.

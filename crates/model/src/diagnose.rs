@@ -63,6 +63,8 @@ pub struct Inputs<'a> {
     pub kernel: Option<&'a KernelEvidence>,
     /// Each target's process tree.
     pub targets: &'a [TargetEvidence],
+    /// The generator's own threads (a saturated one makes the generator the limit).
+    pub generator: Option<&'a TargetEvidence>,
     /// CPU shares.
     pub cpu: Option<CpuView>,
     /// The slowest connect of the run, µs (explains SYN retries).
@@ -99,7 +101,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
         findings.extend(target_findings(t));
     }
     if let Some(cpu) = inputs.cpu {
-        findings.extend(cpu_findings(&cpu, inputs.targets));
+        findings.extend(cpu_findings(&cpu, inputs.targets, inputs.generator));
     }
     let looked_at = looked_at(inputs);
     if findings.iter().all(|f| f.kind == FindingKind::BusyHost) {
@@ -109,9 +111,15 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
 }
 
 /// The verdict of a step: [`Bottleneck`] from CPU shares, where a target counts as saturated
-/// also when one of its threads is (a single-threaded target cannot use more cores).
-pub fn verdict(cpu: &CpuView, targets: &[TargetEvidence]) -> Bottleneck {
-    let generator = saturated(cpu.generator_used, cpu.generator_cores);
+/// also when one of its threads is (a single-threaded target cannot use more cores), and the
+/// generator when one of its threads is (see [`generator_hot_thread`]).
+pub fn verdict(
+    cpu: &CpuView,
+    targets: &[TargetEvidence],
+    generator: Option<&TargetEvidence>,
+) -> Bottleneck {
+    let generator = saturated(cpu.generator_used, cpu.generator_cores)
+        || generator.and_then(generator_hot_thread).is_some();
     let hot = targets.iter().any(|t| hot_thread(t).is_some());
     let target = saturated(cpu.targets_used, cpu.target_cores) || hot;
     match (generator, target) {
@@ -134,10 +142,23 @@ fn saturated(used: f64, cores: f64) -> bool {
 pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
     let top = t.busiest.first()?;
     let others = (t.cpu_cores - top.cores).max(0.0);
-    let saturated = top.cores >= HOT_THREAD_SHARE || top.runnable >= RUNNABLE_SHARE;
+    let saturated = thread_saturated(top);
     // With less than half a core left to use, the cores are the limit, not the one thread.
     let room = t.allowed_cores - t.cpu_cores >= SPARE_CORES;
     (saturated && others <= IDLE_OTHERS_CORES && room).then_some(top)
+}
+
+/// The generator's busiest saturated thread (≥ [`HOT_THREAD_SHARE`] of a core, or runnable
+/// ≥ [`RUNNABLE_SHARE`] of the time), if any. Unlike a target's, it needs neither idle
+/// siblings nor spare cores: a generator thread that never waits for the network cannot send
+/// its connections' requests sooner, whatever else the host has free; and runnable time counts
+/// on a shared host where that thread got less than a whole core.
+pub fn generator_hot_thread(g: &TargetEvidence) -> Option<&ThreadShare> {
+    g.busiest.iter().find(|t| thread_saturated(t))
+}
+
+fn thread_saturated(t: &ThreadShare) -> bool {
+    t.cores >= HOT_THREAD_SHARE || t.runnable >= RUNNABLE_SHARE
 }
 
 fn looked_at(inputs: &Inputs<'_>) -> Vec<String> {
@@ -161,6 +182,9 @@ fn looked_at(inputs: &Inputs<'_>) -> Vec<String> {
     }
     if let Some(cpu) = inputs.cpu {
         seen.push("generator CPU".into());
+        if inputs.generator.is_some() {
+            seen.push("generator threads".into());
+        }
         if cpu.target_cores > 0.0 {
             seen.push("target CPU".into());
         }
@@ -473,11 +497,15 @@ fn hot_thread_finding(t: &TargetEvidence) -> Option<Finding> {
     ))
 }
 
-fn cpu_findings(cpu: &CpuView, targets: &[TargetEvidence]) -> Vec<Finding> {
+fn cpu_findings(
+    cpu: &CpuView,
+    targets: &[TargetEvidence],
+    generator: Option<&TargetEvidence>,
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = busy_host(cpu).into_iter().collect();
     let hot = targets.iter().any(|t| hot_thread(t).is_some());
-    match verdict(cpu, targets) {
-        Bottleneck::GeneratorBound => out.push(generator_bound(cpu)),
+    match verdict(cpu, targets, generator) {
+        Bottleneck::GeneratorBound => out.push(generator_bound(cpu, generator)),
         Bottleneck::TargetBound if !hot => out.push(target_bound(cpu)),
         _ => {}
     }
@@ -510,17 +538,35 @@ fn busy_host(cpu: &CpuView) -> Option<Finding> {
     ))
 }
 
-fn generator_bound(cpu: &CpuView) -> Finding {
+/// The generator's share of its cores and, when one of its threads was saturated, that
+/// thread's CPU and runnable shares (the figures that made it the limit on a shared host).
+fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding {
+    let hot = generator.and_then(|g| generator_hot_thread(g).map(|t| (g, t)));
+    let thread = hot.map_or(String::new(), |(_, t)| {
+        format!(
+            "; its busiest thread ({}) was on a CPU {:.0}% and runnable {:.0}% of the time",
+            t.name,
+            t.cores * 100.0,
+            t.runnable * 100.0
+        )
+    });
     let text = format!(
-        "the generator used {:.0}% of its {} cores: these numbers are loadbench's limit, not the target's",
+        "the generator used {:.0}% of its {} cores{thread}: these numbers are loadbench's limit, not the target's",
         100.0 * cpu.generator_used / cpu.generator_cores,
         cores_label(cpu.generator_cores)
     );
-    let figures = [
+    let mut figures = vec![
         ("generator_cores_used", cpu.generator_used),
         ("generator_cores", cpu.generator_cores),
         ("targets_cores", cpu.targets_used),
     ];
+    if let Some((g, t)) = hot {
+        figures.extend([
+            ("generator_thread_cores", t.cores),
+            ("generator_thread_runnable", t.runnable),
+            ("generator_threads", f64::from(g.threads)),
+        ]);
+    }
     let fix = "give the generator more cores (-t, its cpuset) or run it on another host";
     finding(FindingKind::GeneratorBound, 0.8, text, Some(fix), &figures)
 }

@@ -33,11 +33,16 @@ pub enum ErrorKind {
     /// The TLS handshake failed (certificate refused, alert, protocol error, or the peer
     /// closed the connection during it): the request was never written.
     TlsHandshake,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM); the reason is its code.
+    H2RstStream,
+    /// HTTP/2: the server sent GOAWAY and then closed the connection before this request (at
+    /// or below the GOAWAY's last stream id) was answered; the reason is the GOAWAY's code.
+    H2Goaway,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -49,6 +54,8 @@ impl ErrorKind {
         ErrorKind::ClosedBeforeResponseComplete,
         ErrorKind::AddrNotAvailable,
         ErrorKind::TlsHandshake,
+        ErrorKind::H2RstStream,
+        ErrorKind::H2Goaway,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -75,6 +82,8 @@ impl ErrorKind {
                  --source-addrs 127.0.0.2-127.0.0.254)"
             }
             ErrorKind::TlsHandshake => "TLS handshake failed",
+            ErrorKind::H2RstStream => "HTTP/2 stream reset by the server (RST_STREAM)",
+            ErrorKind::H2Goaway => "HTTP/2 connection closed after GOAWAY",
         }
     }
 

@@ -238,6 +238,10 @@ pub struct StepEvidence {
     /// Each target loaded in the step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetEvidence>,
+    /// The generator's own threads (the loadbench process, its targets left out), named
+    /// `generator`; absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<TargetEvidence>,
     /// Mean CPU used on the host by processes other than the targets and the generator over
     /// the measured window, in cores (all cores' busy time minus ours).
     #[serde(default)]

@@ -15,6 +15,7 @@ pub mod endpoints;
 pub mod errors;
 pub mod evidence;
 pub mod find_max;
+pub mod h2;
 pub mod histogram;
 pub mod hlog;
 pub mod human;
@@ -35,7 +36,7 @@ pub mod why;
 
 pub use bench::{
     AppliedLimits, BenchCell, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget,
-    BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo,
+    BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo, TargetProfile,
 };
 pub use body::BodySizes;
 pub use endpoints::{merge_endpoints, EndpointStats};
@@ -48,6 +49,7 @@ pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
+pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;
 pub use phases::RequestPhases;

@@ -104,11 +104,106 @@ pub enum ErrorReason {
     /// Malformed: the header (or trailer) block is over 64 KiB.
     #[serde(rename = "head_over_64_kib")]
     HeadOver64KiB,
+    /// Malformed: an HTTP/2 frame broke the framing rules (size, stream, order), or the server
+    /// did not speak HTTP/2 at all.
+    H2Frame,
+    /// Malformed: an HTTP/2 header block HPACK could not decode, or without `:status`.
+    H2Hpack,
+    /// RST_STREAM with NO_ERROR (0x0).
+    #[serde(rename = "rst_stream_no_error")]
+    RstNoError,
+    /// RST_STREAM with PROTOCOL_ERROR (0x1).
+    #[serde(rename = "rst_stream_protocol_error")]
+    RstProtocolError,
+    /// RST_STREAM with INTERNAL_ERROR (0x2).
+    #[serde(rename = "rst_stream_internal_error")]
+    RstInternalError,
+    /// RST_STREAM with FLOW_CONTROL_ERROR (0x3).
+    #[serde(rename = "rst_stream_flow_control_error")]
+    RstFlowControlError,
+    /// RST_STREAM with SETTINGS_TIMEOUT (0x4).
+    #[serde(rename = "rst_stream_settings_timeout")]
+    RstSettingsTimeout,
+    /// RST_STREAM with STREAM_CLOSED (0x5).
+    #[serde(rename = "rst_stream_stream_closed")]
+    RstStreamClosed,
+    /// RST_STREAM with FRAME_SIZE_ERROR (0x6).
+    #[serde(rename = "rst_stream_frame_size_error")]
+    RstFrameSizeError,
+    /// RST_STREAM with REFUSED_STREAM (0x7).
+    #[serde(rename = "rst_stream_refused_stream")]
+    RstRefusedStream,
+    /// RST_STREAM with CANCEL (0x8).
+    #[serde(rename = "rst_stream_cancel")]
+    RstCancel,
+    /// RST_STREAM with COMPRESSION_ERROR (0x9).
+    #[serde(rename = "rst_stream_compression_error")]
+    RstCompressionError,
+    /// RST_STREAM with CONNECT_ERROR (0xa).
+    #[serde(rename = "rst_stream_connect_error")]
+    RstConnectError,
+    /// RST_STREAM with ENHANCE_YOUR_CALM (0xb).
+    #[serde(rename = "rst_stream_enhance_your_calm")]
+    RstEnhanceYourCalm,
+    /// RST_STREAM with INADEQUATE_SECURITY (0xc).
+    #[serde(rename = "rst_stream_inadequate_security")]
+    RstInadequateSecurity,
+    /// RST_STREAM with HTTP_1_1_REQUIRED (0xd).
+    #[serde(rename = "rst_stream_http_1_1_required")]
+    RstHttp11Required,
+    /// RST_STREAM with an unknown code.
+    #[serde(rename = "rst_stream_other")]
+    RstOther,
+    /// GOAWAY with NO_ERROR (0x0).
+    #[serde(rename = "goaway_no_error")]
+    GoawayNoError,
+    /// GOAWAY with PROTOCOL_ERROR (0x1).
+    #[serde(rename = "goaway_protocol_error")]
+    GoawayProtocolError,
+    /// GOAWAY with INTERNAL_ERROR (0x2).
+    #[serde(rename = "goaway_internal_error")]
+    GoawayInternalError,
+    /// GOAWAY with FLOW_CONTROL_ERROR (0x3).
+    #[serde(rename = "goaway_flow_control_error")]
+    GoawayFlowControlError,
+    /// GOAWAY with SETTINGS_TIMEOUT (0x4).
+    #[serde(rename = "goaway_settings_timeout")]
+    GoawaySettingsTimeout,
+    /// GOAWAY with STREAM_CLOSED (0x5).
+    #[serde(rename = "goaway_stream_closed")]
+    GoawayStreamClosed,
+    /// GOAWAY with FRAME_SIZE_ERROR (0x6).
+    #[serde(rename = "goaway_frame_size_error")]
+    GoawayFrameSizeError,
+    /// GOAWAY with REFUSED_STREAM (0x7).
+    #[serde(rename = "goaway_refused_stream")]
+    GoawayRefusedStream,
+    /// GOAWAY with CANCEL (0x8).
+    #[serde(rename = "goaway_cancel")]
+    GoawayCancel,
+    /// GOAWAY with COMPRESSION_ERROR (0x9).
+    #[serde(rename = "goaway_compression_error")]
+    GoawayCompressionError,
+    /// GOAWAY with CONNECT_ERROR (0xa).
+    #[serde(rename = "goaway_connect_error")]
+    GoawayConnectError,
+    /// GOAWAY with ENHANCE_YOUR_CALM (0xb).
+    #[serde(rename = "goaway_enhance_your_calm")]
+    GoawayEnhanceYourCalm,
+    /// GOAWAY with INADEQUATE_SECURITY (0xc).
+    #[serde(rename = "goaway_inadequate_security")]
+    GoawayInadequateSecurity,
+    /// GOAWAY with HTTP_1_1_REQUIRED (0xd).
+    #[serde(rename = "goaway_http_1_1_required")]
+    GoawayHttp11Required,
+    /// GOAWAY with an unknown code.
+    #[serde(rename = "goaway_other")]
+    GoawayOther,
 }
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 7] = [
+    pub const ALL: [ErrorReason; 39] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -116,6 +211,38 @@ impl ErrorReason {
         ErrorReason::BadChunkSize,
         ErrorReason::BadChunkFraming,
         ErrorReason::HeadOver64KiB,
+        ErrorReason::H2Frame,
+        ErrorReason::H2Hpack,
+        ErrorReason::RstNoError,
+        ErrorReason::RstProtocolError,
+        ErrorReason::RstInternalError,
+        ErrorReason::RstFlowControlError,
+        ErrorReason::RstSettingsTimeout,
+        ErrorReason::RstStreamClosed,
+        ErrorReason::RstFrameSizeError,
+        ErrorReason::RstRefusedStream,
+        ErrorReason::RstCancel,
+        ErrorReason::RstCompressionError,
+        ErrorReason::RstConnectError,
+        ErrorReason::RstEnhanceYourCalm,
+        ErrorReason::RstInadequateSecurity,
+        ErrorReason::RstHttp11Required,
+        ErrorReason::RstOther,
+        ErrorReason::GoawayNoError,
+        ErrorReason::GoawayProtocolError,
+        ErrorReason::GoawayInternalError,
+        ErrorReason::GoawayFlowControlError,
+        ErrorReason::GoawaySettingsTimeout,
+        ErrorReason::GoawayStreamClosed,
+        ErrorReason::GoawayFrameSizeError,
+        ErrorReason::GoawayRefusedStream,
+        ErrorReason::GoawayCancel,
+        ErrorReason::GoawayCompressionError,
+        ErrorReason::GoawayConnectError,
+        ErrorReason::GoawayEnhanceYourCalm,
+        ErrorReason::GoawayInadequateSecurity,
+        ErrorReason::GoawayHttp11Required,
+        ErrorReason::GoawayOther,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -125,7 +252,31 @@ impl ErrorReason {
 
     /// The error class this reason explains.
     pub fn kind(self) -> ErrorKind {
-        ErrorKind::MalformedResponse
+        let i = self.index();
+        if i >= ErrorReason::GOAWAY_FIRST {
+            ErrorKind::H2Goaway
+        } else if i >= ErrorReason::RST_FIRST {
+            ErrorKind::H2RstStream
+        } else {
+            ErrorKind::MalformedResponse
+        }
+    }
+
+    /// Index of the first RST_STREAM code (the codes follow in order, unknown last).
+    const RST_FIRST: usize = ErrorReason::RstNoError as usize;
+    /// Index of the first GOAWAY code.
+    const GOAWAY_FIRST: usize = ErrorReason::GoawayNoError as usize;
+
+    /// The reason for an HTTP/2 error `code` under RST_STREAM (`goaway` false) or GOAWAY.
+    pub fn h2_code(goaway: bool, code: u32) -> ErrorReason {
+        let first = if goaway {
+            ErrorReason::GOAWAY_FIRST
+        } else {
+            ErrorReason::RST_FIRST
+        };
+        let known = ErrorReason::GOAWAY_FIRST - ErrorReason::RST_FIRST - 1;
+        let offset = usize::try_from(code).map_or(known, |c| c.min(known));
+        ErrorReason::ALL[first + offset]
     }
 
     /// Human wording for reports.
@@ -138,6 +289,38 @@ impl ErrorReason {
             ErrorReason::BadChunkSize => "bad chunk size",
             ErrorReason::BadChunkFraming => "bad chunk framing",
             ErrorReason::HeadOver64KiB => "head over 64 KiB",
+            ErrorReason::H2Frame => "bad HTTP/2 frame",
+            ErrorReason::H2Hpack => "bad HPACK header block",
+            ErrorReason::RstNoError => "NO_ERROR",
+            ErrorReason::RstProtocolError => "PROTOCOL_ERROR",
+            ErrorReason::RstInternalError => "INTERNAL_ERROR",
+            ErrorReason::RstFlowControlError => "FLOW_CONTROL_ERROR",
+            ErrorReason::RstSettingsTimeout => "SETTINGS_TIMEOUT",
+            ErrorReason::RstStreamClosed => "STREAM_CLOSED",
+            ErrorReason::RstFrameSizeError => "FRAME_SIZE_ERROR",
+            ErrorReason::RstRefusedStream => "REFUSED_STREAM",
+            ErrorReason::RstCancel => "CANCEL",
+            ErrorReason::RstCompressionError => "COMPRESSION_ERROR",
+            ErrorReason::RstConnectError => "CONNECT_ERROR",
+            ErrorReason::RstEnhanceYourCalm => "ENHANCE_YOUR_CALM",
+            ErrorReason::RstInadequateSecurity => "INADEQUATE_SECURITY",
+            ErrorReason::RstHttp11Required => "HTTP_1_1_REQUIRED",
+            ErrorReason::RstOther => "unknown code",
+            ErrorReason::GoawayNoError => "NO_ERROR",
+            ErrorReason::GoawayProtocolError => "PROTOCOL_ERROR",
+            ErrorReason::GoawayInternalError => "INTERNAL_ERROR",
+            ErrorReason::GoawayFlowControlError => "FLOW_CONTROL_ERROR",
+            ErrorReason::GoawaySettingsTimeout => "SETTINGS_TIMEOUT",
+            ErrorReason::GoawayStreamClosed => "STREAM_CLOSED",
+            ErrorReason::GoawayFrameSizeError => "FRAME_SIZE_ERROR",
+            ErrorReason::GoawayRefusedStream => "REFUSED_STREAM",
+            ErrorReason::GoawayCancel => "CANCEL",
+            ErrorReason::GoawayCompressionError => "COMPRESSION_ERROR",
+            ErrorReason::GoawayConnectError => "CONNECT_ERROR",
+            ErrorReason::GoawayEnhanceYourCalm => "ENHANCE_YOUR_CALM",
+            ErrorReason::GoawayInadequateSecurity => "INADEQUATE_SECURITY",
+            ErrorReason::GoawayHttp11Required => "HTTP_1_1_REQUIRED",
+            ErrorReason::GoawayOther => "unknown code",
         }
     }
 }
@@ -237,6 +420,27 @@ impl ReopenReasons {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn h2_codes_map_to_their_class_and_name() {
+        let r = ErrorReason::h2_code(false, 7);
+        assert_eq!(r, ErrorReason::RstRefusedStream);
+        assert_eq!(r.kind(), ErrorKind::H2RstStream);
+        assert_eq!(r.describe(), "REFUSED_STREAM");
+        let g = ErrorReason::h2_code(true, 0);
+        assert_eq!(
+            (g, g.kind()),
+            (ErrorReason::GoawayNoError, ErrorKind::H2Goaway)
+        );
+        assert_eq!(ErrorReason::h2_code(true, 0x99), ErrorReason::GoawayOther);
+        assert_eq!(
+            ErrorReason::h2_code(false, 13),
+            ErrorReason::RstHttp11Required
+        );
+        assert_eq!(ErrorReason::H2Frame.kind(), ErrorKind::MalformedResponse);
+        let json = serde_json::to_string(&ErrorReason::RstRefusedStream).unwrap();
+        assert_eq!(json, r#""rst_stream_refused_stream""#);
+    }
 
     #[test]
     fn reopen_reasons_merge_and_read_most_frequent_first() {

@@ -250,10 +250,20 @@ impl Samples {
             .map(|s| s.targets[idx].rss_bytes)
     }
 
+    /// The samples whose interval ends inside `window`. When none does but one sample's
+    /// interval spans the whole window (the sampler was held up through a short round on a busy
+    /// host), that one: the window's figures are then its average over a longer span, which is
+    /// nearer the truth than none. Samples are in time order, each covering the time since the
+    /// one before it.
     fn in_window(&self, window: Window) -> impl Iterator<Item = &Sample> {
-        self.samples
-            .iter()
-            .filter(move |s| s.t_ms > window.from_ms && s.t_ms <= window.to_ms)
+        let start = self.samples.partition_point(|s| s.t_ms <= window.from_ms);
+        let end = self.samples.partition_point(|s| s.t_ms <= window.to_ms);
+        let end = if start == end && start > 0 {
+            (end + 1).min(self.samples.len())
+        } else {
+            end
+        };
+        self.samples[start..end].iter()
     }
 
     fn target_index(&self, target: &str) -> Result<usize, SampleError> {
@@ -279,6 +289,60 @@ fn is_zero(x: &f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one_target(t_ms: u64, cpu_cores: f64, rss_bytes: u64) -> Sample {
+        Sample {
+            t_ms,
+            targets: vec![TargetSample {
+                name: "proxy".into(),
+                cpu_cores,
+                rss_bytes,
+                processes: 1,
+            }],
+            generator_cpu_cores: 0.5,
+            core_busy: vec![0.5, 0.5],
+            irq_cores: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_round_the_sampler_stalled_through_takes_the_sample_that_spans_it() {
+        // Samples every 100 ms, then none from 500 to 2300 ms: a round from 600 to 1600 ms has
+        // no sample ending inside it, and the one ending at 2300 covers it all.
+        let s = Samples {
+            interval_ms: 100,
+            samples: vec![
+                one_target(400, 0.1, 10),
+                one_target(500, 0.2, 20),
+                one_target(2300, 0.6, 30),
+                one_target(2400, 0.9, 40),
+            ],
+            marks: Vec::new(),
+        };
+        let round = Window {
+            from_ms: 600,
+            to_ms: 1600,
+        };
+        let r = s.summary_in("proxy", round).unwrap();
+        assert_eq!((r.rss_start_bytes, r.rss_peak_bytes), (20, 30));
+        assert!((r.cpu_mean_cores - 0.6).abs() < 1e-9, "{r:?}");
+        // A window with samples inside still uses only those.
+        let r = s
+            .summary_in(
+                "proxy",
+                Window {
+                    from_ms: 350,
+                    to_ms: 500,
+                },
+            )
+            .unwrap();
+        assert_eq!((r.rss_trough_bytes, r.rss_peak_bytes), (10, 20));
+        // Past the last sample, or before the first, nothing spans the window.
+        for (from_ms, to_ms) in [(2500, 2600), (0, 300)] {
+            let w = Window { from_ms, to_ms };
+            assert!(s.summary_in("proxy", w).is_err(), "{w:?}");
+        }
+    }
 
     #[test]
     fn other_processes_cpu_leaves_out_ours_and_the_kernels_interrupt_time() {

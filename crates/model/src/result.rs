@@ -156,6 +156,14 @@ pub struct RunConfig {
     /// `--connect-to` rules as given (`HOST:PORT:ADDR:PORT`); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connect_to: Vec<String>,
+    /// `--http2`: the streams each connection kept in flight (`--streams`); absent for
+    /// HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_streams: Option<u32>,
+    /// `--pipeline N`: HTTP/1.1 requests each connection kept written ahead of their
+    /// responses; absent (1) without pipelining.
+    #[serde(default = "one_u16", skip_serializing_if = "is_one_u16")]
+    pub pipeline: u16,
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,
@@ -211,6 +219,11 @@ pub struct Stats {
     /// reconnects, not errors. Each such request is counted once in `sent`.
     #[serde(default)]
     pub stale_retries: u64,
+    /// `--pipeline`: requests written behind one whose connection the server closed (or that
+    /// failed) before answering them, written again on a new connection (counted per resend).
+    /// Each request is counted once in `sent`. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub pipeline_resent: u64,
     /// Idle keep-alive connections the peer closed, noticed and dropped before reuse.
     #[serde(default)]
     pub stale_closes: u64,
@@ -256,6 +269,13 @@ pub struct Stats {
     /// full and resumed handshakes. Absent for plain HTTP.
     #[serde(default, skip_serializing_if = "crate::TlsStats::is_empty")]
     pub tls: crate::TlsStats,
+    /// Connections by the protocol they spoke (`h1`, `h2`); absent for HTTP/1.1 runs, whose
+    /// connections all speak HTTP/1.1.
+    #[serde(default, skip_serializing_if = "crate::ProtocolCounts::is_empty")]
+    pub protocols: crate::ProtocolCounts,
+    /// HTTP/2 runs: streams in flight, the server's stream limit, GOAWAYs. Absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "crate::H2Stats::is_empty")]
+    pub h2: crate::H2Stats,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
     /// hey's split of each completed request: request write, response wait, response read.
@@ -293,6 +313,7 @@ impl Stats {
         self.abandoned += o.abandoned;
         self.waiting += o.waiting;
         self.stale_retries += o.stale_retries;
+        self.pipeline_resent += o.pipeline_resent;
         self.stale_closes += o.stale_closes;
         self.reopen_reasons.merge(&o.reopen_reasons);
         self.connect_backoffs += o.connect_backoffs;
@@ -306,6 +327,8 @@ impl Stats {
         self.send_lag.merge(&o.send_lag);
         self.connect.merge(&o.connect);
         self.tls.merge(&o.tls);
+        self.protocols.merge(&o.protocols);
+        self.h2.merge(&o.h2);
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
         crate::merge_endpoints(&mut self.endpoints, &o.endpoints);
@@ -480,5 +503,25 @@ impl RunResult {
             ));
         }
         Ok(())
+    }
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+fn one_u16() -> u16 {
+    1
+}
+
+fn is_one_u16(n: &u16) -> bool {
+    *n == 1
+}
+
+impl RunConfig {
+    /// "pipelined ×N" when the run pipelined its requests (`--pipeline N`, N > 1), for the
+    /// header of every report.
+    pub fn pipelined(&self) -> Option<String> {
+        (self.pipeline > 1).then(|| format!("pipelined ×{}", self.pipeline))
     }
 }

@@ -55,11 +55,23 @@ pub struct TlsSettings {
 }
 
 impl crate::RunConfig {
-    /// How connections reached the target, when it was anything but plain TCP to the URL's
-    /// host: TLS (and whether the certificate was verified), a Unix socket, `--connect-to`.
+    /// How connections reached the target, when it was anything but HTTP/1.1 over plain TCP to
+    /// the URL's host: HTTP/2 (connections × streams), TLS (and whether the certificate was
+    /// verified), a Unix socket, `--connect-to`.
     /// Every report shows this line.
     pub fn transport_note(&self) -> Option<String> {
         let mut parts = Vec::new();
+        if let Some(streams) = self.http2_streams {
+            let how = if self.tls.is_some() {
+                "h2 over TLS"
+            } else {
+                "h2c"
+            };
+            parts.push(format!(
+                "HTTP/2 ({how}), {} connections × {streams} streams",
+                self.connections
+            ));
+        }
         if let Some(t) = &self.tls {
             let trust = match (&t.cacert, t.insecure) {
                 (_, true) => "certificate NOT verified (--insecure)".to_string(),

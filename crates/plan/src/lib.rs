@@ -13,6 +13,7 @@
 mod flags;
 mod mix;
 mod pacing;
+mod pipeline;
 mod request;
 mod schedule;
 mod shard;
@@ -27,6 +28,7 @@ pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
 };
 pub use pacing::{OpenPacing, DEFAULT_CONNECT_LIMIT, DEFAULT_SEND_WINDOW, MAX_SEND_WINDOW};
+pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
 pub use schedule::{Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
@@ -217,6 +219,10 @@ pub struct Plan {
     pub unix_socket: Option<PathBuf>,
     /// `--connect-to` rules as given, for the record (already applied to `target.addr`).
     pub connect_to: Vec<String>,
+    /// `--http2`: the requests (streams) in flight per connection; `None` for HTTP/1.1.
+    pub http2: Option<u32>,
+    /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
+    pub pipeline: u16,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -260,10 +266,19 @@ impl Plan {
         let body = read_body(&first.body)?;
         let request =
             RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
+        let mix = mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?;
+        let longest = mix.iter().map(|e| e.request.body_len).max();
+        let http2 = transport::check_http2(
+            t,
+            matches!(spec.load, Load::Open { .. }),
+            spec.keepalive,
+            longest.unwrap_or(0).max(request.body_len),
+        )?;
         Ok(Plan {
+            http2,
             load: spec.load.clone(),
             request,
-            mix: mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?,
+            mix,
             connections,
             threads,
             stop: spec.stop,
@@ -277,6 +292,7 @@ impl Plan {
             tls,
             unix_socket: t.unix_socket.clone(),
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
+            pipeline: pipeline::check(spec)?,
         })
     }
 }

@@ -24,6 +24,13 @@ pub struct TransportSpec {
     pub unix_socket: Option<PathBuf>,
     /// `--connect-to` rules, first match wins.
     pub connect_to: Vec<ConnectTo>,
+    /// `--http2`: HTTP/2 (h2 via ALPN for `https://`, h2c with prior knowledge for `http://`).
+    pub http2: bool,
+    /// `--streams`: HTTP/2 requests in flight per connection (`None`: 1); needs `http2`.
+    pub streams: Option<u32>,
+    /// `--pipeline N`: HTTP/1.1 requests each connection keeps written ahead of their
+    /// responses (1: one at a time, the default).
+    pub pipeline: u16,
 }
 
 impl Default for TransportSpec {
@@ -36,6 +43,9 @@ impl Default for TransportSpec {
             tls_resume: true,
             unix_socket: None,
             connect_to: Vec::new(),
+            http2: false,
+            streams: None,
+            pipeline: 1,
         }
     }
 }
@@ -133,6 +143,8 @@ pub struct TlsPlan {
     pub client: Option<(PemFile, PemFile)>,
     /// Session resumption across a worker's connections.
     pub resume: bool,
+    /// `--http2`: ALPN offers `h2` only (else `http/1.1` only).
+    pub http2: bool,
 }
 
 /// A PEM file read when the plan resolved.
@@ -181,6 +193,7 @@ impl TlsPlan {
             cacert,
             client,
             resume: spec.tls_resume,
+            http2: spec.http2,
         })
     }
 }
@@ -201,6 +214,46 @@ pub(crate) fn check_plain(spec: &TransportSpec) -> Result<(), PlanError> {
     )))
 }
 
+/// Most requests in flight `--streams` takes per connection (HTTP/2 stream ids and the
+/// slots a connection keeps bound it; servers allow about 100 to 1000).
+pub(crate) const MAX_STREAMS: u32 = 10_000;
+
+/// Longest request body `--http2` sends (one DATA frame of the smallest maximum frame size).
+pub(crate) const H2_MAX_BODY: u64 = 16_384;
+
+/// `--http2` and `--streams`, checked against the rest of the load: the streams per
+/// connection, or `None` for HTTP/1.1.
+pub(crate) fn check_http2(
+    spec: &TransportSpec,
+    open: bool,
+    keepalive: bool,
+    body_len: u64,
+) -> Result<Option<u32>, PlanError> {
+    if !spec.http2 {
+        return match spec.streams {
+            Some(_) => Err(invalid(
+                "--streams applies to HTTP/2 only: add --http2 or leave --streams out",
+            )),
+            None => Ok(None),
+        };
+    }
+    let streams = spec.streams.unwrap_or(1);
+    let fix = if streams == 0 {
+        "--streams 0 sends nothing: give --streams 1 or more"
+    } else if streams > MAX_STREAMS {
+        "--streams is above 10000: give --streams 10000 or fewer (servers allow 100 to 1000)"
+    } else if open {
+        "--http2 with --rate (the open model) is not yet supported: use -c and --streams (the closed model), or leave --http2 out"
+    } else if !keepalive {
+        "--no-keepalive does not apply to --http2 (streams share a connection): leave one of them out"
+    } else if body_len > H2_MAX_BODY {
+        "--http2 sends request bodies up to 16 KiB for now: use a smaller body, or leave --http2 out"
+    } else {
+        return Ok(Some(streams));
+    };
+    Err(invalid(fix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +271,39 @@ mod tests {
         assert_eq!(any.apply("a.b", 81), Some(("::1".into(), 81)));
         let keep = ConnectTo::parse("a.b:80::9000").unwrap();
         assert_eq!(keep.apply("a.b", 80), Some(("a.b".into(), 9000)));
+    }
+
+    #[test]
+    fn http2_flags_are_checked_against_the_load() {
+        let h2 = |streams| TransportSpec {
+            http2: true,
+            streams,
+            ..TransportSpec::default()
+        };
+        assert_eq!(check_http2(&h2(None), false, true, 0).unwrap(), Some(1));
+        assert_eq!(
+            check_http2(&h2(Some(8)), false, true, 16_384).unwrap(),
+            Some(8)
+        );
+        assert_eq!(
+            check_http2(&TransportSpec::default(), true, false, 1 << 20).unwrap(),
+            None
+        );
+        let refused = |spec: &TransportSpec, open, keepalive, body| {
+            check_http2(spec, open, keepalive, body)
+                .unwrap_err()
+                .to_string()
+        };
+        let streams_alone = TransportSpec {
+            streams: Some(2),
+            ..TransportSpec::default()
+        };
+        assert!(refused(&streams_alone, false, true, 0).contains("add --http2"));
+        assert!(refused(&h2(Some(0)), false, true, 0).contains("--streams 1 or more"));
+        assert!(refused(&h2(Some(10_001)), false, true, 0).contains("10000 or fewer"));
+        assert!(refused(&h2(None), true, true, 0).contains("not yet supported"));
+        assert!(refused(&h2(None), false, false, 0).contains("--no-keepalive"));
+        assert!(refused(&h2(None), false, true, 16_385).contains("16 KiB"));
     }
 
     #[test]

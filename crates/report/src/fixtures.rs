@@ -67,6 +67,8 @@ fn config() -> RunConfig {
         tls: None,
         unix_socket: None,
         connect_to: vec![],
+        http2_streams: None,
+        pipeline: 1,
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadModel::Closed,
     }
@@ -332,6 +334,7 @@ fn bench_target(name: &str) -> BenchTarget {
         } else {
             vec![]
         },
+        profile: None,
     }
 }
 

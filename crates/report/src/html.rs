@@ -99,7 +99,7 @@ fn header(r: &RunResult) -> String {
     };
     let up_to = if is_open(r) { "up to " } else { "" };
     let mut shape = format!(
-        "{length}, {} threads, {up_to}{} connections ({}, {})",
+        "{length}, {} threads, {up_to}{} connections ({}, {}",
         c.threads,
         c.connections,
         model_name(&c.load),
@@ -109,6 +109,10 @@ fn header(r: &RunResult) -> String {
             "no keep-alive"
         }
     );
+    if let Some(p) = c.pipelined() {
+        shape += &format!(", {p}");
+    }
+    shape.push(')');
     if let Some(pacing) = crate::text::pacing_text(r) {
         shape += &format!("; {pacing}");
     }

@@ -306,11 +306,15 @@ fn configuration(r: &RunResult) -> Vec<(&'static str, String)> {
 fn load_text(r: &RunResult) -> String {
     let c = &r.config;
     let threads = plural(u64::from(c.threads), "thread");
-    let keepalive = if c.keepalive {
+    let mut keepalive = if c.keepalive {
         "keep-alive"
     } else {
         "no keep-alive"
-    };
+    }
+    .to_string();
+    if let Some(p) = c.pipelined() {
+        keepalive += &format!(", {p}");
+    }
     match &c.load {
         LoadModel::Closed => format!(
             "closed model, {}, {threads}, {keepalive}",

@@ -158,18 +158,23 @@ fn run_length(rep: &Report) -> String {
     }
 }
 
-/// `2 threads and 50 connections (closed model, keep-alive), warm-up 2s`.
+/// `2 threads and 50 connections (closed model, keep-alive), warm-up 2s` (and
+/// `, pipelined ×16` after keep-alive with `--pipeline 16`).
 fn shape(rep: &Report) -> String {
     let c = &rep.r.config;
     let model = match &c.load {
         LoadModel::Closed => "closed model".to_string(),
         LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
     };
-    let keepalive = if c.keepalive {
+    let mut keepalive = if c.keepalive {
         "keep-alive"
     } else {
         "no keep-alive"
-    };
+    }
+    .to_string();
+    if let Some(p) = c.pipelined() {
+        keepalive += &format!(", {p}");
+    }
     let threads = u64::from(c.threads);
     let conns = u64::from(c.connections);
     let up_to = if matches!(c.load, LoadModel::Open { .. }) {
@@ -343,6 +348,13 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
             s.stale_retries, s.stale_closes
         );
         pairs.push(("Closed by the server while idle", what));
+    }
+    if s.pipeline_resent > 0 {
+        let what = format!(
+            "{} written behind a response that ended the connection, sent again on a new one",
+            s.pipeline_resent
+        );
+        pairs.push(("Pipelined requests resent", what));
     }
     if let Some(why) = s.reopen_reasons.describe() {
         let what = format!("{} by the server: {why}", s.reopen_reasons.total());

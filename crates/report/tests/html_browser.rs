@@ -435,6 +435,8 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
         tls: None,
         unix_socket: None,
         connect_to: vec![],
+        http2_streams: None,
+        pipeline: 1,
         percentiles: vec![50.0, 90.0, 99.0, 99.9, 99.99],
         load: LoadModel::Open {
             schedule: vec![RateSegment {

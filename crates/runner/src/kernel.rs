@@ -6,14 +6,20 @@
 //! read per request: one thread wakes ten times a second.
 
 mod diag;
+mod watch;
 
-use loadbench_model::{EphemeralPorts, KernelEvidence, PortSockets, TcpCounters};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+pub use watch::KernelWatch;
+
+use loadbench_model::{PortSockets, TcpCounters};
+use std::time::Duration;
 
 /// How often the sockets are read.
 pub const SOCKET_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Set (to any value) in the environment, no thread reads the sockets during a load (the
+/// counters are still read at its start and end): the switch for measuring what that thread
+/// costs the generator (docs/diagnostics.md).
+pub const NO_SOCKET_WATCH_ENV: &str = "LOADBENCH_NO_SOCKET_WATCH";
 
 /// The kernel's TCP counters now (zeros where unreadable).
 pub fn read_counters() -> TcpCounters {
@@ -64,13 +70,7 @@ pub fn port_range() -> (u16, u16) {
 /// One reading of the sockets on `ports`: the target side's states and listener, and the
 /// sockets toward the ports (the generator's ephemeral ports). `None` when netlink failed.
 pub fn read_sockets(ports: &[u16]) -> Option<(PortSockets, u64)> {
-    let mut all = Vec::new();
-    for &port in ports {
-        // The kernel filters by port: the dumps stay small on a host with many sockets.
-        all.extend(diag::dump(port, 0).ok()?);
-        all.extend(diag::dump(0, port).ok()?);
-    }
-    Some(tally(&all, ports))
+    Some(tally(&diag::dump(ports).ok()?, ports))
 }
 
 fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
@@ -97,75 +97,6 @@ fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
         }
     }
     (s, toward)
-}
-
-/// Watches the kernel from [`KernelWatch::start`] to [`KernelWatch::finish`].
-#[derive(Debug)]
-pub struct KernelWatch {
-    ports: Vec<u16>,
-    started: Instant,
-    counters: TcpCounters,
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<(PortSockets, u64)>>,
-}
-
-impl KernelWatch {
-    /// Reads the counters and starts reading the sockets of `ports` every [`SOCKET_INTERVAL`].
-    pub fn start(ports: Vec<u16>) -> KernelWatch {
-        let (tx, rx) = mpsc::channel();
-        let watched = ports.clone();
-        let thread = std::thread::Builder::new()
-            .name("loadbench-kernel".into())
-            .spawn(move || watch(&watched, &rx))
-            .ok();
-        KernelWatch {
-            ports,
-            started: Instant::now(),
-            counters: read_counters(),
-            stop: Some(tx),
-            thread,
-        }
-    }
-
-    /// Stops watching and returns what the kernel saw: counter deltas and socket peaks.
-    pub fn finish(mut self) -> KernelEvidence {
-        let counters = read_counters();
-        drop(self.stop.take());
-        let (sockets, in_use) = self
-            .thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default();
-        let (range_low, range_high) = port_range();
-        KernelEvidence {
-            window_ms: self.started.elapsed().as_millis() as u64,
-            ports: std::mem::take(&mut self.ports),
-            tcp: counters.since(&self.counters),
-            sockets,
-            ephemeral: EphemeralPorts {
-                in_use_peak: in_use,
-                range_low,
-                range_high,
-            },
-        }
-    }
-}
-
-/// The socket thread: a reading now, then one per interval until the sender is dropped, and
-/// a last one at the end.
-fn watch(ports: &[u16], stop: &mpsc::Receiver<()>) -> (PortSockets, u64) {
-    let mut peak = PortSockets::default();
-    let mut in_use = 0;
-    loop {
-        if let Some((s, toward)) = read_sockets(ports) {
-            peak.peak(&s);
-            in_use = in_use.max(toward);
-        }
-        match stop.recv_timeout(SOCKET_INTERVAL) {
-            Err(RecvTimeoutError::Timeout) => {}
-            _ => return (peak, in_use),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -220,5 +151,41 @@ mod tests {
         // Other processes' old connections to a reused port may linger in TIME-WAIT.
         assert!(s.established >= 3 && toward >= 3, "{s:?} {toward}");
         drop(clients);
+    }
+
+    fn kernel_threads() -> usize {
+        let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            // A thread's comm keeps 15 bytes of its name.
+            .filter(|c| c.trim() == "loadbench-kerne")
+            .count()
+    }
+
+    #[test]
+    fn overlapping_watches_share_one_reading_thread_and_keep_their_own_ports() {
+        let (a, b) = (diag::tests::listener(7), diag::tests::listener(9));
+        let (pa, pb) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        let wa = KernelWatch::start(vec![pa]);
+        let _client = std::net::TcpStream::connect(("127.0.0.1", pb)).unwrap();
+        let wb = KernelWatch::start(vec![pb]);
+        std::thread::sleep(SOCKET_INTERVAL * 4);
+        // Other tests of this binary may watch too: still one thread for all of them.
+        assert_eq!(kernel_threads(), 1);
+        let (ea, eb) = (wa.finish(), wb.finish());
+        assert_eq!((ea.sockets.backlog, eb.sockets.backlog), (7, 9));
+        assert_eq!(
+            (ea.sockets.accept_queue_peak, eb.sockets.accept_queue_peak),
+            (0, 1)
+        );
+        // A reading at the start and one at the end, and the thread's, one per interval.
+        for e in [&ea, &eb] {
+            assert!(e.sockets.readings >= 2, "{e:?}");
+            assert!(e.sockets.readings <= 2 + e.window_ms / 100 + 1, "{e:?}");
+        }
+        drop((a, b));
     }
 }

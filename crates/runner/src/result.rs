@@ -79,6 +79,8 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         tls: plan.tls.as_ref().map(tls_settings),
         unix_socket: plan.unix_socket.as_ref().map(|p| p.display().to_string()),
         connect_to: plan.connect_to.clone(),
+        http2_streams: plan.http2,
+        pipeline: plan.pipeline,
         percentiles: plan.percentiles.clone(),
         load: load_model(&plan.load),
     }

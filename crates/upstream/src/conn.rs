@@ -46,7 +46,7 @@ pub(crate) enum Fault {
 
 /// The hyper service of one connection: a handle on the shared app.
 #[derive(Clone)]
-struct Handler(Arc<App>);
+pub(crate) struct Handler(pub(crate) Arc<App>);
 
 impl Service<Request<Incoming>> for Handler {
     type Response = Response<ResponseBody>;
@@ -88,27 +88,6 @@ pub(crate) async fn serve(
     if let Some(fault) = fault {
         let stream = conn.into_parts().io.into_inner();
         misbehave(fault, stream, stop).await;
-    }
-}
-
-/// Serves a TLS or Unix-socket connection: like [`serve`], but a fault route only ends the
-/// connection (the misbehaviours need a raw TCP socket).
-pub(crate) async fn serve_io<I>(
-    io: I,
-    app: Arc<App>,
-    http: &http1::Builder,
-    mut stop: watch::Receiver<bool>,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let mut conn = http.serve_connection(TokioIo::new(io), Handler(app));
-    tokio::select! {
-        biased;
-        _ = &mut conn => {}
-        () = stopped(&mut stop) => {
-            std::pin::Pin::new(&mut conn).graceful_shutdown();
-            let _ = (&mut conn).await;
-        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! The reference backend of loadbench: a small, fast HTTP/1.1 server with known answers (over
-//! TCP, TLS with a generated or given certificate, and a Unix socket), used by
+//! The reference backend of loadbench: a small, fast HTTP/1.1 and HTTP/2 server with known
+//! answers (over TCP, where h2c with prior knowledge is detected by its preface, TLS with a
+//! generated or given certificate and ALPN `h2`/`http/1.1`, and a Unix socket), used by
 //! `loadbench serve`, `loadbench demo` and the tests of the other crates.
 //!
 //! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate,
@@ -75,6 +76,7 @@ mod abandon;
 mod body;
 mod conn;
 mod error;
+mod h2;
 mod hiccup;
 mod limit;
 mod rng;

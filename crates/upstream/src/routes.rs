@@ -327,6 +327,9 @@ impl App {
             return Reply::Ready(Some(Ok(self.stats(req.method(), param))));
         }
         self.counters.hit(route);
+        if req.version() == hyper::Version::HTTP_2 {
+            self.counters.hit_h2();
+        }
         match self.prepare(route, param, req.uri().query()) {
             Ok((wait, Work::Done(outcome))) if wait.passes_now() => Reply::Ready(Some(outcome)),
             Ok((wait, Work::Done(outcome))) => wait.then(async { outcome }),

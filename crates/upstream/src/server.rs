@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::runtime::Runtime;
@@ -18,6 +17,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::conn;
+use crate::h2::{self, Builders};
 use crate::routes::{App, Options, MAX_BODY};
 use crate::{DelaySpec, Hiccup, Stats, TlsIdentity, UpstreamError};
 
@@ -314,7 +314,7 @@ async fn accept_loop(
     let Ok(listener) = TcpListener::from_std(listener) else {
         return;
     };
-    let http = Arc::new(conn::http_builder());
+    let http = Arc::new(Builders::new());
     // Every connection task holds a sender; `recv` yields `None` once all have finished.
     let (alive, mut all_done) = mpsc::channel::<()>(1);
     loop {
@@ -366,24 +366,25 @@ type Held = (mpsc::Sender<()>, Option<OwnedSemaphorePermit>);
 fn spawn_connection(
     stream: TcpStream,
     app: &Arc<App>,
-    http: &Arc<http1::Builder>,
+    http: &Arc<Builders>,
     stop: &watch::Receiver<bool>,
     alive: Held,
 ) {
     let _ = stream.set_nodelay(true);
     let (app, http, stop) = (Arc::clone(app), Arc::clone(http), stop.clone());
     tokio::spawn(async move {
-        conn::serve(stream, app, &http, stop).await;
+        h2::serve_tcp(stream, app, &http, stop).await;
         drop(alive);
     });
 }
 
-/// A TLS connection: the handshake, then HTTP/1.1 over it; a failed handshake just closes it.
+/// A TLS connection: the handshake, then HTTP/1.1 or HTTP/2 (ALPN `h2`) over it; a failed
+/// handshake just closes it.
 fn spawn_tls_connection(
     stream: TcpStream,
     tls: &TlsAcceptor,
     app: &Arc<App>,
-    http: &Arc<http1::Builder>,
+    http: &Arc<Builders>,
     stop: &watch::Receiver<bool>,
     alive: Held,
 ) {
@@ -391,7 +392,7 @@ fn spawn_tls_connection(
     let (tls, app, http, stop) = (tls.clone(), Arc::clone(app), Arc::clone(http), stop.clone());
     tokio::spawn(async move {
         if let Ok(stream) = tls.accept(stream).await {
-            conn::serve_io(stream, app, &http, stop).await;
+            h2::serve_auto(stream, app, &http.auto, stop).await;
         }
         drop(alive);
     });
@@ -408,7 +409,7 @@ async fn unix_accept_loop(
     let Ok(listener) = UnixListener::from_std(listener) else {
         return;
     };
-    let http = Arc::new(conn::http_builder());
+    let http = Arc::new(Builders::new());
     let (alive, mut all_done) = mpsc::channel::<()>(1);
     loop {
         let accepted = tokio::select! {
@@ -427,7 +428,7 @@ async fn unix_accept_loop(
             alive.clone(),
         );
         tokio::spawn(async move {
-            conn::serve_io(stream, app, &http, stop).await;
+            h2::serve_auto(stream, app, &http.auto, stop).await;
             drop(held);
         });
     }

@@ -12,11 +12,18 @@ use crate::routes::Route;
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     per_route: [AtomicU64; Route::ALL.len()],
+    /// Of those, requests that came over HTTP/2 (only they pay this second add).
+    h2: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn hit(&self, route: Route) {
         self.per_route[route as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The request just counted by [`Counters::hit`] came over HTTP/2.
+    pub(crate) fn hit_h2(&self) {
+        self.h2.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Zeroes every counter and returns what they held.
@@ -35,6 +42,7 @@ impl Counters {
             .collect();
         Stats {
             total: routes.values().sum(),
+            h2: read(&self.h2),
             routes,
             in_service: 0,
             queued: 0,
@@ -49,6 +57,8 @@ impl Counters {
 pub struct Stats {
     /// All counted requests.
     pub total: u64,
+    /// Of `total`, requests over HTTP/2 (h2 over TLS, or h2c); the rest came over HTTP/1.x.
+    pub h2: u64,
     /// Every route pattern, including those with zero requests.
     pub routes: BTreeMap<&'static str, u64>,
     /// Requests holding one of the `max_concurrency` slots at the moment of the snapshot
@@ -69,11 +79,12 @@ impl Stats {
         self.routes.get(pattern).copied().unwrap_or(0)
     }
 
-    /// `{"total":123,"routes":{"/":100,"/json":23,...},"in_service":0,"queued":0,
-    /// "abandoned_completed":0}`, the body of `GET /stats`.
+    /// `{"total":123,"routes":{"/":100,"/json":23,...},"protocols":{"http1":123,"h2":0},
+    /// "in_service":0,"queued":0,"abandoned_completed":0}`, the body of `GET /stats`.
     pub fn to_json(&self) -> String {
         let json = serde_json::json!({
             "total": self.total,
+            "protocols": { "http1": self.total.saturating_sub(self.h2), "h2": self.h2 },
             "routes": self.routes,
             "in_service": self.in_service,
             "queued": self.queued,
@@ -93,7 +104,9 @@ mod tests {
         counters.hit(Route::Root);
         counters.hit(Route::Root);
         counters.hit(Route::FaultReset);
+        counters.hit_h2();
         let stats = counters.snapshot();
+        assert_eq!(stats.h2, 1);
         assert_eq!(
             (stats.total, stats.route("/"), stats.route("/fault/reset")),
             (3, 2, 1)
@@ -107,6 +120,7 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_str(&Counters::default().snapshot().to_json()).unwrap();
         assert_eq!(json["total"], 0);
+        assert_eq!(json["protocols"]["h2"], 0);
         assert_eq!(json["routes"].as_object().unwrap().len(), Route::ALL.len());
         for gauge in ["in_service", "queued", "abandoned_completed"] {
             assert_eq!(json[gauge], 0, "{gauge}");

@@ -1,6 +1,6 @@
 //! HTTPS for the reference backend: the server's identity (a self-signed certificate made at
 //! start with rcgen, for localhost, 127.0.0.1 and ::1, or PEM files given), turned into a
-//! tokio-rustls acceptor (ring provider, ALPN `http/1.1`). So loadbench's TLS client is
+//! tokio-rustls acceptor (ring provider, ALPN `h2` then `http/1.1`). So loadbench's TLS client is
 //! testable without outside servers; the generated certificate's PEM is available to write
 //! out as the client's `--cacert`.
 
@@ -70,7 +70,7 @@ impl TlsIdentity {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|e| bad(format!("the key does not fit the certificate ({e})")))?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }

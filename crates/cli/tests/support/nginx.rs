@@ -14,30 +14,32 @@ pub(crate) struct Nginx {
 impl Nginx {
     /// Starts nginx serving `hello world` at `/` and the given extra `location` blocks.
     pub(crate) fn start(extra_locations: &str) -> Nginx {
-        Self::start_with(None, extra_locations)
+        Self::start_with("", extra_locations)
     }
 
     /// Starts nginx serving HTTPS with these `ssl_*` directives (certificate and key paths at
     /// least) in its server block.
     pub(crate) fn start_tls(ssl_directives: &str) -> Nginx {
-        Self::start_with(Some(ssl_directives), "")
+        Self::start_with(&format!("ssl;\n    {ssl_directives}"), "")
     }
 
-    fn start_with(ssl: Option<&str>, extra_locations: &str) -> Nginx {
+    /// Starts nginx whose `listen` line ends with `listen_tail` (options such as `http2;` or
+    /// `ssl http2;`, then any server directives), with `extra` in its server block.
+    pub(crate) fn start_with(listen_tail: &str, extra: &str) -> Nginx {
         for _ in 0..5 {
-            if let Some(n) = Self::try_start(ssl, extra_locations) {
+            if let Some(n) = Self::try_start(listen_tail, extra) {
                 return n;
             }
         }
         panic!("nginx did not start on a free port after 5 tries");
     }
 
-    fn try_start(ssl: Option<&str>, extra: &str) -> Option<Nginx> {
+    fn try_start(listen_tail: &str, extra: &str) -> Option<Nginx> {
         let dir = super::tempdir("nginx");
         let port = super::free_port();
-        let listen = match ssl {
-            None => format!("{port};"),
-            Some(directives) => format!("{port} ssl;\n    {directives}"),
+        let listen = match listen_tail {
+            "" => format!("{port};"),
+            tail => format!("{port} {tail}"),
         };
         let conf = format!(
             r#"worker_processes 1;

@@ -8,7 +8,7 @@
 //! the variant, and toml then knows only the table's header, so errors could name `load[2]` but
 //! never `load[2].slo` or its line.
 
-use super::model::{ten_seconds, yes};
+use super::model::{no_pipelining, ten_seconds, yes};
 use super::{de, LoadModel, LoadSpec, MixRequest, RequestSpec, ScenarioError};
 use loadbench_model::Slo;
 use serde::Deserialize;
@@ -62,6 +62,8 @@ pub(super) struct LoadFile {
     cacert: Option<std::path::PathBuf>,
     #[serde(default = "yes")]
     tls_resume: bool,
+    #[serde(default = "no_pipelining")]
+    pipeline: u16,
 }
 
 /// The `model` key.
@@ -121,6 +123,7 @@ impl LoadFile {
                 cacert: self.cacert.map(|p| relative_to(file, p)),
                 resume: self.tls_resume,
             },
+            pipeline: self.pipeline,
         })
     }
 
@@ -143,7 +146,35 @@ impl LoadFile {
         check_step("duration", self.duration)?;
         check_step("warmup", self.warmup)?;
         self.check_mix()?;
+        self.check_pipeline(&model)?;
         Ok(model)
+    }
+
+    /// `pipeline`: in range, on a closed load with keep-alive (as `--pipeline`).
+    fn check_pipeline(&self, model: &LoadModel) -> Result<(), Bad> {
+        let max = loadbench_plan::MAX_PIPELINE;
+        if !(1..=max).contains(&self.pipeline) {
+            return Err(bad(
+                "pipeline",
+                format!("{} is out of range", self.pipeline),
+                format!("give 1 to {max} requests per connection"),
+            ));
+        }
+        if self.pipeline > 1 && !matches!(model, LoadModel::Closed { .. }) {
+            return Err(bad(
+                "pipeline",
+                "works in closed loads only",
+                "use model = \"closed\" or leave out pipeline",
+            ));
+        }
+        if self.pipeline > 1 && !self.keepalive {
+            return Err(bad(
+                "pipeline",
+                "needs keep-alive connections",
+                "leave out keepalive = false or pipeline",
+            ));
+        }
+        Ok(())
     }
 
     /// A mix replaces `[load.request]`, so not both; every weight from 1 to the plan's limit.

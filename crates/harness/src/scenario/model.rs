@@ -81,6 +81,10 @@ pub struct TargetSpec {
     /// How long to wait after the stop signal before killing the process group.
     #[serde(default = "five_seconds", deserialize_with = "de::duration")]
     pub stop_timeout: Duration,
+    /// Record an on-CPU profile of its process tree with `perf` during one extra, unmeasured
+    /// run of its last load, drawn as a flame graph into the run folder.
+    #[serde(default)]
+    pub profile: bool,
 }
 
 /// A loopback port: fixed or allocated per run.
@@ -239,6 +243,9 @@ pub struct LoadSpec {
     pub source_addrs: Vec<std::net::IpAddr>,
     /// TLS options for `https://` targets (`insecure`, `cacert`, `tls_resume`).
     pub tls: LoadTls,
+    /// `pipeline = N` (as `--pipeline`): HTTP/1.1 requests each connection keeps in flight;
+    /// 1 (the default): one at a time. Closed loads only.
+    pub pipeline: u16,
 }
 
 /// A load's TLS options, for its `https://` targets.
@@ -318,6 +325,11 @@ impl Default for RequestSpec {
 /// A sorted, duplicate-free CPU list, written like `0-1,3`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuSet(pub Vec<usize>);
+
+/// A load's default `pipeline`: one request at a time.
+pub(super) fn no_pipelining() -> u16 {
+    1
+}
 
 pub(super) fn yes() -> bool {
     true

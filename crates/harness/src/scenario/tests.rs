@@ -341,6 +341,28 @@ fn keepalive_is_on_unless_a_load_turns_it_off() {
 }
 
 #[test]
+fn pipeline_is_one_unless_a_closed_keepalive_load_sets_it() {
+    assert_eq!(parse(MINI).unwrap().loads[0].pipeline, 1);
+    let s = parse(&format!("{MINI}pipeline = 16\n")).unwrap();
+    assert_eq!(s.loads[0].pipeline, 16);
+    for (extra, words) in [
+        ("pipeline = 0\n", "give 1 to 1024"),
+        ("pipeline = 8\nkeepalive = false\n", "needs keep-alive"),
+    ] {
+        let e = parse(&format!("{MINI}{extra}")).unwrap_err().to_string();
+        assert!(e.contains("load[0].pipeline") && e.contains(words), "{e}");
+    }
+    let open = MINI.replace(
+        "model = \"closed\"\ntargets = [\"a\"]\nconnections = [1]",
+        "model = \"open\"\ntargets = [\"a\"]\nrate = [10]\nmax_connections = 4",
+    );
+    let e = parse(&format!("{open}pipeline = 8\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("closed loads only"), "{e}");
+}
+
+#[test]
 fn source_addrs_spread_a_loads_connections() {
     assert!(parse(MINI).unwrap().loads[0].source_addrs.is_empty());
     let s = parse(&format!("{MINI}source_addrs = \"127.0.0.2-127.0.0.4\"\n")).unwrap();

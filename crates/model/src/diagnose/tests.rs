@@ -147,10 +147,10 @@ fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
         host_cores: 2.0,
     };
     assert_eq!(
-        verdict(&cpu, std::slice::from_ref(&t)),
+        verdict(&cpu, std::slice::from_ref(&t), None),
         Bottleneck::TargetBound
     );
-    assert_eq!(verdict(&cpu, &[]), Bottleneck::Neither);
+    assert_eq!(verdict(&cpu, &[], None), Bottleneck::Neither);
     // The generator at its limit too (the demo's one generator thread): the thread that never
     // waits for work still limits; without it, both sides full reads "neither".
     let both = CpuView {
@@ -159,10 +159,10 @@ fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
         ..cpu
     };
     assert_eq!(
-        verdict(&both, std::slice::from_ref(&t)),
+        verdict(&both, std::slice::from_ref(&t), None),
         Bottleneck::TargetBound
     );
-    assert_eq!(verdict(&both, &[]), Bottleneck::GeneratorBound);
+    assert_eq!(verdict(&both, &[], None), Bottleneck::GeneratorBound);
     let why = diagnose(&Inputs {
         targets: std::slice::from_ref(&t),
         cpu: Some(cpu),
@@ -286,4 +286,103 @@ fn a_saturated_thread_is_not_the_limit_when_no_core_was_left_to_use() {
     assert!(hot_thread(&t).is_none());
     t.allowed_cores = 1.0;
     assert_eq!(hot_thread(&t).map(|h| h.tid), Some(7));
+}
+
+/// The generator's threads as the harness records them: one worker, the process's others idle.
+fn generator_threads(cores: f64, runnable: f64) -> TargetEvidence {
+    TargetEvidence {
+        target: "generator".into(),
+        threads: 4,
+        busiest: vec![
+            ThreadShare {
+                name: "loadbench".into(),
+                tid: 11,
+                cores,
+                runnable,
+            },
+            ThreadShare {
+                name: "lb-sampler".into(),
+                tid: 12,
+                cores: 0.01,
+                runnable: 0.01,
+            },
+        ],
+        cpu_cores: cores + 0.01,
+        allowed_cores: 1.0,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
+    // Pinned to a core it shared with busy neighbours: 70% of a core by CPU share alone reads
+    // "neither", but its one thread never waited for the network (runnable 98%).
+    let cpu = CpuView {
+        generator_used: 0.7,
+        generator_cores: 1.0,
+        targets_used: 0.6,
+        target_cores: 2.0,
+        other_used: 0.1,
+        host_cores: 2.0,
+    };
+    assert_eq!(verdict(&cpu, &[], None), Bottleneck::Neither);
+    let g = generator_threads(0.7, 0.98);
+    assert_eq!(verdict(&cpu, &[], Some(&g)), Bottleneck::GeneratorBound);
+    let why = diagnose(&Inputs {
+        cpu: Some(cpu),
+        generator: Some(&g),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::GeneratorBound]);
+    let f = &why.findings[0];
+    assert_eq!(
+        f.text,
+        "the generator used 70% of its 1 cores; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time: these numbers are loadbench's limit, not the target's"
+    );
+    assert_eq!(f.figures["generator_thread_runnable"], 0.98);
+    assert_eq!(f.figures["generator_thread_cores"], 0.7);
+    assert_eq!(f.figures["generator_threads"], 4.0);
+    assert!(why.looked_at.contains(&"generator threads".to_string()));
+}
+
+#[test]
+fn one_generator_thread_at_a_full_core_is_the_limit_though_the_others_idle() {
+    // Two worker threads on two cores: one full, one idle (its connections finished early).
+    let cpu = CpuView {
+        generator_used: 1.0,
+        generator_cores: 2.0,
+        targets_used: 0.5,
+        target_cores: 2.0,
+        ..Default::default()
+    };
+    let mut g = generator_threads(0.97, 0.0);
+    g.allowed_cores = 2.0;
+    assert_eq!(verdict(&cpu, &[], Some(&g)), Bottleneck::GeneratorBound);
+    // The same process waiting for the target: neither rule fires.
+    let waiting = generator_threads(0.4, 0.45);
+    assert_eq!(verdict(&cpu, &[], Some(&waiting)), Bottleneck::Neither);
+    let why = diagnose(&Inputs {
+        cpu: Some(cpu),
+        generator: Some(&waiting),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::NoClearBottleneck]);
+}
+
+#[test]
+fn a_saturated_target_thread_still_wins_over_a_saturated_generator_thread() {
+    // The demo's case: both sides' single threads full; the target's never waits for work.
+    let t = single_threaded(0.87, 0.9);
+    let g = generator_threads(0.9, 0.99);
+    let cpu = CpuView {
+        generator_used: 0.9,
+        generator_cores: 2.0,
+        targets_used: 0.9,
+        target_cores: 2.0,
+        ..Default::default()
+    };
+    assert_eq!(
+        verdict(&cpu, std::slice::from_ref(&t), Some(&g)),
+        Bottleneck::TargetBound
+    );
 }

@@ -47,6 +47,7 @@ pub(crate) fn render(r: &BenchResult) -> String {
         out += &load_section(r, li);
     }
     out += &crate::why::bench_markdown(r);
+    out += &super::profile::markdown(r);
     out += "\n### Targets\n\n";
     for t in &r.targets {
         out += &format!(

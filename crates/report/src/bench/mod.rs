@@ -8,6 +8,7 @@
 
 pub mod csv;
 pub mod markdown;
+pub(crate) mod profile;
 pub(crate) mod queueing;
 pub mod text;
 

@@ -42,6 +42,11 @@ pub(crate) fn render(r: &BenchResult) -> String {
         lines.push(String::new());
         lines.extend(why);
     }
+    let profiles = super::profile::text_lines(r);
+    if !profiles.is_empty() {
+        lines.push(String::new());
+        lines.extend(profiles);
+    }
     lines.push(String::new());
     lines.extend(targets(r));
     lines.join("\n") + "\n"

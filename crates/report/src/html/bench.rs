@@ -36,6 +36,10 @@ pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
     if !r.queueing.is_empty() {
         body += &section("queueing", "Queueing", &queueing_section(r));
     }
+    let profiles = crate::bench::profile::html(r);
+    if !profiles.is_empty() {
+        body += &section("profiles", "Profiles", &profiles);
+    }
     body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Scenario", &scenario(r));
     body += &section("host", "Host", &key_values(&host(r)));

@@ -32,19 +32,45 @@ pub(super) struct DiagSocket {
     pub wqueue: u32,
 }
 
-/// Every TCP socket with local port `sport` and remote port `dport` (0: any), IPv4 then IPv6.
-/// A remote port leaves listeners out.
-pub(super) fn dump(sport: u16, dport: u16) -> io::Result<Vec<DiagSocket>> {
-    let mut all = dump_family(libc::AF_INET as u8, sport, dport)?;
-    // A host without IPv6 answers with an error: keep the IPv4 sockets.
-    all.extend(dump_family(libc::AF_INET6 as u8, sport, dport).unwrap_or_default());
-    Ok(all)
+/// Every TCP socket with a local or a remote port among `ports`, IPv4 then IPv6: one walk of
+/// the kernel's socket tables per family, filtered inside the kernel by a small bytecode
+/// program (as `ss 'sport = :P or dport = :P'` does), so a host with many sockets returns only
+/// these. A walk costs in proportion to the size of the hash table, not the sockets returned.
+pub(super) fn dump(ports: &[u16]) -> io::Result<Vec<DiagSocket>> {
+    dump_families(ports, true, ALL_STATES).map(|(all, _)| all)
+}
+
+/// Every TCP state, for [`dump_families`].
+pub(super) const ALL_STATES: u32 = u32::MAX;
+/// Only listeners, for [`dump_families`]: the kernel then reads its small table of listening
+/// sockets and skips the hash table of connections, whose walk is what a dump costs.
+pub(super) const LISTENERS: u32 = 1 << LISTEN;
+
+/// [`dump`] of the sockets in `states` (a bit per TCP state), leaving IPv6 out unless `ipv6`;
+/// also says how many of the sockets are IPv6.
+pub(super) fn dump_families(
+    ports: &[u16],
+    ipv6: bool,
+    states: u32,
+) -> io::Result<(Vec<DiagSocket>, usize)> {
+    if ports.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let filter = port_filter(ports);
+    let mut all = dump_family(libc::AF_INET as u8, states, &filter)?;
+    let v4 = all.len();
+    if ipv6 {
+        // A host without IPv6 answers with an error: keep the IPv4 sockets.
+        all.extend(dump_family(libc::AF_INET6 as u8, states, &filter).unwrap_or_default());
+    }
+    let v6 = all.len() - v4;
+    Ok((all, v6))
 }
 
 #[allow(unsafe_code)]
-fn dump_family(family: u8, sport: u16, dport: u16) -> io::Result<Vec<DiagSocket>> {
+fn dump_family(family: u8, states: u32, filter: &[u8]) -> io::Result<Vec<DiagSocket>> {
     let fd = open()?;
-    send_request(&fd, &request(family, sport, dport))?;
+    send_request(&fd, &request(family, states, filter))?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -59,6 +85,39 @@ fn dump_family(family: u8, sport: u16, dport: u16) -> io::Result<Vec<DiagSocket>
     }
 }
 
+/// `INET_DIAG_BC_JMP`: always takes `no`. `INET_DIAG_BC_S_EQ` / `INET_DIAG_BC_D_EQ`: the
+/// source / destination port equals the next op's `no` field.
+const BC_JMP: u8 = 1;
+const BC_S_EQ: u8 = 11;
+const BC_D_EQ: u8 = 12;
+
+/// The inet_diag bytecode for "local port in `ports` or remote port in `ports`". Each op is
+/// `{code, yes, no}` (jumps in bytes); the program accepts a socket when a jump lands exactly
+/// on its end. The kernel checks a program by following `yes` from the start, and every `no`
+/// must land on an op of that path, so each test is laid out as
+/// `[test port: yes → next op, no → next test] [JMP: no → the end (accept), yes → next test]`,
+/// and the last test's `no` goes 4 bytes past the end (reject).
+fn port_filter(ports: &[u16]) -> Vec<u8> {
+    let tests: Vec<(u8, u16)> = ports
+        .iter()
+        .flat_map(|&p| [(BC_S_EQ, p), (BC_D_EQ, p)])
+        .collect();
+    let total = tests.len() * 12;
+    let mut bc = Vec::with_capacity(total);
+    let mut op = |code: u8, yes: usize, no: usize| {
+        bc.push(code);
+        bc.push(yes as u8);
+        bc.extend_from_slice(&(no as u16).to_ne_bytes());
+    };
+    for (i, (code, port)) in tests.into_iter().enumerate() {
+        let left = total - i * 12;
+        op(code, 8, if left == 12 { left + 4 } else { 12 });
+        op(0, 0, usize::from(port));
+        op(BC_JMP, 4, left - 8);
+    }
+    bc
+}
+
 #[allow(unsafe_code)]
 fn open() -> io::Result<OwnedFd> {
     let kind = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC;
@@ -71,10 +130,13 @@ fn open() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `nlmsghdr` + `inet_diag_req_v2` asking for `family`'s TCP sockets in every state, with the
-/// ports the kernel filters on (network byte order, 0: any).
-fn request(family: u8, sport: u16, dport: u16) -> [u8; HEADER + 56] {
-    let mut req = [0u8; HEADER + 56];
+/// `nlmsghdr` + `inet_diag_req_v2` asking for `family`'s TCP sockets in `states`, then the
+/// filter as an `INET_DIAG_REQ_BYTECODE` attribute.
+fn request(family: u8, states: u32, filter: &[u8]) -> Vec<u8> {
+    const REQ: usize = 56;
+    const ATTR: usize = 4;
+    const INET_DIAG_REQ_BYTECODE: u16 = 1;
+    let mut req = vec![0u8; HEADER + REQ + ATTR + filter.len()];
     let len = req.len() as u32;
     req[0..4].copy_from_slice(&len.to_ne_bytes());
     req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
@@ -82,9 +144,12 @@ fn request(family: u8, sport: u16, dport: u16) -> [u8; HEADER + 56] {
     req[6..8].copy_from_slice(&flags.to_ne_bytes());
     req[HEADER] = family;
     req[HEADER + 1] = libc::IPPROTO_TCP as u8;
-    req[HEADER + 4..HEADER + 8].copy_from_slice(&u32::MAX.to_ne_bytes());
-    req[HEADER + 8..HEADER + 10].copy_from_slice(&sport.to_be_bytes());
-    req[HEADER + 10..HEADER + 12].copy_from_slice(&dport.to_be_bytes());
+    req[HEADER + 4..HEADER + 8].copy_from_slice(&states.to_ne_bytes());
+    let attr = HEADER + REQ;
+    let attr_len = (ATTR + filter.len()) as u16;
+    req[attr..attr + 2].copy_from_slice(&attr_len.to_ne_bytes());
+    req[attr + 2..attr + 4].copy_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
+    req[attr + ATTR..].copy_from_slice(filter);
     req
 }
 
@@ -170,21 +235,65 @@ pub(super) mod tests {
     fn the_dump_sees_a_listener_of_ours() {
         let l = listener(5);
         let port = l.local_addr().unwrap().port();
-        let ours = dump(port, 0).unwrap();
+        let ours = dump(&[port]).unwrap();
         let listening: Vec<_> = ours.iter().filter(|s| s.state == LISTEN).collect();
         assert_eq!(listening.len(), 1, "{ours:?}");
         assert_eq!((listening[0].wqueue, listening[0].rqueue), (5, 0));
-        // The kernel filtered: every socket dumped is on the port asked for.
         assert!(ours.iter().all(|s| s.local_port == port), "{ours:?}");
-        assert!(dump(0, port).unwrap().iter().all(|s| s.remote_port == port));
     }
 
     #[test]
-    fn a_truncated_message_is_an_error_not_a_panic() {
-        let mut out = Vec::new();
-        let mut data = vec![0u8; 20];
-        data[0..4].copy_from_slice(&200u32.to_ne_bytes());
-        assert!(parse(&data, &mut out).is_err());
-        assert!(!parse(&[], &mut out).unwrap());
+    fn the_kernel_returns_both_ends_of_a_connection_to_the_port_and_nothing_else() {
+        let (a, b) = (listener(8), listener(8));
+        let (pa, pb) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        let client = std::net::TcpStream::connect(("127.0.0.1", pa)).unwrap();
+        let (_server, _) = a.accept().unwrap();
+        let _other = std::net::TcpStream::connect(("127.0.0.1", pb)).unwrap();
+        let mine = client.local_addr().unwrap().port();
+        let ours = dump(&[pa]).unwrap();
+        let on = |local, remote, state| {
+            ours.iter()
+                .filter(|s| s.local_port == local && s.remote_port == remote && s.state == state)
+                .count()
+        };
+        // The listener, the accepted socket, and the client's end (remote port = the port).
+        assert_eq!(on(pa, 0, LISTEN), 1, "{ours:?}");
+        assert_eq!(on(pa, mine, ESTABLISHED), 1, "{ours:?}");
+        assert_eq!(on(mine, pa, ESTABLISHED), 1, "{ours:?}");
+        // Nothing of the other listener's port came back: the kernel filtered.
+        assert!(
+            ours.iter()
+                .all(|s| s.local_port == pa || s.remote_port == pa),
+            "{ours:?}"
+        );
+        let (listening, _) = dump_families(&[pa], true, LISTENERS).unwrap();
+        assert_eq!(listening.len(), 1, "{listening:?}");
+        assert_eq!(listening[0].state, LISTEN);
+        let both = dump(&[pa, pb]).unwrap();
+        assert!(both.iter().any(|s| s.local_port == pb && s.state == LISTEN));
+        assert!(dump(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_filter_accepts_on_any_test_and_rejects_past_the_last() {
+        let bc = port_filter(&[80, 443]);
+        assert_eq!(bc.len(), 48);
+        let ops: Vec<(u8, u8, u16)> = bc
+            .chunks(4)
+            .map(|c| (c[0], c[1], u16::from_ne_bytes([c[2], c[3]])))
+            .collect();
+        #[rustfmt::skip]
+        assert_eq!(
+            ops,
+            [
+                (BC_S_EQ, 8, 12), (0, 0, 80), (BC_JMP, 4, 40),
+                (BC_D_EQ, 8, 12), (0, 0, 80), (BC_JMP, 4, 28),
+                (BC_S_EQ, 8, 12), (0, 0, 443), (BC_JMP, 4, 16),
+                (BC_D_EQ, 8, 16), (0, 0, 443), (BC_JMP, 4, 4),
+            ]
+        );
     }
 }

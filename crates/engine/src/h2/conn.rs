@@ -1,0 +1,864 @@
+//! One HTTP/2 connection of a worker: connect (TLS with ALPN h2, or h2c with prior
+//! knowledge), the preface and SETTINGS, then up to `--streams` requests in flight, each on
+//! its own stream, each timed from its own HEADERS write. The server's SETTINGS are honoured
+//! (MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE); received DATA is given back
+//! with WINDOW_UPDATEs; PINGs are answered; RST_STREAM fails its stream (an error class by
+//! code); a GOAWAY drains the connection: streams at or below its last stream id finish,
+//! those above it were never processed and go again on a new connection.
+//!
+//! Frames to send are queued in one per-connection buffer and written in one `write` after
+//! each batch of reads; the request frames are copied from blocks encoded before the run.
+
+use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
+use super::hpack::{BadBlock, ResponseDecoder};
+use super::Shared;
+use crate::conn::{connect_error_kind, open_registered, read_error_kind, write_error_kind};
+use crate::transport::Stream;
+use crate::worker::Ctx;
+use loadbench_model::{ErrorKind, ErrorReason};
+use mio::Token;
+use std::io::{ErrorKind as IoKind, Read, Write};
+use std::time::{Duration, Instant};
+
+/// Our receive windows (stream and connection), as h2load's default (`-w 30 -W 30`).
+const OUR_WINDOW: u32 = (1 << 30) - 1;
+/// The highest stream id a client may use.
+const LAST_STREAM_ID: u32 = (1 << 31) - 1;
+/// First wait before reconnecting after a failed connect; doubles per failure.
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+/// Longest wait between reconnects after failed connects.
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// Where a connection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum H2Phase {
+    /// No socket: not started, failed, or the run needs no more requests.
+    Idle,
+    /// The TCP connect is under way.
+    Connecting,
+    /// TLS only: the handshake is under way.
+    Handshaking,
+    /// Our preface is sent; waiting for the server's first SETTINGS before opening streams
+    /// (so its MAX_CONCURRENT_STREAMS is known).
+    Preface,
+    /// Streams may be opened.
+    Open,
+}
+
+/// A stream slot: one request in flight (`id` 0: free).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    id: u32,
+    endpoint: u16,
+    measured: bool,
+    /// When its HEADERS were queued and written: latency counts from here.
+    since: Instant,
+    first_byte_at: Option<Instant>,
+    status: u16,
+    body: u64,
+    read_bytes: u64,
+    /// DATA bytes received and not yet given back with a WINDOW_UPDATE.
+    unacked: u32,
+}
+
+impl Slot {
+    fn free(now: Instant) -> Slot {
+        Slot {
+            id: 0,
+            endpoint: 0,
+            measured: false,
+            since: now,
+            first_byte_at: None,
+            status: 0,
+            body: 0,
+            read_bytes: 0,
+            unacked: 0,
+        }
+    }
+}
+
+/// A failure that ends the connection: its class and reason.
+#[derive(Debug, Clone, Copy)]
+struct ConnError(ErrorKind, Option<ErrorReason>);
+
+impl From<FrameError> for ConnError {
+    fn from(_: FrameError) -> Self {
+        ConnError(ErrorKind::MalformedResponse, Some(ErrorReason::H2Frame))
+    }
+}
+
+/// A protocol error in the server's frames.
+fn protocol() -> ConnError {
+    FrameError::TooLarge.into()
+}
+
+/// One HTTP/2 connection slot of a worker.
+pub struct H2Conn {
+    token: Token,
+    stream: Option<Stream>,
+    /// Where the connection is.
+    pub phase: H2Phase,
+    /// When the connect (or the phase before `Open`) began, for `--connect-timeout`.
+    pub since: Instant,
+    out: Vec<u8>,
+    out_pos: usize,
+    reader: FrameReader,
+    payload: Vec<u8>,
+    block: Vec<u8>,
+    block_stream: u32,
+    block_end: bool,
+    decoder: ResponseDecoder,
+    slots: Vec<Slot>,
+    active: u32,
+    limit: u32,
+    next_id: u32,
+    send_window: i64,
+    peer_window: i64,
+    peer_max_frame: usize,
+    unacked: u32,
+    /// No new streams: a GOAWAY came, or the stream ids ran out.
+    draining: bool,
+    /// The GOAWAY's last stream id and code.
+    goaway: Option<(u32, u32)>,
+    /// The current connection has answered a request (later ones count as reused).
+    served: bool,
+    /// Requests this slot completed in the measured window.
+    pub completed: u32,
+    backoff: Duration,
+    /// When a backed-off slot may connect again.
+    pub wake_at: Instant,
+}
+
+impl H2Conn {
+    /// An idle slot for up to `streams` requests in flight.
+    pub fn new(token: Token, streams: u32, now: Instant) -> Self {
+        H2Conn {
+            token,
+            stream: None,
+            phase: H2Phase::Idle,
+            since: now,
+            out: Vec::new(),
+            out_pos: 0,
+            reader: FrameReader::new(frame::DEFAULT_MAX_FRAME),
+            payload: Vec::new(),
+            block: Vec::new(),
+            block_stream: 0,
+            block_end: false,
+            decoder: ResponseDecoder::default(),
+            slots: vec![Slot::free(now); streams as usize],
+            active: 0,
+            limit: streams,
+            next_id: 1,
+            send_window: i64::from(frame::DEFAULT_WINDOW),
+            peer_window: i64::from(frame::DEFAULT_WINDOW),
+            peer_max_frame: frame::DEFAULT_MAX_FRAME as usize,
+            unacked: 0,
+            draining: false,
+            goaway: None,
+            served: false,
+            completed: 0,
+            backoff: Duration::ZERO,
+            wake_at: now,
+        }
+    }
+
+    /// Closed model: opens the connection if it has none, else fills its free streams.
+    pub fn begin(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        match self.phase {
+            H2Phase::Idle if ctx.wants_more(now) => self.connect(ctx, now),
+            H2Phase::Open => self.fill_and_flush(ctx, sh, now),
+            _ => {}
+        }
+    }
+
+    fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.reset_connection(now);
+        self.since = Instant::now().max(now);
+        self.phase = H2Phase::Connecting;
+        match open_registered(ctx, self.token) {
+            Ok(s) => self.stream = Some(s),
+            Err(kind) => self.fail_connect(ctx, kind, now),
+        }
+    }
+
+    /// A new connection's state: no streams, default windows and limits, a fresh HPACK table.
+    fn reset_connection(&mut self, now: Instant) {
+        self.out.clear();
+        self.out_pos = 0;
+        self.reader = FrameReader::new(frame::DEFAULT_MAX_FRAME);
+        self.block_stream = 0;
+        self.decoder = ResponseDecoder::default();
+        self.slots.iter_mut().for_each(|s| *s = Slot::free(now));
+        self.active = 0;
+        self.limit = self.slots.len() as u32;
+        self.next_id = 1;
+        self.send_window = i64::from(frame::DEFAULT_WINDOW);
+        self.peer_window = i64::from(frame::DEFAULT_WINDOW);
+        self.peer_max_frame = frame::DEFAULT_MAX_FRAME as usize;
+        self.unacked = 0;
+        self.draining = false;
+        self.goaway = None;
+        self.served = false;
+    }
+
+    /// Handles a readiness event. `read_closed`: the peer's FIN (or an error) is queued.
+    pub fn on_event(&mut self, ctx: &mut Ctx, sh: &mut Shared, read_closed: bool) {
+        match self.phase {
+            H2Phase::Connecting => self.on_connect_ready(ctx, sh),
+            H2Phase::Handshaking => self.drive_handshake(ctx, sh),
+            H2Phase::Preface | H2Phase::Open => self.on_ready(ctx, sh, read_closed),
+            H2Phase::Idle => {}
+        }
+    }
+
+    fn on_connect_ready(&mut self, ctx: &mut Ctx, sh: &mut Shared) {
+        let Some(stream) = self.stream.as_ref() else {
+            return;
+        };
+        let now = Instant::now();
+        match stream.connect_status() {
+            Ok(false) => {}
+            Ok(true) => {
+                self.backoff = Duration::ZERO;
+                if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
+                    let took = now.saturating_duration_since(self.since);
+                    ctx.recorder.connected(took);
+                }
+                if ctx.tls.is_some() {
+                    self.since = now;
+                    self.phase = H2Phase::Handshaking;
+                    return self.drive_handshake(ctx, sh);
+                }
+                self.start_h2(ctx, sh, now);
+            }
+            Err(e) => self.fail_connect(ctx, connect_error_kind(&e), now),
+        }
+    }
+
+    /// TLS: the handshake as far as the socket allows; once done, ALPN must have chosen h2.
+    #[cold]
+    fn drive_handshake(&mut self, ctx: &mut Ctx, sh: &mut Shared) {
+        let Some(tls) = self.stream.as_mut().and_then(Stream::tls_mut) else {
+            return;
+        };
+        match tls.handshake() {
+            Ok(false) => {}
+            Ok(true) if tls.alpn() != Some(&b"h2"[..]) => {
+                self.fail_connect(ctx, ErrorKind::TlsHandshake, Instant::now())
+            }
+            Ok(true) => {
+                let now = Instant::now();
+                if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
+                    let took = now.saturating_duration_since(self.since);
+                    ctx.recorder.handshake(took, tls.resumed());
+                }
+                self.start_h2(ctx, sh, now);
+            }
+            Err(_) => self.fail_connect(ctx, ErrorKind::TlsHandshake, Instant::now()),
+        }
+    }
+
+    /// Sends the preface, our SETTINGS and the connection window, then reads what came.
+    fn start_h2(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        self.phase = H2Phase::Preface;
+        self.since = now;
+        self.out.extend_from_slice(frame::PREFACE);
+        frame::settings(
+            &mut self.out,
+            &[
+                (setting::ENABLE_PUSH, 0),
+                (setting::INITIAL_WINDOW_SIZE, OUR_WINDOW),
+            ],
+        );
+        frame::window_update(&mut self.out, 0, OUR_WINDOW - frame::DEFAULT_WINDOW);
+        // A TLS stream may hold records read during the handshake: no new edge announces them.
+        self.on_ready(ctx, sh, false);
+    }
+
+    /// Reads until drained, handles every frame, opens free streams, writes what is queued.
+    fn on_ready(&mut self, ctx: &mut Ctx, sh: &mut Shared, read_closed: bool) {
+        // The worker's one buffer is lent out for the reads (the recorder is in `ctx` too).
+        let mut buf = std::mem::take(&mut ctx.buf);
+        let result = self.read_all(ctx, sh, &mut buf, read_closed);
+        ctx.buf = buf;
+        let now = Instant::now();
+        match result {
+            Ok(true) => self.after_read(ctx, sh, now),
+            Ok(false) => self.on_eof(ctx, sh, now),
+            Err(e) => self.fail_conn(ctx, sh, e, now),
+        }
+    }
+
+    /// `Ok(false)` at the peer's close. A short read means drained (as for HTTP/1.1), unless
+    /// the FIN is queued behind the data.
+    fn read_all(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        buf: &mut [u8],
+        read_closed: bool,
+    ) -> Result<bool, ConnError> {
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                return Ok(true);
+            };
+            match stream.read(buf) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.process(ctx, sh, &buf[..n], Instant::now())?;
+                    if n < buf.len() && !read_closed {
+                        return Ok(true);
+                    }
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => return Err(ConnError(read_error_kind(&e), None)),
+            }
+        }
+    }
+
+    /// Feeds the frame reader; each frame is handled as it completes.
+    fn process(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        let mut reader = std::mem::replace(&mut self.reader, FrameReader::new(0));
+        let mut payload = std::mem::take(&mut self.payload);
+        let result = reader.feed(data, &mut payload, |ev| self.on_frame(ctx, sh, ev, now));
+        self.reader = reader;
+        self.payload = payload;
+        result
+    }
+
+    fn on_frame(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        ev: Event<'_>,
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        match ev {
+            Event::Data {
+                stream,
+                flow,
+                body,
+                end,
+            } => {
+                if self.block_stream != 0 {
+                    return Err(protocol());
+                }
+                self.on_data(ctx, stream, flow, body, end, now);
+                Ok(())
+            }
+            Event::Frame(head, payload) => {
+                if self.block_stream != 0 && head.kind != kind::CONTINUATION {
+                    return Err(protocol());
+                }
+                self.on_control(ctx, sh, head, payload, now)
+            }
+        }
+    }
+
+    /// Body bytes of a stream: counted, given back to the windows, and the end completes it.
+    #[inline]
+    fn on_data(
+        &mut self,
+        ctx: &mut Ctx,
+        stream: u32,
+        flow: u32,
+        body: u32,
+        end: bool,
+        now: Instant,
+    ) {
+        self.unacked += flow;
+        let Some(i) = self.slot_of(stream) else {
+            return;
+        };
+        let s = &mut self.slots[i];
+        s.body += u64::from(body);
+        s.read_bytes += u64::from(flow);
+        s.unacked += flow;
+        if end {
+            return self.complete(ctx, i, now);
+        }
+        if s.unacked >= OUR_WINDOW / 2 {
+            frame::window_update(&mut self.out, stream, s.unacked);
+            s.unacked = 0;
+        }
+    }
+
+    /// Every frame but DATA.
+    fn on_control(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        head: Head,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        match head.kind {
+            kind::HEADERS => {
+                if head.stream == 0 {
+                    return Err(protocol());
+                }
+                let fragment = frame::headers_fragment(head, payload)?;
+                self.block.clear();
+                self.block.extend_from_slice(fragment);
+                self.block_stream = head.stream;
+                self.block_end = head.flags & flag::END_STREAM != 0;
+                self.header_fragment_end(ctx, head, now)
+            }
+            kind::CONTINUATION => {
+                if head.stream != self.block_stream || head.stream == 0 {
+                    return Err(protocol());
+                }
+                self.block.extend_from_slice(payload);
+                self.header_fragment_end(ctx, head, now)
+            }
+            kind::RST_STREAM => {
+                if let Some(i) = self.slot_of(head.stream) {
+                    let reason = ErrorReason::h2_code(false, frame::be32(payload, 0));
+                    self.fail_stream(ctx, i, ErrorKind::H2RstStream, Some(reason), now);
+                }
+                Ok(())
+            }
+            kind::SETTINGS => self.on_settings(ctx, sh, head, payload),
+            kind::PING if head.flags & flag::ACK == 0 => {
+                frame::frame(&mut self.out, kind::PING, flag::ACK, 0, payload);
+                Ok(())
+            }
+            kind::GOAWAY => {
+                self.on_goaway(ctx, sh, payload, now);
+                Ok(())
+            }
+            kind::WINDOW_UPDATE if head.stream == 0 => {
+                self.send_window += i64::from(frame::be32(payload, 0) & frame::MAX_WINDOW);
+                Ok(())
+            }
+            kind::PUSH_PROMISE => Err(protocol()),
+            _ => Ok(()),
+        }
+    }
+
+    /// A HEADERS or CONTINUATION frame ended; with END_HEADERS the block is decoded (always,
+    /// so the HPACK table stays in step) and its stream gets its status, or completes.
+    fn header_fragment_end(
+        &mut self,
+        ctx: &mut Ctx,
+        head: Head,
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        if head.flags & flag::END_HEADERS == 0 {
+            return Ok(());
+        }
+        let stream = std::mem::take(&mut self.block_stream);
+        let status = self.decoder.status(&self.block).map_err(|BadBlock| {
+            ConnError(ErrorKind::MalformedResponse, Some(ErrorReason::H2Hpack))
+        })?;
+        let Some(i) = self.slot_of(stream) else {
+            return Ok(());
+        };
+        let s = &mut self.slots[i];
+        s.read_bytes += self.block.len() as u64 + 9;
+        if s.first_byte_at.is_none() {
+            s.first_byte_at = Some(now);
+            if s.measured && ctx.in_window(now) {
+                ctx.recorder
+                    .first_byte(now.saturating_duration_since(s.since));
+            }
+        }
+        match status {
+            // An interim response (1xx): the final one follows.
+            Some(code) if code < 200 && !self.block_end => {}
+            Some(code) => s.status = code,
+            None => {}
+        }
+        if self.block_end {
+            self.complete(ctx, i, now);
+        }
+        Ok(())
+    }
+
+    /// The server's SETTINGS: acknowledged and applied; the first one opens the connection.
+    fn on_settings(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        head: Head,
+        payload: &[u8],
+    ) -> Result<(), ConnError> {
+        if head.flags & flag::ACK != 0 {
+            return Ok(());
+        }
+        if head.stream != 0 || !payload.len().is_multiple_of(6) {
+            return Err(protocol());
+        }
+        for pair in payload.chunks_exact(6) {
+            let value = frame::be32(pair, 2);
+            match u16::from_be_bytes([pair[0], pair[1]]) {
+                setting::MAX_CONCURRENT_STREAMS => {
+                    self.limit = value.min(self.slots.len() as u32);
+                    sh.server_max_streams(value);
+                }
+                setting::INITIAL_WINDOW_SIZE if value > frame::MAX_WINDOW => return Err(protocol()),
+                setting::INITIAL_WINDOW_SIZE => self.peer_window = i64::from(value),
+                setting::MAX_FRAME_SIZE => {
+                    let v = value.clamp(frame::DEFAULT_MAX_FRAME, frame::MAX_FRAME_LIMIT);
+                    self.peer_max_frame = v as usize;
+                }
+                _ => {}
+            }
+        }
+        frame::frame(&mut self.out, kind::SETTINGS, flag::ACK, 0, &[]);
+        if self.phase == H2Phase::Preface {
+            self.phase = H2Phase::Open;
+            let now = Instant::now();
+            if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
+                sh.protocols.h2 += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// GOAWAY: no new streams here; those above its last stream id were never processed, so
+    /// they are taken back (their budget and their send) and go again on a new connection.
+    #[cold]
+    fn on_goaway(&mut self, ctx: &mut Ctx, sh: &mut Shared, payload: &[u8], now: Instant) {
+        let last = frame::be32(payload, 0) & frame::MAX_WINDOW;
+        let code = frame::be32(payload, 4);
+        self.draining = true;
+        self.goaway = Some((last, code));
+        if ctx.recorder.measuring(now) && ctx.in_window(now) {
+            sh.stats.goaways += 1;
+        }
+        for i in 0..self.slots.len() {
+            let s = self.slots[i];
+            if s.id == 0 || s.id <= last {
+                continue;
+            }
+            if s.measured {
+                ctx.recorder.unsend(s.since, now);
+                sh.stats.goaway_retries += 1;
+            }
+            ctx.unclaim(s.measured);
+            self.release(i, now);
+        }
+    }
+
+    /// The slot holding `stream`, if it is one of ours in flight.
+    #[inline]
+    fn slot_of(&self, stream: u32) -> Option<usize> {
+        if stream == 0 {
+            return None;
+        }
+        self.slots.iter().position(|s| s.id == stream)
+    }
+
+    /// Frees slot `i`.
+    #[inline]
+    fn release(&mut self, i: usize, now: Instant) {
+        self.slots[i] = Slot::free(now);
+        self.active -= 1;
+    }
+
+    /// A complete response on slot `i`: recorded as HTTP/1.1's are.
+    #[inline]
+    fn complete(&mut self, ctx: &mut Ctx, i: usize, now: Instant) {
+        let s = self.slots[i];
+        if s.status == 0 {
+            let reason = Some(ErrorReason::H2Hpack);
+            return self.fail_stream(ctx, i, ErrorKind::MalformedResponse, reason, now);
+        }
+        if ctx.records(s.measured, s.since, now) {
+            self.completed = self.completed.saturating_add(1);
+            let latency = now.saturating_duration_since(s.since);
+            ctx.recorder
+                .response(now, latency, latency, s.status, s.read_bytes);
+            if ctx.mix.is_some() {
+                ctx.recorder
+                    .endpoint_response(s.endpoint, latency, s.status);
+            }
+            ctx.recorder.body(s.body, self.served);
+            let first = s.first_byte_at.unwrap_or(now);
+            ctx.recorder.phases(
+                Duration::ZERO,
+                first.saturating_duration_since(s.since),
+                now.saturating_duration_since(first),
+            );
+        }
+        self.served = true;
+        self.release(i, now);
+    }
+
+    /// A stream that ended without a complete response: counted, freed.
+    #[cold]
+    fn fail_stream(
+        &mut self,
+        ctx: &mut Ctx,
+        i: usize,
+        kind: ErrorKind,
+        reason: Option<ErrorReason>,
+        now: Instant,
+    ) {
+        let s = self.slots[i];
+        if ctx.records(s.measured, s.since, now) {
+            ctx.recorder.error(now, kind, s.read_bytes);
+            if let Some(r) = reason {
+                ctx.recorder.reason(r);
+            }
+            ctx.recorder.endpoint_error(s.endpoint, kind);
+        }
+        self.release(i, now);
+    }
+
+    /// After a batch of reads: give back the connection window, close a drained connection,
+    /// open free streams, write.
+    fn after_read(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        if self.unacked >= OUR_WINDOW / 2 {
+            frame::window_update(&mut self.out, 0, self.unacked);
+            self.unacked = 0;
+        }
+        if self.draining && self.active == 0 {
+            return self.reopen(ctx, now);
+        }
+        self.fill_and_flush(ctx, sh, now);
+    }
+
+    /// A drained connection (after GOAWAY, or out of stream ids) is closed; the slot connects
+    /// anew on the next loop turn.
+    #[cold]
+    fn reopen(&mut self, ctx: &mut Ctx, _now: Instant) {
+        self.close();
+        self.phase = H2Phase::Idle;
+        ctx.retry.push(self.token.0);
+    }
+
+    /// Opens streams up to the limits, then writes.
+    #[inline]
+    fn fill_and_flush(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        if self.phase == H2Phase::Open && !self.draining {
+            self.fill(ctx, sh, now);
+        }
+        self.flush(ctx, sh, now);
+    }
+
+    /// Starts requests while a stream is free (our `--streams` and the server's limit), the
+    /// connection window takes the longest body, and the run wants more.
+    fn fill(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        let mut free = 0;
+        while self.active < self.limit {
+            if self.next_id > LAST_STREAM_ID {
+                self.draining = true;
+                return;
+            }
+            if self.send_window < sh.longest_body || self.peer_window < sh.longest_body {
+                return;
+            }
+            if !ctx.claim(now) {
+                return;
+            }
+            let endpoint = ctx.pick();
+            while self.slots[free].id != 0 {
+                free += 1;
+            }
+            let req = &sh.requests[usize::from(endpoint)];
+            let before = self.out.len();
+            frame::request(
+                &mut self.out,
+                self.next_id,
+                &req.block,
+                &req.body,
+                self.peer_max_frame,
+            );
+            self.send_window -= req.body.len() as i64;
+            let measured = ctx.recorder.measuring(now) && ctx.in_window(now);
+            if measured {
+                ctx.recorder.sent(now, Duration::ZERO);
+                ctx.recorder.wrote(now, (self.out.len() - before) as u64);
+            }
+            self.slots[free] = Slot {
+                id: self.next_id,
+                endpoint,
+                measured,
+                ..Slot::free(now)
+            };
+            self.next_id += 2;
+            self.active += 1;
+            sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
+        }
+    }
+
+    /// Writes the queued frames until done or the socket is full (the writable edge resumes).
+    fn flush(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        while self.out_pos < self.out.len() {
+            match stream.write(&self.out[self.out_pos..]) {
+                Ok(0) => {
+                    return self.fail_conn(ctx, sh, ConnError(ErrorKind::WriteError, None), now)
+                }
+                Ok(n) => self.out_pos += n,
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => {
+                    let kind = write_error_kind(&e);
+                    return self.fail_conn(ctx, sh, ConnError(kind, None), now);
+                }
+            }
+        }
+        self.out.clear();
+        self.out_pos = 0;
+    }
+
+    /// The peer closed the connection.
+    fn on_eof(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        if self.active == 0 && self.phase == H2Phase::Open {
+            if self.goaway.is_none() {
+                ctx.recorder.stale_close();
+            }
+            return self.reopen(ctx, now);
+        }
+        self.fail_conn(
+            ctx,
+            sh,
+            ConnError(ErrorKind::ClosedBeforeResponseComplete, None),
+            now,
+        );
+    }
+
+    /// The connection failed: before it was open, as a connect failure; after, every stream in
+    /// flight fails (as `h2_goaway CODE` when a GOAWAY had promised to finish it).
+    #[cold]
+    fn fail_conn(&mut self, ctx: &mut Ctx, sh: &mut Shared, e: ConnError, now: Instant) {
+        let _ = sh;
+        if self.phase != H2Phase::Open {
+            let kind = if e.0.before_send() {
+                e.0
+            } else {
+                ErrorKind::ConnectError
+            };
+            return self.fail_connect(ctx, kind, now);
+        }
+        if let Some(r) = e.1 {
+            let code = match r {
+                ErrorReason::H2Hpack => code::COMPRESSION_ERROR,
+                _ => code::PROTOCOL_ERROR,
+            };
+            frame::goaway(&mut self.out, code);
+            if let Some(s) = self.stream.as_mut() {
+                let _ = s.write(&self.out[self.out_pos..]);
+            }
+        }
+        for i in 0..self.slots.len() {
+            let id = self.slots[i].id;
+            if id == 0 {
+                continue;
+            }
+            match self.goaway {
+                Some((last, code)) if id <= last => {
+                    let reason = Some(ErrorReason::h2_code(true, code));
+                    self.fail_stream(ctx, i, ErrorKind::H2Goaway, reason, now);
+                }
+                _ => self.fail_stream(ctx, i, e.0, e.1, now),
+            }
+        }
+        self.close();
+        self.phase = H2Phase::Idle;
+        ctx.retry.push(self.token.0);
+    }
+
+    /// A connection that never opened: one claimed request fails with `kind` (so a dead
+    /// target ends a count run, as with HTTP/1.1), and the slot backs off before it connects
+    /// again.
+    #[cold]
+    fn fail_connect(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        if ctx.claim(now) {
+            let measured = ctx.recorder.measuring(now) && ctx.in_window(now);
+            if ctx.records(measured, now, now) {
+                ctx.recorder.error(now, kind, 0);
+                ctx.recorder.endpoint_error(0, kind);
+            }
+        }
+        self.close();
+        self.phase = H2Phase::Idle;
+        self.backoff = (self.backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX);
+        self.wake_at = now + self.backoff;
+        if ctx.recorder.measuring(now) && ctx.in_window(now) {
+            let end = ctx.window_end().unwrap_or(self.wake_at).min(self.wake_at);
+            ctx.recorder.backoff(end.saturating_duration_since(now));
+        }
+        ctx.backoff.push(self.token.0);
+    }
+
+    /// Housekeeping: a connection not open within `--connect-timeout`, and streams without an
+    /// answer within `--timeout` (each reset with CANCEL and counted as `read_timeout`).
+    pub fn expire(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        now: Instant,
+        timeout: Duration,
+        connect_timeout: Duration,
+    ) {
+        let age = now.saturating_duration_since(self.since);
+        match self.phase {
+            H2Phase::Idle => return,
+            H2Phase::Connecting | H2Phase::Preface if age > connect_timeout => {
+                return self.fail_connect(ctx, ErrorKind::ConnectTimeout, now)
+            }
+            H2Phase::Handshaking if age > connect_timeout => {
+                return self.fail_connect(ctx, ErrorKind::TlsHandshake, now)
+            }
+            H2Phase::Open => {}
+            _ => return,
+        }
+        let mut expired = false;
+        for i in 0..self.slots.len() {
+            let s = self.slots[i];
+            if s.id != 0 && now.saturating_duration_since(s.since) > timeout {
+                frame::rst_stream(&mut self.out, s.id, code::CANCEL);
+                self.fail_stream(ctx, i, ErrorKind::ReadTimeout, None, now);
+                expired = true;
+            }
+        }
+        if expired {
+            self.after_read(ctx, sh, now);
+        }
+    }
+
+    /// Drops the socket; the slot stays and may connect again.
+    pub fn close(&mut self) {
+        self.stream = None;
+    }
+
+    /// Has a socket, for the live views' open-connection count.
+    pub fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Requests in flight on this connection.
+    pub fn in_flight(&self) -> u32 {
+        self.active
+    }
+
+    /// Measured requests written and unanswered: what `abandoned` counts at the end.
+    pub fn measured_in_flight(&self) -> u64 {
+        self.slots
+            .iter()
+            .filter(|s| s.id != 0 && s.measured)
+            .count() as u64
+    }
+
+    /// When the oldest request in flight was sent.
+    pub fn oldest(&self) -> Option<Instant> {
+        self.slots
+            .iter()
+            .filter(|s| s.id != 0)
+            .map(|s| s.since)
+            .min()
+    }
+}

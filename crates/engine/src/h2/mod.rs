@@ -1,0 +1,115 @@
+//! HTTP/2 for the load engine (`--http2`, `--streams N`): our own framing ([`frame`]), the
+//! requests' header blocks encoded once and the responses' `:status` read with HPACK
+//! ([`hpack`]), a connection that carries several streams ([`conn`]) and the worker loop
+//! that drives those connections in the closed model ([`worker`]). It sits beside the
+//! HTTP/1.1 path (`conn.rs`, `http1.rs`) and shares the worker context, the transport and the
+//! recorder with it, so both record the same statistics the same way.
+
+pub mod conn;
+pub mod frame;
+pub mod hpack;
+pub mod worker;
+
+use hpack::H2Request;
+use loadbench_model::{H2Stats, ProtocolCounts};
+
+/// The run's HTTP/2 requests, encoded once (shared by all workers).
+#[derive(Debug, Clone)]
+pub struct H2Setup {
+    /// Each endpoint's request (one without a mix), by the mix's index.
+    pub requests: Vec<H2Request>,
+    /// Requests in flight per connection (`--streams`).
+    pub streams: u32,
+}
+
+impl H2Setup {
+    /// Encodes every request of the plan; `Err` is one line.
+    pub fn new(plan: &loadbench_plan::Plan, streams: u32) -> Result<H2Setup, String> {
+        let https = plan.target.tls;
+        let encode = |bytes: &[u8]| H2Request::from_http1(bytes, https);
+        let requests = if plan.mix.is_empty() {
+            vec![encode(&plan.request.bytes)?]
+        } else {
+            plan.mix
+                .iter()
+                .map(|e| encode(&e.request.bytes))
+                .collect::<Result<_, _>>()?
+        };
+        Ok(H2Setup { requests, streams })
+    }
+}
+
+/// What a worker's HTTP/2 connections share besides the worker context: the requests, and
+/// the HTTP/2 figures the recorder does not keep.
+#[derive(Debug)]
+pub struct Shared<'a> {
+    /// Each endpoint's request.
+    pub requests: &'a [H2Request],
+    /// The longest request body: a stream opens only when the windows take it.
+    pub longest_body: i64,
+    /// Streams in flight, the server's limit, GOAWAYs.
+    pub stats: H2Stats,
+    /// Connections by protocol (all h2 here).
+    pub protocols: ProtocolCounts,
+}
+
+impl<'a> Shared<'a> {
+    /// For one worker.
+    pub fn new(setup: &'a H2Setup) -> Self {
+        let longest = setup.requests.iter().map(|r| r.body.len()).max();
+        Shared {
+            requests: &setup.requests,
+            longest_body: longest.unwrap_or(0) as i64,
+            stats: H2Stats::default(),
+            protocols: ProtocolCounts::default(),
+        }
+    }
+
+    /// A server announced SETTINGS_MAX_CONCURRENT_STREAMS `n`: the lowest is kept.
+    pub fn server_max_streams(&mut self, n: u32) {
+        let cur = &mut self.stats.server_max_streams;
+        *cur = if *cur == 0 {
+            n.max(1)
+        } else {
+            (*cur).min(n.max(1))
+        };
+    }
+}
+
+/// Preflight for h2c: sends the preface and an empty SETTINGS on a blocking connection (read
+/// timeout set by the caller) and wants the server's SETTINGS back. `Err` is the one line.
+pub fn probe_h2c<S: std::io::Read + std::io::Write>(
+    mut sock: S,
+    target: &str,
+) -> Result<(), String> {
+    let refuse = |got: String| {
+        format!(
+            "the server at {target} did not answer HTTP/2 with prior knowledge (h2c; got {got}): enable h2c on the server (nginx: listen PORT http2), use an https:// URL for h2 over TLS, or leave --http2 out"
+        )
+    };
+    let mut hello = frame::PREFACE.to_vec();
+    frame::settings(&mut hello, &[]);
+    sock.write_all(&hello)
+        .map_err(|e| refuse(format!("a write error: {e}")))?;
+    let mut head = [0u8; 9];
+    let mut have = 0;
+    while have < head.len() {
+        match sock.read(&mut head[have..]) {
+            Ok(0) => return Err(refuse("a closed connection".into())),
+            Ok(n) => have += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(refuse(format!("no answer: {e}"))),
+        }
+    }
+    let h = frame::Head::parse(&head);
+    if h.kind == frame::kind::SETTINGS && h.stream == 0 && h.flags & frame::flag::ACK == 0 {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&head);
+    let shown = if head.starts_with(b"HTTP/") {
+        format!("'{}'", text.trim_end())
+    } else {
+        format!("a frame of type {} instead of SETTINGS", h.kind)
+    };
+    Err(refuse(shown))
+}

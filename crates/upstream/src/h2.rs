@@ -1,0 +1,152 @@
+//! HTTP/2 in the reference backend, so loadbench's HTTP/2 client (and h2load) can be tested
+//! without outside servers: h2c with prior knowledge on the cleartext TCP listener (a
+//! connection that opens with the HTTP/2 preface), and HTTP/2 over TLS when ALPN chose `h2`,
+//! or on the Unix socket (both detected by hyper-util's auto builder, which reads the preface).
+//!
+//! The cleartext TCP path keeps hyper's HTTP/1.1 connection as it was (the fault routes need
+//! its raw socket back): the only cost added to an HTTP/1.1 connection is one `peek` of its
+//! first bytes, once per connection, never per request. Over HTTP/2 a fault route only resets
+//! its stream (the service's error), like a fault over TLS only ends the connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::conn::{stopped, Handler};
+use crate::routes::App;
+
+/// What every HTTP/2 client sends first (RFC 9113, 3.4).
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How long a client that sent part of the preface may take to send the rest before the
+/// connection is treated as HTTP/1.1 (whose parser then refuses it).
+const PREFACE_WAIT: Duration = Duration::from_secs(5);
+
+/// The HTTP/2 settings of the cleartext listener's h2c connections.
+pub(crate) fn h2_builder() -> http2::Builder<TokioExecutor> {
+    let mut builder = http2::Builder::new(TokioExecutor::new());
+    builder.max_concurrent_streams(1024);
+    builder
+}
+
+/// The settings of TLS and Unix-socket connections: HTTP/1.1 (as on the TCP listener) or
+/// HTTP/2, whichever the client's first bytes speak.
+pub(crate) fn auto_builder() -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true).pipeline_flush(true);
+    builder.http2().max_concurrent_streams(1024);
+    builder
+}
+
+/// Whether a cleartext client opened with the HTTP/2 preface (h2c with prior knowledge). Only
+/// peeks: nothing is consumed, so an HTTP/1.1 connection goes to its parser untouched. A
+/// request line differs from the preface by its second byte at the latest (`PUT`, `POST`), so
+/// the wait for more bytes happens only for a real (or truncated) preface.
+pub(crate) async fn opens_with_preface(stream: &TcpStream) -> bool {
+    let mut buf = [0u8; PREFACE.len()];
+    let started = tokio::time::Instant::now();
+    loop {
+        let n = match stream.peek(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => n,
+        };
+        if buf[..n] != PREFACE[..n] {
+            return false;
+        }
+        if n == PREFACE.len() {
+            return true;
+        }
+        // A prefix so far: peek returns at once while those bytes wait, so poll gently.
+        if started.elapsed() > PREFACE_WAIT {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// The protocol settings of every connection, made once per listener.
+pub(crate) struct Builders {
+    /// HTTP/1.1 on the cleartext TCP listener (faults on the raw socket).
+    pub(crate) http1: hyper::server::conn::http1::Builder,
+    /// h2c with prior knowledge on the cleartext TCP listener.
+    pub(crate) h2: http2::Builder<TokioExecutor>,
+    /// TLS and Unix-socket connections: whichever the client speaks.
+    pub(crate) auto: auto::Builder<TokioExecutor>,
+}
+
+impl Builders {
+    pub(crate) fn new() -> Builders {
+        Builders {
+            http1: crate::conn::http_builder(),
+            h2: h2_builder(),
+            auto: auto_builder(),
+        }
+    }
+}
+
+/// Serves a cleartext TCP connection: h2c when it opens with the preface, else HTTP/1.1 as
+/// before. A client that has sent nothing when the server stops is dropped.
+pub(crate) async fn serve_tcp(
+    stream: TcpStream,
+    app: Arc<App>,
+    http: &Builders,
+    mut stop: watch::Receiver<bool>,
+) {
+    let h2c = tokio::select! {
+        biased;
+        () = stopped(&mut stop) => return,
+        h2c = opens_with_preface(&stream) => h2c,
+    };
+    if h2c {
+        serve_h2c(stream, app, &http.h2, stop).await;
+    } else {
+        crate::conn::serve(stream, app, &http.http1, stop).await;
+    }
+}
+
+/// Serves one h2c connection until the client leaves or the server stops (then open streams
+/// finish and the connection ends with GOAWAY).
+pub(crate) async fn serve_h2c(
+    stream: TcpStream,
+    app: Arc<App>,
+    h2: &http2::Builder<TokioExecutor>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conn = h2.serve_connection(TokioIo::new(stream), Handler(app));
+    tokio::select! {
+        biased;
+        _ = &mut conn => {}
+        () = stopped(&mut stop) => {
+            std::pin::Pin::new(&mut conn).graceful_shutdown();
+            let _ = (&mut conn).await;
+        }
+    }
+}
+
+/// Serves a TLS or Unix-socket connection over HTTP/1.1 or HTTP/2 (a fault route only ends
+/// its connection or stream: the misbehaviours need a raw TCP socket).
+pub(crate) async fn serve_auto<I>(
+    io: I,
+    app: Arc<App>,
+    http: &auto::Builder<TokioExecutor>,
+    mut stop: watch::Receiver<bool>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = http.serve_connection(TokioIo::new(io), Handler(app));
+    tokio::pin!(conn);
+    tokio::select! {
+        biased;
+        _ = &mut conn => {}
+        () = stopped(&mut stop) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = (&mut conn).await;
+        }
+    }
+}

@@ -333,6 +333,7 @@ impl Engine {
                 window: pool.window,
                 initial: pool.initial[i] as usize,
                 connect_limit: pool.connect_limit[i].max(1) as usize,
+                end: deadline,
             })
         };
         let limits = WorkerLimits {

@@ -39,6 +39,9 @@ pub struct Pacing<'a> {
     pub initial: usize,
     /// Connects this worker may have in progress at once.
     pub connect_limit: usize,
+    /// The end of the measured window (timed runs): a send window reaching it releases each
+    /// of its requests at its own time, so every request due before the end is sent.
+    pub end: Option<Instant>,
 }
 
 /// The walk along the schedule alone, without a timer: when this worker's next request is
@@ -83,7 +86,8 @@ impl<'a> Walk<'a> {
     }
 
     /// When a request due at `due` may leave: the end of its send window (windows are
-    /// counted from the origin), or `due` itself with a zero window.
+    /// counted from the origin), or `due` itself with a zero window or in a window that
+    /// reaches the run's end (the worker stops there, so a later release would never come).
     #[inline]
     pub fn release(&self, due: Instant) -> Instant {
         let w = self.pacing.window.as_nanos();
@@ -93,7 +97,11 @@ impl<'a> Walk<'a> {
         let offset = due.saturating_duration_since(self.pacing.origin).as_nanos();
         let windows = offset.div_ceil(w);
         let at = u64::try_from(windows * w).unwrap_or(u64::MAX);
-        self.pacing.origin + Duration::from_nanos(at)
+        let at = self.pacing.origin + Duration::from_nanos(at);
+        match self.pacing.end {
+            Some(end) if at >= end => due,
+            _ => at,
+        }
     }
 
     /// The `k`-th request after the next one (0: the next one), without moving: how many
@@ -108,9 +116,10 @@ impl<'a> Walk<'a> {
         Some(self.pacing.origin + Duration::from_secs_f64(s))
     }
 
-    /// Moves the origin later by `by` (the initial pool took that long to open).
+    /// Moves the origin (and the end) later by `by` (the initial pool took that long to open).
     pub fn delay(&mut self, by: Duration) {
         self.pacing.origin += by;
+        self.pacing.end = self.pacing.end.map(|e| e + by);
         self.due = self.due.map(|d| d + by);
     }
 }
@@ -213,6 +222,7 @@ mod tests {
             window,
             initial: 1,
             connect_limit: 1,
+            end: None,
         }
     }
 
@@ -281,5 +291,31 @@ mod tests {
             walk.release(origin + Duration::from_micros(7_500)),
             origin + Duration::from_millis(8)
         );
+    }
+
+    #[test]
+    fn every_request_due_before_the_end_leaves_before_it() {
+        let schedule = Schedule::constant(10_000.0, Duration::from_secs(1));
+        let origin = Instant::now();
+        // The end on a window's edge (the usual case: whole seconds), and inside a window.
+        for end_us in [1_000_000, 999_500] {
+            let end = origin + Duration::from_micros(end_us);
+            let mut pacing = pacing(&schedule, origin, Duration::from_millis(1));
+            pacing.end = Some(end);
+            let mut walk = Walk::new(pacing);
+            let (mut before, mut late) = (0, 0);
+            while let Some(due) = walk.due().filter(|&d| d < end) {
+                let release = walk.release(due);
+                assert!(release >= due, "never early");
+                if release < end {
+                    before += 1;
+                } else {
+                    late += 1;
+                }
+                walk.advance();
+            }
+            assert_eq!(late, 0, "end {end_us} µs: {before} sent in time");
+            assert_eq!(before, end_us.div_ceil(100) as usize);
+        }
     }
 }

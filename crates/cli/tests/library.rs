@@ -22,7 +22,7 @@ name = "capped"
 kind = "upstream"
 [target.upstream]
 max_concurrency = 2
-delay = "20ms"
+delay = "18ms"
 [[load]]
 name = "closed"
 model = "closed"
@@ -98,7 +98,10 @@ fn a_scenario_with_a_closed_load_and_a_find_max_search_runs_in_process() {
         assert_eq!(run.stats.pool.connect_limit, 8, "{:?}", run.stats.pool);
         assert!(run.stats.pool.connects_peak <= 8, "{:?}", run.stats.pool);
     }
-    // 2 slots × 20 ms: 100 req/s, far below what the machine can drive.
+    // 2 slots × 18 ms: about 111 req/s, far below what the machine can drive. (At 20 ms the
+    // capacity was 100 req/s, the search's start rate itself: with no headroom, one stall of
+    // the generator on a busy machine left a backlog that never drained, and the first step
+    // failed its SLO, on main as on this branch.)
     assert!((70.0..=130.0).contains(&max), "max {max}");
     let folder = seen.folder.lock().unwrap().clone().unwrap();
     assert_eq!(folder.display().to_string(), r.run_dir);

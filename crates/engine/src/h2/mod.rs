@@ -8,6 +8,7 @@
 pub mod conn;
 pub mod frame;
 pub mod hpack;
+mod huffman;
 pub mod worker;
 
 use hpack::H2Request;

@@ -63,6 +63,41 @@ fn main() {
     );
 }
 
+/// Completed requests, their summed latency, and connections still running.
+struct Tally {
+    done: u64,
+    lat: f64,
+    outstanding: usize,
+}
+
+impl Tally {
+    fn new(conns: usize) -> Tally {
+        Tally {
+            done: 0,
+            lat: 0.0,
+            outstanding: conns,
+        }
+    }
+
+    /// A response completed; whether the connection sends again.
+    fn answered(&mut self, c: &Conn, now: Instant, stopping: bool) -> bool {
+        self.done += 1;
+        self.lat += now.duration_since(c.sent_at).as_secs_f64() * 1e6;
+        self.outstanding -= usize::from(stopping);
+        !stopping
+    }
+}
+
+/// Queues one entry, submitting first when the queue is full.
+fn push(ring: &mut IoUring, e: squeue::Entry) {
+    // SAFETY: every entry points at buffers that live until the run ends.
+    unsafe {
+        while ring.submission().push(&e).is_err() {
+            ring.submit().unwrap();
+        }
+    }
+}
+
 fn run_uring(conns: &mut [Conn], deadline: Instant, linked: bool) -> (u64, f64) {
     let mut ring: IoUring = if std::env::var_os("PLAIN").is_some() {
         IoUring::new(1024).unwrap()
@@ -74,12 +109,7 @@ fn run_uring(conns: &mut [Conn], deadline: Instant, linked: bool) -> (u64, f64) 
             .build(1024)
             .unwrap()
     };
-    let (mut done, mut lat) = (0u64, 0f64);
-    let push = |ring: &mut IoUring, e: squeue::Entry| unsafe {
-        while ring.submission().push(&e).is_err() {
-            ring.submit().unwrap();
-        }
-    };
+    let mut tally = Tally::new(conns.len());
     // user_data: conn index * 2 + (0 send, 1 recv)
     let queue = |ring: &mut IoUring, c: &mut Conn, i: usize| {
         c.sent_at = Instant::now();
@@ -105,8 +135,7 @@ fn run_uring(conns: &mut [Conn], deadline: Instant, linked: bool) -> (u64, f64) 
         queue(&mut ring, c, i);
     }
     let mut stopping = false;
-    let mut outstanding = conns.len();
-    while outstanding > 0 {
+    while tally.outstanding > 0 {
         ring.submit_and_wait(1).unwrap();
         let cqes: Vec<(u64, i32)> = ring
             .completion()
@@ -130,11 +159,7 @@ fn run_uring(conns: &mut [Conn], deadline: Instant, linked: bool) -> (u64, f64) 
             }
             c.have += res as usize;
             if complete(&c.buf[..c.have]).is_some() {
-                done += 1;
-                lat += now.duration_since(c.sent_at).as_secs_f64() * 1e6;
-                if stopping {
-                    outstanding -= 1;
-                } else {
+                if tally.answered(c, now, stopping) {
                     queue(&mut ring, c, i);
                 }
             } else {
@@ -148,7 +173,7 @@ fn run_uring(conns: &mut [Conn], deadline: Instant, linked: bool) -> (u64, f64) 
             }
         }
     }
-    (done, lat)
+    (tally.done, tally.lat)
 }
 
 fn run_epoll(conns: &mut [Conn], deadline: Instant) -> (u64, f64) {
@@ -247,11 +272,6 @@ fn run_multi(conns: &mut [Conn], deadline: Instant) -> (u64, f64) {
             .register_buf_ring_with_flags(ring_mem as u64, ENTRIES, 0, 0)
             .unwrap()
     };
-    let push = |ring: &mut IoUring, e: squeue::Entry| unsafe {
-        while ring.submission().push(&e).is_err() {
-            ring.submit().unwrap();
-        }
-    };
     let send = |ring: &mut IoUring, c: &mut Conn, i: usize| {
         c.sent_at = Instant::now();
         c.have = 0;
@@ -272,11 +292,10 @@ fn run_multi(conns: &mut [Conn], deadline: Instant) -> (u64, f64) {
         );
         send(&mut ring, c, i);
     }
-    let (mut done, mut lat) = (0u64, 0f64);
-    let mut outstanding = conns.len();
+    let mut tally = Tally::new(conns.len());
     let mut stopping = false;
     let mut cqes = Vec::with_capacity(1024);
-    while outstanding > 0 {
+    while tally.outstanding > 0 {
         ring.submit_and_wait(1).unwrap();
         cqes.clear();
         cqes.extend(
@@ -298,17 +317,11 @@ fn run_multi(conns: &mut [Conn], deadline: Instant) -> (u64, f64) {
             c.have += data.len();
             set(bid, tail);
             tail = tail.wrapping_add(1);
-            if complete(&c.buf[..c.have]).is_some() {
-                done += 1;
-                lat += now.duration_since(c.sent_at).as_secs_f64() * 1e6;
-                if stopping {
-                    outstanding -= 1;
-                } else {
-                    send(&mut ring, c, i);
-                }
+            if complete(&c.buf[..c.have]).is_some() && tally.answered(c, now, stopping) {
+                send(&mut ring, c, i);
             }
         }
         unsafe { (*tail_ptr).store(tail, std::sync::atomic::Ordering::Release) };
     }
-    (done, lat)
+    (tally.done, tally.lat)
 }

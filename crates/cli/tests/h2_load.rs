@@ -1,0 +1,107 @@
+//! HTTP/2 beyond small GETs, end to end: request bodies larger than a DATA frame and the
+//! servers' windows (200 KiB POSTs) against a real nginx that proxies them to the reference
+//! backend, and straight to the reference backend over h2c; and `--no-keepalive` with
+//! `--http2` (one request per connection). nginx's access log and the backend's `/stats` must
+//! hold what loadbench counted.
+
+use crate::support::nginx::Nginx;
+use crate::support::{have, tempdir, Run};
+use loadbench_upstream::{Server, ServerConfig};
+
+/// The POSTed body: 200 KiB, so it needs several DATA frames (16 KiB each by default) and
+/// more than nginx's 64 KiB stream window.
+const BODY: usize = 200 * 1024;
+
+/// POSTs the body `n` times to `url` over HTTP/2 on 2 connections × `streams`: every request
+/// answered 200, none failed, and each answer (the backend's `/echo` of the whole body) the
+/// same size, above the body's.
+fn post(url: &str, streams: u32, n: u64) {
+    let dir = tempdir("h2-body");
+    let file = dir.join("body.bin");
+    std::fs::write(&file, vec![b'x'; BODY]).unwrap();
+    let (streams, count) = (streams.to_string(), n.to_string());
+    let r = Run::new(url)
+        .args(["--http2", "--streams", &streams, "-c", "2", "-n", &count])
+        .args(["-m", "POST", "--body-file", &file.display().to_string()])
+        .ok();
+    assert_eq!(r.stats.requests, n);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.error_reasons);
+    assert_eq!(r.stats.status.0.get(&200), Some(&n));
+    let body = r.stats.body.total;
+    assert!(body > n * BODY as u64 && body.is_multiple_of(n), "{body}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_200_kib_post_over_h2c_reaches_nginx_and_the_backend_whole() {
+    if !have("nginx") {
+        return;
+    }
+    let backend = Server::start(ServerConfig::ephemeral()).unwrap();
+    let nginx = Nginx::start_logging(
+        "'$request_method $status $content_length $request_length $server_protocol'",
+        "http2;",
+        &format!(
+            "location = /upload {{ client_max_body_size 1m; client_body_buffer_size 1m; \
+             proxy_pass http://{}/echo; }}",
+            backend.local_addr()
+        ),
+    );
+    post(&nginx.url("/upload"), 4, 60);
+    assert_eq!(nginx.logged_requests(), 60, "nginx's access log agrees");
+    for line in nginx.log_lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!(f[..3], ["POST", "200", "204800"], "{line}");
+        let length: usize = f[3].parse().unwrap();
+        assert!(length > BODY, "the request with its body: {line}");
+        assert_eq!(f[4], "HTTP/2.0", "{line}");
+    }
+    assert_eq!(
+        backend.stats().route("/echo"),
+        60,
+        "the backend's /stats agrees"
+    );
+}
+
+#[test]
+fn a_200_kib_post_to_the_reference_backend_over_h2c_is_counted_there_as_h2() {
+    let backend = Server::start(ServerConfig::ephemeral()).unwrap();
+    post(&format!("http://{}/echo", backend.local_addr()), 8, 50);
+    let stats = backend.stats();
+    assert_eq!((stats.route("/echo"), stats.h2), (50, 50), "{stats:?}");
+}
+
+#[test]
+fn no_keepalive_with_http2_sends_one_request_per_connection() {
+    if !have("nginx") {
+        return;
+    }
+    let nginx = Nginx::start_logging(
+        "'$connection $connection_requests $server_protocol $status'",
+        "http2;",
+        "",
+    );
+    let r = Run::new(&nginx.url("/"))
+        .args(["--http2", "--no-keepalive", "-c", "2", "-n", "50"])
+        .ok();
+    assert_eq!(r.stats.requests, 50);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.error_reasons);
+    assert_eq!(
+        r.stats.keepalive_requests, 0,
+        "no request reused a connection"
+    );
+    // A connection may open just before another takes the last request: at most one per
+    // connection slot beyond the requests.
+    let opened = r.stats.connections_opened;
+    assert!((50..=51).contains(&opened), "{opened}");
+    assert_eq!(r.stats.protocols.h2, opened);
+    assert_eq!(nginx.logged_requests(), 50, "nginx's access log agrees");
+    let lines = nginx.log_lines();
+    let mut connections = std::collections::HashSet::new();
+    for line in &lines {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!(f[1..], ["1", "HTTP/2.0", "200"], "{line}");
+        connections.insert(f[0].to_string());
+    }
+    assert_eq!(connections.len(), 50, "50 connections, one request each");
+}

@@ -1,11 +1,11 @@
 //! HTTP/2 beyond small GETs, end to end: request bodies larger than a DATA frame and the
 //! servers' windows (200 KiB POSTs) against a real nginx that proxies them to the reference
-//! backend, and straight to the reference backend over h2c; and `--no-keepalive` with
-//! `--http2` (one request per connection). nginx's access log and the backend's `/stats` must
-//! hold what loadbench counted.
+//! backend, and straight to the reference backend over h2c; `--no-keepalive` with `--http2`
+//! (one request per connection); and a scenario load with `http2 = true`. nginx's access log
+//! and the backend's `/stats` must hold what loadbench counted.
 
 use crate::support::nginx::Nginx;
-use crate::support::{have, tempdir, Run};
+use crate::support::{have, tempdir, text as output_text, Run};
 use loadbench_upstream::{Server, ServerConfig};
 
 /// The POSTed body: 200 KiB, so it needs several DATA frames (16 KiB each by default) and
@@ -104,4 +104,54 @@ fn no_keepalive_with_http2_sends_one_request_per_connection() {
         connections.insert(f[0].to_string());
     }
     assert_eq!(connections.len(), 50, "50 connections, one request each");
+}
+
+#[test]
+fn a_scenario_load_with_http2_reaches_the_reference_backend_as_h2() {
+    let backend = Server::start(ServerConfig::ephemeral()).unwrap();
+    let addr = backend.local_addr();
+    let dir = tempdir("bench-h2");
+    // The target is the backend started here (a placeholder process stands for it), so its
+    // /stats can be read after the bench.
+    let text = format!(
+        "name = \"h2\"\n[[target]]\nname = \"backend\"\ncommand = \"/bin/sleep\"\n\
+         args = [\"30\"]\nurl = \"http://{addr}/\"\n[target.ready]\ntcp = \"{addr}\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [2]\n\
+         http2 = true\nstreams = 4\n"
+    );
+    let file = dir.join("h2.toml");
+    std::fs::write(&file, text).unwrap();
+    let args = [
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--rounds",
+        "1",
+        "--cooldown",
+        "0s",
+    ];
+    let (out, r) = crate::bench::bench(&file, &dir.join("results"), &args);
+    assert!(out.status.success(), "{:?}", output_text(&out));
+    let r = r.expect("result.json saved");
+    assert_eq!(r.rounds.len(), 1);
+    let run = r.rounds[0].result.as_ref().expect("a run");
+    let stats = &run.stats;
+    assert_eq!(run.config.http2_streams, Some(4));
+    assert_eq!(stats.protocols.h2, 2, "two h2 connections");
+    assert!(stats.requests > 0);
+    assert_eq!(stats.errors.total(), 0, "{:?}", stats.error_reasons);
+    assert_eq!(stats.requests + stats.abandoned, stats.sent);
+    // Every request the backend served came over HTTP/2; it served every one we counted, and
+    // at most those still in flight at the end besides.
+    let served = backend.stats();
+    assert_eq!(served.h2, served.total, "{served:?}");
+    assert!(
+        (stats.requests..=stats.sent).contains(&served.h2),
+        "backend {} h2, ours {} answered of {} sent",
+        served.h2,
+        stats.requests,
+        stats.sent
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,12 +1,16 @@
 //! HTTP/2 beyond small GETs, end to end: request bodies larger than a DATA frame and the
 //! servers' windows (200 KiB POSTs) against a real nginx that proxies them to the reference
 //! backend, and straight to the reference backend over h2c; `--no-keepalive` with `--http2`
-//! (one request per connection); and a scenario load with `http2 = true`. nginx's access log
-//! and the backend's `/stats` must hold what loadbench counted.
+//! (one request per connection); and scenario loads with `http2 = true`, over h2c to the
+//! reference backend and over mutual TLS (`cert`, `key`) to nginx. nginx's access log and the
+//! backend's `/stats` must hold what loadbench counted.
 
 use crate::support::nginx::Nginx;
 use crate::support::{have, tempdir, text as output_text, Run};
+use crate::tls::{make_pki, path};
+use loadbench_model::{RunResult, Stats};
 use loadbench_upstream::{Server, ServerConfig};
+use std::path::Path;
 
 /// The POSTed body: 200 KiB, so it needs several DATA frames (16 KiB each by default) and
 /// more than nginx's 64 KiB stream window.
@@ -106,18 +110,14 @@ fn no_keepalive_with_http2_sends_one_request_per_connection() {
     assert_eq!(connections.len(), 50, "50 connections, one request each");
 }
 
-#[test]
-fn a_scenario_load_with_http2_reaches_the_reference_backend_as_h2() {
-    let backend = Server::start(ServerConfig::ephemeral()).unwrap();
-    let addr = backend.local_addr();
-    let dir = tempdir("bench-h2");
-    // The target is the backend started here (a placeholder process stands for it), so its
-    // /stats can be read after the bench.
+/// Runs a one-load scenario for 1 s against a server this test started at `addr` (a
+/// placeholder process stands for the target, so the server can be read after the bench):
+/// 2 connections, `load` the load's further keys. The round's run.
+fn bench_load(dir: &Path, url: &str, addr: &str, load: &str) -> RunResult {
     let text = format!(
-        "name = \"h2\"\n[[target]]\nname = \"backend\"\ncommand = \"/bin/sleep\"\n\
-         args = [\"30\"]\nurl = \"http://{addr}/\"\n[target.ready]\ntcp = \"{addr}\"\n\
-         [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [2]\n\
-         http2 = true\nstreams = 4\n"
+        "name = \"h2\"\n[[target]]\nname = \"server\"\ncommand = \"/bin/sleep\"\n\
+         args = [\"30\"]\nurl = \"{url}\"\n[target.ready]\ntcp = \"{addr}\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"server\"]\nconnections = [2]\n{load}"
     );
     let file = dir.join("h2.toml");
     std::fs::write(&file, text).unwrap();
@@ -133,25 +133,75 @@ fn a_scenario_load_with_http2_reaches_the_reference_backend_as_h2() {
     ];
     let (out, r) = crate::bench::bench(&file, &dir.join("results"), &args);
     assert!(out.status.success(), "{:?}", output_text(&out));
-    let r = r.expect("result.json saved");
+    let mut r = r.expect("result.json saved");
     assert_eq!(r.rounds.len(), 1);
-    let run = r.rounds[0].result.as_ref().expect("a run");
+    let run = r.rounds.remove(0).result.expect("a run");
     let stats = &run.stats;
-    assert_eq!(run.config.http2_streams, Some(4));
     assert_eq!(stats.protocols.h2, 2, "two h2 connections");
     assert!(stats.requests > 0);
     assert_eq!(stats.errors.total(), 0, "{:?}", stats.error_reasons);
     assert_eq!(stats.requests + stats.abandoned, stats.sent);
-    // Every request the backend served came over HTTP/2; it served every one we counted, and
-    // at most those still in flight at the end besides.
-    let served = backend.stats();
-    assert_eq!(served.h2, served.total, "{served:?}");
+    run
+}
+
+/// The server served every request we counted, and at most those in flight at the end besides.
+fn assert_served(served: u64, stats: &Stats) {
     assert!(
-        (stats.requests..=stats.sent).contains(&served.h2),
-        "backend {} h2, ours {} answered of {} sent",
-        served.h2,
+        (stats.requests..=stats.sent).contains(&served),
+        "the server {served}, ours {} answered of {} sent",
         stats.requests,
         stats.sent
     );
+}
+
+#[test]
+fn a_scenario_load_with_http2_reaches_the_reference_backend_as_h2() {
+    let backend = Server::start(ServerConfig::ephemeral()).unwrap();
+    let addr = backend.local_addr().to_string();
+    let dir = tempdir("bench-h2");
+    let url = format!("http://{addr}/");
+    let run = bench_load(&dir, &url, &addr, "http2 = true\nstreams = 4\n");
+    assert_eq!(run.config.http2_streams, Some(4));
+    let served = backend.stats();
+    assert_eq!(served.h2, served.total, "all of it HTTP/2: {served:?}");
+    assert_served(served.h2, &run.stats);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_scenario_load_sends_its_client_certificate_over_h2_to_nginx_requiring_one() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempdir("bench-h2-mtls");
+    let pki = make_pki(&dir);
+    let nginx = Nginx::start_with(
+        &format!(
+            "ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n    \
+             ssl_client_certificate {};\n    ssl_verify_client on;",
+            path(&pki.server_cert),
+            path(&pki.server_key),
+            path(&pki.ca)
+        ),
+        "",
+    );
+    let load = format!(
+        "http2 = true\nstreams = 2\ncacert = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\n",
+        path(&pki.ca),
+        path(&pki.client_cert),
+        path(&pki.client_key)
+    );
+    let addr = format!("127.0.0.1:{}", nginx.port);
+    let run = bench_load(&dir, &nginx.https_url("/"), &addr, &load);
+    // Without the certificate nginx would answer 400 to every request.
+    let ok = run.stats.status.0.get(&200).copied();
+    assert_eq!(ok, Some(run.stats.requests), "{:?}", run.stats.status);
+    let lines = nginx.log_lines();
+    assert!(
+        lines.iter().all(|l| l.contains(" HTTP/2.0\" 200 ")),
+        "{:?}",
+        lines.first()
+    );
+    assert_served(nginx.logged_requests(), &run.stats);
     let _ = std::fs::remove_dir_all(&dir);
 }

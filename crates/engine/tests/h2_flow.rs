@@ -27,6 +27,8 @@ struct Policy {
     stream_credit_at: u32,
     /// The same for the connection (0: never).
     conn_credit_at: u32,
+    /// Answer each request as soon as its HEADERS arrive, before its body.
+    answer_early: bool,
 }
 
 /// What the server saw, over all its connections.
@@ -42,6 +44,8 @@ struct Seen {
     windows_drained: AtomicU64,
     /// Streams opened (HEADERS seen).
     streams: AtomicU64,
+    /// RST_STREAM frames with CANCEL from the client.
+    cancelled: AtomicU64,
 }
 
 struct Server {
@@ -132,6 +136,9 @@ impl Conn {
             } => self.on_data(stream, flow, end, seen),
             Event::Frame(head, _) if head.kind == kind::HEADERS => {
                 seen.streams.fetch_add(1, Ordering::Relaxed);
+                if self.policy.answer_early {
+                    answer(&mut self.out, head.stream);
+                }
                 let window = i64::from(self.policy.stream_window);
                 self.streams.insert(
                     head.stream,
@@ -143,6 +150,11 @@ impl Conn {
             }
             Event::Frame(head, _) if head.kind == kind::SETTINGS && head.flags == 0 => {
                 frame::frame(&mut self.out, kind::SETTINGS, flag::ACK, 0, &[]);
+            }
+            Event::Frame(head, p) if head.kind == kind::RST_STREAM => {
+                if frame::be32(p, 0) == frame::code::CANCEL {
+                    seen.cancelled.fetch_add(1, Ordering::Relaxed);
+                }
             }
             Event::Frame(..) => {}
         }
@@ -185,11 +197,15 @@ impl Conn {
                 &seen.wrong_length
             };
             counter.fetch_add(1, Ordering::Relaxed);
-            // `:status: 200` from the static table, the whole response.
-            let flags = flag::END_HEADERS | flag::END_STREAM;
-            frame::frame(&mut self.out, kind::HEADERS, flags, stream, &[0x88]);
+            answer(&mut self.out, stream);
         }
     }
+}
+
+/// The whole response: `:status: 200` from the static table, ending the stream.
+fn answer(out: &mut Vec<u8>, stream: u32) {
+    let flags = flag::END_HEADERS | flag::END_STREAM;
+    frame::frame(out, kind::HEADERS, flags, stream, &[0x88]);
 }
 
 /// POSTs of BODY bytes over h2c, `streams` per connection on `connections`, until `stop`.
@@ -217,6 +233,7 @@ fn bodies_larger_than_the_windows_arrive_whole_and_never_break_a_window() {
         stream_window: 40_000,
         stream_credit_at: 20_000,
         conn_credit_at: 60_000,
+        answer_early: false,
     });
     let stats = run(&server, 2, 4, Stop::Requests(40));
     let seen = &server.seen;
@@ -252,6 +269,7 @@ fn a_body_whose_window_never_reopens_is_in_flight_at_the_end_not_lost() {
         stream_window: 1000,
         stream_credit_at: 0,
         conn_credit_at: 0,
+        answer_early: false,
     });
     let stats = run(&server, 1, 2, Stop::Duration(Duration::from_millis(500)));
     let seen = &server.seen;
@@ -267,5 +285,38 @@ fn a_body_whose_window_never_reopens_is_in_flight_at_the_end_not_lost() {
     assert_eq!(
         stats.abandoned, 2,
         "both half-sent requests counted as not completed"
+    );
+}
+
+#[test]
+fn an_answer_before_the_whole_body_completes_the_request_and_cancels_the_rest() {
+    // The server answers at the HEADERS and never opens a window beyond the first 1000 bytes:
+    // the request is complete, and the body it no longer wants is cancelled.
+    let server = Server::start(Policy {
+        stream_window: 1000,
+        stream_credit_at: 0,
+        conn_credit_at: 0,
+        answer_early: true,
+    });
+    let stats = run(&server, 1, 2, Stop::Requests(20));
+    assert_eq!(stats.requests, 20);
+    assert_eq!(stats.errors.total(), 0, "{:?}", stats.error_reasons);
+    assert_eq!(stats.status.0.get(&200), Some(&20));
+    let seen = &server.seen;
+    assert_eq!(
+        seen.answered.load(Ordering::Relaxed),
+        0,
+        "no body arrived whole"
+    );
+    assert_eq!(seen.violations.load(Ordering::Relaxed), 0);
+    // The cancels follow the answers: the server thread may still be reading the last ones.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while seen.cancelled.load(Ordering::Relaxed) < 20 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        seen.cancelled.load(Ordering::Relaxed),
+        20,
+        "every body cancelled"
     );
 }

@@ -136,6 +136,10 @@ fn bench_load(dir: &Path, url: &str, addr: &str, load: &str) -> RunResult {
     let mut r = r.expect("result.json saved");
     assert_eq!(r.rounds.len(), 1);
     let run = r.rounds.remove(0).result.expect("a run");
+    assert_eq!(
+        r.loads[0].http2_streams, run.config.http2_streams,
+        "the load says HTTP/2"
+    );
     let stats = &run.stats;
     assert_eq!(stats.protocols.h2, 2, "two h2 connections");
     assert!(stats.requests > 0);

@@ -112,6 +112,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
                 path: l.request.path.clone(),
                 keepalive: l.keepalive,
                 insecure: l.tls.insecure,
+                http2_streams: l.http2,
             }
         })
         .collect()

@@ -31,6 +31,14 @@ struct Policy {
     answer_early: bool,
 }
 
+/// 1000 bytes of window per stream and none given back: every body stalls half-sent.
+const STALLED: Policy = Policy {
+    stream_window: 1000,
+    stream_credit_at: 0,
+    conn_credit_at: 0,
+    answer_early: false,
+};
+
 /// What the server saw, over all its connections.
 #[derive(Default)]
 struct Seen {
@@ -274,13 +282,7 @@ fn bodies_larger_than_the_windows_arrive_whole_and_never_break_a_window() {
 
 #[test]
 fn a_body_whose_window_never_reopens_is_in_flight_at_the_end_not_lost() {
-    // 1000 bytes of window per stream and none given back: every body stalls half-sent.
-    let server = Server::start(Policy {
-        stream_window: 1000,
-        stream_credit_at: 0,
-        conn_credit_at: 0,
-        answer_early: false,
-    });
+    let server = Server::start(STALLED);
     let stats = run(&server, 1, 2, Stop::Duration(Duration::from_millis(500)));
     let seen = &server.seen;
     assert_eq!(settled(&seen.streams, 2), 2, "two streams opened");
@@ -299,10 +301,8 @@ fn an_answer_before_the_whole_body_completes_the_request_and_cancels_the_rest() 
     // The server answers at the HEADERS and never opens a window beyond the first 1000 bytes:
     // the request is complete, and the body it no longer wants is cancelled.
     let server = Server::start(Policy {
-        stream_window: 1000,
-        stream_credit_at: 0,
-        conn_credit_at: 0,
         answer_early: true,
+        ..STALLED
     });
     let stats = run(&server, 1, 2, Stop::Requests(20));
     assert_eq!(stats.requests, 20);

@@ -352,6 +352,7 @@ fn bench_load() -> BenchLoad {
         path: "/plaintext".into(),
         keepalive: true,
         insecure: false,
+        http2_streams: None,
     }
 }
 

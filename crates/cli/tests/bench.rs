@@ -79,7 +79,7 @@ fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 /// Runs `loadbench bench FILE ARGS --results DIR -q`; returns the output and the saved result.
-fn bench(file: &Path, results: &Path, args: &[&str]) -> (Output, Option<BenchResult>) {
+pub(crate) fn bench(file: &Path, results: &Path, args: &[&str]) -> (Output, Option<BenchResult>) {
     let out = bin()
         .arg("bench")
         .arg(file)
@@ -1012,6 +1012,18 @@ fn bad_load_values_fail_before_any_target_starts() {
         (
             "model = \"open\"\nrate = [5]\nconnect_limit = 0",
             "load[0].connect_limit",
+        ),
+        (
+            "model = \"closed\"\nconnections = [1]\nhttp2 = true\npipeline = 4",
+            "load[0].pipeline",
+        ),
+        (
+            "model = \"open\"\nrate = [10]\nmax_connections = 4\nhttp2 = true",
+            "load[0].http2",
+        ),
+        (
+            "model = \"closed\"\nconnections = [1]\nstreams = 4",
+            "load[0].streams",
         ),
     ];
     for (i, (load, key)) in cases.iter().enumerate() {

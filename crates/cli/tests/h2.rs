@@ -208,7 +208,16 @@ fn http2_flags_that_do_not_combine_are_one_line_and_exit_2() {
             "--streams 1 or more",
         ),
         (
-            vec!["--http2", "--no-keepalive", "-n", "10", "-c", "1"],
+            vec![
+                "--http2",
+                "--streams",
+                "4",
+                "--no-keepalive",
+                "-n",
+                "10",
+                "-c",
+                "1",
+            ],
             "--no-keepalive",
         ),
     ] {

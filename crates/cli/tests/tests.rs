@@ -17,6 +17,7 @@ mod example_apps;
 mod fields;
 mod find_max;
 mod h2;
+mod h2_load;
 mod headline;
 mod help;
 mod kubernetes;

@@ -3,6 +3,7 @@
 //! new test file by declaring it here; an undeclared file is not compiled.
 
 mod connections;
+mod h2_flow;
 mod hostile;
 mod merge;
 mod pipeline;

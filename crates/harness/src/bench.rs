@@ -112,6 +112,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
                 path: l.request.path.clone(),
                 keepalive: l.keepalive,
                 insecure: l.tls.insecure,
+                http2_streams: l.http2,
             }
         })
         .collect()
@@ -335,7 +336,13 @@ impl Matrix<'_> {
         spec.transport.insecure = load.tls.insecure;
         spec.transport.cacert = load.tls.cacert.clone();
         spec.transport.tls_resume = load.tls.resume;
+        if let Some((cert, key)) = &load.tls.client {
+            spec.transport.cert = Some(cert.clone());
+            spec.transport.key = Some(key.clone());
+        }
         spec.transport.pipeline = load.pipeline;
+        spec.transport.http2 = load.http2.is_some();
+        spec.transport.streams = load.http2;
         spec.request = Self::request_spec(req);
         spec.mix = load
             .requests

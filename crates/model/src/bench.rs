@@ -204,6 +204,10 @@ pub struct BenchLoad {
     /// report says so). Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
+    /// `http2 = true`: the load spoke HTTP/2 with this many streams per connection (`streams`,
+    /// default 1). Absent for HTTP/1.1 (and in files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_streams: Option<u32>,
 }
 
 fn keep_alive() -> bool {

@@ -35,7 +35,7 @@ pub use shard::{Shard, ShardError};
 pub use slo::parse_slo;
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
 pub use target::{Route, Target};
-pub use transport::{ConnectTo, PemFile, TlsPlan, TransportSpec};
+pub use transport::{ConnectTo, PemFile, TlsPlan, TransportSpec, MAX_STREAMS};
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -267,13 +267,8 @@ impl Plan {
         let request =
             RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
         let mix = mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?;
-        let longest = mix.iter().map(|e| e.request.body_len).max();
-        let http2 = transport::check_http2(
-            t,
-            matches!(spec.load, Load::Open { .. }),
-            spec.keepalive,
-            longest.unwrap_or(0).max(request.body_len),
-        )?;
+        let open = matches!(spec.load, Load::Open { .. });
+        let http2 = transport::check_http2(t, open, spec.keepalive)?;
         Ok(Plan {
             http2,
             load: spec.load.clone(),

@@ -216,18 +216,15 @@ pub(crate) fn check_plain(spec: &TransportSpec) -> Result<(), PlanError> {
 
 /// Most requests in flight `--streams` takes per connection (HTTP/2 stream ids and the
 /// slots a connection keeps bound it; servers allow about 100 to 1000).
-pub(crate) const MAX_STREAMS: u32 = 10_000;
-
-/// Longest request body `--http2` sends (one DATA frame of the smallest maximum frame size).
-pub(crate) const H2_MAX_BODY: u64 = 16_384;
+pub const MAX_STREAMS: u32 = 10_000;
 
 /// `--http2` and `--streams`, checked against the rest of the load: the streams per
-/// connection, or `None` for HTTP/1.1.
+/// connection, or `None` for HTTP/1.1. With `--no-keepalive` each connection carries one
+/// request, so `--streams` above 1 is refused.
 pub(crate) fn check_http2(
     spec: &TransportSpec,
     open: bool,
     keepalive: bool,
-    body_len: u64,
 ) -> Result<Option<u32>, PlanError> {
     if !spec.http2 {
         return match spec.streams {
@@ -244,10 +241,8 @@ pub(crate) fn check_http2(
         "--streams is above 10000: give --streams 10000 or fewer (servers allow 100 to 1000)"
     } else if open {
         "--http2 with --rate (the open model) is not yet supported: use -c and --streams (the closed model), or leave --http2 out"
-    } else if !keepalive {
-        "--no-keepalive does not apply to --http2 (streams share a connection): leave one of them out"
-    } else if body_len > H2_MAX_BODY {
-        "--http2 sends request bodies up to 16 KiB for now: use a smaller body, or leave --http2 out"
+    } else if !keepalive && streams > 1 {
+        "--no-keepalive with --http2 sends one request per connection: leave out --streams (or --no-keepalive)"
     } else {
         return Ok(Some(streams));
     };
@@ -280,30 +275,26 @@ mod tests {
             streams,
             ..TransportSpec::default()
         };
-        assert_eq!(check_http2(&h2(None), false, true, 0).unwrap(), Some(1));
+        assert_eq!(check_http2(&h2(None), false, true).unwrap(), Some(1));
+        assert_eq!(check_http2(&h2(Some(8)), false, true).unwrap(), Some(8));
         assert_eq!(
-            check_http2(&h2(Some(8)), false, true, 16_384).unwrap(),
-            Some(8)
-        );
-        assert_eq!(
-            check_http2(&TransportSpec::default(), true, false, 1 << 20).unwrap(),
+            check_http2(&TransportSpec::default(), true, false).unwrap(),
             None
         );
-        let refused = |spec: &TransportSpec, open, keepalive, body| {
-            check_http2(spec, open, keepalive, body)
-                .unwrap_err()
-                .to_string()
+        // One request per connection without keep-alive.
+        assert_eq!(check_http2(&h2(Some(1)), false, false).unwrap(), Some(1));
+        let refused = |spec: &TransportSpec, open, keepalive| {
+            check_http2(spec, open, keepalive).unwrap_err().to_string()
         };
         let streams_alone = TransportSpec {
             streams: Some(2),
             ..TransportSpec::default()
         };
-        assert!(refused(&streams_alone, false, true, 0).contains("add --http2"));
-        assert!(refused(&h2(Some(0)), false, true, 0).contains("--streams 1 or more"));
-        assert!(refused(&h2(Some(10_001)), false, true, 0).contains("10000 or fewer"));
-        assert!(refused(&h2(None), true, true, 0).contains("not yet supported"));
-        assert!(refused(&h2(None), false, false, 0).contains("--no-keepalive"));
-        assert!(refused(&h2(None), false, true, 16_385).contains("16 KiB"));
+        assert!(refused(&streams_alone, false, true).contains("add --http2"));
+        assert!(refused(&h2(Some(0)), false, true).contains("--streams 1 or more"));
+        assert!(refused(&h2(Some(10_001)), false, true).contains("10000 or fewer"));
+        assert!(refused(&h2(None), true, true).contains("not yet supported"));
+        assert!(refused(&h2(Some(4)), false, false).contains("one request per connection"));
     }
 
     #[test]

@@ -353,6 +353,7 @@ fn bench_load() -> BenchLoad {
         path: "/plaintext".into(),
         keepalive: true,
         insecure: false,
+        http2_streams: None,
     }
 }
 

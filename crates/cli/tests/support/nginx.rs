@@ -26,20 +26,33 @@ impl Nginx {
     /// Starts nginx whose `listen` line ends with `listen_tail` (options such as `http2;` or
     /// `ssl http2;`, then any server directives), with `extra` in its server block.
     pub(crate) fn start_with(listen_tail: &str, extra: &str) -> Nginx {
+        Self::start_logging("", listen_tail, extra)
+    }
+
+    /// As [`Nginx::start_with`], with the access log in `log_format` (nginx variables, e.g.
+    /// `'$status $request_length'`; empty: the default format).
+    pub(crate) fn start_logging(log_format: &str, listen_tail: &str, extra: &str) -> Nginx {
         for _ in 0..5 {
-            if let Some(n) = Self::try_start(listen_tail, extra) {
+            if let Some(n) = Self::try_start(log_format, listen_tail, extra) {
                 return n;
             }
         }
         panic!("nginx did not start on a free port after 5 tries");
     }
 
-    fn try_start(listen_tail: &str, extra: &str) -> Option<Nginx> {
+    fn try_start(log_format: &str, listen_tail: &str, extra: &str) -> Option<Nginx> {
         let dir = super::tempdir("nginx");
         let port = super::free_port();
         let listen = match listen_tail {
             "" => format!("{port};"),
             tail => format!("{port} {tail}"),
+        };
+        let access_log = match log_format {
+            "" => format!("access_log {}/access.log;", dir.display()),
+            f => format!(
+                "log_format lb {f};\n  access_log {}/access.log lb;",
+                dir.display()
+            ),
         };
         let conf = format!(
             r#"worker_processes 1;
@@ -50,7 +63,7 @@ error_log {dir}/error.log warn;
 pid {dir}/nginx.pid;
 events {{ worker_connections 4096; }}
 http {{
-  access_log {dir}/access.log;
+  {access_log}
   client_body_temp_path {dir};
   proxy_temp_path {dir};
   fastcgi_temp_path {dir};

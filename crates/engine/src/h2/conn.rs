@@ -20,6 +20,8 @@ use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
+mod send;
+
 /// Our receive windows (stream and connection), as h2load's default (`-w 30 -W 30`).
 const OUR_WINDOW: u32 = (1 << 30) - 1;
 /// The highest stream id a client may use.
@@ -51,14 +53,26 @@ struct Slot {
     id: u32,
     endpoint: u16,
     measured: bool,
-    /// When its HEADERS were queued and written: latency counts from here.
+    /// When the request was due, latency counts from here: when its HEADERS were queued and
+    /// written, or with `--no-keepalive` when its connection began to connect (as HTTP/1.1).
     since: Instant,
+    /// When its HEADERS were queued.
+    sent_at: Instant,
+    /// When its last byte (END_STREAM) was queued: the HEADERS, or the body's last DATA.
+    wrote_at: Instant,
     first_byte_at: Option<Instant>,
     status: u16,
     body: u64,
     read_bytes: u64,
     /// DATA bytes received and not yet given back with a WINDOW_UPDATE.
     unacked: u32,
+    /// Request body bytes sent so far.
+    body_sent: usize,
+    /// The stream's send window (the server's INITIAL_WINDOW_SIZE, its WINDOW_UPDATEs, less
+    /// what was sent).
+    window: i64,
+    /// Its body is not all sent: the slot is in the connection's `sending` queue.
+    sending: bool,
 }
 
 impl Slot {
@@ -68,11 +82,16 @@ impl Slot {
             endpoint: 0,
             measured: false,
             since: now,
+            sent_at: now,
+            wrote_at: now,
             first_byte_at: None,
             status: 0,
             body: 0,
             read_bytes: 0,
             unacked: 0,
+            body_sent: 0,
+            window: 0,
+            sending: false,
         }
     }
 }
@@ -122,6 +141,11 @@ pub struct H2Conn {
     goaway: Option<(u32, u32)>,
     /// The current connection has answered a request (later ones count as reused).
     served: bool,
+    /// When the current connection began to connect.
+    opened_at: Instant,
+    /// Slots whose request body waits for flow-control window, in the order their streams
+    /// opened (see `send.rs`).
+    sending: Vec<usize>,
     /// Requests this slot completed in the measured window.
     pub completed: u32,
     backoff: Duration,
@@ -156,6 +180,8 @@ impl H2Conn {
             draining: false,
             goaway: None,
             served: false,
+            opened_at: now,
+            sending: Vec::new(),
             completed: 0,
             backoff: Duration::ZERO,
             wake_at: now,
@@ -174,6 +200,7 @@ impl H2Conn {
     fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
         self.reset_connection(now);
         self.since = Instant::now().max(now);
+        self.opened_at = self.since;
         self.phase = H2Phase::Connecting;
         match open_registered(ctx, self.token) {
             Ok(s) => self.stream = Some(s),
@@ -199,6 +226,7 @@ impl H2Conn {
         self.draining = false;
         self.goaway = None;
         self.served = false;
+        self.sending.clear();
     }
 
     /// Handles a readiness event. `read_closed`: the peer's FIN (or an error) is queued.
@@ -434,8 +462,8 @@ impl H2Conn {
                 self.on_goaway(ctx, sh, payload, now);
                 Ok(())
             }
-            kind::WINDOW_UPDATE if head.stream == 0 => {
-                self.send_window += i64::from(frame::be32(payload, 0) & frame::MAX_WINDOW);
+            kind::WINDOW_UPDATE => {
+                self.window_update(head.stream, frame::be32(payload, 0) & frame::MAX_WINDOW);
                 Ok(())
             }
             kind::PUSH_PROMISE => Err(protocol()),
@@ -504,7 +532,7 @@ impl H2Conn {
                     sh.server_max_streams(value);
                 }
                 setting::INITIAL_WINDOW_SIZE if value > frame::MAX_WINDOW => return Err(protocol()),
-                setting::INITIAL_WINDOW_SIZE => self.peer_window = i64::from(value),
+                setting::INITIAL_WINDOW_SIZE => self.initial_window(value),
                 setting::MAX_FRAME_SIZE => {
                     let v = value.clamp(frame::DEFAULT_MAX_FRAME, frame::MAX_FRAME_LIMIT);
                     self.peer_max_frame = v as usize;
@@ -540,7 +568,7 @@ impl H2Conn {
                 continue;
             }
             if s.measured {
-                ctx.recorder.unsend(s.since, now);
+                ctx.recorder.unsend(s.sent_at, now);
                 sh.stats.goaway_retries += 1;
             }
             ctx.unclaim(s.measured);
@@ -557,9 +585,12 @@ impl H2Conn {
         self.slots.iter().position(|s| s.id == stream)
     }
 
-    /// Frees slot `i`.
+    /// Frees slot `i` (and takes it out of the queue of bodies to send).
     #[inline]
     fn release(&mut self, i: usize, now: Instant) {
+        if self.slots[i].sending {
+            self.sending.retain(|&w| w != i);
+        }
         self.slots[i] = Slot::free(now);
         self.active -= 1;
     }
@@ -571,6 +602,10 @@ impl H2Conn {
         if s.status == 0 {
             let reason = Some(ErrorReason::H2Hpack);
             return self.fail_stream(ctx, i, ErrorKind::MalformedResponse, reason, now);
+        }
+        if s.sending {
+            // The server answered before the whole body went: the rest is not wanted.
+            frame::rst_stream(&mut self.out, s.id, code::CANCEL);
         }
         if ctx.records(s.measured, s.since, now) {
             self.completed = self.completed.saturating_add(1);
@@ -584,8 +619,8 @@ impl H2Conn {
             ctx.recorder.body(s.body, self.served);
             let first = s.first_byte_at.unwrap_or(now);
             ctx.recorder.phases(
-                Duration::ZERO,
-                first.saturating_duration_since(s.since),
+                s.wrote_at.saturating_duration_since(s.sent_at),
+                first.saturating_duration_since(s.wrote_at),
                 now.saturating_duration_since(first),
             );
         }
@@ -627,34 +662,42 @@ impl H2Conn {
         self.fill_and_flush(ctx, sh, now);
     }
 
-    /// A drained connection (after GOAWAY, or out of stream ids) is closed; the slot connects
-    /// anew on the next loop turn.
+    /// A drained connection (after GOAWAY, out of stream ids, or its one request answered
+    /// with `--no-keepalive`) says GOAWAY and is closed; the slot connects anew on the next
+    /// loop turn.
     #[cold]
     fn reopen(&mut self, ctx: &mut Ctx, _now: Instant) {
+        frame::goaway(&mut self.out, code::NO_ERROR);
+        if let Some(s) = self.stream.as_mut() {
+            let _ = s.write(&self.out[self.out_pos..]);
+        }
         self.close();
         self.phase = H2Phase::Idle;
         ctx.retry.push(self.token.0);
     }
 
-    /// Opens streams up to the limits, then writes.
+    /// Sends the bodies the windows now take, opens streams up to the limits, then writes.
     #[inline]
     fn fill_and_flush(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
-        if self.phase == H2Phase::Open && !self.draining {
-            self.fill(ctx, sh, now);
+        if self.phase == H2Phase::Open {
+            if !self.sending.is_empty() {
+                self.send_bodies(ctx, sh, now);
+            }
+            if !self.draining {
+                self.fill(ctx, sh, now);
+            }
         }
         self.flush(ctx, sh, now);
     }
 
-    /// Starts requests while a stream is free (our `--streams` and the server's limit), the
-    /// connection window takes the longest body, and the run wants more.
+    /// Starts requests while a stream is free (our `--streams` and the server's limit) and the
+    /// run wants more; each body goes as far as the windows let it (`send.rs`). With
+    /// `--no-keepalive` a connection carries one request.
     fn fill(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
         let mut free = 0;
         while self.active < self.limit {
             if self.next_id > LAST_STREAM_ID {
                 self.draining = true;
-                return;
-            }
-            if self.send_window < sh.longest_body || self.peer_window < sh.longest_body {
                 return;
             }
             if !ctx.claim(now) {
@@ -666,28 +709,32 @@ impl H2Conn {
             }
             let req = &sh.requests[usize::from(endpoint)];
             let before = self.out.len();
-            frame::request(
-                &mut self.out,
-                self.next_id,
-                &req.block,
-                &req.body,
-                self.peer_max_frame,
-            );
-            self.send_window -= req.body.len() as i64;
-            let measured = ctx.recorder.measuring(now) && ctx.in_window(now);
+            let (id, bodyless) = (self.next_id, req.body.is_empty());
+            frame::headers(&mut self.out, id, &req.block, bodyless, self.peer_max_frame);
+            let since = if ctx.keepalive { now } else { self.opened_at };
+            let measured = ctx.recorder.measuring(since) && ctx.in_window(since);
             if measured {
                 ctx.recorder.sent(now, Duration::ZERO);
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }
             self.slots[free] = Slot {
-                id: self.next_id,
+                id,
                 endpoint,
                 measured,
+                since,
+                window: self.peer_window,
                 ..Slot::free(now)
             };
             self.next_id += 2;
             self.active += 1;
             sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
+            if !bodyless {
+                self.start_body(ctx, sh, free, now);
+            }
+            if !ctx.keepalive {
+                self.draining = true;
+                return;
+            }
         }
     }
 

@@ -1,8 +1,8 @@
 //! HTTP/2 framing (RFC 9113 §4, §6): the 9-byte frame header, the few frames a client writes
-//! (preface with SETTINGS, SETTINGS ACK, WINDOW_UPDATE, PING ACK, RST_STREAM, GOAWAY, and a
-//! request's HEADERS/CONTINUATION/DATA), and an incremental reader that takes any split of
-//! the input. DATA payloads are counted, never copied; other frames are collected into one
-//! reused buffer, so reading allocates nothing once that buffer has grown to a frame.
+//! (preface with SETTINGS, SETTINGS ACK, WINDOW_UPDATE, PING ACK, RST_STREAM, GOAWAY, a
+//! request's HEADERS/CONTINUATION and its body's DATA), and an incremental reader that takes
+//! any split of the input. DATA payloads are counted, never copied; other frames are collected
+//! into one reused buffer, so reading allocates nothing once that buffer has grown to a frame.
 
 /// The client connection preface, sent before our first SETTINGS.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -161,12 +161,12 @@ pub fn goaway(out: &mut Vec<u8>, code: u32) {
     frame(out, kind::GOAWAY, 0, 0, &payload);
 }
 
-/// Appends a request's HEADERS (and CONTINUATIONs when `block` is over `max_frame`), and
-/// its body as DATA frames; the last frame carries END_STREAM.
-pub fn request(out: &mut Vec<u8>, stream: u32, block: &[u8], body: &[u8], max_frame: usize) {
+/// Appends a request's HEADERS (and CONTINUATIONs when `block` is over `max_frame`);
+/// `end_stream`: the request has no body, so HEADERS ends the stream.
+pub fn headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, max_frame: usize) {
     let mut chunks = block.chunks(max_frame.max(1)).peekable();
     let mut ty = kind::HEADERS;
-    let end_stream = if body.is_empty() { flag::END_STREAM } else { 0 };
+    let end_stream = if end_stream { flag::END_STREAM } else { 0 };
     while let Some(chunk) = chunks.next() {
         let mut flags = if ty == kind::HEADERS { end_stream } else { 0 };
         if chunks.peek().is_none() {
@@ -175,15 +175,14 @@ pub fn request(out: &mut Vec<u8>, stream: u32, block: &[u8], body: &[u8], max_fr
         frame(out, ty, flags, stream, chunk);
         ty = kind::CONTINUATION;
     }
-    let mut data = body.chunks(max_frame.max(1)).peekable();
-    while let Some(chunk) = data.next() {
-        let flags = if data.peek().is_none() {
-            flag::END_STREAM
-        } else {
-            0
-        };
-        frame(out, kind::DATA, flags, stream, chunk);
-    }
+}
+
+/// Appends one DATA frame of a request body (`chunk` within the peer's frame size and the
+/// flow-control windows); `end`: the body's last frame, with END_STREAM.
+#[inline]
+pub fn data(out: &mut Vec<u8>, stream: u32, chunk: &[u8], end: bool) {
+    let flags = if end { flag::END_STREAM } else { 0 };
+    frame(out, kind::DATA, flags, stream, chunk);
 }
 
 /// What the reader found.
@@ -412,7 +411,10 @@ mod tests {
     #[test]
     fn a_request_splits_its_block_and_body_by_the_frame_limit() {
         let mut out = Vec::new();
-        request(&mut out, 5, &[1u8; 10], &[2u8; 7], 4);
+        headers(&mut out, 5, &[1u8; 10], false, 4);
+        for (i, chunk) in [2u8; 7].chunks(4).enumerate() {
+            data(&mut out, 5, chunk, i == 1);
+        }
         let frames = read_all(&out, out.len());
         let kinds: Vec<u8> = frames.iter().map(|f| f.0).collect();
         assert_eq!(
@@ -426,8 +428,13 @@ mod tests {
         );
         assert!(frames.iter().all(|f| f.1 == 5));
         assert_eq!((frames[3].2, frames[3].4), (7, true));
+        let first = Head::parse(out[..9].try_into().unwrap());
+        assert_eq!(
+            first.flags, 0,
+            "a request with a body does not end at its HEADERS"
+        );
         let mut bodyless = Vec::new();
-        request(&mut bodyless, 1, &[0x82], &[], 16_384);
+        headers(&mut bodyless, 1, &[0x82], true, 16_384);
         let h = Head::parse(bodyless[..9].try_into().unwrap());
         assert_eq!(h.flags, flag::END_STREAM | flag::END_HEADERS);
     }

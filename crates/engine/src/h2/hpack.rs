@@ -2,9 +2,9 @@
 //! once, before the run, from the HTTP/1.1 request the plan rendered (pseudo-headers from the
 //! request line and `Host`, connection-specific headers dropped), as literals without
 //! indexing and without Huffman, so every request writes the same bytes. Responses: only
-//! `:status` is wanted. A block that neither reads nor changes the dynamic table (what nginx
-//! sends) is scanned in place without decoding its strings; any other block goes through
-//! `loona-hpack`'s decoder, which keeps the connection's dynamic table right.
+//! `:status` is wanted; [`ResponseDecoder`] keeps the connection's dynamic table in step (sizes
+//! and which entries are `:status`) and decodes Huffman-coded strings only as far as that needs
+//! (see `huffman.rs`).
 
 use memchr::memmem;
 
@@ -148,67 +148,80 @@ fn read_string<'a>(b: &'a [u8], at: &mut usize) -> Option<(&'a [u8], bool)> {
     Some((s, huffman))
 }
 
+/// The HPACK static table's names (RFC 7541 Appendix A), entries 1 to 61: their lengths count
+/// in the dynamic table's size when a literal borrows one.
+const STATIC_NAMES: [&str; 61] = [
+    ":authority",
+    ":method",
+    ":method",
+    ":path",
+    ":path",
+    ":scheme",
+    ":scheme",
+    ":status",
+    ":status",
+    ":status",
+    ":status",
+    ":status",
+    ":status",
+    ":status",
+    "accept-charset",
+    "accept-encoding",
+    "accept-language",
+    "accept-ranges",
+    "accept",
+    "access-control-allow-origin",
+    "age",
+    "allow",
+    "authorization",
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "content-length",
+    "content-location",
+    "content-range",
+    "content-type",
+    "cookie",
+    "date",
+    "etag",
+    "expect",
+    "expires",
+    "from",
+    "host",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "if-range",
+    "if-unmodified-since",
+    "last-modified",
+    "link",
+    "location",
+    "max-forwards",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "range",
+    "referer",
+    "refresh",
+    "retry-after",
+    "server",
+    "set-cookie",
+    "strict-transport-security",
+    "transfer-encoding",
+    "user-agent",
+    "vary",
+    "via",
+    "www-authenticate",
+];
 /// The status codes of static table entries 8 to 14.
 const STATIC_STATUS: [u16; 7] = [200, 204, 206, 304, 400, 404, 500];
 /// Entries in the HPACK static table.
 const STATIC_LEN: usize = 61;
-
-/// What the in-place scan of a response header block found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scan {
-    /// The block does not touch the dynamic table; its `:status`, if it has one.
-    Status(Option<u16>),
-    /// The block reads or changes the dynamic table, Huffman-codes `:status`, or is
-    /// malformed: the full decoder must take it.
-    Full,
-}
-
-/// Scans a header block without decoding strings; see [`Scan`].
-pub fn scan(block: &[u8]) -> Scan {
-    scan_inner(block).unwrap_or(Scan::Full)
-}
-
-fn scan_inner(b: &[u8]) -> Option<Scan> {
-    let mut at = 0;
-    let mut status = None;
-    while at < b.len() {
-        let first = b[at];
-        if first & 0x80 != 0 {
-            let index = read_integer(b, &mut at, 7)?;
-            if index == 0 || index > STATIC_LEN {
-                return Some(Scan::Full);
-            }
-            if (8..=14).contains(&index) {
-                status = Some(STATIC_STATUS[index - 8]);
-            }
-            continue;
-        }
-        if first & 0xe0 != 0 {
-            // 01xxxxxx: indexed into the table; 001xxxxx: a table size update.
-            return Some(Scan::Full);
-        }
-        let index = read_integer(b, &mut at, 4)?;
-        let is_status = match index {
-            0 => {
-                let (name, huffman) = read_string(b, &mut at)?;
-                if huffman {
-                    return Some(Scan::Full);
-                }
-                name == b":status"
-            }
-            i if i > STATIC_LEN => return Some(Scan::Full),
-            i => (8..=14).contains(&i),
-        };
-        let (value, huffman) = read_string(b, &mut at)?;
-        if is_status {
-            if huffman {
-                return Some(Scan::Full);
-            }
-            status = Some(parse_status(value)?);
-        }
-    }
-    Some(Scan::Status(status))
-}
+/// The dynamic table's size limit: HTTP/2's default `SETTINGS_HEADER_TABLE_SIZE`, which the
+/// client never changes.
+const TABLE_LIMIT: usize = 4096;
+/// What RFC 7541 §4.1 adds to an entry's name and value lengths.
+const ENTRY_OVERHEAD: usize = 32;
 
 /// A `:status` value: three digits.
 pub fn parse_status(v: &[u8]) -> Option<u16> {
@@ -224,23 +237,42 @@ pub fn parse_status(v: &[u8]) -> Option<u16> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadBlock;
 
-/// A connection's response header decoding: the in-place scan, else the full decoder with
-/// the connection's dynamic table.
-pub struct ResponseDecoder {
-    full: loona_hpack::Decoder<'static>,
+/// What a header field (or a dynamic table entry) says about `:status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Other,
+    Status(u16),
+    /// A `:status` whose value is not three digits.
+    BadStatus,
 }
 
-impl std::fmt::Debug for ResponseDecoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ResponseDecoder")
-    }
+/// A dynamic table entry: only its size and what it says about `:status` are kept.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    size: usize,
+    name_len: usize,
+    name_is_status: bool,
+    field: Field,
+}
+
+/// A connection's response header decoding (RFC 7541): the dynamic table is kept in step with
+/// the server's (sizes, and which entries are `:status`), Huffman-coded strings are decoded only
+/// as far as the table's size or `:status` needs, and values of other fields are skipped.
+#[derive(Debug)]
+pub struct ResponseDecoder {
+    /// Newest first.
+    table: std::collections::VecDeque<Entry>,
+    size: usize,
+    max: usize,
 }
 
 impl Default for ResponseDecoder {
     fn default() -> Self {
-        let mut full = loona_hpack::Decoder::new();
-        full.set_max_allowed_table_size(4096);
-        ResponseDecoder { full }
+        ResponseDecoder {
+            table: std::collections::VecDeque::new(),
+            size: 0,
+            max: TABLE_LIMIT,
+        }
     }
 }
 
@@ -248,24 +280,124 @@ impl ResponseDecoder {
     /// The `:status` of a complete header block: `Ok(None)` when it has none, `Err` when the
     /// block cannot be decoded (a connection error: the table is out of step from here on).
     pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, BadBlock> {
-        if let Scan::Status(s) = scan(block) {
-            return Ok(s);
-        }
+        let mut at = 0;
         let mut status = None;
-        let mut bad = false;
-        self.full
-            .decode_with_cb(block, |name, value| {
-                if &*name == b":status" {
-                    status = parse_status(&value);
-                    bad |= status.is_none();
-                }
-            })
-            .map_err(|_| BadBlock)?;
-        if bad {
-            return Err(BadBlock);
+        while at < block.len() {
+            match self.field(block, &mut at).ok_or(BadBlock)? {
+                Field::Other => {}
+                Field::Status(s) => status = Some(s),
+                Field::BadStatus => return Err(BadBlock),
+            }
         }
         Ok(status)
     }
+
+    /// Decodes the representation at `at` (RFC 7541 §6), updating the table.
+    fn field(&mut self, b: &[u8], at: &mut usize) -> Option<Field> {
+        let first = *b.get(*at)?;
+        if first & 0x80 != 0 {
+            let index = read_integer(b, at, 7)?;
+            return self.indexed(index).map(|e| e.field);
+        }
+        if first & 0xc0 == 0x40 {
+            let index = read_integer(b, at, 6)?;
+            let entry = self.literal(b, at, index, true)?;
+            self.insert(entry);
+            return Some(entry.field);
+        }
+        if first & 0xe0 == 0x20 {
+            let max = read_integer(b, at, 5)?;
+            if max > TABLE_LIMIT {
+                return None;
+            }
+            self.max = max;
+            self.evict(0);
+            return Some(Field::Other);
+        }
+        // 0000xxxx without indexing, 0001xxxx never indexed.
+        let index = read_integer(b, at, 4)?;
+        self.literal(b, at, index, false).map(|e| e.field)
+    }
+
+    /// Table entry `index` (static from 1, dynamic from 62, newest first).
+    fn indexed(&self, index: usize) -> Option<Entry> {
+        match index {
+            0 => None,
+            i if i <= STATIC_LEN => {
+                let status = (8..=14).contains(&i);
+                Some(Entry {
+                    size: 0,
+                    name_len: STATIC_NAMES[i - 1].len(),
+                    name_is_status: status,
+                    field: if status {
+                        Field::Status(STATIC_STATUS[i - 8])
+                    } else {
+                        Field::Other
+                    },
+                })
+            }
+            i => self.table.get(i - STATIC_LEN - 1).copied(),
+        }
+    }
+
+    /// A literal field whose name is table entry `index`, or a literal name when 0. Strings are
+    /// decoded only where `sized` (the entry goes in the table) or `:status` needs them.
+    fn literal(&self, b: &[u8], at: &mut usize, index: usize, sized: bool) -> Option<Entry> {
+        let (name_len, name_is_status) = if index == 0 {
+            let mut head = [0u8; 8];
+            let len = text(read_string(b, at)?, &mut head)?;
+            (len, len == 7 && &head[..7] == b":status")
+        } else {
+            let e = self.indexed(index)?;
+            (e.name_len, e.name_is_status)
+        };
+        let value = read_string(b, at)?;
+        let (value_len, field) = if name_is_status {
+            let mut head = [0u8; 4];
+            let len = text(value, &mut head)?;
+            let status = (len == 3).then(|| parse_status(&head[..3])).flatten();
+            (len, status.map_or(Field::BadStatus, Field::Status))
+        } else if sized {
+            (text(value, &mut [])?, Field::Other)
+        } else {
+            (value.0.len(), Field::Other)
+        };
+        Some(Entry {
+            size: name_len + value_len + ENTRY_OVERHEAD,
+            name_len,
+            name_is_status,
+            field,
+        })
+    }
+
+    /// Adds an entry (RFC 7541 §4.4: evict first; an entry larger than the table empties it).
+    fn insert(&mut self, entry: Entry) {
+        self.evict(entry.size);
+        if entry.size <= self.max {
+            self.size += entry.size;
+            self.table.push_front(entry);
+        }
+    }
+
+    /// Evicts the oldest entries until `room` more fits within the table's size.
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max {
+            match self.table.pop_back() {
+                Some(old) => self.size -= old.size,
+                None => break,
+            }
+        }
+    }
+}
+
+/// A string literal's decoded length, its first bytes written to `head`.
+fn text((raw, huffman): (&[u8], bool), head: &mut [u8]) -> Option<usize> {
+    if huffman {
+        return super::huffman::decode(raw, head);
+    }
+    let n = raw.len().min(head.len());
+    head[..n].copy_from_slice(&raw[..n]);
+    Some(raw.len())
 }
 
 #[cfg(test)]
@@ -313,20 +445,149 @@ mod tests {
     }
 
     #[test]
-    fn static_and_literal_statuses_scan_in_place() {
-        assert_eq!(scan(&[0x8d]), Scan::Status(Some(404)));
+    fn static_literal_and_huffman_statuses_decode() {
+        let mut d = ResponseDecoder::default();
+        assert_eq!(d.status(&[0x8d]), Ok(Some(404)));
         // :status 201 as a literal with the static name, then server: nginx (name 54, 4-bit
         // prefix 15 + 39).
         let mut b = vec![0x08, 3, b'2', b'0', b'1', 0x0f, 39, 5];
         b.extend_from_slice(b"nginx");
-        assert_eq!(scan(&b), Scan::Status(Some(201)));
-        assert_eq!(scan(&[0xbe]), Scan::Full, "dynamic table entry 62");
+        assert_eq!(d.status(&b), Ok(Some(201)));
+        // RFC 7541 C.6.1: "302" Huffman-coded is 64 02.
+        assert_eq!(d.status(&[0x08, 0x82, 0x64, 0x02]), Ok(Some(302)));
         assert_eq!(
-            scan(&[0x48, 3, b'2', b'0', b'0']),
-            Scan::Full,
-            "incremental indexing"
+            d.status(&[0x0f, 39, 0x82, 0x64, 0x02]),
+            Ok(None),
+            "server: 302"
         );
-        assert_eq!(scan(&[0x08, 0x83, 1, 2, 3]), Scan::Full, "Huffman :status");
+        assert_eq!(d.status(&[0xbe]), Err(BadBlock), "no entry 62 yet");
+        assert_eq!(
+            d.status(&[0x08, 2, b'2', b'0']),
+            Err(BadBlock),
+            "two digits"
+        );
+        // A literal name, Huffman-coded, that is :status.
+        let name = super::super::huffman::tests::encode(b":status");
+        let mut b = vec![0x00, 0x80 | name.len() as u8];
+        b.extend_from_slice(&name);
+        b.extend_from_slice(&[3, b'2', b'0', b'7']);
+        assert_eq!(d.status(&b), Ok(Some(207)));
+    }
+
+    #[test]
+    fn the_static_names_are_the_rfcs() {
+        for (i, name) in STATIC_NAMES.iter().enumerate() {
+            let block = [0x80 | (i as u8 + 1)];
+            assert_eq!(decoded(&block)[0].0, *name, "static entry {}", i + 1);
+        }
+    }
+
+    #[test]
+    fn nginx_style_blocks_keep_the_table_within_its_size() {
+        // What nginx sends: :status indexed, server and date with incremental indexing and
+        // Huffman-coded values, over and over: the table evicts and stays within 4096 bytes.
+        let huff = super::super::huffman::tests::encode;
+        let mut d = ResponseDecoder::default();
+        for i in 0..500 {
+            let nginx = huff(b"nginx");
+            let mut b = vec![0x88, 0x40 | 54, 0x80 | nginx.len() as u8];
+            b.extend_from_slice(&nginx);
+            let date =
+                huff(format!("Wed, 25 Nov 2026 03:{:02}:{:02} GMT", i / 60, i % 60).as_bytes());
+            b.extend_from_slice(&[0x40 | 33, 0x80 | date.len() as u8]);
+            b.extend_from_slice(&date);
+            assert_eq!(d.status(&b), Ok(Some(200)));
+            assert!(d.size <= TABLE_LIMIT);
+        }
+        // server (6 + 5 + 32) and date (4 + 29 + 32) entries: 4096 / 108 pairs fit.
+        assert_eq!(d.size, d.table.iter().map(|e| e.size).sum::<usize>());
+        assert_eq!(d.table.len(), 2 * (4096 / 108) + 1);
+    }
+
+    /// A small deterministic generator for the cross-check.
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    /// One random block for the cross-check: each representation, Huffman or not, table
+    /// references, long entries that evict, size updates. `true` when it reads the table.
+    fn random_block(seed: &mut u64) -> (Vec<u8>, bool) {
+        let huff = super::super::huffman::tests::encode;
+        let mut b = Vec::new();
+        let r = next(seed);
+        let code = format!("{}", 100 + r % 500);
+        let value = |v: &[u8], h: bool, b: &mut Vec<u8>| {
+            let bytes = if h { huff(v) } else { v.to_vec() };
+            integer(b, 7, if h { 0x80 } else { 0 }, bytes.len());
+            b.extend_from_slice(&bytes);
+        };
+        match r % 6 {
+            0 => integer(&mut b, 7, 0x80, 62 + (next(seed) % 6) as usize),
+            1 => {
+                integer(&mut b, 6, 0x40, 8);
+                value(code.as_bytes(), r & 64 != 0, &mut b);
+            }
+            2 => {
+                b.push(0x40);
+                value(b":status", r & 64 != 0, &mut b);
+                value(code.as_bytes(), r & 128 != 0, &mut b);
+            }
+            3 => {
+                let long = "v".repeat((next(seed) % 700) as usize);
+                integer(&mut b, 6, 0x40, 54);
+                value(long.as_bytes(), r & 64 != 0, &mut b);
+                b.push(0x88);
+            }
+            4 => {
+                integer(&mut b, 5, 0x20, (next(seed) % 4097) as usize);
+                b.push(0x88);
+            }
+            _ => {
+                integer(&mut b, 4, 0x10, 8);
+                value(code.as_bytes(), r & 64 != 0, &mut b);
+            }
+        }
+        (b, r.is_multiple_of(6))
+    }
+
+    #[test]
+    fn the_table_stays_in_step_with_an_independent_decoder() {
+        // Random blocks mixing every representation; loona-hpack's decoder (a full decoder)
+        // and ours must agree on each block's :status, or both refuse it.
+        let (mut ours, mut theirs) = (ResponseDecoder::default(), loona_hpack::Decoder::new());
+        theirs.set_max_allowed_table_size(4096);
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        let (mut agreed, mut from_table) = (0, 0);
+        for round in 0..3000 {
+            let (b, reads_table) = random_block(&mut seed);
+            let mut status = None;
+            let theirs_result = theirs.decode_with_cb(&b, |n, v| {
+                if &*n == b":status" {
+                    status = parse_status(&v);
+                }
+            });
+            match (ours.status(&b), theirs_result) {
+                (Ok(s), Ok(())) => {
+                    assert_eq!(s, status, "round {round}: {b:02x?}");
+                    agreed += 1;
+                    from_table += usize::from(reads_table && s.is_some());
+                }
+                (Err(_), Err(_)) => {
+                    // Both refuse an index past the table: a connection would end here.
+                    ours = ResponseDecoder::default();
+                    theirs = loona_hpack::Decoder::new();
+                    theirs.set_max_allowed_table_size(4096);
+                }
+                (o, t) => panic!("round {round}: ours {o:?}, theirs {t:?}, block {b:02x?}"),
+            }
+        }
+        assert!(
+            agreed > 2000 && from_table > 100,
+            "{agreed} agreed, {from_table} from the table"
+        );
     }
 
     #[test]

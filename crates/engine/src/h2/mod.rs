@@ -8,6 +8,7 @@
 pub mod conn;
 pub mod frame;
 pub mod hpack;
+mod huffman;
 pub mod worker;
 
 use hpack::H2Request;
@@ -45,8 +46,6 @@ impl H2Setup {
 pub struct Shared<'a> {
     /// Each endpoint's request.
     pub requests: &'a [H2Request],
-    /// The longest request body: a stream opens only when the windows take it.
-    pub longest_body: i64,
     /// Streams in flight, the server's limit, GOAWAYs.
     pub stats: H2Stats,
     /// Connections by protocol (all h2 here).
@@ -56,10 +55,8 @@ pub struct Shared<'a> {
 impl<'a> Shared<'a> {
     /// For one worker.
     pub fn new(setup: &'a H2Setup) -> Self {
-        let longest = setup.requests.iter().map(|r| r.body.len()).max();
         Shared {
             requests: &setup.requests,
-            longest_body: longest.unwrap_or(0) as i64,
             stats: H2Stats::default(),
             protocols: ProtocolCounts::default(),
         }

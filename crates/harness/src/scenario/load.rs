@@ -60,6 +60,10 @@ pub(super) struct LoadFile {
     insecure: bool,
     #[serde(default)]
     cacert: Option<std::path::PathBuf>,
+    #[serde(default)]
+    cert: Option<std::path::PathBuf>,
+    #[serde(default)]
+    key: Option<std::path::PathBuf>,
     #[serde(default = "yes")]
     tls_resume: bool,
     #[serde(default = "no_pipelining")]
@@ -68,6 +72,10 @@ pub(super) struct LoadFile {
     send_window: Option<Duration>,
     #[serde(default)]
     connect_limit: Option<u32>,
+    #[serde(default)]
+    http2: bool,
+    #[serde(default)]
+    streams: Option<u32>,
 }
 
 /// The `model` key.
@@ -112,6 +120,8 @@ impl LoadFile {
     ) -> Result<LoadSpec, ScenarioError> {
         let model = self.check(names).map_err(|b| b.at(key, file))?;
         let pacing = self.pacing();
+        let http2 = self.check_http2(&model).map_err(|b| b.at(key, file))?;
+        let client = self.client_cert().map_err(|b| b.at(key, file))?;
         Ok(LoadSpec {
             name: self.name,
             model,
@@ -126,10 +136,12 @@ impl LoadFile {
             tls: super::model::LoadTls {
                 insecure: self.insecure,
                 cacert: self.cacert.map(|p| relative_to(file, p)),
+                client: client.map(|(c, k)| (relative_to(file, c), relative_to(file, k))),
                 resume: self.tls_resume,
             },
             pipeline: self.pipeline,
             pacing,
+            http2,
         })
     }
 
@@ -225,6 +237,69 @@ impl LoadFile {
             ));
         }
         Ok(())
+    }
+
+    /// `http2` and `streams`, as `--http2` and `--streams`: the streams per connection, or
+    /// `None` for HTTP/1.1. Closed loads only for now; not with `pipeline`; one request per
+    /// connection with `keepalive = false`.
+    fn check_http2(&self, model: &LoadModel) -> Result<Option<u32>, Bad> {
+        if !self.http2 {
+            return match self.streams {
+                Some(_) => Err(bad(
+                    "streams",
+                    "applies to HTTP/2 only",
+                    "add http2 = true or leave out streams",
+                )),
+                None => Ok(None),
+            };
+        }
+        let streams = self.streams.unwrap_or(1);
+        let max = loadbench_plan::MAX_STREAMS;
+        if !(1..=max).contains(&streams) {
+            let fix =
+                format!("give 1 to {max} requests per connection (servers allow 100 to 1000)");
+            return Err(bad("streams", format!("{streams} is out of range"), fix));
+        }
+        if !matches!(model, LoadModel::Closed { .. }) {
+            return Err(bad(
+                "http2",
+                "works in closed loads only for now",
+                "use model = \"closed\" (with streams = N) or leave out http2",
+            ));
+        }
+        if self.pipeline > 1 {
+            return Err(bad(
+                "pipeline",
+                "is HTTP/1.1 pipelining and does not apply with http2 = true",
+                "keep several requests in flight per connection with streams = N instead",
+            ));
+        }
+        if !self.keepalive && streams > 1 {
+            return Err(bad(
+                "streams",
+                "does not apply with keepalive = false: HTTP/2 then sends one request per connection",
+                "leave out streams (or keepalive = false)",
+            ));
+        }
+        Ok(Some(streams))
+    }
+
+    /// `cert` and `key` (as `--cert` and `--key`): both or neither.
+    fn client_cert(&self) -> Result<Option<(std::path::PathBuf, std::path::PathBuf)>, Bad> {
+        match (&self.cert, &self.key) {
+            (Some(c), Some(k)) => Ok(Some((c.clone(), k.clone()))),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(bad(
+                "cert",
+                "is given without key",
+                "add key = \"client.key\" (the certificate's private key) or leave out cert",
+            )),
+            (None, Some(_)) => Err(bad(
+                "key",
+                "is given without cert",
+                "add cert = \"client.pem\" (the client certificate) or leave out key",
+            )),
+        }
     }
 
     /// A mix replaces `[load.request]`, so not both; every weight from 1 to the plan's limit.

@@ -241,7 +241,7 @@ pub struct LoadSpec {
     /// Local addresses new connections bind to, round-robin (`source_addrs`, as
     /// `--source-addrs`); empty: the OS picks.
     pub source_addrs: Vec<std::net::IpAddr>,
-    /// TLS options for `https://` targets (`insecure`, `cacert`, `tls_resume`).
+    /// TLS options for `https://` targets (`insecure`, `cacert`, `cert`/`key`, `tls_resume`).
     pub tls: LoadTls,
     /// `pipeline = N` (as `--pipeline`): HTTP/1.1 requests each connection keeps in flight;
     /// 1 (the default): one at a time. Closed loads only.
@@ -249,6 +249,9 @@ pub struct LoadSpec {
     /// Open and find-max loads: `send_window` and `connect_limit` (as `--send-window` and
     /// `--connect-limit`); the defaults when not given.
     pub pacing: loadbench_plan::OpenPacing,
+    /// `http2 = true` (as `--http2`), with `streams = N` (as `--streams`, default 1): the
+    /// requests in flight per HTTP/2 connection; `None`: HTTP/1.1. Closed loads only.
+    pub http2: Option<u32>,
 }
 
 /// A load's TLS options, for its `https://` targets.
@@ -258,6 +261,9 @@ pub struct LoadTls {
     pub insecure: bool,
     /// `cacert = "ca.pem"`: trust this PEM file's certificates (relative to the scenario file).
     pub cacert: Option<std::path::PathBuf>,
+    /// `cert = "client.pem"` and `key = "client.key"`: a client certificate and its key for
+    /// mutual TLS (relative to the scenario file).
+    pub client: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// `tls_resume = false`: no session resumption.
     pub resume: bool,
 }

@@ -514,6 +514,7 @@ fn a_loads_tls_options_are_read_with_cacert_relative_to_the_file() {
     let default = crate::scenario::LoadTls {
         insecure: false,
         cacert: None,
+        client: None,
         resume: true,
     };
     assert_eq!(s.loads[0].tls, default);
@@ -522,4 +523,63 @@ fn a_loads_tls_options_are_read_with_cacert_relative_to_the_file() {
     let tls = &s.loads[0].tls;
     assert!(tls.insecure && !tls.resume);
     assert_eq!(tls.cacert.as_deref(), Some(Path::new("bench/certs/ca.pem")));
+}
+
+#[test]
+fn http2_and_streams_are_read_and_checked_like_the_flags() {
+    assert_eq!(parse(MINI).unwrap().loads[0].http2, None);
+    let s = parse(&format!("{MINI}http2 = true\n")).unwrap();
+    assert_eq!(s.loads[0].http2, Some(1));
+    let s = parse(&format!("{MINI}http2 = true\nstreams = 8\n")).unwrap();
+    assert_eq!(s.loads[0].http2, Some(8));
+    let s = parse(&format!("{MINI}http2 = true\nkeepalive = false\n")).unwrap();
+    assert_eq!(s.loads[0].http2, Some(1), "one request per connection");
+    for (extra, key, words) in [
+        ("streams = 4\n", "load[0].streams", "add http2 = true"),
+        (
+            "http2 = true\nstreams = 0\n",
+            "load[0].streams",
+            "give 1 to 10000",
+        ),
+        (
+            "http2 = true\npipeline = 4\n",
+            "load[0].pipeline",
+            "streams = N instead",
+        ),
+        (
+            "http2 = true\nstreams = 4\nkeepalive = false\n",
+            "load[0].streams",
+            "one request per connection",
+        ),
+    ] {
+        assert_error(&format!("{MINI}{extra}"), key, words);
+    }
+    let open = MINI.replace(
+        "model = \"closed\"\ntargets = [\"a\"]\nconnections = [1]",
+        "model = \"open\"\ntargets = [\"a\"]\nrate = [10]\nmax_connections = 4",
+    );
+    assert_error(
+        &format!("{open}http2 = true\n"),
+        "load[0].http2",
+        "closed loads only",
+    );
+}
+
+#[test]
+fn a_client_certificate_needs_its_key_and_both_are_relative_to_the_file() {
+    let text = format!("{MINI}cert = \"certs/client.pem\"\nkey = \"certs/client.key\"\n");
+    let s = parse(&text).unwrap();
+    let (cert, key) = s.loads[0].tls.client.clone().unwrap();
+    assert_eq!(cert, Path::new("bench/certs/client.pem"));
+    assert_eq!(key, Path::new("bench/certs/client.key"));
+    assert_error(
+        &format!("{MINI}cert = \"c.pem\"\n"),
+        "load[0].cert",
+        "add key",
+    );
+    assert_error(
+        &format!("{MINI}key = \"c.key\"\n"),
+        "load[0].key",
+        "add cert",
+    );
 }

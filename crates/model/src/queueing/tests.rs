@@ -42,6 +42,7 @@ fn closed_load(levels: &[f64]) -> BenchLoad {
         path: "/".into(),
         keepalive: true,
         insecure: false,
+        http2_streams: None,
     }
 }
 

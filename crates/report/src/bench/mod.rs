@@ -346,6 +346,9 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
     if load.insecure {
         line += ", TLS certificate NOT verified (insecure = true)";
     }
+    if let Some(streams) = load.http2_streams {
+        line += &format!(", HTTP/2 × {streams} streams per connection");
+    }
     line
 }
 

@@ -346,6 +346,21 @@ fn a_bench_without_a_sweep_has_no_queueing_section() {
 }
 
 #[test]
+fn an_http2_load_says_so_in_every_bench_report() {
+    let mut r = fixture();
+    r.loads[0].http2_streams = Some(8);
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render_bench(format, &r);
+        assert!(
+            out.contains("HTTP/2 × 8 streams per connection"),
+            "{format:?}"
+        );
+    }
+    let json = render_bench(Format::Json, &r);
+    assert!(json.contains("\"http2_streams\": 8"), "{json}");
+}
+
+#[test]
 fn an_insecure_load_says_so_in_every_bench_report() {
     let mut r = fixture();
     r.loads[0].insecure = true;

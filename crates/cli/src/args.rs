@@ -233,9 +233,11 @@ pub(crate) struct LiveWebArgs {
 pub(crate) struct RunArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/ (or a mix: -u, --requests-file).
     pub url: Option<String>,
-    /// Concurrent connections (closed model: one request in flight on each).
-    #[arg(short = 'c', long, default_value_t = 50)]
-    pub connections: u32,
+    /// Concurrent connections (closed model: one request in flight on each) [default: 50].
+    /// With --rate: the connections opened before the schedule starts, and the cap unless
+    /// --max-connections is given.
+    #[arg(short = 'c', long)]
+    pub connections: Option<u32>,
     /// Worker threads [default: number of cores; never more than connections].
     #[arg(short = 't', long)]
     pub threads: Option<u32>,
@@ -283,9 +285,18 @@ pub(crate) struct RunArgs {
     /// Open model: stages DURATION@RATE, each held for its duration, e.g. '10s@1000,30s@5000'.
     #[arg(long, value_parser = values::stages)]
     pub stages: Option<Schedule>,
-    /// Open model: the most connections (requests in flight) to open.
-    #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
-    pub max_connections: u32,
+    /// Open model: the most connections (requests in flight) to open [default: -c if given,
+    /// else 10000].
+    #[arg(long)]
+    pub max_connections: Option<u32>,
+    /// Open model: each wake-up of the pacer sends every request due by then, and wake-ups
+    /// are at most this far apart (latency still counts from each request's intended time,
+    /// so the wait shows in it); 0: a wake-up per request.
+    #[arg(long, value_parser = values::duration("--send-window"))]
+    pub send_window: Option<Duration>,
+    /// Open model: the most connects in progress at once, over all threads.
+    #[arg(long)]
+    pub connect_limit: Option<u32>,
     /// Also write the HdrHistogram interval log (one interval per second) to this file.
     #[arg(long)]
     pub hlog: Option<PathBuf>,

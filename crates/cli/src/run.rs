@@ -6,7 +6,7 @@ use crate::UserError;
 use anyhow::Result;
 use loadbench_model::RunResult;
 use loadbench_plan::{
-    closed_stop, open_load, Body, EndpointSpec, Load, LoadSpec, OpenFlags, RequestSpec,
+    closed_stop, open_load, Body, EndpointSpec, Load, LoadSpec, OpenFlags, OpenPacing, RequestSpec,
     TransportSpec,
 };
 use loadbench_report::{Format, RenderOptions};
@@ -202,24 +202,70 @@ pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
         stages: a.stages.clone(),
         duration: a.duration,
         requests: a.requests,
-        max_connections: a.max_connections,
+        max_connections: a
+            .max_connections
+            .or(a.connections)
+            .unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS),
     };
     let (load, stop) = match open_load(&open).map_err(user)? {
-        Some(open) => open,
-        None => (
-            Load::Closed,
-            closed_stop(a.duration, a.requests).map_err(user)?,
-        ),
+        Some((load, stop)) => (paced(load, a), stop),
+        None => {
+            closed_only(a)?;
+            (
+                Load::Closed,
+                closed_stop(a.duration, a.requests).map_err(user)?,
+            )
+        }
     };
     Ok(LoadSpec {
         load,
         stop,
-        connections: a.connections,
+        connections: a.connections.unwrap_or(DEFAULT_CONNECTIONS),
         threads: a.threads,
         warmup: a.warmup.unwrap_or_default(),
         percentiles: a.percentiles.0.clone(),
         ..request_spec(a.url.as_deref(), &a.request)?
     })
+}
+
+/// `-c` of the closed model when not given.
+const DEFAULT_CONNECTIONS: u32 = 50;
+
+/// The open model's pacing flags: `-c` is the initial pool, `--send-window` and
+/// `--connect-limit` as given (their defaults otherwise).
+fn paced(load: Load, a: &RunArgs) -> Load {
+    let Load::Open {
+        schedule,
+        max_connections,
+        pacing,
+    } = load
+    else {
+        return load;
+    };
+    let pacing = OpenPacing {
+        send_window: a.send_window.unwrap_or(pacing.send_window),
+        initial_connections: a.connections,
+        connect_limit: a.connect_limit.unwrap_or(pacing.connect_limit),
+    };
+    Load::Open {
+        schedule,
+        max_connections,
+        pacing,
+    }
+}
+
+/// The open model's pacing flags given without --rate or --stages.
+fn closed_only(a: &RunArgs) -> Result<(), UserError> {
+    let given = [
+        ("--send-window", a.send_window.is_some()),
+        ("--connect-limit", a.connect_limit.is_some()),
+    ];
+    match given.iter().find(|(_, g)| *g) {
+        Some((flag, _)) => Err(UserError(format!(
+            "{flag} is for the open model: add --rate (or --stages), or leave {flag} out"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// 0 when something succeeded; 1 when every request failed; 130 when interrupted.

@@ -962,6 +962,32 @@ fn a_target_not_ready_in_time_says_how_to_raise_its_ready_timeout() {
     );
 }
 
+/// An open load's `send_window` and `connect_limit` reach its run: the result records the
+/// window and the limit, connects in progress stayed under it, and every request sent is
+/// accounted for.
+#[test]
+fn an_open_loads_send_window_and_connect_limit_reach_its_run() {
+    let _machine = crate::support::measuring();
+    let dir = tempdir("bench-pacing");
+    let text = format!(
+        "name = \"paced\"\n{BACKEND}\n[[load]]\nmodel = \"open\"\ntargets = [\"backend\"]\n\
+         rate = [200]\nsend_window = \"0\"\nconnect_limit = 3\n"
+    );
+    let file = scenario(&dir, "paced.toml", &text);
+    let args = ["--duration", "1s", "--warmup", "0s", "--cooldown", "0s"];
+    let (out, result) = bench(&file, &dir.join("results"), &args);
+    let (stdout, stderr) = output_text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = result.expect("result.json saved");
+    let run = r.rounds[0].result.as_ref().expect("the round measured");
+    let s = &run.stats;
+    assert_eq!(run.config.send_window_us, Some(0), "the scenario's window");
+    assert_eq!(s.pool.connect_limit, 3, "{:?}", s.pool);
+    assert!((1..=3).contains(&s.pool.connects_peak), "{:?}", s.pool);
+    assert_eq!(s.requests + s.errors.total() + s.abandoned, s.sent, "{s:?}");
+    assert!(s.sent >= 190, "sent {} of 200", s.sent);
+}
+
 /// Scenario values a run cannot use fail when the file loads: exit 2, one line naming the key,
 /// and the target (which would create a marker file) never starts.
 #[test]
@@ -979,6 +1005,14 @@ fn bad_load_values_fail_before_any_target_starts() {
             "load[0].duration",
         ),
         ("model = \"open\"\nrate = [-5]", "load[0].rate"),
+        (
+            "model = \"open\"\nrate = [5]\nsend_window = \"1s\"",
+            "load[0].send_window",
+        ),
+        (
+            "model = \"open\"\nrate = [5]\nconnect_limit = 0",
+            "load[0].connect_limit",
+        ),
         (
             "model = \"closed\"\nconnections = [1]\nhttp2 = true\npipeline = 4",
             "load[0].pipeline",

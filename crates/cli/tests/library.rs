@@ -22,7 +22,7 @@ name = "capped"
 kind = "upstream"
 [target.upstream]
 max_concurrency = 2
-delay = "20ms"
+delay = "18ms"
 [[load]]
 name = "closed"
 model = "closed"
@@ -36,6 +36,8 @@ model = "find-max"
 targets = ["capped"]
 slo = "p99<100ms"
 max_connections = 100
+send_window = "2ms"
+connect_limit = 8
 duration = "1s"
 warmup = "200ms"
 "#;
@@ -86,7 +88,20 @@ fn a_scenario_with_a_closed_load_and_a_find_max_search_runs_in_process() {
         .as_ref()
         .expect("the find-max round searched");
     let max = search.max_rate.expect("a rate held");
-    // 2 slots × 20 ms: 100 req/s, far below what the machine can drive.
+    for step in &search.steps {
+        let run = &step.run;
+        assert_eq!(
+            run.config.send_window_us,
+            Some(2000),
+            "the scenario's window"
+        );
+        assert_eq!(run.stats.pool.connect_limit, 8, "{:?}", run.stats.pool);
+        assert!(run.stats.pool.connects_peak <= 8, "{:?}", run.stats.pool);
+    }
+    // 2 slots × 18 ms: about 111 req/s, far below what the machine can drive. (At 20 ms the
+    // capacity was 100 req/s, the search's start rate itself: with no headroom, one stall of
+    // the generator on a busy machine left a backlog that never drained, and the first step
+    // failed its SLO, on main as on this branch.)
     assert!((70.0..=130.0).contains(&max), "max {max}");
     let folder = seen.folder.lock().unwrap().clone().unwrap();
     assert_eq!(folder.display().to_string(), r.run_dir);

@@ -28,6 +28,7 @@ mod mix;
 mod netns;
 mod open;
 mod pipeline;
+mod pool;
 mod report;
 mod run;
 mod save;

@@ -79,6 +79,16 @@ pub struct Conn {
     pub wake_at: Instant,
     /// Which request of the mix is in flight (0 without a mix).
     endpoint: u16,
+    /// Open model: connecting with no request of its own (the pool grows, or opens before
+    /// the schedule); once connected it joins the idle ones.
+    spare: bool,
+    /// Open model: a spare connected and has served no request yet (its first request is
+    /// not a keep-alive one).
+    fresh: bool,
+    /// A counted spare's connect time (and TLS handshake time, whether resumed), recorded
+    /// when a measured request first goes out on it: so each measured connection is counted
+    /// once, by the request that used it, as when a request connects itself.
+    opened: Option<(Duration, Option<(Duration, bool)>)>,
     /// `--pipeline N` (N > 1): the requests in flight on this connection; `None` at depth 1.
     pipe: Option<Box<Pipe>>,
 }
@@ -104,7 +114,49 @@ impl Conn {
             backoff: Duration::ZERO,
             wake_at: now,
             endpoint: 0,
+            spare: false,
+            fresh: false,
+            opened: None,
             pipe: None,
+        }
+    }
+
+    /// Open model: connects with no request of its own; once connected it is idle, and the
+    /// oldest waiting request takes it (or any other free one first). `counted`: its connect
+    /// time is recorded (the pool grows in the measured window; not the initial pool).
+    pub fn connect_spare(&mut self, ctx: &mut Ctx, now: Instant, counted: bool) {
+        self.spare = true;
+        ctx.spares += 1;
+        self.measured = counted;
+        self.connect(ctx, now);
+    }
+
+    /// Connected (and through TLS): a spare joins the idle ones, anything else sends.
+    fn ready(&mut self, ctx: &mut Ctx, now: Instant) {
+        if !self.spare {
+            return self.send(ctx, now);
+        }
+        self.left_connect(ctx);
+        self.end_spare(ctx);
+        self.fresh = true;
+        self.phase = Phase::Idle;
+        ctx.idle.push(self.token.0);
+    }
+
+    /// A spare's connect ended (done or failed): one fewer covering a waiting request.
+    #[inline]
+    fn end_spare(&mut self, ctx: &mut Ctx) {
+        if self.spare {
+            self.spare = false;
+            ctx.spares = ctx.spares.saturating_sub(1);
+        }
+    }
+
+    /// The connect in progress ended (done or failed): one fewer in progress.
+    #[inline]
+    fn left_connect(&self, ctx: &mut Ctx) {
+        if matches!(self.phase, Phase::Connecting | Phase::Handshaking) {
+            ctx.connecting = ctx.connecting.saturating_sub(1);
         }
     }
 
@@ -125,12 +177,31 @@ impl Conn {
         self.intended = intended;
         self.endpoint = ctx.pick();
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
-        self.reused = self.stream.is_some();
+        self.reused = self.stream.is_some() && !self.fresh;
         self.retried = false;
-        if self.reused {
+        if self.fresh {
+            self.first_on_spare(ctx);
+        }
+        if self.stream.is_some() {
             self.send(ctx, now);
         } else {
             self.connect(ctx, now);
+        }
+    }
+
+    /// The first request on a spare: its connect (and handshake) is recorded now, if both
+    /// are measured.
+    #[cold]
+    fn first_on_spare(&mut self, ctx: &mut Ctx) {
+        self.fresh = false;
+        let Some((connect, handshake)) = self.opened.take() else {
+            return;
+        };
+        if self.measured {
+            ctx.recorder.connected(connect);
+            if let Some((took, resumed)) = handshake {
+                ctx.recorder.handshake(took, resumed);
+            }
         }
     }
 
@@ -139,6 +210,7 @@ impl Conn {
         // earlier connects (all of a closed run's connections start in one loop).
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
+        ctx.connect_begun();
         match open_registered(ctx, self.token) {
             Ok(s) => self.stream = Some(s),
             Err(kind) => self.fail(ctx, kind, now),
@@ -196,16 +268,18 @@ impl Conn {
             Ok(false) => {}
             Ok(true) => {
                 self.backoff = Duration::ZERO;
-                if self.measured && ctx.recorder.measuring(self.since) {
-                    ctx.recorder
-                        .connected(connect_took(self.since, ctx.polled_at, now));
+                let took = connect_took(self.since, ctx.polled_at, now);
+                if self.spare {
+                    self.opened = self.records_connect(ctx).then_some((took, None));
+                } else if self.records_connect(ctx) {
+                    ctx.recorder.connected(took);
                 }
                 if ctx.tls.is_some() {
                     self.since = now;
                     self.phase = Phase::Handshaking;
                     return self.drive_handshake(ctx);
                 }
-                self.send(ctx, now);
+                self.ready(ctx, now);
             }
             Err(e) => self.fail(ctx, connect_error_kind(&e), now),
         }
@@ -223,19 +297,29 @@ impl Conn {
             Ok(false) => {}
             Ok(true) => {
                 let now = Instant::now();
-                if self.measured && ctx.recorder.measuring(self.since) {
-                    let took = now.saturating_duration_since(self.since);
-                    ctx.recorder.handshake(took, tls.resumed());
+                let resumed = tls.resumed();
+                let took = now.saturating_duration_since(self.since);
+                if let Some(opened) = self.opened.as_mut().filter(|_| self.spare) {
+                    opened.1 = Some((took, resumed));
+                } else if !self.spare && self.records_connect(ctx) {
+                    ctx.recorder.handshake(took, resumed);
                 }
-                self.send(ctx, now);
+                self.ready(ctx, now);
             }
             Err(_) => self.fail(ctx, ErrorKind::TlsHandshake, Instant::now()),
         }
     }
 
+    /// Whether this connect's (or handshake's) time is recorded: measured and begun in the
+    /// window (a spare's is kept until a measured request uses it).
+    fn records_connect(&self, ctx: &Ctx) -> bool {
+        self.measured && ctx.recorder.measuring(self.since)
+    }
+
     /// Writes the request; waits for writability only if the socket did not take it all.
     #[inline]
     fn send(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.left_connect(ctx);
         if self.pipe.is_some() {
             return self.pipe_send(ctx, now);
         }
@@ -413,15 +497,18 @@ impl Conn {
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
         if self.pipe.is_some() {
+            self.left_connect(ctx);
             return self.pipe_broken(ctx, Some(kind), now);
         }
         // A request that was never written (failed connect) past the deadline is neither
         // sent nor abandoned: it is left out, so the accounting identity stays exact.
         let unsent_late = kind.before_send() && !ctx.in_window(now);
-        if !unsent_late && ctx.records(self.measured, self.intended, now) {
+        if !self.spare && !unsent_late && ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
             ctx.recorder.endpoint_error(self.endpoint, kind);
         }
+        self.left_connect(ctx);
+        self.end_spare(ctx);
         self.close();
         self.phase = Phase::Idle;
         if ctx.open {
@@ -449,6 +536,8 @@ impl Conn {
     /// Drops the socket (closing it); the slot stays and may connect again.
     pub fn close(&mut self) {
         self.stream = None;
+        self.fresh = false;
+        self.opened = None;
     }
 
     /// Has a socket (connecting or connected), for the live views' open-connection count.
@@ -456,10 +545,10 @@ impl Conn {
         self.stream.is_some()
     }
 
-    /// Holds a claimed request that has not finished (pipelined: also requests waiting to be
-    /// resent on a new connection).
+    /// Holds a claimed request that has not finished (a spare connecting holds none;
+    /// pipelined: also requests waiting to be resent on a new connection).
     pub fn in_flight(&self) -> bool {
-        self.phase != Phase::Idle || self.pipe_holds()
+        (self.phase != Phase::Idle && !self.spare) || self.pipe_holds()
     }
 
     /// Holds a request that was written (fully or in part) and has no outcome yet: what

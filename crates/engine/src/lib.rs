@@ -15,6 +15,7 @@ pub mod mix;
 pub mod pacer;
 pub mod pulse;
 pub mod recorder;
+mod start;
 pub mod tls;
 pub mod transport;
 pub mod worker;
@@ -23,9 +24,10 @@ use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
 pub use pulse::{Pulse, PulseSlot};
+use start::StartLine;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tls::TlsClient;
 use worker::{Worker, WorkerConfig};
@@ -156,6 +158,9 @@ pub struct Engine {
     live: Arc<Live>,
     /// `https://`: the TLS client built from the plan, or why it could not be.
     tls: Option<Result<TlsClient, String>>,
+    /// How long the preflight's connect took: a round trip, which sizes the open model's
+    /// initial pool.
+    rtt: OnceLock<Duration>,
     /// `--http2`: the requests encoded for HTTP/2, or why they could not be.
     h2: Option<Result<h2::H2Setup, String>>,
 }
@@ -176,6 +181,7 @@ impl Engine {
             plan,
             live,
             tls,
+            rtt: OnceLock::new(),
             h2,
         }
     }
@@ -200,9 +206,11 @@ impl Engine {
         let sources = &self.plan.source_addrs;
         check_sources(sources, addr)?;
         let first = sources.first().copied();
+        let began = Instant::now();
         if let Err(e) = transport::probe(addr, first, self.plan.connect_timeout) {
             return Err(preflight_error(addr, e));
         }
+        let _ = self.rtt.set(began.elapsed());
         match tls {
             Some(t) => t
                 .probe(addr, self.plan.connect_timeout)
@@ -259,22 +267,30 @@ impl Engine {
         let h2 = self.h2_setup()?;
         let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
         let stop: &AtomicBool = &self.live.stop;
+        // Open model: every worker opens its initial pool first; then all start together.
+        let line = (paced.is_some() && h2.is_none()).then(|| StartLine::new(configs.len(), start));
+        let line = line.as_ref();
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
                 .into_iter()
                 .zip(&self.live.workers)
                 .map(|(cfg, live)| {
-                    scope.spawn(move || match h2 {
-                        Some(setup) => h2::worker::H2Worker::new(cfg, setup)?.run(stop, live),
-                        None => Worker::new(cfg)?.run(stop, live),
+                    scope.spawn(move || match (h2, line) {
+                        (Some(setup), _) => h2::worker::H2Worker::new(cfg, setup)?.run(stop, live),
+                        (None, Some(line)) => line.worker(cfg)?.run(stop, live),
+                        (None, None) => Worker::new(cfg)?.run(stop, live),
                     })
                 })
                 .collect();
+            if let Some(line) = line {
+                line.release();
+            }
             handles
                 .into_iter()
                 .map(|h| h.join().expect("worker thread panicked"))
                 .collect()
         });
+        let delayed = line.map_or(Duration::ZERO, StartLine::delay);
         let mut stats = Stats::default();
         for r in results {
             stats.merge(&r?);
@@ -285,7 +301,7 @@ impl Engine {
         label_endpoints(&mut stats, &plan.mix);
         Ok(Outcome {
             stats,
-            started_at: wall_start + plan.warmup,
+            started_at: wall_start + delayed + plan.warmup,
             ended_at: SystemTime::now(),
             interrupted: self.live.stopped(),
         })
@@ -306,6 +322,7 @@ impl Engine {
             Stop::Requests(n) => split_by(n, &conns).into_iter().map(Some).collect(),
             Stop::Duration(_) => vec![None; threads],
         };
+        let pool = self.pool_plan(threads, &conns);
         let pacing = |i: usize, max: u64| {
             paced.map(|(schedule, origin)| Pacing {
                 schedule,
@@ -313,6 +330,10 @@ impl Engine {
                 first: i as u64,
                 stride: threads as u64,
                 max_connections: max as usize,
+                window: pool.window,
+                initial: pool.initial[i] as usize,
+                connect_limit: pool.connect_limit[i].max(1) as usize,
+                end: deadline,
             })
         };
         let limits = WorkerLimits {
@@ -344,6 +365,61 @@ impl Engine {
                 pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// The open model's pool, per worker: the send window, the initial pool and the limit on
+/// connects in progress.
+struct PoolPlan {
+    window: Duration,
+    initial: Vec<u64>,
+    connect_limit: Vec<u64>,
+}
+
+/// Connections each worker opens before the schedule starts at least (when the rate asks
+/// for fewer): a few, so the first requests find one.
+const MIN_INITIAL_POOL: u64 = 2;
+
+/// The expected latency that sizes the initial pool when the preflight's round trip is
+/// shorter (or unknown): rate × this is the concurrency the first requests need.
+const MIN_EXPECTED_LATENCY: Duration = Duration::from_millis(1);
+
+impl Engine {
+    /// `-c` when given; else the rate at the start × the expected latency (the preflight's
+    /// round trip, at least 1 ms), at least [`MIN_INITIAL_POOL`] a worker; never above a
+    /// worker's cap (`caps`).
+    fn pool_plan(&self, threads: usize, caps: &[u64]) -> PoolPlan {
+        let Load::Open {
+            schedule, pacing, ..
+        } = &self.plan.load
+        else {
+            return PoolPlan {
+                window: Duration::ZERO,
+                initial: vec![0; threads],
+                connect_limit: vec![0; threads],
+            };
+        };
+        let initial = match pacing.initial_connections {
+            Some(c) => split(u64::from(c), threads),
+            None => {
+                let latency = self.rtt.get().copied().unwrap_or_default();
+                let latency = latency.max(MIN_EXPECTED_LATENCY).as_secs_f64();
+                let need = (schedule.rate_at(0.0) * latency).ceil() as u64;
+                split(need, threads)
+                    .into_iter()
+                    .map(|n| n.max(MIN_INITIAL_POOL))
+                    .collect()
+            }
+        };
+        PoolPlan {
+            window: pacing.send_window,
+            initial: initial
+                .iter()
+                .zip(caps)
+                .map(|(n, cap)| *n.min(cap))
+                .collect(),
+            connect_limit: split(u64::from(pacing.connect_limit), threads),
+        }
     }
 }
 

@@ -9,7 +9,8 @@ use loadbench_model::{
 };
 use std::time::{Duration, Instant};
 
-/// A send more than this after its intended time counts as late.
+/// A send more than this after its intended time counts as late (beyond the send window, in
+/// the open model: a request due just after a batch left waits for the next one, on purpose).
 pub const LATE: Duration = Duration::from_millis(1);
 
 /// Status codes 100–999 counted in a flat array: no map lookup per response.
@@ -22,6 +23,8 @@ pub struct Recorder {
     t0: Instant,
     /// Open model: service time and send lag are recorded apart from latency.
     open: bool,
+    /// A send lag above this counts as late: [`LATE`] past the send window.
+    late: Duration,
     latency: Histo,
     service: Histo,
     send_lag: Histo,
@@ -108,6 +111,7 @@ impl Recorder {
         Recorder {
             t0,
             open,
+            late: LATE,
             latency: Histo::new(),
             service: Histo::new(),
             send_lag: Histo::new(),
@@ -151,6 +155,17 @@ impl Recorder {
             self.endpoints = (0..n).map(|_| EndpointRecorder::new()).collect();
         }
         self
+    }
+
+    /// Open model: sends wait up to `window` for their batch, so late means [`LATE`] past it.
+    pub fn with_window(mut self, window: Duration) -> Self {
+        self.late = LATE + window;
+        self
+    }
+
+    /// The measured window starts `by` later (nothing may have been recorded yet).
+    pub fn delay(&mut self, by: Duration) {
+        self.t0 += by;
     }
 
     /// A complete response to request `endpoint` of the mix (besides [`Recorder::response`]).
@@ -227,7 +242,7 @@ impl Recorder {
         self.second_counts.sent += 1;
         if self.open {
             self.send_lag.record_ns(Self::nanos(lag));
-            if lag > LATE {
+            if lag > self.late {
                 self.sent_late += 1;
             }
         }
@@ -484,6 +499,7 @@ impl Recorder {
             backoff_us: self.backoff_us,
             // Filled in by the worker, which owns the clocks.
             generator: Default::default(),
+            pool: Default::default(),
             latency_censored: Latency {
                 hist: self.censored,
             },

@@ -9,7 +9,7 @@ use crate::recorder::Recorder;
 use crate::tls::TlsClient;
 use crate::transport::{Dest, Sources};
 use crate::{LiveCounters, Pulse, WorkerLimits};
-use loadbench_model::{ErrorKind, GeneratorTime, Stats};
+use loadbench_model::{ErrorKind, GeneratorTime, PoolCounts, Stats};
 use mio::{Events, Poll, Registry, Token};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +59,14 @@ pub struct Ctx<'a> {
     stopping: bool,
     /// When the last poll returned: the kernel had finished every connect it reported by then.
     pub polled_at: Instant,
+    /// Connects (and TLS handshakes) in progress.
+    pub connecting: usize,
+    /// Open model: spare connects in progress (each will serve a waiting request).
+    pub spares: usize,
+    /// The most connects in progress at once.
+    connects_peak: usize,
+    /// Connects begun in the whole run.
+    connects: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -123,6 +131,14 @@ impl<'a> Ctx<'a> {
         false
     }
 
+    /// A connect begins: one more in progress.
+    #[inline]
+    pub fn connect_begun(&mut self) {
+        self.connecting += 1;
+        self.connects += 1;
+        self.connects_peak = self.connects_peak.max(self.connecting);
+    }
+
     /// Whether [`Ctx::claim`] at `now` could still give a request (nothing is claimed).
     pub fn wants_more(&self, now: Instant) -> bool {
         let over = self.stopping || self.deadline.is_some_and(|d| now >= d);
@@ -174,7 +190,9 @@ impl<'a> Ctx<'a> {
             mix: Mix::new(cfg.mix),
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some()).with_endpoints(cfg.mix.len()),
+            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some())
+                .with_endpoints(cfg.mix.len())
+                .with_window(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
             retry: Vec::with_capacity(cfg.connections),
             backoff: Vec::with_capacity(cfg.connections),
             open: cfg.pacing.is_some(),
@@ -184,6 +202,10 @@ impl<'a> Ctx<'a> {
             deadline: cfg.deadline,
             stopping: false,
             polled_at: now,
+            connecting: 0,
+            spares: 0,
+            connects_peak: 0,
+            connects: 0,
         }
     }
 }
@@ -236,6 +258,11 @@ pub struct Worker<'a> {
     limits: WorkerLimits,
     pacer: Option<Pacer<'a>>,
     pool: PoolClock,
+    /// Open model: the last dispatch left a due request without a connection, so only an
+    /// event (a connection freed or connected) can let it go: no timer until then.
+    blocked: bool,
+    /// Open model: connections opened before the schedule started.
+    initial: usize,
     /// When the last [`Pulse`] was published (at most one per [`PULSE_EVERY`]).
     pulsed_at: Option<Instant>,
 }
@@ -299,8 +326,67 @@ impl<'a> Worker<'a> {
             limits: cfg.limits,
             pacer,
             pool: PoolClock::default(),
+            blocked: false,
+            initial: 0,
             pulsed_at: None,
         })
+    }
+
+    /// Open model: opens the initial pool before the schedule starts, at most the connect
+    /// limit at once, and waits until each is connected or failed (within the connect
+    /// timeout; one still pending then joins the idle ones when it connects).
+    pub fn open_pool(&mut self) -> io::Result<()> {
+        let Some(p) = self.pacer.as_ref() else {
+            return Ok(());
+        };
+        let want = p.pacing().initial.min(p.max_connections());
+        let limit = p.pacing().connect_limit.max(1);
+        let deadline = Instant::now() + self.limits.connect_timeout;
+        let mut events = Events::with_capacity(256);
+        loop {
+            let now = Instant::now();
+            // Counted when a measured request first uses one: without a warm-up, the window's
+            // first requests (they connected themselves before the pool existed).
+            while self.conns.len() < want && self.ctx.connecting < limit {
+                self.add_spare(now, true);
+            }
+            let done = self.ctx.connecting == 0 && self.conns.len() >= want;
+            if done || now >= deadline {
+                break;
+            }
+            self.poll_once(&mut events, deadline - now)?;
+            self.handle(&events);
+        }
+        self.initial = self.conns.iter().filter(|c| c.is_open()).count();
+        Ok(())
+    }
+
+    /// The schedule, the measured window and its end all start `by` later: the time the
+    /// initial pool took to open (every worker's, so all start together).
+    pub fn delay(&mut self, by: Duration) {
+        if let Some(p) = self.pacer.as_mut() {
+            p.delay(by);
+        }
+        self.ctx.deadline = self.ctx.deadline.map(|d| d + by);
+        self.ctx.recorder.delay(by);
+    }
+
+    /// Open model: one more connection slot, connecting with no request of its own;
+    /// `counted`: its connect time is recorded (see [`Conn::connect_spare`]).
+    fn add_spare(&mut self, now: Instant, counted: bool) {
+        let i = self.conns.len();
+        self.conns.push(Conn::new(Token(i), now));
+        self.conns[i].connect_spare(&mut self.ctx, now, counted);
+    }
+
+    /// Hands each readiness event of the last poll to its connection.
+    fn handle(&mut self, events: &Events) {
+        self.ctx.polled_at = Instant::now();
+        for ev in events.iter() {
+            if let Some(c) = self.conns.get_mut(ev.token().0) {
+                c.on_event(&mut self.ctx, ev.is_read_closed() || ev.is_error());
+            }
+        }
     }
 
     /// Runs until the deadline, the request budget is spent, or `stop` is raised.
@@ -308,9 +394,14 @@ impl<'a> Worker<'a> {
         let mut events = Events::with_capacity(1024);
         let mut now = Instant::now();
         let (started, cpu0) = (now, thread_cpu_us());
-        // The closed model's connections, started a batch at a time (the open model opens its
-        // own in `dispatch`, so it starts with none).
-        let mut unstarted = 0..self.conns.len();
+        // The closed model's connections, started a batch at a time (the open model's pool is
+        // open already, its connections idle until `dispatch` gives them a due request).
+        let closed = if self.pacer.is_some() {
+            0
+        } else {
+            self.conns.len()
+        };
+        let mut unstarted = 0..closed;
         let mut next_tick = now + self.limits.tick;
         let mut retry_work = Vec::with_capacity(self.conns.len());
         loop {
@@ -322,12 +413,7 @@ impl<'a> Worker<'a> {
                 self.wait(now, next_tick)
             };
             self.poll_once(&mut events, wait)?;
-            self.ctx.polled_at = Instant::now();
-            for ev in events.iter() {
-                if let Some(c) = self.conns.get_mut(ev.token().0) {
-                    c.on_event(&mut self.ctx, ev.is_read_closed() || ev.is_error());
-                }
-            }
+            self.handle(&events);
             // Every record uses a clock read taken when it happens, in order, so each second
             // of the series gets exactly what happened in it.
             now = Instant::now();
@@ -401,36 +487,35 @@ impl<'a> Worker<'a> {
             .min();
         let next = wake.map_or(next_tick, |w| w.min(next_tick));
         let limit = next.saturating_duration_since(now);
-        let can_send = !self.ctx.idle.is_empty() || self.conns.len() < self.max_connections();
+        let can_send = !self.blocked;
         match self.pacer.as_mut() {
             Some(p) => p.wait(now, limit, can_send),
             None => limit,
         }
     }
 
-    fn max_connections(&self) -> usize {
-        self.pacer
-            .as_ref()
-            .map_or(self.conns.len(), Pacer::max_connections)
-    }
-
-    /// Open model: starts every request that is due, each on an idle connection or a new
-    /// one. With none left the request waits for one (its latency still counts from when it
-    /// was due, and its send lag shows the wait).
+    /// Open model: once the first waiting request's send window has ended, starts every
+    /// request due by now, each on an idle connection. With none free the request waits
+    /// (its latency still counts from when it was due, and its send lag shows the wait) and
+    /// the pool grows for it.
     fn dispatch(&mut self) {
-        let Some(pacer) = self.pacer.as_mut() else {
+        let Some(mut pacer) = self.pacer.take() else {
             return;
         };
         // A fresh clock: events handled since the loop's `now` may have moved the recorder on.
         let now = Instant::now();
+        self.blocked = false;
+        if pacer.open(now) {
+            self.send_due(&mut pacer, now);
+        }
+        self.pacer = Some(pacer);
+    }
+
+    fn send_due(&mut self, pacer: &mut Pacer<'a>, now: Instant) {
         while let Some(due) = pacer.due().filter(|&d| d <= now) {
-            let i = match self.ctx.idle.pop() {
-                Some(i) => i,
-                None if self.conns.len() < pacer.max_connections() => {
-                    self.conns.push(Conn::new(Token(self.conns.len()), now));
-                    self.conns.len() - 1
-                }
-                None => return self.pool.full(now),
+            let Some(i) = self.free_conn(pacer, now) else {
+                self.blocked = true;
+                return;
             };
             if self.ctx.stopping || !self.ctx.in_window(due) {
                 self.ctx.idle.push(i);
@@ -440,6 +525,34 @@ impl<'a> Worker<'a> {
             self.conns[i].start(&mut self.ctx, due, now);
         }
         self.pool.free(now);
+    }
+
+    /// A free connection for the oldest waiting request: an idle one (a closed one connects
+    /// again, if the connect limit allows). With none, the pool grows by a connect for each
+    /// waiting request not yet covered by one in progress, within the cap and the connect
+    /// limit: a pending connect is never a reason to begin another for the same request.
+    fn free_conn(&mut self, pacer: &Pacer<'a>, now: Instant) -> Option<usize> {
+        let limit = pacer.pacing().connect_limit;
+        if let Some(&i) = self.ctx.idle.last() {
+            if self.conns[i].is_open() || self.ctx.connecting < limit {
+                return self.ctx.idle.pop();
+            }
+            return None;
+        }
+        let max = pacer.max_connections();
+        while self.conns.len() < max
+            && self.ctx.connecting < limit
+            && self.ctx.idle.is_empty()
+            && pacer.peek(self.ctx.spares as u64).is_some_and(|d| d <= now)
+        {
+            let counted = self.ctx.recorder.measuring(now) && self.ctx.in_window(now);
+            self.add_spare(now, counted);
+        }
+        if self.conns.len() >= max {
+            self.pool.full(now);
+        }
+        // A spare whose connect failed at once is idle (closed): the request takes it.
+        self.ctx.idle.pop()
     }
 
     fn poll_once(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
@@ -541,6 +654,22 @@ impl<'a> Worker<'a> {
             c.close();
         }
         self.publish_pulse(now, live);
-        self.ctx.recorder.finish(end, abandoned)
+        let pool = self.pool_counts();
+        let mut stats = self.ctx.recorder.finish(end, abandoned);
+        stats.pool = pool;
+        stats
+    }
+
+    /// Open model: the pool's counts (none in the closed model).
+    fn pool_counts(&self) -> PoolCounts {
+        let Some(p) = &self.pacer else {
+            return PoolCounts::default();
+        };
+        PoolCounts {
+            initial: self.initial as u64,
+            connects: self.ctx.connects,
+            connects_peak: self.ctx.connects_peak as u64,
+            connect_limit: p.pacing().connect_limit as u64,
+        }
     }
 }

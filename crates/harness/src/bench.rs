@@ -21,7 +21,7 @@ use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
     KernelEvidence, ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
 };
-use loadbench_plan::{Body, EndpointSpec, Load, LoadSpec, RequestSpec, Schedule, Stop};
+use loadbench_plan::{Body, EndpointSpec, Load, LoadSpec, OpenPacing, RequestSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
 use loadbench_runner::kernel::KernelWatch;
 use loadbench_runner::{Control, Observer, Quiet};
@@ -225,7 +225,11 @@ impl Matrix<'_> {
     fn load(&mut self, load: &scenario::LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {
         let specs: Vec<LoadSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
         if let LoadModel::FindMax { slo, .. } = &load.model {
-            return specs.into_iter().map(|s| self.find_max(s, slo)).collect();
+            let pacing = load.pacing;
+            return specs
+                .into_iter()
+                .map(|s| self.find_max(s, slo, pacing))
+                .collect();
         }
         if let [spec] = specs.as_slice() {
             return vec![self.run_one(spec, self.observer)];
@@ -284,13 +288,14 @@ impl Matrix<'_> {
         }
     }
 
-    fn find_max(&self, base: LoadSpec, slo: &loadbench_model::Slo) -> Outcome {
+    fn find_max(&self, base: LoadSpec, slo: &loadbench_model::Slo, pacing: OpenPacing) -> Outcome {
         let spec = FindMaxSpec {
             step_duration: match base.stop {
                 Stop::Duration(d) => d,
                 Stop::Requests(_) => Duration::from_secs(10),
             },
             max_connections: base.connections,
+            pacing,
             ..FindMaxSpec::new(base, slo.clone())
         };
         match loadbench_runner::find_max::search(&spec, self.control(self.observer)) {
@@ -357,6 +362,7 @@ impl Matrix<'_> {
                 spec.load = Load::Open {
                     schedule: Schedule::constant(level, load.duration),
                     max_connections: or_default(max_connections),
+                    pacing: load.pacing,
                 };
             }
             LoadModel::FindMax {

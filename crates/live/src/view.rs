@@ -49,6 +49,7 @@ impl View {
             Load::Open {
                 schedule,
                 max_connections,
+                ..
             } => (
                 format!("open model, at most {max_connections} connections"),
                 Some(schedule.clone()),

@@ -20,6 +20,7 @@ pub mod histogram;
 pub mod hlog;
 pub mod human;
 pub mod phases;
+pub mod pool;
 pub mod queueing;
 pub mod reasons;
 pub mod resources;
@@ -52,6 +53,7 @@ pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;
 pub use phases::RequestPhases;
+pub use pool::PoolCounts;
 pub use reasons::{ErrorReason, ErrorReasons, Reason, ReasonCounts, ReopenReason, ReopenReasons};
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,

@@ -121,6 +121,12 @@ pub struct RunConfig {
     pub connections: u32,
     /// Worker threads actually used (`-t` or the cores, capped by `connections`).
     pub threads: u32,
+    /// Open model: the pacer's send window, µs (`--send-window`): each wake-up sends every
+    /// request due by then, so a request waits up to this long after its intended time (and
+    /// its latency, counted from that time, shows it). 0: each request on a wake-up of its
+    /// own. Absent in closed-model runs and in files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_window_us: Option<u64>,
     /// Measured duration (`-d`), warm-up excluded, ms; absent in count runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
@@ -237,6 +243,10 @@ pub struct Stats {
     /// Zero in files written before it existed.
     #[serde(default)]
     pub generator: crate::GeneratorTime,
+    /// Open model: the connection pool's counts (initial pool, connects, their peak and
+    /// limit). Absent in closed-model runs and in files written before it.
+    #[serde(default, skip_serializing_if = "crate::PoolCounts::is_empty")]
+    pub pool: crate::PoolCounts,
     /// From the request's intended send time to the last byte of the response. In the closed
     /// model the intended time is the actual send time.
     pub latency: Latency,
@@ -309,6 +319,7 @@ impl Stats {
         self.connect_backoffs += o.connect_backoffs;
         self.backoff_us += o.backoff_us;
         self.generator.merge(&o.generator);
+        self.pool.merge(&o.pool);
         self.latency.merge(&o.latency);
         self.latency_censored.merge(&o.latency_censored);
         self.per_connection.merge(&o.per_connection);

@@ -69,6 +69,7 @@ pub fn open_load(f: &OpenFlags) -> Result<Option<(Load, Stop)>, PlanError> {
     let load = Load::Open {
         schedule,
         max_connections: f.max_connections,
+        pacing: crate::OpenPacing::default(),
     };
     Ok(Some((load, stop)))
 }

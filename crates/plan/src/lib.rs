@@ -12,6 +12,7 @@
 
 mod flags;
 mod mix;
+mod pacing;
 mod pipeline;
 mod request;
 mod schedule;
@@ -26,6 +27,7 @@ pub use loadbench_units as units;
 pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
 };
+pub use pacing::{OpenPacing, DEFAULT_CONNECT_LIMIT, DEFAULT_SEND_WINDOW, MAX_SEND_WINDOW};
 pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
 pub use schedule::{Cursor, Schedule, Segment};
@@ -111,6 +113,7 @@ impl LoadSpec {
             load: Load::Open {
                 schedule: Schedule::constant(rate, duration),
                 max_connections,
+                pacing: OpenPacing::default(),
             },
             ..LoadSpec::closed(url, max_connections, duration)
         }
@@ -166,6 +169,8 @@ pub enum Load {
         schedule: Schedule,
         /// The most connections (= requests in flight) over all workers.
         max_connections: u32,
+        /// The send window, the initial pool and the limit on connects in progress.
+        pacing: OpenPacing,
     },
 }
 
@@ -238,8 +243,13 @@ impl Plan {
         let connections = match &spec.load {
             Load::Closed => check_connections(spec.connections, spec.stop)?,
             Load::Open {
-                max_connections, ..
-            } => check_open(*max_connections, spec.stop)?,
+                max_connections,
+                pacing,
+                ..
+            } => {
+                pacing.check(*max_connections)?;
+                check_open(*max_connections, spec.stop)?
+            }
         };
         let threads = resolve_threads(spec.threads, connections)?;
         let t = &spec.transport;

@@ -172,9 +172,18 @@ impl LoadSpec {
             Load::Open {
                 schedule,
                 max_connections,
+                pacing,
             } => {
                 let cap = u64::from(*max_connections);
                 *max_connections = shard.split("--max-connections", "connection", cap)? as u32;
+                if let Some(c) = pacing.initial_connections {
+                    let share = shard.split("-c", "connection", c.into())?;
+                    pacing.initial_connections = Some(share as u32);
+                }
+                let limit = u64::from(pacing.connect_limit);
+                pacing.connect_limit = shard
+                    .split("--connect-limit", "connect", limit)
+                    .unwrap_or(1) as u32;
                 out.connections = *max_connections;
                 let due = scheduled_total(schedule, self.stop);
                 shard.split("the schedule's", "request", due)?;
@@ -327,6 +336,7 @@ mod tests {
             load: Load::Open {
                 schedule: ramp,
                 max_connections: 10,
+                pacing: crate::OpenPacing::default(),
             },
             ..LoadSpec::open("http://127.0.0.1:1/", 1.0, Duration::from_secs(3), 10)
         };
@@ -341,6 +351,7 @@ mod tests {
         let Load::Open {
             schedule,
             max_connections,
+            ..
         } = spec.shard(Shard::new(1, 4).unwrap()).unwrap().load
         else {
             panic!("open")

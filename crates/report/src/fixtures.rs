@@ -56,6 +56,7 @@ fn config() -> RunConfig {
         body_bytes: 0,
         connections: 50,
         threads: 2,
+        send_window_us: None,
         duration_ms: Some(10_000),
         requests: None,
         warmup_ms: 2_000,

@@ -113,6 +113,9 @@ fn header(r: &RunResult) -> String {
         shape += &format!(", {p}");
     }
     shape.push(')');
+    if let Some(pacing) = crate::text::pacing_text(r) {
+        shape += &format!("; {pacing}");
+    }
     format!(
         "<header>\n<h1>loadbench run</h1>\n<p class=\"target mono\">{}</p>\n<p class=\"muted\">{} · started {}</p>\n</header>\n",
         esc(&target_line(r)),

@@ -323,10 +323,17 @@ fn load_text(r: &RunResult) -> String {
         LoadModel::Open {
             schedule,
             max_connections,
-        } => format!(
-            "open model, {}, up to {max_connections} connections, {threads}, {keepalive}",
-            crate::text::schedule_text(schedule)
-        ),
+            ..
+        } => {
+            let mut text = format!(
+                "open model, {}, up to {max_connections} connections, {threads}, {keepalive}",
+                crate::text::schedule_text(schedule)
+            );
+            if let Some(pacing) = crate::text::pacing_text(r) {
+                text += &format!(", {pacing}");
+            }
+            text
+        }
     }
 }
 

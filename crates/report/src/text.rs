@@ -190,7 +190,32 @@ fn shape(rep: &Report) -> String {
     if c.warmup_ms > 0 {
         text += &format!(", warm-up {}", units::duration_ms_short(c.warmup_ms));
     }
+    if let Some(pacing) = pacing_text(rep.r) {
+        text += &format!("; {pacing}");
+    }
     text
+}
+
+/// Open model: the send window and the initial pool, as the run had them: `send window
+/// 1.00ms, initial pool 40 connections, at most 64 connects at once`. `None` for the closed
+/// model and for files written before these were recorded.
+pub(crate) fn pacing_text(r: &RunResult) -> Option<String> {
+    let mut parts = Vec::new();
+    match r.config.send_window_us {
+        Some(0) => parts.push("send window 0 (a wake-up per request)".to_string()),
+        Some(us) => parts.push(format!("send window {}", units::duration_us(us as f64))),
+        None => {}
+    }
+    let pool = &r.stats.pool;
+    if !pool.is_empty() {
+        parts.push(format!(
+            "initial pool {} {}, at most {} connects at once",
+            pool.initial,
+            plural(pool.initial, "connection"),
+            pool.connect_limit
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// wrk's headline in one line, each figure formatted as in the sections below:
@@ -805,6 +830,32 @@ fn width(cells: &[String]) -> usize {
 mod tests {
     use super::*;
     use crate::{fixtures, render_to_string, Format};
+
+    #[test]
+    fn the_header_states_the_send_window_and_the_initial_pool_when_recorded() {
+        let mut r = fixtures::busy();
+        assert_eq!(pacing_text(&r), None, "a closed run, or an older file");
+        r.config.send_window_us = Some(1000);
+        r.stats.pool = loadbench_model::PoolCounts {
+            initial: 40,
+            connects: 52,
+            connects_peak: 9,
+            connect_limit: 64,
+        };
+        let text = render(&r, &RenderOptions::default());
+        assert!(
+            text.contains(
+                "send window 1.00ms, initial pool 40 connections, at most 64 connects at once"
+            ),
+            "{text}"
+        );
+        r.config.send_window_us = Some(0);
+        let zero = pacing_text(&r).unwrap();
+        assert!(
+            zero.starts_with("send window 0 (a wake-up per request)"),
+            "{zero}"
+        );
+    }
 
     fn render(r: &RunResult, opts: &RenderOptions) -> String {
         render_to_string(Format::Text, r, opts)

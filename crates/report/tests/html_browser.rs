@@ -424,6 +424,7 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
         body_bytes: 0,
         connections: 1_000,
         threads: 2,
+        send_window_us: Some(1000),
         duration_ms: Some(seconds * 1_000),
         requests: None,
         warmup_ms: 2_000,

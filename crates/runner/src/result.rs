@@ -68,6 +68,7 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         body_bytes: plan.request.body_len,
         connections: plan.connections,
         threads: plan.threads,
+        send_window_us: send_window_us(&plan.load),
         duration_ms,
         requests,
         warmup_ms: plan.warmup.as_millis() as u64,
@@ -120,12 +121,21 @@ fn address_ranges(addrs: &[IpAddr]) -> Vec<String> {
         .collect()
 }
 
+/// Open model: the send window the pacer used, µs; `None` for the closed model.
+fn send_window_us(load: &Load) -> Option<u64> {
+    match load {
+        Load::Closed => None,
+        Load::Open { pacing, .. } => Some(pacing.send_window.as_micros() as u64),
+    }
+}
+
 fn load_model(load: &Load) -> LoadModel {
     match load {
         Load::Closed => LoadModel::Closed,
         Load::Open {
             schedule,
             max_connections,
+            ..
         } => LoadModel::Open {
             schedule: schedule
                 .segments

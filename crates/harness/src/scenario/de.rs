@@ -162,6 +162,10 @@ pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::E
     parse_duration(&String::deserialize(d)?).map_err(de::Error::custom)
 }
 
+pub(super) fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
 pub(super) fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     parse_size(&String::deserialize(d)?)
         .map(Some)

@@ -68,6 +68,10 @@ pub(super) struct LoadFile {
     tls_resume: bool,
     #[serde(default = "no_pipelining")]
     pipeline: u16,
+    #[serde(default, deserialize_with = "de::opt_duration")]
+    send_window: Option<Duration>,
+    #[serde(default)]
+    connect_limit: Option<u32>,
     #[serde(default)]
     http2: bool,
     #[serde(default)]
@@ -115,6 +119,7 @@ impl LoadFile {
         file: &Path,
     ) -> Result<LoadSpec, ScenarioError> {
         let model = self.check(names).map_err(|b| b.at(key, file))?;
+        let pacing = self.pacing();
         let http2 = self.check_http2(&model).map_err(|b| b.at(key, file))?;
         let client = self.client_cert().map_err(|b| b.at(key, file))?;
         Ok(LoadSpec {
@@ -135,8 +140,19 @@ impl LoadFile {
                 resume: self.tls_resume,
             },
             pipeline: self.pipeline,
+            pacing,
             http2,
         })
+    }
+
+    /// The open model's pacing from `send_window` and `connect_limit` (defaults otherwise).
+    fn pacing(&self) -> loadbench_plan::OpenPacing {
+        let d = loadbench_plan::OpenPacing::default();
+        loadbench_plan::OpenPacing {
+            send_window: self.send_window.unwrap_or(d.send_window),
+            connect_limit: self.connect_limit.unwrap_or(d.connect_limit),
+            ..d
+        }
     }
 
     /// Every value of this load, checked; the typed model.
@@ -159,7 +175,41 @@ impl LoadFile {
         check_step("warmup", self.warmup)?;
         self.check_mix()?;
         self.check_pipeline(&model)?;
+        self.check_pacing(&model)?;
         Ok(model)
+    }
+
+    /// `send_window` and `connect_limit`: on an open or find-max load, in range (as
+    /// `--send-window` and `--connect-limit`).
+    fn check_pacing(&self, model: &LoadModel) -> Result<(), Bad> {
+        let given = [
+            ("send_window", self.send_window.is_some()),
+            ("connect_limit", self.connect_limit.is_some()),
+        ];
+        if let (LoadModel::Closed { .. }, Some(&(key, _))) = (model, given.iter().find(|(_, g)| *g))
+        {
+            return Err(bad(
+                key,
+                "only for open and find-max loads",
+                format!("use model = \"open\" or leave out {key}"),
+            ));
+        }
+        let max = loadbench_plan::MAX_SEND_WINDOW;
+        if let Some(w) = self.send_window.filter(|&w| w > max) {
+            return Err(bad(
+                "send_window",
+                format!("{w:?} is longer than {}ms", max.as_millis()),
+                "give send_window = \"1ms\" (the default), or \"0\" for a wake-up per request",
+            ));
+        }
+        if self.connect_limit == Some(0) {
+            return Err(bad(
+                "connect_limit",
+                "must be above zero",
+                "use e.g. connect_limit = 64 (the default)",
+            ));
+        }
+        Ok(())
     }
 
     /// `pipeline`: in range, on a closed load with keep-alive (as `--pipeline`).

@@ -246,6 +246,9 @@ pub struct LoadSpec {
     /// `pipeline = N` (as `--pipeline`): HTTP/1.1 requests each connection keeps in flight;
     /// 1 (the default): one at a time. Closed loads only.
     pub pipeline: u16,
+    /// Open and find-max loads: `send_window` and `connect_limit` (as `--send-window` and
+    /// `--connect-limit`); the defaults when not given.
+    pub pacing: loadbench_plan::OpenPacing,
     /// `http2 = true` (as `--http2`), with `streams = N` (as `--streams`, default 1): the
     /// requests in flight per HTTP/2 connection; `None`: HTTP/1.1. Closed loads only.
     pub http2: Option<u32>,

@@ -302,6 +302,46 @@ fn zero_max_connections_and_zero_rounds_are_refused() {
 }
 
 #[test]
+fn send_window_and_connect_limit_pace_open_and_find_max_loads() {
+    let s = parse(&with_loads(&[
+        "model = \"open\"\nrate = [10]\nsend_window = \"0\"\nconnect_limit = 8",
+        "model = \"find-max\"\nslo = \"p99<5ms\"\nsend_window = \"5ms\"",
+        "model = \"open\"\nrate = [10]",
+    ]))
+    .unwrap();
+    let pacing: Vec<_> = s.loads.iter().map(|l| l.pacing).collect();
+    assert_eq!(pacing[0].send_window, Duration::ZERO);
+    assert_eq!(pacing[0].connect_limit, 8);
+    assert_eq!(pacing[1].send_window, Duration::from_millis(5));
+    assert_eq!(
+        pacing[1].connect_limit,
+        loadbench_plan::DEFAULT_CONNECT_LIMIT
+    );
+    assert_eq!(pacing[2], loadbench_plan::OpenPacing::default());
+}
+
+#[test]
+fn bad_send_windows_and_connect_limits_name_the_key() {
+    let closed = with_loads(&[&format!("{CLOSED}\nsend_window = \"1ms\"")]);
+    assert_key(&closed, "load[0].send_window", "only for open and find-max");
+    let closed = with_loads(&[&format!("{CLOSED}\nconnect_limit = 4")]);
+    assert_key(
+        &closed,
+        "load[0].connect_limit",
+        "only for open and find-max",
+    );
+    let wide = with_loads(&["model = \"open\"\nrate = [10]\nsend_window = \"1s\""]);
+    assert_key(&wide, "load[0].send_window", "longer than 100ms");
+    let zero = with_loads(&["model = \"find-max\"\nslo = \"p99<5ms\"\nconnect_limit = 0"]);
+    assert_key(&zero, "load[0].connect_limit", "above zero");
+    let words = with_loads(&["model = \"open\"\nrate = [10]\nsend_window = \"soon\""]);
+    assert!(parse(&words)
+        .unwrap_err()
+        .to_string()
+        .contains("send_window"));
+}
+
+#[test]
 fn settings_of_another_model_are_refused() {
     let slo = with_loads(&[&format!("{CLOSED}\nslo = \"p99<5ms\"")]);
     assert_key(&slo, "load[0].model", "connections = [10, 50]");

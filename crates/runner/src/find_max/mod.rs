@@ -49,6 +49,9 @@ pub struct FindMaxSpec {
     pub step_duration: Duration,
     /// The most connections (requests in flight) a step opens.
     pub max_connections: u32,
+    /// Each step's send window and pool (the open model's `--send-window`, `-c`,
+    /// `--connect-limit`).
+    pub pacing: loadbench_plan::OpenPacing,
     /// The longest wait after a failed step for the target to recover.
     pub recovery_timeout: Duration,
     /// Where to save the result after every step (atomically), if anywhere. A step whose save
@@ -71,6 +74,7 @@ impl FindMaxSpec {
             max_steps: 20,
             step_duration: Duration::from_secs(10),
             max_connections: loadbench_plan::DEFAULT_MAX_CONNECTIONS,
+            pacing: loadbench_plan::OpenPacing::default(),
             recovery_timeout: Duration::from_secs(60),
             save: None,
         }
@@ -82,6 +86,7 @@ impl FindMaxSpec {
             load: Load::Open {
                 schedule: Schedule::constant(rate, self.step_duration),
                 max_connections: self.max_connections,
+                pacing: self.pacing,
             },
             stop: Stop::Duration(self.step_duration),
             ..self.base.clone()

@@ -1,0 +1,54 @@
+//! The open model's start line: every worker opens its initial pool before the schedule
+//! starts, then all start together, the schedule and the measured window moved by the time
+//! the pools took (so no request is due while its worker is still connecting). The closed
+//! model needs none: its workers connect as they start, as they always did.
+
+use crate::worker::{Worker, WorkerConfig};
+use std::io;
+use std::sync::{Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Two barriers and the delay agreed between them.
+pub(crate) struct StartLine {
+    ready: Barrier,
+    go: Barrier,
+    delay: OnceLock<Duration>,
+    start: Instant,
+}
+
+impl StartLine {
+    /// For `workers` worker threads and the engine's own thread; `start`: the schedule's
+    /// origin before the delay.
+    pub(crate) fn new(workers: usize, start: Instant) -> Self {
+        StartLine {
+            ready: Barrier::new(workers + 1),
+            go: Barrier::new(workers + 1),
+            delay: OnceLock::new(),
+            start,
+        }
+    }
+
+    /// A worker thread: opens its pool, waits for every other, and moves its clocks by the
+    /// agreed delay. An error is returned only after the barriers, so no thread waits for
+    /// one that gave up.
+    pub(crate) fn worker<'a>(&self, cfg: WorkerConfig<'a>) -> io::Result<Worker<'a>> {
+        let worker = Worker::new(cfg).and_then(|mut w| w.open_pool().map(|()| w));
+        self.ready.wait();
+        self.go.wait();
+        let mut worker = worker?;
+        worker.delay(self.delay());
+        Ok(worker)
+    }
+
+    /// The engine's thread: waits until every pool is open, fixes the delay, lets them go.
+    pub(crate) fn release(&self) {
+        self.ready.wait();
+        let _ = self.delay.set(self.start.elapsed());
+        self.go.wait();
+    }
+
+    /// How much later than planned the schedule starts.
+    pub(crate) fn delay(&self) -> Duration {
+        self.delay.get().copied().unwrap_or_default()
+    }
+}

@@ -200,8 +200,8 @@ fn http2_flags_that_do_not_combine_are_one_line_and_exit_2() {
     for (args, says) in [
         (vec!["--streams", "4", "-n", "10", "-c", "1"], "add --http2"),
         (
-            vec!["--http2", "--rate", "10", "-d", "1s"],
-            "not yet supported",
+            vec!["--http2", "--rate", "10", "-d", "1s", "--no-keepalive"],
+            "leave out --no-keepalive",
         ),
         (
             vec!["--http2", "--streams", "0", "-n", "10", "-c", "1"],

@@ -3,10 +3,26 @@
 //! the pools took (so no request is due while its worker is still connecting). The closed
 //! model needs none: its workers connect as they start, as they always did.
 
-use crate::worker::{Worker, WorkerConfig};
 use std::io;
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
+
+/// A worker of either protocol as the start line sees it.
+pub(crate) trait Pooled {
+    /// Opens the initial pool before the schedule starts.
+    fn open_pool(&mut self) -> io::Result<()>;
+    /// Moves the schedule and the measured window `by` later.
+    fn delay(&mut self, by: Duration);
+}
+
+impl Pooled for crate::worker::Worker<'_> {
+    fn open_pool(&mut self) -> io::Result<()> {
+        crate::worker::Worker::open_pool(self)
+    }
+    fn delay(&mut self, by: Duration) {
+        crate::worker::Worker::delay(self, by);
+    }
+}
 
 /// Two barriers and the delay agreed between them.
 pub(crate) struct StartLine {
@@ -31,8 +47,8 @@ impl StartLine {
     /// A worker thread: opens its pool, waits for every other, and moves its clocks by the
     /// agreed delay. An error is returned only after the barriers, so no thread waits for
     /// one that gave up.
-    pub(crate) fn worker<'a>(&self, cfg: WorkerConfig<'a>) -> io::Result<Worker<'a>> {
-        let worker = Worker::new(cfg).and_then(|mut w| w.open_pool().map(|()| w));
+    pub(crate) fn worker<W: Pooled>(&self, worker: io::Result<W>) -> io::Result<W> {
+        let worker = worker.and_then(|mut w| w.open_pool().map(|()| w));
         self.ready.wait();
         self.go.wait();
         let mut worker = worker?;

@@ -139,6 +139,17 @@ impl<'a> Ctx<'a> {
         self.connects_peak = self.connects_peak.max(self.connecting);
     }
 
+    /// Open model: the measured window and its end start `by` later (the start line).
+    pub(crate) fn delay(&mut self, by: Duration) {
+        self.deadline = self.deadline.map(|d| d + by);
+        self.recorder.delay(by);
+    }
+
+    /// Open model: connects begun in the whole run, and the most in progress at once.
+    pub(crate) fn connects(&self) -> (u64, usize) {
+        (self.connects, self.connects_peak)
+    }
+
     /// Whether [`Ctx::claim`] at `now` could still give a request (nothing is claimed).
     pub fn wants_more(&self, now: Instant) -> bool {
         let over = self.stopping || self.deadline.is_some_and(|d| now >= d);
@@ -273,24 +284,32 @@ const PULSE_EVERY: Duration = Duration::from_millis(100);
 
 /// Open model: how long requests were due while every allowed connection was busy.
 #[derive(Default)]
-struct PoolClock {
+pub(crate) struct PoolClock {
     full_since: Option<Instant>,
-    full: Duration,
+    pub(crate) full: Duration,
 }
 
 impl PoolClock {
     /// A due request found no free connection at `now`.
     #[inline]
-    fn full(&mut self, now: Instant) {
+    pub(crate) fn full(&mut self, now: Instant) {
         self.full_since.get_or_insert(now);
     }
 
     /// Every due request got a connection by `now`.
     #[inline]
-    fn free(&mut self, now: Instant) {
+    pub(crate) fn free(&mut self, now: Instant) {
         if let Some(since) = self.full_since.take() {
             self.full += now.saturating_duration_since(since);
         }
+    }
+
+    /// The time the pool was full until `now`, the current stretch included.
+    pub(crate) fn full_until(&self, now: Instant) -> Duration {
+        self.full
+            + self
+                .full_since
+                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
     }
 }
 
@@ -367,8 +386,7 @@ impl<'a> Worker<'a> {
         if let Some(p) = self.pacer.as_mut() {
             p.delay(by);
         }
-        self.ctx.deadline = self.ctx.deadline.map(|d| d + by);
-        self.ctx.recorder.delay(by);
+        self.ctx.delay(by);
     }
 
     /// Open model: one more connection slot, connecting with no request of its own;
@@ -606,11 +624,7 @@ impl<'a> Worker<'a> {
     /// Copies the counters the recorder keeps anyway, the open connections, the pool's full
     /// time and the schedule's lag into this worker's [`Pulse`] slot.
     fn publish_pulse(&self, now: Instant, live: &LiveCounters) {
-        let pool_full = self.pool.full
-            + self
-                .pool
-                .full_since
-                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let pool_full = self.pool.full_until(now);
         let lag = self.pacer.as_ref().and_then(Pacer::due);
         let pulse = Pulse {
             open_connections: self.conns.iter().filter(|c| c.is_open()).count() as u64,

@@ -5,28 +5,37 @@
 //! generator with their latency counted from their intended time, every scheduled request is
 //! accounted for, and a server's stall shows in the latency as with HTTP/1.1.
 
-use crate::support::nginx::Nginx;
+use crate::h2::{assert_logged_h2, nginx_h2_tls, nginx_h2c};
+use crate::open::{assert_accounted, backend};
 use crate::support::{have, tempdir, Run};
 use crate::tls::{make_pki, path};
 use loadbench_model::RunResult;
-use loadbench_upstream::{Server, ServerConfig};
-
-fn backend() -> Server {
-    Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
-}
+use loadbench_upstream::Server;
 
 /// `loadbench run --http2` against `path` on `server` with `args`; it must succeed.
 fn load(server: &Server, path: &str, args: &[&str]) -> RunResult {
-    Run::new(&format!("http://{}{path}", server.local_addr()))
-        .args(["--http2"])
-        .args(args)
-        .ok()
+    crate::open::load(server, path, &[&["--http2"], args].concat())
 }
 
-/// Every request sent was completed, failed or abandoned at the end: none vanished.
-fn assert_accounted(r: &RunResult) {
-    let s = &r.stats;
-    assert_eq!(s.requests + s.errors.total() + s.abandoned, s.sent, "{s:?}");
+/// `--http2 --rate R -n N` with `--streams` against nginx over h2c with `extra` in its
+/// server block: every request answered without an error, and nginx logged each.
+fn nginx_at_a_rate(extra: &str, streams: &str, rate: &str, n: u64) -> RunResult {
+    let nginx = nginx_h2c(extra);
+    let count = n.to_string();
+    let args = [
+        "--http2",
+        "--streams",
+        streams,
+        "--rate",
+        rate,
+        "-n",
+        &count,
+    ];
+    let r = Run::new(&nginx.url("/")).args(args).ok();
+    assert_eq!((r.stats.sent, r.stats.requests), (n, n));
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.error_reasons);
+    assert_logged_h2(&nginx, n);
+    r
 }
 
 #[test]
@@ -158,14 +167,7 @@ fn h2_over_tls_at_a_rate_counts_what_nginx_logged() {
     }
     let dir = tempdir("nginx-h2-open");
     let pki = make_pki(&dir);
-    let nginx = Nginx::start_with(
-        &format!(
-            "ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};",
-            path(&pki.server_cert),
-            path(&pki.server_key)
-        ),
-        "",
-    );
+    let nginx = nginx_h2_tls(&pki);
     let args = ["--http2", "--streams", "4", "--rate", "300", "-n", "300"];
     let r = Run::new(&nginx.https_url("/"))
         .args(args)
@@ -174,8 +176,7 @@ fn h2_over_tls_at_a_rate_counts_what_nginx_logged() {
     assert_eq!((r.stats.sent, r.stats.requests), (300, 300));
     assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.error_reasons);
     assert!(r.stats.protocols.h2 >= 1, "{:?}", r.stats.protocols);
-    assert_eq!(nginx.logged_requests(), 300, "nginx's access log agrees");
-    assert!(nginx.log_lines().iter().all(|l| l.contains(" HTTP/2.0\"")));
+    assert_logged_h2(&nginx, 300);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -187,13 +188,8 @@ fn a_goaway_at_a_rate_loses_no_request() {
     if !have("nginx") {
         return;
     }
-    let nginx = Nginx::start_with("http2;", "keepalive_requests 50;");
-    let args = ["--http2", "--streams", "4", "--rate", "400", "-n", "400"];
-    let r = Run::new(&nginx.url("/")).args(args).ok();
-    assert_eq!((r.stats.sent, r.stats.requests), (400, 400));
-    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.error_reasons);
+    let r = nginx_at_a_rate("keepalive_requests 50;", "4", "400", 400);
     assert!(r.stats.h2.goaways >= 7, "{:?}", r.stats.h2);
-    assert_eq!(nginx.logged_requests(), 400, "nginx's access log agrees");
 }
 
 /// A server that allows 2 streams a connection: a due request never takes a third, so no
@@ -203,14 +199,9 @@ fn the_servers_stream_limit_is_honoured_at_a_rate() {
     if !have("nginx") {
         return;
     }
-    let nginx = Nginx::start_with("http2;", "http2_max_concurrent_streams 2;");
-    let args = ["--http2", "--streams", "8", "--rate", "300", "-n", "300"];
-    let r = Run::new(&nginx.url("/")).args(args).ok();
-    assert_eq!((r.stats.sent, r.stats.requests), (300, 300));
-    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.error_reasons);
+    let r = nginx_at_a_rate("http2_max_concurrent_streams 2;", "8", "300", 300);
     assert_eq!(r.stats.h2.server_max_streams, 2);
     assert!(r.stats.h2.max_streams_in_flight <= 2, "{:?}", r.stats.h2);
-    assert_eq!(nginx.logged_requests(), 300, "nginx's access log agrees");
 }
 
 /// A scenario's open load with `http2 = true` runs the same way: its rate sent over h2c, and
@@ -221,28 +212,9 @@ fn a_scenario_open_load_with_http2_sends_its_rate_as_h2() {
     let server = backend();
     let addr = server.local_addr().to_string();
     let dir = tempdir("bench-h2-open");
-    let text = format!(
-        "name = \"h2-open\"\n[[target]]\nname = \"server\"\ncommand = \"/bin/sleep\"\n\
-         args = [\"30\"]\nurl = \"http://{addr}/\"\n[target.ready]\ntcp = \"{addr}\"\n\
-         [[load]]\nmodel = \"open\"\ntargets = [\"server\"]\nrate = [200]\n\
-         max_connections = 4\nhttp2 = true\nstreams = 4\n"
-    );
-    let file = dir.join("h2-open.toml");
-    std::fs::write(&file, text).unwrap();
-    let args = [
-        "--duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--rounds",
-        "1",
-        "--cooldown",
-        "0s",
-    ];
-    let (out, r) = crate::bench::bench(&file, &dir.join("results"), &args);
-    assert!(out.status.success(), "{:?}", crate::support::text(&out));
-    let mut r = r.expect("result.json saved");
-    let run = r.rounds.remove(0).result.expect("a run");
+    let url = format!("http://{addr}/");
+    let keys = "model = \"open\"\nrate = [200]\nmax_connections = 4\nhttp2 = true\nstreams = 4\n";
+    let run = crate::h2_load::bench_round(&dir, &url, &addr, keys);
     assert_eq!(run.config.http2_streams, Some(4));
     let s = &run.stats;
     assert_eq!(s.scheduled, Some(200));

@@ -3,6 +3,7 @@
 //! the pools took (so no request is due while its worker is still connecting). The closed
 //! model needs none: its workers connect as they start, as they always did.
 
+use mio::Events;
 use std::io;
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
@@ -21,6 +22,28 @@ impl Pooled for crate::worker::Worker<'_> {
     }
     fn delay(&mut self, by: Duration) {
         crate::worker::Worker::delay(self, by);
+    }
+}
+
+/// What opening an initial pool needs of a worker (either protocol).
+pub(crate) trait PoolSteps {
+    /// Begins connects toward the initial pool at `now`, at most the connect limit in
+    /// progress; whether the pool is complete (every connect ended).
+    fn begin_connects(&mut self, now: Instant) -> bool;
+    /// Polls for up to `timeout` and hands the events to the connections.
+    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()>;
+}
+
+/// Opens an initial pool: connects begun and events handled until the pool is complete or
+/// `deadline` (the connect timeout) has passed; one still pending then joins when it opens.
+pub(crate) fn open_until<W: PoolSteps>(w: &mut W, deadline: Instant) -> io::Result<()> {
+    let mut events = Events::with_capacity(256);
+    loop {
+        let now = Instant::now();
+        if w.begin_connects(now) || now >= deadline {
+            return Ok(());
+        }
+        w.poll_events(&mut events, deadline - now)?;
     }
 }
 

@@ -325,6 +325,17 @@ pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
+impl crate::start::PoolSteps for Worker<'_> {
+    fn begin_connects(&mut self, now: Instant) -> bool {
+        self.begin_pool(now)
+    }
+    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        self.poll_once(events, timeout)?;
+        self.handle(events);
+        Ok(())
+    }
+}
+
 impl<'a> Worker<'a> {
     /// Sets up the poll, the connection slots and (open model) the pacer; nothing is sent yet.
     pub fn new(cfg: WorkerConfig<'a>) -> io::Result<Self> {
@@ -355,27 +366,11 @@ impl<'a> Worker<'a> {
     /// limit at once, and waits until each is connected or failed (within the connect
     /// timeout; one still pending then joins the idle ones when it connects).
     pub fn open_pool(&mut self) -> io::Result<()> {
-        let Some(p) = self.pacer.as_ref() else {
+        if self.pacer.is_none() {
             return Ok(());
-        };
-        let want = p.pacing().initial.min(p.max_connections());
-        let limit = p.pacing().connect_limit.max(1);
-        let deadline = Instant::now() + self.limits.connect_timeout;
-        let mut events = Events::with_capacity(256);
-        loop {
-            let now = Instant::now();
-            // Counted when a measured request first uses one: without a warm-up, the window's
-            // first requests (they connected themselves before the pool existed).
-            while self.conns.len() < want && self.ctx.connecting < limit {
-                self.add_spare(now, true);
-            }
-            let done = self.ctx.connecting == 0 && self.conns.len() >= want;
-            if done || now >= deadline {
-                break;
-            }
-            self.poll_once(&mut events, deadline - now)?;
-            self.handle(&events);
         }
+        let deadline = Instant::now() + self.limits.connect_timeout;
+        crate::start::open_until(self, deadline)?;
         self.initial = self.conns.iter().filter(|c| c.is_open()).count();
         Ok(())
     }
@@ -387,6 +382,18 @@ impl<'a> Worker<'a> {
             p.delay(by);
         }
         self.ctx.delay(by);
+    }
+
+    /// Open model: begins the initial pool's connects (at most the connect limit at once);
+    /// whether every one has ended. Counted when a measured request first uses one: without a
+    /// warm-up, the window's first requests (they connected themselves before the pool
+    /// existed).
+    fn begin_pool(&mut self, now: Instant) -> bool {
+        let (want, limit) = self.pacer.as_ref().map_or((0, 1), Pacer::initial_pool);
+        while self.conns.len() < want && self.ctx.connecting < limit {
+            self.add_spare(now, true);
+        }
+        self.ctx.connecting == 0 && self.conns.len() >= want
     }
 
     /// Open model: one more connection slot, connecting with no request of its own;

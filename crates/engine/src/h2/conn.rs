@@ -77,6 +77,25 @@ struct Slot {
 }
 
 impl Slot {
+    /// A new stream `id` for request `endpoint`, due `since`, with the send window `window`.
+    fn stream(
+        id: u32,
+        endpoint: u16,
+        measured: bool,
+        since: Instant,
+        window: i64,
+        now: Instant,
+    ) -> Slot {
+        Slot {
+            id,
+            endpoint,
+            measured,
+            since,
+            window,
+            ..Slot::free(now)
+        }
+    }
+
     fn free(now: Instant) -> Slot {
         Slot {
             id: 0,
@@ -739,24 +758,25 @@ impl H2Conn {
                 ctx.recorder.sent(now, Duration::ZERO);
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }
-            self.slots[free] = Slot {
-                id,
-                endpoint,
-                measured,
-                since,
-                window: self.peer_window,
-                ..Slot::free(now)
-            };
-            self.next_id += 2;
-            self.active += 1;
-            sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
-            if !bodyless {
-                self.start_body(ctx, sh, free, now);
-            }
+            let slot = Slot::stream(id, endpoint, measured, since, self.peer_window, now);
+            self.occupy(ctx, sh, free, slot, now);
             if !ctx.keepalive {
                 self.draining = true;
                 return;
             }
+        }
+    }
+
+    /// Slot `free` holds a new stream (its HEADERS queued): one more in flight, and its body
+    /// goes as far as the windows let it (`send.rs`).
+    fn occupy(&mut self, ctx: &mut Ctx, sh: &mut Shared, free: usize, slot: Slot, now: Instant) {
+        let bodyless = sh.requests[usize::from(slot.endpoint)].body.is_empty();
+        self.slots[free] = slot;
+        self.next_id += 2;
+        self.active += 1;
+        sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
+        if !bodyless {
+            self.start_body(ctx, sh, free, now);
         }
     }
 

@@ -75,20 +75,8 @@ impl H2Conn {
             }
             ctx.recorder.wrote(now, (self.out.len() - before) as u64);
         }
-        self.slots[free] = Slot {
-            id,
-            endpoint,
-            measured,
-            since: intended,
-            window: self.peer_window,
-            ..Slot::free(now)
-        };
-        self.next_id += 2;
-        self.active += 1;
-        sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
-        if !bodyless {
-            self.start_body(ctx, sh, free, now);
-        }
+        let slot = Slot::stream(id, endpoint, measured, intended, self.peer_window, now);
+        self.occupy(ctx, sh, free, slot, now);
     }
 
     /// The first measured request on a connection opened before the window: its connect,

@@ -9,7 +9,7 @@
 use super::H2Worker;
 use crate::h2::conn::H2Conn;
 use crate::pacer::Pacer;
-use crate::start::Pooled;
+use crate::start::{PoolSteps, Pooled};
 use loadbench_model::{ErrorKind, PoolCounts};
 use mio::{Events, Token};
 use std::io;
@@ -27,26 +27,11 @@ impl<'a> H2Worker<'a> {
     /// and waits until each connection is open (the server's SETTINGS came) or failed, within
     /// the connect timeout.
     pub fn open_pool(&mut self) -> io::Result<()> {
-        let Some(p) = self.pacer.as_ref() else {
+        if self.pacer.is_none() {
             return Ok(());
-        };
-        let want = p.pacing().initial.min(p.max_connections());
-        let limit = p.pacing().connect_limit.max(1);
-        let deadline = Instant::now() + self.limits.connect_timeout;
-        let mut events = Events::with_capacity(256);
-        loop {
-            let now = Instant::now();
-            while self.conns.len() < want && self.ctx.connecting < limit {
-                let i = self.add_slot(now);
-                self.conns[i].connect_open(&mut self.ctx, now);
-            }
-            let done = self.ctx.connecting == 0 && self.conns.len() >= want;
-            if done || now >= deadline {
-                break;
-            }
-            self.poll_once(&mut events, deadline - now)?;
-            self.handle(&events);
         }
+        let deadline = Instant::now() + self.limits.connect_timeout;
+        crate::start::open_until(self, deadline)?;
         // A failed connect of the pool fails no request: none was due yet.
         for i in std::mem::take(&mut self.ctx.retry) {
             let _ = self.conns[i].take_failure();
@@ -94,6 +79,20 @@ impl<'a> H2Worker<'a> {
         }
     }
 
+    /// Takes the request [`H2Worker::next_waiting`] gave: which request of the mix it is.
+    fn take_waiting(&mut self, pacer: &mut Pacer<'a>, again: Option<u16>) -> u16 {
+        match again {
+            Some(e) => {
+                self.sh.requeue.remove(0);
+                e
+            }
+            None => {
+                pacer.advance();
+                self.ctx.pick()
+            }
+        }
+    }
+
     fn send_due(&mut self, pacer: &mut Pacer<'a>, now: Instant) {
         let mut cur = None;
         while let Some((intended, again)) = self.next_waiting(pacer, now) {
@@ -105,16 +104,7 @@ impl<'a> H2Worker<'a> {
                 self.grow(pacer, now);
                 break;
             };
-            let endpoint = match again {
-                Some(e) => {
-                    self.sh.requeue.remove(0);
-                    e
-                }
-                None => {
-                    pacer.advance();
-                    self.ctx.pick()
-                }
-            };
+            let endpoint = self.take_waiting(pacer, again);
             let resend = again.is_some();
             let c = &mut self.conns[i];
             c.open_stream(&mut self.ctx, &mut self.sh, endpoint, intended, resend, now);
@@ -209,16 +199,7 @@ impl<'a> H2Worker<'a> {
             return;
         };
         if let Some((intended, again)) = self.next_waiting(&pacer, now) {
-            let endpoint = match again {
-                Some(e) => {
-                    self.sh.requeue.remove(0);
-                    e
-                }
-                None => {
-                    pacer.advance();
-                    self.ctx.pick()
-                }
-            };
+            let endpoint = self.take_waiting(&mut pacer, again);
             let measured = self.ctx.recorder.measuring(intended) && self.ctx.in_window(intended);
             if measured && self.ctx.in_window(now) {
                 self.ctx.recorder.error(now, kind, 0);
@@ -279,6 +260,22 @@ impl<'a> H2Worker<'a> {
             connects_peak: peak as u64,
             connect_limit: p.pacing().connect_limit as u64,
         }
+    }
+}
+
+impl PoolSteps for H2Worker<'_> {
+    fn begin_connects(&mut self, now: Instant) -> bool {
+        let (want, limit) = self.pacer.as_ref().map_or((0, 1), Pacer::initial_pool);
+        while self.conns.len() < want && self.ctx.connecting < limit {
+            let i = self.add_slot(now);
+            self.conns[i].connect_open(&mut self.ctx, now);
+        }
+        self.ctx.connecting == 0 && self.conns.len() >= want
+    }
+    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        self.poll_once(events, timeout)?;
+        self.handle(events);
+        Ok(())
     }
 }
 

@@ -232,3 +232,41 @@ fn a_scenario_open_load_with_http2_sends_its_rate_as_h2() {
     assert!((s.requests..=s.sent).contains(&served.h2), "{served:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `find-max --http2` steps through rates in the open model over HTTP/2: each step's run says
+/// HTTP/2 with its streams, and the backend saw only HTTP/2 requests.
+#[test]
+fn find_max_over_http2_runs_its_steps_as_h2() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let dir = tempdir("find-max-h2");
+    let args = [
+        "--http2",
+        "--streams",
+        "4",
+        "--slo",
+        "p99<500ms",
+        "--start-rate",
+        "100",
+        "--max-rate",
+        "200",
+        "--step-duration",
+        "1s",
+        "--max-steps",
+        "2",
+        "--recovery-timeout",
+        "1s",
+    ];
+    let url = format!("http://{}/", server.local_addr());
+    let (out, saved) = crate::find_max::find_max(&url, &args, &dir.join("fm.json"));
+    let saved = saved.unwrap_or_else(|| panic!("{:?}", crate::support::text(&out)));
+    assert!(!saved.steps.is_empty());
+    for step in &saved.steps {
+        assert_eq!(step.run.config.http2_streams, Some(4));
+        assert!(step.run.stats.protocols.h2 >= 1, "{:?}", step.run.stats);
+        assert_eq!(step.run.stats.errors.total(), 0);
+    }
+    let served = server.stats();
+    assert_eq!(served.h2, served.total, "all of it HTTP/2: {served:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

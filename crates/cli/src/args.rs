@@ -482,7 +482,8 @@ pub(crate) struct TransportArgs {
     #[arg(long = "connect-to", value_name = "HOST1:PORT1:HOST2:PORT2", value_parser = values::connect_to)]
     pub connect_to: Vec<loadbench_plan::ConnectTo>,
     /// Speak HTTP/2: h2 through ALPN for https:// URLs, h2c with prior knowledge for http://
-    /// (docs/transport.md). Closed model only for now.
+    /// (docs/transport.md). With --rate, due requests take free streams first, then new
+    /// connections.
     #[arg(long)]
     pub http2: bool,
     /// --http2 only: requests (streams) in flight on each connection [default: 1].

@@ -1018,7 +1018,7 @@ fn bad_load_values_fail_before_any_target_starts() {
             "load[0].pipeline",
         ),
         (
-            "model = \"open\"\nrate = [10]\nmax_connections = 4\nhttp2 = true",
+            "model = \"open\"\nrate = [10]\nmax_connections = 4\nhttp2 = true\nkeepalive = false",
             "load[0].http2",
         ),
         (

@@ -24,7 +24,7 @@ fn url(server: &Server) -> String {
 }
 
 /// Runs `loadbench find-max URL ARGS --save FILE -q`, returning the output and the saved result.
-fn find_max(url: &str, args: &[&str], save: &Path) -> (Output, Option<FindMaxResult>) {
+pub(crate) fn find_max(url: &str, args: &[&str], save: &Path) -> (Output, Option<FindMaxResult>) {
     let out = bin()
         .args(["find-max", url])
         .args(args)

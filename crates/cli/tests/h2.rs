@@ -7,11 +7,11 @@
 
 use crate::support::nginx::Nginx;
 use crate::support::{have, tempdir, Run};
-use crate::tls::{make_pki, path};
+use crate::tls::{make_pki, path, Pki};
 use loadbench_model::{ErrorKind, RunResult};
 
 /// nginx speaking h2c (prior knowledge) with `extra` in its server block.
-fn nginx_h2c(extra: &str) -> Nginx {
+pub(crate) fn nginx_h2c(extra: &str) -> Nginx {
     Nginx::start_with(
         "http2;",
         &format!("location = /missing {{ return 404; }}\n    {extra}"),
@@ -19,7 +19,7 @@ fn nginx_h2c(extra: &str) -> Nginx {
 }
 
 /// Every line nginx logged was an HTTP/2 request, and there were `n`.
-fn assert_logged_h2(nginx: &Nginx, n: u64) {
+pub(crate) fn assert_logged_h2(nginx: &Nginx, n: u64) {
     assert_eq!(nginx.logged_requests(), n, "nginx's access log agrees");
     let lines = nginx.log_lines();
     assert!(
@@ -27,6 +27,18 @@ fn assert_logged_h2(nginx: &Nginx, n: u64) {
         "{:?}",
         lines.first()
     );
+}
+
+/// nginx speaking h2 over TLS (ALPN) with the server certificate of `pki`.
+pub(crate) fn nginx_h2_tls(pki: &Pki) -> Nginx {
+    Nginx::start_with(
+        &format!(
+            "ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};",
+            path(&pki.server_cert),
+            path(&pki.server_key)
+        ),
+        "",
+    )
 }
 
 fn assert_clean(r: &RunResult, requests: u64) {
@@ -69,14 +81,7 @@ fn h2_over_tls_negotiated_by_alpn_counts_what_nginx_logged_and_says_so_in_the_re
     }
     let dir = tempdir("nginx-h2-tls");
     let pki = make_pki(&dir);
-    let nginx = Nginx::start_with(
-        &format!(
-            "ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};",
-            path(&pki.server_cert),
-            path(&pki.server_key)
-        ),
-        "",
-    );
+    let nginx = nginx_h2_tls(&pki);
     let url = nginx.https_url("/");
     let args = ["--http2", "--streams", "4", "-c", "2", "-n", "300"];
     let r = Run::new(&url)
@@ -200,8 +205,8 @@ fn http2_flags_that_do_not_combine_are_one_line_and_exit_2() {
     for (args, says) in [
         (vec!["--streams", "4", "-n", "10", "-c", "1"], "add --http2"),
         (
-            vec!["--http2", "--rate", "10", "-d", "1s"],
-            "not yet supported",
+            vec!["--http2", "--rate", "10", "-d", "1s", "--no-keepalive"],
+            "leave out --no-keepalive",
         ),
         (
             vec!["--http2", "--streams", "0", "-n", "10", "-c", "1"],

@@ -114,10 +114,24 @@ fn no_keepalive_with_http2_sends_one_request_per_connection() {
 /// placeholder process stands for the target, so the server can be read after the bench):
 /// 2 connections, `load` the load's further keys. The round's run.
 fn bench_load(dir: &Path, url: &str, addr: &str, load: &str) -> RunResult {
+    let load = format!("model = \"closed\"\nconnections = [2]\n{load}");
+    let run = bench_round(dir, url, addr, &load);
+    let stats = &run.stats;
+    assert_eq!(stats.protocols.h2, 2, "two h2 connections");
+    assert!(stats.requests > 0);
+    assert_eq!(stats.errors.total(), 0, "{:?}", stats.error_reasons);
+    assert_eq!(stats.requests + stats.abandoned, stats.sent);
+    run
+}
+
+/// Runs a one-load scenario (`load`: its keys besides `targets`) for 1 s, one round, against
+/// a server this test started at `addr`; the round's run, whose load says HTTP/2 as the
+/// result's load does.
+pub(crate) fn bench_round(dir: &Path, url: &str, addr: &str, load: &str) -> RunResult {
     let text = format!(
         "name = \"h2\"\n[[target]]\nname = \"server\"\ncommand = \"/bin/sleep\"\n\
          args = [\"30\"]\nurl = \"{url}\"\n[target.ready]\ntcp = \"{addr}\"\n\
-         [[load]]\nmodel = \"closed\"\ntargets = [\"server\"]\nconnections = [2]\n{load}"
+         [[load]]\ntargets = [\"server\"]\n{load}"
     );
     let file = dir.join("h2.toml");
     std::fs::write(&file, text).unwrap();
@@ -140,11 +154,6 @@ fn bench_load(dir: &Path, url: &str, addr: &str, load: &str) -> RunResult {
         r.loads[0].http2_streams, run.config.http2_streams,
         "the load says HTTP/2"
     );
-    let stats = &run.stats;
-    assert_eq!(stats.protocols.h2, 2, "two h2 connections");
-    assert!(stats.requests > 0);
-    assert_eq!(stats.errors.total(), 0, "{:?}", stats.error_reasons);
-    assert_eq!(stats.requests + stats.abandoned, stats.sent);
     run
 }
 

@@ -6,19 +6,19 @@ use crate::support::{text, Run};
 use loadbench_model::{Cause, RunResult, Shortfall};
 use loadbench_upstream::{Server, ServerConfig};
 
-fn backend() -> Server {
+pub(crate) fn backend() -> Server {
     Server::start(ServerConfig::ephemeral()).expect("reference backend starts")
 }
 
 /// `loadbench run` against `path` on `server`; it must succeed.
-fn load(server: &Server, path: &str, args: &[&str]) -> RunResult {
+pub(crate) fn load(server: &Server, path: &str, args: &[&str]) -> RunResult {
     Run::new(&format!("http://{}{path}", server.local_addr()))
         .args(args)
         .ok()
 }
 
 /// Every request sent was completed, failed or abandoned at the end: none vanished.
-fn assert_accounted(r: &RunResult) {
+pub(crate) fn assert_accounted(r: &RunResult) {
     let s = &r.stats;
     assert_eq!(s.requests + s.errors.total() + s.abandoned, s.sent, "{s:?}");
 }

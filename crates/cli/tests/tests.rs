@@ -18,6 +18,7 @@ mod fields;
 mod find_max;
 mod h2;
 mod h2_load;
+mod h2_open;
 mod headline;
 mod help;
 mod kubernetes;

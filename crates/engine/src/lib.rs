@@ -269,7 +269,9 @@ impl Engine {
         let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
         let stop: &AtomicBool = &self.live.stop;
         // Open model: every worker opens its initial pool first; then all start together.
-        let line = (paced.is_some() && h2.is_none()).then(|| StartLine::new(configs.len(), start));
+        let line = paced
+            .is_some()
+            .then(|| StartLine::new(configs.len(), start));
         let line = line.as_ref();
         let results: Vec<std::io::Result<Stats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = configs
@@ -277,8 +279,13 @@ impl Engine {
                 .zip(&self.live.workers)
                 .map(|(cfg, live)| {
                     scope.spawn(move || match (h2, line) {
-                        (Some(setup), _) => h2::worker::H2Worker::new(cfg, setup)?.run(stop, live),
-                        (None, Some(line)) => line.worker(cfg)?.run(stop, live),
+                        (Some(setup), Some(line)) => line
+                            .worker(h2::worker::H2Worker::new(cfg, setup))?
+                            .run(stop, live),
+                        (Some(setup), None) => {
+                            h2::worker::H2Worker::new(cfg, setup)?.run(stop, live)
+                        }
+                        (None, Some(line)) => line.worker(Worker::new(cfg))?.run(stop, live),
                         (None, None) => Worker::new(cfg)?.run(stop, live),
                     })
                 })
@@ -406,9 +413,14 @@ impl Engine {
                 let latency = self.rtt.get().copied().unwrap_or_default();
                 let latency = latency.max(MIN_EXPECTED_LATENCY).as_secs_f64();
                 let need = (schedule.rate_at(0.0) * latency).ceil() as u64;
-                split(need, threads)
+                // HTTP/2: a connection takes `--streams` requests at once.
+                let (per_conn, least) = match self.plan.http2 {
+                    Some(streams) => (u64::from(streams.max(1)), 1),
+                    None => (1, MIN_INITIAL_POOL),
+                };
+                split(need.div_ceil(per_conn), threads)
                     .into_iter()
-                    .map(|n| n.max(MIN_INITIAL_POOL))
+                    .map(|n| n.max(least))
                     .collect()
             }
         };

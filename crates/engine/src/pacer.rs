@@ -183,6 +183,13 @@ impl<'a> Pacer<'a> {
         self.walk.pacing.max_connections
     }
 
+    /// The initial pool: connections to open before the schedule starts (within the cap),
+    /// and the connects allowed in progress at once.
+    pub fn initial_pool(&self) -> (usize, usize) {
+        let p = &self.walk.pacing;
+        (p.initial.min(p.max_connections), p.connect_limit.max(1))
+    }
+
     /// How long the worker may sleep, at most `limit`: until the next batch may leave, with
     /// the timer armed for it when that is sooner than `limit` (epoll would round it to a
     /// ms). The timer is set once per batch, not per request.

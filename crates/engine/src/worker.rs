@@ -155,6 +155,41 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Open model: the schedule (`pacer`), the measured window and its end start `by` later
+    /// (the start line); the schedule's first second is counted from its new origin.
+    pub(crate) fn delay(&mut self, pacer: Option<&mut Pacer<'_>>, by: Duration) {
+        if let Some(p) = pacer {
+            p.delay(by);
+            self.first_second_end = Some(p.pacing().origin + Duration::from_secs(1));
+        }
+        self.deadline = self.deadline.map(|d| d + by);
+        self.recorder.delay(by);
+    }
+
+    /// Open model, at the end: every request due before `end` and never sent waited until
+    /// `end`; counted so, never dropped.
+    pub(crate) fn account_unsent(&mut self, pacer: Option<&mut Pacer<'_>>, end: Instant) {
+        let Some(p) = pacer else {
+            return;
+        };
+        while let Some(due) = p.due().filter(|&d| d < end) {
+            self.recorder.waited(end.saturating_duration_since(due));
+            p.advance();
+        }
+    }
+
+    /// Open model: connects begun in the whole run, the most in progress at once, and those
+    /// begun in the schedule's first second.
+    pub(crate) fn connects(&self) -> (u64, usize, u64) {
+        (self.connects, self.connects_peak, self.first_second)
+    }
+
+    /// Open model: the initial pool is opening (`true`) or open; its connects are not in the
+    /// per-second series.
+    pub(crate) fn set_opening(&mut self, opening: bool) {
+        self.opening = opening;
+    }
+
     /// Whether [`Ctx::claim`] at `now` could still give a request (nothing is claimed).
     pub fn wants_more(&self, now: Instant) -> bool {
         let over = self.stopping || self.deadline.is_some_and(|d| now >= d);
@@ -296,24 +331,32 @@ const PULSE_EVERY: Duration = Duration::from_millis(100);
 
 /// Open model: how long requests were due while every allowed connection was busy.
 #[derive(Default)]
-struct PoolClock {
+pub(crate) struct PoolClock {
     full_since: Option<Instant>,
-    full: Duration,
+    pub(crate) full: Duration,
 }
 
 impl PoolClock {
     /// A due request found no free connection at `now`.
     #[inline]
-    fn full(&mut self, now: Instant) {
+    pub(crate) fn full(&mut self, now: Instant) {
         self.full_since.get_or_insert(now);
     }
 
     /// Every due request got a connection by `now`.
     #[inline]
-    fn free(&mut self, now: Instant) {
+    pub(crate) fn free(&mut self, now: Instant) {
         if let Some(since) = self.full_since.take() {
             self.full += now.saturating_duration_since(since);
         }
+    }
+
+    /// The time the pool was full until `now`, the current stretch included.
+    pub(crate) fn full_until(&self, now: Instant) -> Duration {
+        self.full
+            + self
+                .full_since
+                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
     }
 }
 
@@ -327,6 +370,20 @@ pub(crate) fn thread_cpu_us() -> Option<u64> {
 
 pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl crate::start::PoolSteps for Worker<'_> {
+    fn begin_connects(&mut self, now: Instant) -> bool {
+        self.begin_pool(now)
+    }
+    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        self.poll_once(events, timeout)?;
+        self.handle(events);
+        Ok(())
+    }
+    fn set_opening(&mut self, opening: bool) {
+        self.ctx.set_opening(opening);
+    }
 }
 
 impl<'a> Worker<'a> {
@@ -360,29 +417,11 @@ impl<'a> Worker<'a> {
     /// limit at once, and waits until each is connected or failed (within the connect
     /// timeout; one still pending then joins the idle ones when it connects).
     pub fn open_pool(&mut self) -> io::Result<()> {
-        let Some(p) = self.pacer.as_ref() else {
+        if self.pacer.is_none() {
             return Ok(());
-        };
-        let want = p.pacing().initial.min(p.max_connections());
-        let limit = p.pacing().connect_limit.max(1);
-        let deadline = Instant::now() + self.limits.connect_timeout;
-        let mut events = Events::with_capacity(256);
-        self.ctx.opening = true;
-        loop {
-            let now = Instant::now();
-            // Counted when a measured request first uses one: without a warm-up, the window's
-            // first requests (they connected themselves before the pool existed).
-            while self.conns.len() < want && self.ctx.connecting < limit {
-                self.add_spare(now, true);
-            }
-            let done = self.ctx.connecting == 0 && self.conns.len() >= want;
-            if done || now >= deadline {
-                break;
-            }
-            self.poll_once(&mut events, deadline - now)?;
-            self.handle(&events);
         }
-        self.ctx.opening = false;
+        let deadline = Instant::now() + self.limits.connect_timeout;
+        crate::start::open_until(self, deadline)?;
         self.initial = self.conns.iter().filter(|c| c.is_open()).count();
         Ok(())
     }
@@ -390,12 +429,19 @@ impl<'a> Worker<'a> {
     /// The schedule, the measured window and its end all start `by` later: the time the
     /// initial pool took to open (every worker's, so all start together).
     pub fn delay(&mut self, by: Duration) {
-        if let Some(p) = self.pacer.as_mut() {
-            p.delay(by);
-            self.ctx.first_second_end = Some(p.pacing().origin + Duration::from_secs(1));
+        self.ctx.delay(self.pacer.as_mut(), by);
+    }
+
+    /// Open model: begins the initial pool's connects (at most the connect limit at once);
+    /// whether every one has ended. Counted when a measured request first uses one: without a
+    /// warm-up, the window's first requests (they connected themselves before the pool
+    /// existed).
+    fn begin_pool(&mut self, now: Instant) -> bool {
+        let (want, limit) = self.pacer.as_ref().map_or((0, 1), Pacer::initial_pool);
+        while self.conns.len() < want && self.ctx.connecting < limit {
+            self.add_spare(now, true);
         }
-        self.ctx.deadline = self.ctx.deadline.map(|d| d + by);
-        self.ctx.recorder.delay(by);
+        self.ctx.connecting == 0 && self.conns.len() >= want
     }
 
     /// Open model: one more connection slot, connecting with no request of its own;
@@ -639,11 +685,7 @@ impl<'a> Worker<'a> {
     /// Copies the counters the recorder keeps anyway, the open connections, the pool's full
     /// time and the schedule's lag into this worker's [`Pulse`] slot.
     fn publish_pulse(&self, now: Instant, live: &LiveCounters) {
-        let pool_full = self.pool.full
-            + self
-                .pool
-                .full_since
-                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let pool_full = self.pool.full_until(now);
         let lag = self.pacer.as_ref().and_then(Pacer::due);
         let pulse = Pulse {
             open_connections: self.conns.iter().filter(|c| c.is_open()).count() as u64,
@@ -669,12 +711,7 @@ impl<'a> Worker<'a> {
                     .censor(end.saturating_duration_since(intended));
             }
         }
-        if let Some(p) = self.pacer.as_mut() {
-            while let Some(due) = p.due().filter(|&d| d < end) {
-                self.ctx.recorder.waited(end.saturating_duration_since(due));
-                p.advance();
-            }
-        }
+        self.ctx.account_unsent(self.pacer.as_mut(), end);
     }
 
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {

@@ -67,8 +67,13 @@ impl crate::RunConfig {
             } else {
                 "h2c"
             };
+            // The open model opens connections as the streams fill: the cap, not a count.
+            let upto = match self.load {
+                crate::LoadModel::Open { .. } => "up to ",
+                crate::LoadModel::Closed => "",
+            };
             parts.push(format!(
-                "HTTP/2 ({how}), {} connections × {streams} streams",
+                "HTTP/2 ({how}), {upto}{} connections × {streams} streams",
                 self.connections
             ));
         }

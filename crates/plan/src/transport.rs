@@ -220,7 +220,8 @@ pub const MAX_STREAMS: u32 = 10_000;
 
 /// `--http2` and `--streams`, checked against the rest of the load: the streams per
 /// connection, or `None` for HTTP/1.1. With `--no-keepalive` each connection carries one
-/// request, so `--streams` above 1 is refused.
+/// request, so `--streams` above 1 is refused; the open model (`--rate`) reuses connections,
+/// so it is refused with `--no-keepalive`.
 pub(crate) fn check_http2(
     spec: &TransportSpec,
     open: bool,
@@ -239,8 +240,8 @@ pub(crate) fn check_http2(
         "--streams 0 sends nothing: give --streams 1 or more"
     } else if streams > MAX_STREAMS {
         "--streams is above 10000: give --streams 10000 or fewer (servers allow 100 to 1000)"
-    } else if open {
-        "--http2 with --rate (the open model) is not yet supported: use -c and --streams (the closed model), or leave --http2 out"
+    } else if open && !keepalive {
+        "--no-keepalive with --http2 and --rate (the open model) is not supported yet: leave out --no-keepalive (streams share connections), or --rate"
     } else if !keepalive && streams > 1 {
         "--no-keepalive with --http2 sends one request per connection: leave out --streams (or --no-keepalive)"
     } else {
@@ -293,7 +294,8 @@ mod tests {
         assert!(refused(&streams_alone, false, true).contains("add --http2"));
         assert!(refused(&h2(Some(0)), false, true).contains("--streams 1 or more"));
         assert!(refused(&h2(Some(10_001)), false, true).contains("10000 or fewer"));
-        assert!(refused(&h2(None), true, true).contains("not yet supported"));
+        assert_eq!(check_http2(&h2(Some(8)), true, true).unwrap(), Some(8));
+        assert!(refused(&h2(None), true, false).contains("leave out --no-keepalive"));
         assert!(refused(&h2(Some(4)), false, false).contains("one request per connection"));
     }
 

@@ -20,6 +20,7 @@ use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
+mod open;
 mod send;
 
 /// Our receive windows (stream and connection), as h2load's default (`-w 30 -W 30`).
@@ -76,6 +77,25 @@ struct Slot {
 }
 
 impl Slot {
+    /// A new stream `id` for request `endpoint`, due `since`, with the send window `window`.
+    fn stream(
+        id: u32,
+        endpoint: u16,
+        measured: bool,
+        since: Instant,
+        window: i64,
+        now: Instant,
+    ) -> Slot {
+        Slot {
+            id,
+            endpoint,
+            measured,
+            since,
+            window,
+            ..Slot::free(now)
+        }
+    }
+
     fn free(now: Instant) -> Slot {
         Slot {
             id: 0,
@@ -151,6 +171,11 @@ pub struct H2Conn {
     backoff: Duration,
     /// When a backed-off slot may connect again.
     pub wake_at: Instant,
+    /// Open model: why the last connect failed, until the worker takes it.
+    failed: Option<ErrorKind>,
+    /// Open model: what a connection opened before the measured window has not recorded yet
+    /// (see `open.rs`).
+    deferred: open::Deferred,
 }
 
 impl H2Conn {
@@ -185,6 +210,8 @@ impl H2Conn {
             completed: 0,
             backoff: Duration::ZERO,
             wake_at: now,
+            failed: None,
+            deferred: open::Deferred::default(),
         }
     }
 
@@ -202,6 +229,7 @@ impl H2Conn {
         self.since = Instant::now().max(now);
         self.opened_at = self.since;
         self.phase = H2Phase::Connecting;
+        ctx.connect_begun(self.since);
         match open_registered(ctx, self.token) {
             Ok(s) => self.stream = Some(s),
             Err(kind) => self.fail_connect(ctx, kind, now),
@@ -227,6 +255,7 @@ impl H2Conn {
         self.goaway = None;
         self.served = false;
         self.sending.clear();
+        self.deferred = open::Deferred::default();
     }
 
     /// Handles a readiness event. `read_closed`: the peer's FIN (or an error) is queued.
@@ -248,9 +277,12 @@ impl H2Conn {
             Ok(false) => {}
             Ok(true) => {
                 self.backoff = Duration::ZERO;
+                let took = now.saturating_duration_since(self.since);
+                ctx.growth.connected(took);
                 if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
-                    let took = now.saturating_duration_since(self.since);
                     ctx.recorder.connected(took);
+                } else if ctx.open {
+                    self.deferred.connect = Some(took);
                 }
                 if ctx.tls.is_some() {
                     self.since = now;
@@ -276,9 +308,12 @@ impl H2Conn {
             }
             Ok(true) => {
                 let now = Instant::now();
+                let took = now.saturating_duration_since(self.since);
+                ctx.growth.connected(took);
                 if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
-                    let took = now.saturating_duration_since(self.since);
                     ctx.recorder.handshake(took, tls.resumed());
+                } else if ctx.open {
+                    self.deferred.handshake = Some((took, tls.resumed()));
                 }
                 self.start_h2(ctx, sh, now);
             }
@@ -494,8 +529,8 @@ impl H2Conn {
         if s.first_byte_at.is_none() {
             s.first_byte_at = Some(now);
             if s.measured && ctx.in_window(now) {
-                ctx.recorder
-                    .first_byte(now.saturating_duration_since(s.since));
+                let from = if ctx.open { s.sent_at } else { s.since };
+                ctx.recorder.first_byte(now.saturating_duration_since(from));
             }
         }
         match status {
@@ -542,10 +577,13 @@ impl H2Conn {
         }
         frame::frame(&mut self.out, kind::SETTINGS, flag::ACK, 0, &[]);
         if self.phase == H2Phase::Preface {
+            self.left_connect(ctx);
             self.phase = H2Phase::Open;
             let now = Instant::now();
             if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
                 sh.protocols.h2 += 1;
+            } else if ctx.open {
+                self.deferred.h2 = true;
             }
         }
         Ok(())
@@ -571,7 +609,11 @@ impl H2Conn {
                 ctx.recorder.unsend(s.sent_at, now);
                 sh.stats.goaway_retries += 1;
             }
-            ctx.unclaim(s.measured);
+            if ctx.open {
+                sh.requeue.push((s.since, s.endpoint));
+            } else {
+                ctx.unclaim(s.measured);
+            }
             self.release(i, now);
         }
     }
@@ -610,8 +652,9 @@ impl H2Conn {
         if ctx.records(s.measured, s.since, now) {
             self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(s.since);
+            let service = now.saturating_duration_since(self.sent_from(ctx, &s));
             ctx.recorder
-                .response(now, latency, latency, s.status, s.read_bytes);
+                .response(now, latency, service, s.status, s.read_bytes);
             if ctx.mix.is_some() {
                 ctx.recorder
                     .endpoint_response(s.endpoint, latency, s.status);
@@ -683,7 +726,7 @@ impl H2Conn {
             if !self.sending.is_empty() {
                 self.send_bodies(ctx, sh, now);
             }
-            if !self.draining {
+            if !self.draining && !ctx.open {
                 self.fill(ctx, sh, now);
             }
         }
@@ -717,24 +760,25 @@ impl H2Conn {
                 ctx.recorder.sent(now, Duration::ZERO);
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }
-            self.slots[free] = Slot {
-                id,
-                endpoint,
-                measured,
-                since,
-                window: self.peer_window,
-                ..Slot::free(now)
-            };
-            self.next_id += 2;
-            self.active += 1;
-            sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
-            if !bodyless {
-                self.start_body(ctx, sh, free, now);
-            }
+            let slot = Slot::stream(id, endpoint, measured, since, self.peer_window, now);
+            self.occupy(ctx, sh, free, slot, now);
             if !ctx.keepalive {
                 self.draining = true;
                 return;
             }
+        }
+    }
+
+    /// Slot `free` holds a new stream (its HEADERS queued): one more in flight, and its body
+    /// goes as far as the windows let it (`send.rs`).
+    fn occupy(&mut self, ctx: &mut Ctx, sh: &mut Shared, free: usize, slot: Slot, now: Instant) {
+        let bodyless = sh.requests[usize::from(slot.endpoint)].body.is_empty();
+        self.slots[free] = slot;
+        self.next_id += 2;
+        self.active += 1;
+        sh.stats.max_streams_in_flight = sh.stats.max_streams_in_flight.max(self.active);
+        if !bodyless {
+            self.start_body(ctx, sh, free, now);
         }
     }
 
@@ -823,6 +867,10 @@ impl H2Conn {
     /// again.
     #[cold]
     fn fail_connect(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        self.left_connect(ctx);
+        if ctx.open {
+            return self.fail_open_connect(ctx, kind, now);
+        }
         if ctx.claim(now) {
             let measured = ctx.recorder.measuring(now) && ctx.in_window(now);
             if ctx.records(measured, now, now) {
@@ -866,7 +914,7 @@ impl H2Conn {
         let mut expired = false;
         for i in 0..self.slots.len() {
             let s = self.slots[i];
-            if s.id != 0 && now.saturating_duration_since(s.since) > timeout {
+            if s.id != 0 && now.saturating_duration_since(self.sent_from(ctx, &s)) > timeout {
                 frame::rst_stream(&mut self.out, s.id, code::CANCEL);
                 self.fail_stream(ctx, i, ErrorKind::ReadTimeout, None, now);
                 expired = true;
@@ -907,5 +955,16 @@ impl H2Conn {
             .filter(|s| s.id != 0)
             .map(|s| s.since)
             .min()
+    }
+
+    /// When each request in flight but the oldest was sent (or due, in the open model): at
+    /// the end each is censored at its age, beside the oldest (the connection's own figure).
+    pub fn others_in_flight(&self) -> impl Iterator<Item = Instant> + '_ {
+        let mut oldest = self.oldest();
+        self.slots
+            .iter()
+            .filter(|s| s.id != 0)
+            .map(|s| s.since)
+            .filter(move |&t| oldest.take_if(|o| *o == t).is_none())
     }
 }

@@ -50,6 +50,9 @@ pub struct Shared<'a> {
     pub stats: H2Stats,
     /// Connections by protocol (all h2 here).
     pub protocols: ProtocolCounts,
+    /// Open model: requests a GOAWAY took back unprocessed (intended time, endpoint), to be
+    /// sent again before the next due one.
+    pub requeue: Vec<(std::time::Instant, u16)>,
 }
 
 impl<'a> Shared<'a> {
@@ -59,6 +62,7 @@ impl<'a> Shared<'a> {
             requests: &setup.requests,
             stats: H2Stats::default(),
             protocols: ProtocolCounts::default(),
+            requeue: Vec::new(),
         }
     }
 

@@ -240,8 +240,8 @@ impl LoadFile {
     }
 
     /// `http2` and `streams`, as `--http2` and `--streams`: the streams per connection, or
-    /// `None` for HTTP/1.1. Closed loads only for now; not with `pipeline`; one request per
-    /// connection with `keepalive = false`.
+    /// `None` for HTTP/1.1. Not with `pipeline`; one request per connection with
+    /// `keepalive = false`, in closed loads only.
     fn check_http2(&self, model: &LoadModel) -> Result<Option<u32>, Bad> {
         if !self.http2 {
             return match self.streams {
@@ -260,11 +260,11 @@ impl LoadFile {
                 format!("give 1 to {max} requests per connection (servers allow 100 to 1000)");
             return Err(bad("streams", format!("{streams} is out of range"), fix));
         }
-        if !matches!(model, LoadModel::Closed { .. }) {
+        if !self.keepalive && !matches!(model, LoadModel::Closed { .. }) {
             return Err(bad(
                 "http2",
-                "works in closed loads only for now",
-                "use model = \"closed\" (with streams = N) or leave out http2",
+                "with keepalive = false works in closed loads only for now",
+                "leave out keepalive = false (streams share connections) or use model = \"closed\"",
             ));
         }
         if self.pipeline > 1 {

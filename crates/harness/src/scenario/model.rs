@@ -250,7 +250,8 @@ pub struct LoadSpec {
     /// `--connect-limit`); the defaults when not given.
     pub pacing: loadbench_plan::OpenPacing,
     /// `http2 = true` (as `--http2`), with `streams = N` (as `--streams`, default 1): the
-    /// requests in flight per HTTP/2 connection; `None`: HTTP/1.1. Closed loads only.
+    /// requests in flight per HTTP/2 connection; `None`: HTTP/1.1. Any model (open and
+    /// find-max loads: with keep-alive).
     pub http2: Option<u32>,
 }
 

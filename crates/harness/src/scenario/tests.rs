@@ -558,8 +558,11 @@ fn http2_and_streams_are_read_and_checked_like_the_flags() {
         "model = \"closed\"\ntargets = [\"a\"]\nconnections = [1]",
         "model = \"open\"\ntargets = [\"a\"]\nrate = [10]\nmax_connections = 4",
     );
+    // The open model opens streams, then connections: accepted with keep-alive.
+    let s = parse(&format!("{open}http2 = true\nstreams = 8\n")).unwrap();
+    assert_eq!(s.loads[0].http2, Some(8));
     assert_error(
-        &format!("{open}http2 = true\n"),
+        &format!("{open}http2 = true\nkeepalive = false\n"),
         "load[0].http2",
         "closed loads only",
     );

@@ -118,8 +118,16 @@ fn bad_pipeline_combinations_exit_2_in_one_line_naming_the_fix() {
             "give 1 to 1024",
         ),
         (
-            vec!["-d", "1s", "--rate", "100", "--pipeline", "4"],
-            "not with --rate",
+            vec![
+                "-d",
+                "1s",
+                "--rate",
+                "100",
+                "--pipeline",
+                "4",
+                "--no-keepalive",
+            ],
+            "leave out --no-keepalive",
         ),
         (
             vec!["-n", "10", "-c", "1", "--pipeline", "4", "--no-keepalive"],

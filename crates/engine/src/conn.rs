@@ -12,6 +12,7 @@ use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
 mod pipeline;
+pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
 
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
@@ -174,6 +175,9 @@ impl Conn {
 
     /// Starts a request due at `intended`: on the open connection, or on a new one.
     pub fn start(&mut self, ctx: &mut Ctx, intended: Instant, now: Instant) {
+        if self.pipe.is_some() {
+            return self.pipe_start(ctx, intended, now);
+        }
         self.intended = intended;
         self.endpoint = ctx.pick();
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
@@ -498,6 +502,7 @@ impl Conn {
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
         if self.pipe.is_some() {
             self.left_connect(ctx);
+            self.end_spare(ctx);
             return self.pipe_broken(ctx, Some(kind), now);
         }
         // A request that was never written (failed connect) past the deadline is neither

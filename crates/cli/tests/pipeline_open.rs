@@ -7,7 +7,7 @@
 //! nothing.
 
 use crate::support::nginx::Nginx;
-use crate::support::{bin, have, text, Run};
+use crate::support::{have, Run};
 use loadbench_model::RunResult;
 use loadbench_upstream::{Server, ServerConfig};
 
@@ -17,22 +17,33 @@ fn assert_accounted(r: &RunResult) {
     assert_eq!(s.requests + s.errors.total() + s.abandoned, s.sent, "{s:?}");
 }
 
-#[test]
-fn pipelined_at_a_rate_nginx_counts_ours_and_saw_pipelined_requests() {
+/// `--pipeline 4 --rate 1000 -c 2` for `length` (`-d 2s`, `-n 2000`) against the nginx
+/// `start` gives (`None`: nginx is not installed, the test is skipped). One
+/// worker and a 4 ms send window: each wake-up places about four due requests on the two
+/// connections, two each, written in one `write` per connection (nginx's `$pipe` is `p` for
+/// the second of each pair). With a 1 ms window, a fast server answers each request before
+/// the next is due, and nothing would need pipelining.
+fn at_rate(start: impl FnOnce() -> Nginx, length: [&str; 2]) -> Option<(Nginx, RunResult)> {
     if !have("nginx") {
         eprintln!("skipped: nginx is not installed");
-        return;
+        return None;
     }
     let _machine = crate::support::measuring();
-    let nginx = Nginx::start_logging("'$connection $connection_requests $pipe'", "", "");
-    // One worker and a 4 ms send window: each wake-up places about four due requests on the
-    // two connections, two each, written in one `write` per connection (nginx's `$pipe` is
-    // `p` for the second of each pair). With a 1 ms window, a fast server answers each request
-    // before the next is due, and nothing would need pipelining.
+    let nginx = start();
     let r = Run::new(&nginx.url("/"))
-        .args(["--pipeline", "4", "--rate", "1000", "-d", "2s", "-c", "2"])
+        .args(["--pipeline", "4", "--rate", "1000", "-c", "2"])
         .args(["-t", "1", "--send-window", "4ms"])
+        .args(length)
         .ok();
+    Some((nginx, r))
+}
+
+#[test]
+fn pipelined_at_a_rate_nginx_counts_ours_and_saw_pipelined_requests() {
+    let log = || Nginx::start_logging("'$connection $connection_requests $pipe'", "", "");
+    let Some((nginx, r)) = at_rate(log, ["-d", "2s"]) else {
+        return;
+    };
     let s = &r.stats;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     let achieved = s.sent as f64 / 2000.0;
@@ -99,16 +110,10 @@ fn a_slow_request_holds_up_those_pipelined_behind_it_and_their_latency_shows_it(
 
 #[test]
 fn nginx_closing_after_k_requests_at_a_rate_loses_and_doubles_no_request() {
-    if !have("nginx") {
-        eprintln!("skipped: nginx is not installed");
+    let closing = || Nginx::start("keepalive_requests 10;");
+    let Some((nginx, r)) = at_rate(closing, ["-n", "2000"]) else {
         return;
-    }
-    let _machine = crate::support::measuring();
-    let nginx = Nginx::start("keepalive_requests 10;");
-    let r = Run::new(&nginx.url("/"))
-        .args(["--pipeline", "4", "--rate", "1000", "-n", "2000", "-c", "2"])
-        .args(["-t", "1", "--send-window", "4ms"])
-        .ok();
+    };
     let s = &r.stats;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.requests, 2000, "an -n run ends with its last answer");
@@ -123,22 +128,4 @@ fn nginx_closing_after_k_requests_at_a_rate_loses_and_doubles_no_request() {
         "a connection per 10: {}",
         s.connections_opened
     );
-}
-
-#[test]
-fn every_report_of_an_open_run_says_it_was_pipelined() {
-    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
-    let url = format!("http://{}/", server.local_addr());
-    for format in ["text", "md", "html"] {
-        let out = bin()
-            .args(["run", &url, "--rate", "100", "-n", "20", "--pipeline", "8"])
-            .args(["-o", format])
-            .output()
-            .unwrap();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{format}: {stderr}");
-        assert!(stdout.contains("open model"), "{format}: {stdout}");
-        assert!(stdout.contains("pipelined ×8"), "{format}: {stdout}");
-    }
-    assert_eq!(server.stats().total, 60);
 }

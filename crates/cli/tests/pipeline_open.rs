@@ -7,7 +7,7 @@
 //! nothing.
 
 use crate::support::nginx::Nginx;
-use crate::support::{have, Run};
+use crate::support::{bin, have, text, Run};
 use loadbench_model::RunResult;
 use loadbench_upstream::{Server, ServerConfig};
 
@@ -128,4 +128,27 @@ fn nginx_closing_after_k_requests_at_a_rate_loses_and_doubles_no_request() {
         "a connection per 10: {}",
         s.connections_opened
     );
+}
+
+#[test]
+fn find_max_pipelines_each_step_and_says_so() {
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let url = format!("http://{}/", server.local_addr());
+    let out = bin()
+        .args(["find-max", &url, "--pipeline", "4", "--slo", "p99<1s"])
+        .args([
+            "--start-rate",
+            "100",
+            "--max-rate",
+            "100",
+            "--max-steps",
+            "1",
+        ])
+        .args(["--step-duration", "1s", "--warmup", "0s", "-q"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("pipelined ×4"), "{stdout}");
+    assert!(server.stats().total >= 100, "{}", server.stats().total);
 }

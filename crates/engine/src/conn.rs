@@ -173,7 +173,8 @@ impl Conn {
         self.start(ctx, now, now);
     }
 
-    /// Starts a request due at `intended`: on the open connection, or on a new one.
+    /// Starts a request due at `intended`: on the open connection, or on a new one (pipelined:
+    /// queued for the send window's one write, see `Conn::pipe_start`).
     pub fn start(&mut self, ctx: &mut Ctx, intended: Instant, now: Instant) {
         if self.pipe.is_some() {
             return self.pipe_start(ctx, intended, now);

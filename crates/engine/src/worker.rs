@@ -505,7 +505,8 @@ impl<'a> Worker<'a> {
     /// Open model: once the first waiting request's send window has ended, starts every
     /// request due by now, each on an idle connection. With none free the request waits
     /// (its latency still counts from when it was due, and its send lag shows the wait) and
-    /// the pool grows for it.
+    /// the pool grows for it. Pipelined, a connection with fewer than N unanswered takes it,
+    /// and each connection writes the requests it took in one `write` at the end.
     fn dispatch(&mut self) {
         let Some(mut pacer) = self.pacer.take() else {
             return;

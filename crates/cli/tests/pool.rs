@@ -1,5 +1,6 @@
 //! The open model's connection pool end to end against the reference backend: the pool grows
-//! only as requests wait (no storm of connects), connects in progress stay under their limit,
+//! only as requests wait (no storm of connects; a server that never answers fills it to its
+//! cap and the run still ends on time), connects in progress stay under their limit,
 //! `-c` with `--rate` is the initial pool and the cap, and the send window is recorded. The
 //! connections are counted twice: from the result, and from the server's side of the loopback
 //! (its established sockets in /proc/net/tcp, sampled while the run goes on).
@@ -74,7 +75,11 @@ fn sampled(server: &Server, path: &str, args: &[&str]) -> (RunResult, String, us
 
 /// 1000 req/s of 20 ms each needs about 20 connections: the run opens at most twice what it
 /// needs (rate × p99, never less than rate × delay), the server never holds more, and no
-/// more connects than the limit were ever in progress at once.
+/// more connects than the limit were ever in progress at once. Besides its initial pool it
+/// opens at most 2 × R × D, D what the server took (at least the 20 ms asked for, more when
+/// this shared machine made it late: a connection is held for the service time); the
+/// per-second connects of the series add up to every connect but the initial pool's (opened
+/// before the first second); every request is accounted for.
 #[test]
 fn the_pool_grows_to_what_the_rate_needs_and_no_further() {
     let _machine = crate::support::measuring();
@@ -92,6 +97,69 @@ fn the_pool_grows_to_what_the_rate_needs_and_no_further() {
     assert!(pool.initial >= 4, "2 a worker at least: {pool:?}");
     assert_eq!(server.stats().route("/delay"), s.sent);
     assert_eq!(r.config.send_window_us, Some(1000), "the default window");
+    let service = s.service.hist.percentile_ns(99.0) as f64 / 1e9;
+    let rd = (1000.0 * service.max(0.020)).ceil() as u64;
+    assert!(
+        pool.connects <= 2 * rd + pool.initial,
+        "{pool:?}, R × D {rd}"
+    );
+    assert_eq!(s.errors.total(), 0);
+    assert_eq!(
+        s.requests + s.abandoned,
+        s.sent,
+        "answered or in flight at the end"
+    );
+    assert_accounted(s);
+    let per_second: u64 = s.series.0.iter().map(|p| p.connects).sum();
+    assert_eq!(per_second + pool.initial, pool.connects, "{:?}", s.series.0);
+    let first = pool.first_second;
+    assert!((pool.initial..=pool.connects).contains(&first), "{pool:?}");
+}
+
+/// Every request the schedule called for: answered, failed, abandoned in flight, or still
+/// waiting for a connection when the window closed (a worker's share may round by one).
+fn assert_accounted(s: &loadbench_model::Stats) {
+    let scheduled = s.scheduled.expect("an open-model run");
+    let accounted = s.requests + s.errors.total() + s.abandoned + s.waiting;
+    assert!(
+        accounted.abs_diff(scheduled) <= 2,
+        "{accounted} of {scheduled}"
+    );
+}
+
+/// A server that never answers: the pool grows to its cap and no further (one connect per
+/// connection: the server closes none), the run ends on time instead of waiting for an
+/// answer, the worker sleeps while it waits (no spin), and every request is accounted for:
+/// the 20 sent abandoned in flight, the others unsent, counted as waiting.
+#[test]
+fn a_server_that_never_answers_fills_the_pool_to_its_cap_and_the_run_ends_on_time() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let args: Vec<&str> = "--rate 200 --max-connections 20 -d 2s -t 1"
+        .split(' ')
+        .collect();
+    let began = Instant::now();
+    let (r, _, server_peak) = sampled(&server, "/fault/stall", &args);
+    let took = began.elapsed();
+    let s = &r.stats;
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(
+        s.elapsed_us.abs_diff(2_000_000) < 100_000,
+        "{}",
+        s.elapsed_us
+    );
+    assert_eq!(
+        (s.pool.connects, s.sent, s.abandoned),
+        (20, 20, 20),
+        "{s:?}"
+    );
+    assert!(server_peak <= 20, "the server held {server_peak}");
+    assert_eq!(server.stats().route("/fault/stall"), 20);
+    assert_eq!(s.requests, 0);
+    assert!(s.waiting >= 300, "waiting {}", s.waiting);
+    assert_accounted(s);
+    let g = s.generator;
+    assert!(g.cpu_us * 4 < g.worker_us, "a blocked worker sleeps: {g:?}");
 }
 
 /// With at most 2 connects in progress, the pool still grows to the ~20 connections the

@@ -215,7 +215,7 @@ impl Conn {
         // earlier connects (all of a closed run's connections start in one loop).
         self.since = Instant::now().max(now);
         self.phase = Phase::Connecting;
-        ctx.connect_begun();
+        ctx.connect_begun(self.since);
         match open_registered(ctx, self.token) {
             Ok(s) => self.stream = Some(s),
             Err(kind) => self.fail(ctx, kind, now),
@@ -274,6 +274,7 @@ impl Conn {
             Ok(true) => {
                 self.backoff = Duration::ZERO;
                 let took = connect_took(self.since, ctx.polled_at, now);
+                ctx.growth.connected(took);
                 if self.spare {
                     self.opened = self.records_connect(ctx).then_some((took, None));
                 } else if self.records_connect(ctx) {

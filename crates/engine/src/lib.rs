@@ -9,6 +9,7 @@
 //! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
 
 pub mod conn;
+pub mod growth;
 pub mod h2;
 pub mod http1;
 pub mod mix;

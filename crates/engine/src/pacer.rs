@@ -191,18 +191,29 @@ impl<'a> Pacer<'a> {
             return limit;
         };
         let release = self.walk.release(due);
-        if release <= now {
+        self.wake_at(now, release, limit)
+    }
+
+    /// When the request due at `due` may leave (see [`Walk::release`]).
+    pub fn release(&self, due: Instant) -> Instant {
+        self.walk.release(due)
+    }
+
+    /// How long the worker may sleep, at most `limit`, to wake at `at` (the timer armed for
+    /// it when that is sooner than `limit`): a blocked worker wakes when the pool may grow.
+    pub fn wake_at(&mut self, now: Instant, at: Instant, limit: Duration) -> Duration {
+        if at <= now {
             return Duration::ZERO;
         }
-        if release.saturating_duration_since(now) < limit && self.armed != Some(release) {
+        if at.saturating_duration_since(now) < limit && self.armed != Some(at) {
             // Relative to a fresh clock read, so the time spent since `now` is not added.
-            let until = release.saturating_duration_since(Instant::now());
+            let until = at.saturating_duration_since(Instant::now());
             if until.is_zero() {
                 return Duration::ZERO;
             }
             self.timer
                 .set_state(TimerState::Oneshot(until), SetTimeFlags::Default);
-            self.armed = Some(release);
+            self.armed = Some(at);
         }
         limit
     }

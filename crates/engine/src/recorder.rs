@@ -59,6 +59,8 @@ pub struct Recorder {
     connections_opened: u64,
     second: u32,
     second_counts: SecondCounts,
+    /// Connects begun in the current second.
+    second_connects: u64,
     second_latency: Histo,
     series: Vec<SeriesPoint>,
     /// A request mix: each request's own counts (empty without a mix).
@@ -143,6 +145,7 @@ impl Recorder {
             connections_opened: 0,
             second: 0,
             second_counts: SecondCounts::default(),
+            second_connects: 0,
             second_latency: Histo::per_second(),
             series: Vec::new(),
             endpoints: Vec::new(),
@@ -404,6 +407,18 @@ impl Recorder {
         self.second_counts.bytes_written += n;
     }
 
+    /// A connect begun at `at`, counted in its second if it is measured. One begun at or past
+    /// the window's `end` (the worker had not noticed it yet) counts in the last second, so
+    /// the series adds up to every connect of the window.
+    pub fn connect_begun(&mut self, at: Instant, end: Option<Instant>) {
+        if !self.measuring(at) {
+            return;
+        }
+        let last = end.map(|e| e.checked_sub(Duration::from_nanos(1)).unwrap_or(e));
+        self.roll(last.map_or(at, |l| at.min(l)));
+        self.second_connects += 1;
+    }
+
     /// Closes every second that has ended by `now`, so quiet seconds appear as zeros.
     pub fn tick(&mut self, now: Instant) {
         self.roll(now);
@@ -420,7 +435,8 @@ impl Recorder {
 
     #[cold]
     fn close_second(&mut self) {
-        let point = SeriesPoint::new(self.second, self.second_counts, &self.second_latency);
+        let mut point = SeriesPoint::new(self.second, self.second_counts, &self.second_latency);
+        point.connects = std::mem::take(&mut self.second_connects);
         self.series.push(point);
         self.second_latency.reset();
         self.second_counts = SecondCounts::default();
@@ -469,7 +485,7 @@ impl Recorder {
     pub fn finish(mut self, end: Instant, abandoned: u64) -> Stats {
         self.roll(end);
         let partial = end.saturating_duration_since(self.t0).subsec_nanos() > 0;
-        if partial || self.second_counts != SecondCounts::default() {
+        if partial || self.second_counts != SecondCounts::default() || self.second_connects > 0 {
             self.close_second();
         }
         self.censored.merge(&self.latency);

@@ -3,6 +3,7 @@
 //! (written a few times a second).
 
 use crate::conn::{least_unanswered, Conn, Phase};
+use crate::growth::Growth;
 use crate::mix::Mix;
 use crate::pacer::{Pacer, Pacing};
 use crate::recorder::Recorder;
@@ -67,6 +68,14 @@ pub struct Ctx<'a> {
     connects_peak: usize,
     /// Connects begun in the whole run.
     connects: u64,
+    /// Open model: when a waiting request may grow the pool (fed each connect's time).
+    pub growth: Growth,
+    /// Open model: connects begun before `first_second_end` (the initial pool included).
+    first_second: u64,
+    /// Open model: the end of the schedule's first second, once the start line fixed it.
+    first_second_end: Option<Instant>,
+    /// Open model: the initial pool is opening (its connects are not in the series).
+    opening: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -131,12 +140,19 @@ impl<'a> Ctx<'a> {
         false
     }
 
-    /// A connect begins: one more in progress.
+    /// A connect begins at `at`: one more in progress, counted in its second.
     #[inline]
-    pub fn connect_begun(&mut self) {
+    pub fn connect_begun(&mut self, at: Instant) {
         self.connecting += 1;
         self.connects += 1;
         self.connects_peak = self.connects_peak.max(self.connecting);
+        if self.first_second_end.is_none_or(|end| at < end) {
+            self.first_second += 1;
+        }
+        if !self.opening {
+            let end = self.deadline;
+            self.recorder.connect_begun(at, end);
+        }
     }
 
     /// Whether [`Ctx::claim`] at `now` could still give a request (nothing is claimed).
@@ -206,6 +222,10 @@ impl<'a> Ctx<'a> {
             spares: 0,
             connects_peak: 0,
             connects: 0,
+            growth: Growth::new(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
+            first_second: 0,
+            first_second_end: None,
+            opening: false,
         }
     }
 }
@@ -263,6 +283,9 @@ pub struct Worker<'a> {
     blocked: bool,
     /// Open model: connections opened before the schedule started.
     initial: usize,
+    /// Open model, blocked: when the oldest request no connect covers may grow the pool
+    /// (`None`: only an event can unblock it).
+    grow_at: Option<Instant>,
     /// `--pipeline N`: requests each connection keeps in flight (1: one at a time).
     pipeline: u16,
     /// Open model, pipelined: connections given requests in this send window, to write once
@@ -333,6 +356,7 @@ impl<'a> Worker<'a> {
             pool: PoolClock::default(),
             blocked: false,
             initial: 0,
+            grow_at: None,
             pipeline: cfg.pipeline,
             queued: Vec::new(),
             pulsed_at: None,
@@ -350,6 +374,7 @@ impl<'a> Worker<'a> {
         let limit = p.pacing().connect_limit.max(1);
         let deadline = Instant::now() + self.limits.connect_timeout;
         let mut events = Events::with_capacity(256);
+        self.ctx.opening = true;
         loop {
             let now = Instant::now();
             // Counted when a measured request first uses one: without a warm-up, the window's
@@ -364,6 +389,7 @@ impl<'a> Worker<'a> {
             self.poll_once(&mut events, deadline - now)?;
             self.handle(&events);
         }
+        self.ctx.opening = false;
         self.initial = self.conns.iter().filter(|c| c.is_open()).count();
         Ok(())
     }
@@ -373,6 +399,7 @@ impl<'a> Worker<'a> {
     pub fn delay(&mut self, by: Duration) {
         if let Some(p) = self.pacer.as_mut() {
             p.delay(by);
+            self.ctx.first_second_end = Some(p.pacing().origin + Duration::from_secs(1));
         }
         self.ctx.deadline = self.ctx.deadline.map(|d| d + by);
         self.ctx.recorder.delay(by);
@@ -496,9 +523,10 @@ impl<'a> Worker<'a> {
         let next = wake.map_or(next_tick, |w| w.min(next_tick));
         let limit = next.saturating_duration_since(now);
         let can_send = !self.blocked;
-        match self.pacer.as_mut() {
-            Some(p) => p.wait(now, limit, can_send),
-            None => limit,
+        match (self.pacer.as_mut(), self.grow_at.filter(|_| self.blocked)) {
+            (Some(p), Some(at)) => p.wake_at(now, at, limit),
+            (Some(p), None) => p.wait(now, limit, can_send),
+            (None, _) => limit,
         }
     }
 
@@ -574,10 +602,12 @@ impl<'a> Worker<'a> {
 
     /// A free connection for the oldest waiting request: an idle one (a closed one connects
     /// again, if the connect limit allows). With none, the pool grows by a connect for each
-    /// waiting request not yet covered by one in progress, within the cap and the connect
-    /// limit: a pending connect is never a reason to begin another for the same request.
+    /// waiting request not yet covered by one in progress that has waited the growth
+    /// threshold ([`Growth`]), within the cap and the connect limit: a pending connect is
+    /// never a reason to begin another for the same request.
     fn free_conn(&mut self, pacer: &Pacer<'a>, now: Instant) -> Option<usize> {
         let limit = pacer.pacing().connect_limit;
+        self.grow_at = None;
         if let Some(&i) = self.ctx.idle.last() {
             if self.conns[i].is_open() || self.ctx.connecting < limit {
                 return self.ctx.idle.pop();
@@ -585,11 +615,14 @@ impl<'a> Worker<'a> {
             return None;
         }
         let max = pacer.max_connections();
-        while self.conns.len() < max
-            && self.ctx.connecting < limit
-            && self.ctx.idle.is_empty()
-            && pacer.peek(self.ctx.spares as u64).is_some_and(|d| d <= now)
-        {
+        while self.conns.len() < max && self.ctx.connecting < limit && self.ctx.idle.is_empty() {
+            let Some(due) = pacer.peek(self.ctx.spares as u64).filter(|&d| d <= now) else {
+                break;
+            };
+            self.grow_at = self.ctx.growth.not_before(pacer.release(due), now);
+            if self.grow_at.is_some() {
+                break;
+            }
             let counted = self.ctx.recorder.measuring(now) && self.ctx.in_window(now);
             self.add_spare(now, counted);
         }
@@ -715,6 +748,7 @@ impl<'a> Worker<'a> {
             connects: self.ctx.connects,
             connects_peak: self.ctx.connects_peak as u64,
             connect_limit: p.pacing().connect_limit as u64,
+            first_second: self.ctx.first_second,
         }
     }
 }

@@ -24,6 +24,14 @@ pub struct PoolCounts {
     /// summed back.
     #[serde(default)]
     pub connect_limit: u64,
+    /// Connects begun before the end of the schedule's first second, the initial pool
+    /// included: a storm of connects at the start shows here. Absent in files written before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_second: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl PoolCounts {
@@ -33,6 +41,7 @@ impl PoolCounts {
         self.connects += o.connects;
         self.connects_peak += o.connects_peak;
         self.connect_limit += o.connect_limit;
+        self.first_second += o.first_second;
     }
 
     /// Nothing recorded: a closed-model run, or a file from before these counts.
@@ -52,11 +61,12 @@ mod tests {
             connects: 6,
             connects_peak: 3,
             connect_limit: 32,
+            first_second: 5,
         };
         let mut all = w;
         all.merge(&w);
         assert_eq!((all.initial, all.connects, all.connects_peak), (8, 12, 6));
-        assert_eq!(all.connect_limit, 64);
+        assert_eq!((all.connect_limit, all.first_second), (64, 10));
         assert!(PoolCounts::default().is_empty() && !w.is_empty());
     }
 }

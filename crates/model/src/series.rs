@@ -24,6 +24,11 @@ pub struct SeriesPoint {
     pub bytes_read: u64,
     /// Request bytes written in this second (each write counted when it happened).
     pub bytes_written: u64,
+    /// Connects begun in this second (the open model's pool growth and every reconnect; the
+    /// initial pool, opened before the first second, is `stats.pool.initial`). Absent when
+    /// zero, and in files written before it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connects: u64,
     /// Median latency of this second, µs (derived from `hdr`).
     pub p50_us: f64,
     /// 99th percentile latency of this second, µs (derived from `hdr`).
@@ -45,6 +50,7 @@ impl SeriesPoint {
             target: None,
             bytes_read: counts.bytes_read,
             bytes_written: counts.bytes_written,
+            connects: 0,
             p50_us: hist.percentile_ns(50.0) as f64 / 1000.0,
             p99_us: hist.percentile_ns(99.0) as f64 / 1000.0,
             hdr: hist.to_base64(),
@@ -71,9 +77,15 @@ impl SeriesPoint {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
+        let connects = self.connects + other.connects;
         *self = SeriesPoint::new(self.second, counts, &h);
         self.target = target;
+        self.connects = connects;
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The plain counters of one second.
@@ -174,11 +186,13 @@ mod tests {
     #[test]
     fn merge_interleaves_and_adds_by_second() {
         let mut a = Series(vec![point(0, 2, 1000), point(2, 1, 5000)]);
-        let b = Series(vec![point(1, 3, 2000), point(2, 1, 7000)]);
+        let mut b = Series(vec![point(1, 3, 2000), point(2, 1, 7000)]);
+        (a.0[1].connects, b.0[1].connects) = (2, 3);
         a.merge(&b);
         let seconds: Vec<u32> = a.0.iter().map(|p| p.second).collect();
         assert_eq!(seconds, vec![0, 1, 2]);
         assert_eq!(a.0[2].requests, 2);
+        assert_eq!(a.0[2].connects, 5, "connects add up");
         assert_eq!(a.0[2].histogram().len(), 2);
         assert!(a.0[2].p99_us >= 6.9);
     }

@@ -684,6 +684,11 @@ pub(crate) mod tests {
         let rate = figure(&html, "rate-over-time");
         assert!(rate.contains("target/s") && rate.contains("sent/s"));
         assert!(html.contains("<th scope=\"col\">Service time</th>"));
+        assert!(!rate.contains("connects/s"), "none recorded: no line");
+        let mut r = open_run();
+        r.stats.series.0[0].connects = 40;
+        let html = page(&r);
+        assert!(figure(&html, "rate-over-time").contains("connects/s"));
     }
 
     #[test]

@@ -196,9 +196,10 @@ fn shape(rep: &Report) -> String {
     text
 }
 
-/// Open model: the send window and the initial pool, as the run had them: `send window
-/// 1.00ms, initial pool 40 connections, at most 64 connects at once`. `None` for the closed
-/// model and for files written before these were recorded.
+/// Open model: the send window and the pool, as the run had them: `send window 1.00ms,
+/// initial pool 40 connections, at most 64 connects at once, 52 connects in all, 47 in the
+/// first second`. `None` for the closed model and for files written before these were
+/// recorded.
 pub(crate) fn pacing_text(r: &RunResult) -> Option<String> {
     let mut parts = Vec::new();
     match r.config.send_window_us {
@@ -214,6 +215,14 @@ pub(crate) fn pacing_text(r: &RunResult) -> Option<String> {
             plural(pool.initial, "connection"),
             pool.connect_limit
         ));
+        if pool.first_second > 0 {
+            parts.push(format!(
+                "{} {} in all, {} in the first second",
+                pool.connects,
+                plural(pool.connects, "connect"),
+                pool.first_second
+            ));
+        }
     }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
@@ -841,11 +850,13 @@ mod tests {
             connects: 52,
             connects_peak: 9,
             connect_limit: 64,
+            first_second: 47,
         };
         let text = render(&r, &RenderOptions::default());
         assert!(
             text.contains(
-                "send window 1.00ms, initial pool 40 connections, at most 64 connects at once"
+                "send window 1.00ms, initial pool 40 connections, at most 64 connects at once, \
+                 52 connects in all, 47 in the first second"
             ),
             "{text}"
         );

@@ -132,7 +132,11 @@ pub(crate) fn totals_lines(v: &View) -> Vec<String> {
         .map(|(c, k)| format!("{c}: {k}"))
         .collect();
     lines.push(format!("status {}", or_none(&codes.join("  "))));
-    lines.push(format!("open connections {}", n.open_connections));
+    let connects = match v.last() {
+        Some(p) if p.connects > 0 => format!(", {} connects in second {}", p.connects, p.second),
+        _ => String::new(),
+    };
+    lines.push(format!("open connections {}{connects}", n.open_connections));
     if v.target(0).is_some() {
         lines.push(format!(
             "pool full {}  schedule lag {}",
@@ -383,8 +387,14 @@ mod tests {
     #[test]
     fn open_model_shows_target_pool_and_lag() {
         let spec = LoadSpec::open("http://127.0.0.1:9/", 100.0, Duration::from_secs(5), 10);
-        let screen = render(&view(&spec), 100, 30);
+        let mut v = view(&spec);
+        v.series[0].connects = 7;
+        let screen = render(&v, 100, 30);
         assert!(screen.contains("101 sent, target 100 req/s"), "{screen}");
+        assert!(
+            screen.contains("open connections 8, 7 connects in second 0"),
+            "{screen}"
+        );
         assert!(screen.contains("pool full 0"), "{screen}");
         assert!(screen.contains("schedule lag"), "{screen}");
     }

@@ -4,7 +4,7 @@
 //! p99 second by second).
 
 use super::axis::{Axis, Scale, Unit, MAX_NINES};
-use super::{solid, Extras, Line, Plot, Style, BLUE, GREY, ORANGE, RED};
+use super::{solid, Extras, Line, Plot, Style, BLUE, GREEN, GREY, ORANGE, RED};
 use loadbench_model::{Histo, LoadModel, RunResult, SeriesPoint};
 
 /// Points sampled along the spectrum.
@@ -115,6 +115,10 @@ fn rate(r: &RunResult) -> Plot {
     if points.iter().any(|p| p.errors > 0) {
         let errors = per_second(points, |p| p.errors as f64);
         lines.push(solid("errors/s", RED, errors));
+    }
+    if points.iter().any(|p| p.connects > 0) {
+        let connects = per_second(points, |p| p.connects as f64);
+        lines.push(solid("connects/s", GREEN, connects));
     }
     if open {
         // Last, so that it stays visible on top of a rate that meets it.

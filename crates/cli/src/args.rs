@@ -489,8 +489,9 @@ pub(crate) struct TransportArgs {
     /// --http2 only: requests (streams) in flight on each connection [default: 1].
     #[arg(long, value_name = "N")]
     pub streams: Option<u32>,
-    /// HTTP/1.1 pipelining: keep N requests written ahead of their responses on each
-    /// connection (closed model, keep-alive); each request's latency counts from its own write.
+    /// HTTP/1.1 pipelining: keep up to N requests written ahead of their responses on each
+    /// keep-alive connection; each request's latency counts from its own write (closed
+    /// model) or its intended time (--rate, --stages, find-max).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub pipeline: u16,
 }

@@ -87,9 +87,14 @@ fn nginx_closing_mid_pipeline_loses_and_doubles_no_request() {
 fn every_report_says_the_run_was_pipelined() {
     let server = backend();
     let url = format!("http://{}/", server.local_addr());
-    for format in ["text", "md", "html"] {
+    // The closed model, and the open one (docs/transport.md: pipelining at a rate).
+    for (format, model) in ["text", "md", "html"]
+        .into_iter()
+        .flat_map(|f| [(f, ["-c", "1"]), (f, ["--rate", "500"])])
+    {
         let out = bin()
-            .args(["run", &url, "-n", "64", "-c", "1", "--pipeline", "8"])
+            .args(["run", &url, "-n", "64", "--pipeline", "8"])
+            .args(model)
             .args(["-o", format])
             .output()
             .unwrap();
@@ -118,8 +123,16 @@ fn bad_pipeline_combinations_exit_2_in_one_line_naming_the_fix() {
             "give 1 to 1024",
         ),
         (
-            vec!["-d", "1s", "--rate", "100", "--pipeline", "4"],
-            "not with --rate",
+            vec![
+                "-d",
+                "1s",
+                "--rate",
+                "100",
+                "--pipeline",
+                "4",
+                "--no-keepalive",
+            ],
+            "leave out --no-keepalive",
         ),
         (
             vec!["-n", "10", "-c", "1", "--pipeline", "4", "--no-keepalive"],

@@ -29,6 +29,7 @@ mod mix;
 mod netns;
 mod open;
 mod pipeline;
+mod pipeline_open;
 mod pool;
 mod report;
 mod run;

@@ -12,6 +12,7 @@ use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
 mod pipeline;
+pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
 
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
@@ -172,8 +173,12 @@ impl Conn {
         self.start(ctx, now, now);
     }
 
-    /// Starts a request due at `intended`: on the open connection, or on a new one.
+    /// Starts a request due at `intended`: on the open connection, or on a new one (pipelined:
+    /// queued for the send window's one write, see `Conn::pipe_start`).
     pub fn start(&mut self, ctx: &mut Ctx, intended: Instant, now: Instant) {
+        if self.pipe.is_some() {
+            return self.pipe_start(ctx, intended, now);
+        }
         self.intended = intended;
         self.endpoint = ctx.pick();
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
@@ -499,6 +504,7 @@ impl Conn {
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
         if self.pipe.is_some() {
             self.left_connect(ctx);
+            self.end_spare(ctx);
             return self.pipe_broken(ctx, Some(kind), now);
         }
         // A request that was never written (failed connect) past the deadline is neither

@@ -2,7 +2,7 @@
 //! Nothing is shared with other workers but a stop flag (read) and two progress counters
 //! (written a few times a second).
 
-use crate::conn::{Conn, Phase};
+use crate::conn::{least_unanswered, Conn, Phase};
 use crate::growth::Growth;
 use crate::mix::Mix;
 use crate::pacer::{Pacer, Pacing};
@@ -321,6 +321,11 @@ pub struct Worker<'a> {
     /// Open model, blocked: when the oldest request no connect covers may grow the pool
     /// (`None`: only an event can unblock it).
     grow_at: Option<Instant>,
+    /// `--pipeline N`: requests each connection keeps in flight (1: one at a time).
+    pipeline: u16,
+    /// Open model, pipelined: connections given requests in this send window, to write once
+    /// all its due requests are placed.
+    queued: Vec<usize>,
     /// When the last [`Pulse`] was published (at most one per [`PULSE_EVERY`]).
     pulsed_at: Option<Instant>,
 }
@@ -409,6 +414,8 @@ impl<'a> Worker<'a> {
             blocked: false,
             initial: 0,
             grow_at: None,
+            pipeline: cfg.pipeline,
+            queued: Vec::new(),
             pulsed_at: None,
         })
     }
@@ -448,7 +455,8 @@ impl<'a> Worker<'a> {
     /// `counted`: its connect time is recorded (see [`Conn::connect_spare`]).
     fn add_spare(&mut self, now: Instant, counted: bool) {
         let i = self.conns.len();
-        self.conns.push(Conn::new(Token(i), now));
+        self.conns
+            .push(Conn::new(Token(i), now).pipelined(self.pipeline));
         self.conns[i].connect_spare(&mut self.ctx, now, counted);
     }
 
@@ -571,7 +579,8 @@ impl<'a> Worker<'a> {
     /// Open model: once the first waiting request's send window has ended, starts every
     /// request due by now, each on an idle connection. With none free the request waits
     /// (its latency still counts from when it was due, and its send lag shows the wait) and
-    /// the pool grows for it.
+    /// the pool grows for it. Pipelined, a connection with fewer than N unanswered takes it,
+    /// and each connection writes the requests it took in one `write` at the end.
     fn dispatch(&mut self) {
         let Some(mut pacer) = self.pacer.take() else {
             return;
@@ -581,24 +590,60 @@ impl<'a> Worker<'a> {
         self.blocked = false;
         if pacer.open(now) {
             self.send_due(&mut pacer, now);
+            self.write_queued(now);
         }
         self.pacer = Some(pacer);
     }
 
     fn send_due(&mut self, pacer: &mut Pacer<'a>, now: Instant) {
         while let Some(due) = pacer.due().filter(|&d| d <= now) {
-            let Some(i) = self.free_conn(pacer, now) else {
+            let Some(i) = self.pipe_conn().or_else(|| self.free_conn(pacer, now)) else {
                 self.blocked = true;
                 return;
             };
             if self.ctx.stopping || !self.ctx.in_window(due) {
-                self.ctx.idle.push(i);
+                if !self.conns[i].in_flight() {
+                    self.ctx.idle.push(i);
+                }
                 return;
             }
             pacer.advance();
             self.conns[i].start(&mut self.ctx, due, now);
+            if self.conns[i].pipe_first_queued() {
+                self.queued.push(i);
+            }
         }
         self.pool.free(now);
+    }
+
+    /// Open model, `--pipeline N`: a connected slot with fewer than N requests unanswered
+    /// for the oldest waiting request: the last idle one when it is open, else the one with
+    /// the fewest unanswered (least head-of-line wait). `None` when pipelining is off or
+    /// every connected slot holds N: then [`Worker::free_conn`] reconnects or grows the pool.
+    fn pipe_conn(&mut self) -> Option<usize> {
+        if self.pipeline < 2 {
+            return None;
+        }
+        if let Some(&i) = self.ctx.idle.last() {
+            if self.conns[i].pipe_room().is_some() {
+                return self.ctx.idle.pop();
+            }
+        }
+        let i = least_unanswered(&self.conns)?;
+        if let Some(k) = self.ctx.idle.iter().position(|&j| j == i) {
+            self.ctx.idle.swap_remove(k);
+        }
+        Some(i)
+    }
+
+    /// Open model, `--pipeline N`: each connection that took requests in this send window
+    /// writes them, in one `write` when the socket takes it.
+    fn write_queued(&mut self, now: Instant) {
+        for k in 0..self.queued.len() {
+            let i = self.queued[k];
+            self.conns[i].pipe_send(&mut self.ctx, now);
+        }
+        self.queued.clear();
     }
 
     /// A free connection for the oldest waiting request: an idle one (a closed one connects

@@ -113,6 +113,7 @@ pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
                 keepalive: l.keepalive,
                 insecure: l.tls.insecure,
                 http2_streams: l.http2,
+                pipeline: l.pipeline,
             }
         })
         .collect()

@@ -208,6 +208,14 @@ pub struct BenchLoad {
     /// default 1). Absent for HTTP/1.1 (and in files written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2_streams: Option<u32>,
+    /// `pipeline = N`: HTTP/1.1 requests each connection kept written ahead of their responses
+    /// (every bench report says "pipelined ×N"). Absent (1) without pipelining, and in files
+    /// written before it existed.
+    #[serde(
+        default = "crate::result::one_u16",
+        skip_serializing_if = "crate::result::is_one_u16"
+    )]
+    pub pipeline: u16,
 }
 
 fn keep_alive() -> bool {

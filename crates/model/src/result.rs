@@ -510,11 +510,11 @@ fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
-fn one_u16() -> u16 {
+pub(crate) fn one_u16() -> u16 {
     1
 }
 
-fn is_one_u16(n: &u16) -> bool {
+pub(crate) fn is_one_u16(n: &u16) -> bool {
     *n == 1
 }
 

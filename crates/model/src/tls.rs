@@ -109,9 +109,15 @@ impl crate::RunConfig {
 }
 
 impl crate::FindMaxResult {
-    /// The transport line of the search's runs (they share one configuration), for its reports.
+    /// The transport line of the search's runs (they share one configuration), for its reports,
+    /// with "pipelined ×N" when they pipelined (`--pipeline N`).
     pub fn transport_note(&self) -> Option<String> {
-        self.steps.first()?.run.config.transport_note()
+        let config = &self.steps.first()?.run.config;
+        let parts: Vec<String> = [config.transport_note(), config.pipelined()]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// `--insecure` was on for the search's runs.

@@ -1,8 +1,9 @@
-//! `--pipeline N` checked against the rest of the load: HTTP/1.1 pipelining keeps N requests
-//! written ahead of their responses on each keep-alive connection of the closed model. Each
-//! mistake is one line naming the fix, found when the plan resolves, before any load starts.
+//! `--pipeline N` checked against the rest of the load: HTTP/1.1 pipelining keeps up to N
+//! requests written ahead of their responses on each keep-alive connection, in the closed
+//! and the open model (`--rate`, `--stages`, find-max). Each mistake is one line naming the
+//! fix, found when the plan resolves, before any load starts.
 
-use crate::{invalid, Load, LoadSpec, PlanError};
+use crate::{invalid, LoadSpec, PlanError};
 
 /// The deepest pipeline accepted: far beyond what servers buffer (nginx reads 1 KiB headers
 /// at a time, wrk's scripts use 16), and small enough that a connection's ring stays small.
@@ -18,11 +19,6 @@ pub(crate) fn check(spec: &LoadSpec) -> Result<u16, PlanError> {
     }
     if depth == 1 {
         return Ok(1);
-    }
-    if matches!(spec.load, Load::Open { .. }) {
-        return Err(invalid(
-            "--pipeline works in the closed model only, not with --rate, --stages or find-max: leave out --pipeline",
-        ));
     }
     if !spec.keepalive {
         return Err(invalid(
@@ -49,24 +45,22 @@ mod tests {
     }
 
     #[test]
-    fn depth_one_is_no_pipelining_and_the_closed_model_takes_any_depth_in_range() {
+    fn depth_one_is_no_pipelining_and_both_models_take_any_depth_in_range() {
         assert_eq!(check(&spec(1)).unwrap(), 1);
         assert_eq!(check(&spec(16)).unwrap(), 16);
         assert_eq!(check(&spec(MAX_PIPELINE)).unwrap(), MAX_PIPELINE);
+        let open = LoadSpec {
+            transport: spec(8).transport,
+            ..LoadSpec::open("http://127.0.0.1:1/", 10.0, Duration::from_secs(1), 4)
+        };
+        assert_eq!(check(&open).unwrap(), 8);
     }
 
     #[test]
-    fn out_of_range_open_model_and_no_keepalive_are_one_line_each() {
+    fn out_of_range_no_keepalive_and_http2_are_one_line_each() {
         for (s, words) in [
             (spec(0), "give 1 to 1024"),
             (spec(MAX_PIPELINE + 1), "give 1 to 1024"),
-            (
-                LoadSpec {
-                    transport: spec(8).transport,
-                    ..LoadSpec::open("http://127.0.0.1:1/", 10.0, Duration::from_secs(1), 4)
-                },
-                "not with --rate",
-            ),
             (
                 LoadSpec {
                     keepalive: false,

@@ -354,6 +354,7 @@ fn bench_load() -> BenchLoad {
         keepalive: true,
         insecure: false,
         http2_streams: None,
+        pipeline: 1,
     }
 }
 

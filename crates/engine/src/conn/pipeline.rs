@@ -30,6 +30,9 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::Instant;
 
+mod open;
+pub(crate) use open::least_unanswered;
+
 /// One request in a pipelined connection's ring.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
@@ -86,12 +89,18 @@ impl Pipe {
 
 /// A new request claimed at `now`: due now, written on the next send.
 fn claimed(ctx: &mut Ctx, now: Instant) -> Entry {
+    due_entry(ctx, now, now)
+}
+
+/// A request due at `intended` (open model: its scheduled time), taken at `now`: written on
+/// the next send, its latency counted from `intended`.
+fn due_entry(ctx: &mut Ctx, intended: Instant, now: Instant) -> Entry {
     Entry {
-        intended: now,
+        intended,
         sent: now,
         wrote_at: now,
         endpoint: ctx.pick(),
-        measured: ctx.recorder.measuring(now) && ctx.in_window(now),
+        measured: ctx.recorder.measuring(intended) && ctx.in_window(intended),
         unsent: true,
         retried: false,
         reused: false,
@@ -166,9 +175,10 @@ impl Conn {
         self.parser.reset(ctx.head_of(e.endpoint));
     }
 
-    /// Writes what waits to be resent, then claims requests up to the depth, all in one
-    /// buffer and (when the socket takes it) one `write`.
-    pub(super) fn pipe_send(&mut self, ctx: &mut Ctx, now: Instant) {
+    /// Writes what waits to be resent, then claims requests up to the depth (closed model;
+    /// the open model's were queued by [`Conn::start`]), all in one buffer and (when the
+    /// socket takes it) one `write`.
+    pub(crate) fn pipe_send(&mut self, ctx: &mut Ctx, now: Instant) {
         let Some(pipe) = self.pipe.as_deref_mut() else {
             return;
         };
@@ -178,7 +188,7 @@ impl Conn {
         // Topped up only once half the ring is answered, so requests go out at least N/2 per
         // write: one `write` (and segment) per response cost a third more CPU than wrk's
         // batches of N.
-        if pipe.ring.len() <= pipe.depth / 2 {
+        if !ctx.open && pipe.ring.len() <= pipe.depth / 2 {
             while pipe.ring.len() < pipe.depth && ctx.claim(now) {
                 pipe.ring.push_back(claimed(ctx, now));
             }
@@ -236,13 +246,17 @@ impl Conn {
     }
 
     /// A readiness event on a pipelined connection: write what waits, read what arrived,
-    /// then top the ring up again.
+    /// then top the ring up again (open model: once every request is answered, the connection
+    /// joins the idle ones).
     pub(super) fn pipe_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
         if self.phase == Phase::Writing {
             self.pipe_flush(ctx, Instant::now());
         }
         if self.stream.is_some() && self.pipe_read(ctx, read_closed) {
             self.pipe_send(ctx, Instant::now());
+            if ctx.open && !self.pipe_holds() {
+                ctx.idle.push(self.token.0);
+            }
         }
     }
 
@@ -395,8 +409,10 @@ impl Conn {
     }
 
     /// The connection is given up: the front request takes `front_error` (when given), every
-    /// written request behind it is resent on a new connection, and the slot reconnects on the next loop turn (after a backoff when the
-    /// connect failed).
+    /// written request behind it is resent on a new connection, and the slot reconnects on
+    /// the next loop turn (closed model: after a backoff when the connect failed). Open
+    /// model: a slot with nothing left to resend joins the idle ones (closed), as
+    /// `Conn::fail` leaves a one-request connection.
     pub(super) fn pipe_broken(
         &mut self,
         ctx: &mut Ctx,
@@ -419,7 +435,9 @@ impl Conn {
         self.reused = false;
         self.phase = Phase::Idle;
         self.front_changed(ctx);
-        if front_error.is_some_and(ErrorKind::before_send) {
+        if ctx.open && !self.pipe_holds() {
+            ctx.idle.push(self.token.0);
+        } else if !ctx.open && front_error.is_some_and(ErrorKind::before_send) {
             self.back_off(ctx, now);
         } else {
             ctx.retry.push(self.token.0);

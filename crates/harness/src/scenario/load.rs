@@ -174,7 +174,7 @@ impl LoadFile {
         check_step("duration", self.duration)?;
         check_step("warmup", self.warmup)?;
         self.check_mix()?;
-        self.check_pipeline(&model)?;
+        self.check_pipeline()?;
         self.check_pacing(&model)?;
         Ok(model)
     }
@@ -212,21 +212,14 @@ impl LoadFile {
         Ok(())
     }
 
-    /// `pipeline`: in range, on a closed load with keep-alive (as `--pipeline`).
-    fn check_pipeline(&self, model: &LoadModel) -> Result<(), Bad> {
+    /// `pipeline`: in range, with keep-alive (as `--pipeline`; any model).
+    fn check_pipeline(&self) -> Result<(), Bad> {
         let max = loadbench_plan::MAX_PIPELINE;
         if !(1..=max).contains(&self.pipeline) {
             return Err(bad(
                 "pipeline",
                 format!("{} is out of range", self.pipeline),
                 format!("give 1 to {max} requests per connection"),
-            ));
-        }
-        if self.pipeline > 1 && !matches!(model, LoadModel::Closed { .. }) {
-            return Err(bad(
-                "pipeline",
-                "works in closed loads only",
-                "use model = \"closed\" or leave out pipeline",
             ));
         }
         if self.pipeline > 1 && !self.keepalive {

@@ -244,7 +244,7 @@ pub struct LoadSpec {
     /// TLS options for `https://` targets (`insecure`, `cacert`, `cert`/`key`, `tls_resume`).
     pub tls: LoadTls,
     /// `pipeline = N` (as `--pipeline`): HTTP/1.1 requests each connection keeps in flight;
-    /// 1 (the default): one at a time. Closed loads only.
+    /// 1 (the default): one at a time. Closed, open and find-max loads, with keep-alive.
     pub pipeline: u16,
     /// Open and find-max loads: `send_window` and `connect_limit` (as `--send-window` and
     /// `--connect-limit`); the defaults when not given.

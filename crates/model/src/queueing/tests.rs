@@ -43,6 +43,7 @@ fn closed_load(levels: &[f64]) -> BenchLoad {
         keepalive: true,
         insecure: false,
         http2_streams: None,
+        pipeline: 1,
     }
 }
 

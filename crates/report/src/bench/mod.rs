@@ -349,6 +349,9 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
     if let Some(streams) = load.http2_streams {
         line += &format!(", HTTP/2 × {streams} streams per connection");
     }
+    if load.pipeline > 1 {
+        line += &format!(", pipelined ×{}", load.pipeline);
+    }
     line
 }
 

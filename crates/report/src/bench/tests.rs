@@ -361,6 +361,19 @@ fn an_http2_load_says_so_in_every_bench_report() {
 }
 
 #[test]
+fn a_pipelined_load_says_so_in_every_bench_report() {
+    let mut r = fixture();
+    assert!(!render_bench(Format::Json, &r).contains("\"pipeline\""));
+    r.loads[0].pipeline = 16;
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render_bench(format, &r);
+        assert!(out.contains("pipelined ×16"), "{format:?}");
+    }
+    let json = render_bench(Format::Json, &r);
+    assert!(json.contains("\"pipeline\": 16"), "{json}");
+}
+
+#[test]
 fn an_insecure_load_says_so_in_every_bench_report() {
     let mut r = fixture();
     r.loads[0].insecure = true;

@@ -650,7 +650,8 @@ impl H2Conn {
             frame::rst_stream(&mut self.out, s.id, code::CANCEL);
         }
         if ctx.open {
-            ctx.growth.served(now.saturating_duration_since(s.sent_at));
+            ctx.growth
+                .served(now.saturating_duration_since(s.sent_at), now);
         }
         if ctx.records(s.measured, s.since, now) {
             self.completed = self.completed.saturating_add(1);

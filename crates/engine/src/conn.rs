@@ -443,8 +443,7 @@ impl Conn {
     #[inline]
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, tail: Tail) {
         if ctx.open {
-            ctx.growth
-                .served(now.saturating_duration_since(self.since), now);
+            ctx.growth.served(now.saturating_duration_since(self.since));
         }
         let records = ctx.records(self.measured, self.intended, now);
         if records {

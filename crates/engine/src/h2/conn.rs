@@ -650,8 +650,7 @@ impl H2Conn {
             frame::rst_stream(&mut self.out, s.id, code::CANCEL);
         }
         if ctx.open {
-            ctx.growth
-                .served(now.saturating_duration_since(s.sent_at), now);
+            ctx.growth.served(now.saturating_duration_since(s.sent_at));
         }
         if ctx.records(s.measured, s.since, now) {
             self.completed = self.completed.saturating_add(1);

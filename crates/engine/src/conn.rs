@@ -442,9 +442,6 @@ impl Conn {
     /// may be reused, or on a new one.
     #[inline]
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, tail: Tail) {
-        if ctx.open {
-            ctx.growth.served(now.saturating_duration_since(self.since));
-        }
         let records = ctx.records(self.measured, self.intended, now);
         if records {
             self.completed = self.completed.saturating_add(1);

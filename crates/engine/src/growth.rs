@@ -21,10 +21,6 @@ use std::time::{Duration, Instant};
 /// The weight of the newest connect time in the running average (TCP's 1/8 for its RTT).
 const WEIGHT: f64 = 0.125;
 
-/// How many times the connections the rate needs (rate × recent service time, Little's
-/// law) the pool may hold before a waiting request stops being a reason to grow it.
-const ENOUGH: f64 = 2.0;
-
 /// When the pool may grow for a waiting request (see the module's text).
 #[derive(Debug, Clone)]
 pub struct Growth {
@@ -32,9 +28,6 @@ pub struct Growth {
     window: Duration,
     /// The running average of connect times, ns; `None` before the first connect.
     connect_ns: Option<f64>,
-    /// The running average of service times (request written to response read), ns; `None`
-    /// before the first answer.
-    service_ns: Option<f64>,
 }
 
 impl Growth {
@@ -43,30 +36,16 @@ impl Growth {
         Growth {
             window,
             connect_ns: None,
-            service_ns: None,
         }
     }
 
     /// A connect (TCP, to established) took `took`.
     pub fn connected(&mut self, took: Duration) {
-        average(&mut self.connect_ns, took);
-    }
-
-    /// A request was served in `took` (written to answered).
-    #[inline]
-    pub fn served(&mut self, took: Duration) {
-        average(&mut self.service_ns, took);
-    }
-
-    /// The most connections a worker sending `rate` requests a second, `per_conn` at once on
-    /// each, needs: twice rate × the recent service time (Little's law); `None` before the
-    /// first answer (nothing known yet: the threshold alone decides). A waiting request is
-    /// no reason to grow a pool this large: the server is slower than it was (a stall), and
-    /// more connections would only queue more requests at it; the wait shows in latency.
-    pub fn enough(&self, rate: f64, per_conn: u32) -> Option<usize> {
-        let service = self.service_ns? / 1e9;
-        let needed = ENOUGH * rate * service / f64::from(per_conn.max(1));
-        Some(needed.ceil() as usize + 1)
+        let ns = took.as_nanos() as f64;
+        self.connect_ns = Some(match self.connect_ns {
+            None => ns,
+            Some(avg) => avg + WEIGHT * (ns - avg),
+        });
     }
 
     /// How long a request waits for a connection to free before it may open one.
@@ -95,16 +74,6 @@ impl Growth {
         }
         (at > polled_at).then_some(now)
     }
-}
-
-/// Folds `took` into the running average `avg` (the first value starts it).
-#[inline]
-fn average(avg: &mut Option<f64>, took: Duration) {
-    let ns = took.as_nanos() as f64;
-    *avg = Some(match *avg {
-        None => ns,
-        Some(a) => a + WEIGHT * (ns - a),
-    });
 }
 
 #[cfg(test)]
@@ -153,19 +122,6 @@ mod tests {
             Some(t0 + us(1000))
         );
         assert_eq!(g.not_before(t0, t0 + us(1000), t0 + us(1000)), None);
-    }
-
-    /// Before any answer the pool is not capped; after, at twice what the rate needs.
-    #[test]
-    fn enough_is_twice_rate_times_service_time() {
-        let mut g = Growth::new(us(1000));
-        assert_eq!(g.enough(40_000.0, 1), None);
-        g.served(us(2000));
-        assert_eq!(g.enough(40_000.0, 1), Some(161));
-        assert_eq!(g.enough(40_000.0, 16), Some(11));
-        // A stall's late answers raise it, one eighth of the difference at a time.
-        g.served(us(18_000));
-        assert_eq!(g.enough(40_000.0, 1), Some(321));
     }
 
     /// A worker that slept past the threshold without polling (descheduled, its answers

@@ -168,16 +168,6 @@ impl<'a> Pacer<'a> {
         self.walk.peek(k)
     }
 
-    /// This worker's rate around its next due request, requests a second (from the next
-    /// 64 due times); `None` near the schedule's end.
-    pub fn rate_ahead(&self) -> Option<f64> {
-        const AHEAD: u64 = 64;
-        let first = self.walk.peek(0)?;
-        let last = self.walk.peek(AHEAD)?;
-        let span = last.saturating_duration_since(first).as_secs_f64();
-        (span > 0.0).then(|| AHEAD as f64 / span)
-    }
-
     /// See [`Walk::delay`].
     pub fn delay(&mut self, by: Duration) {
         self.walk.delay(by);

@@ -661,11 +661,7 @@ impl<'a> Worker<'a> {
             return None;
         }
         let max = pacer.max_connections();
-        let enough = pacer
-            .rate_ahead()
-            .and_then(|r| self.ctx.growth.enough(r, 1));
-        let cap = enough.map_or(max, |n| n.min(max));
-        while self.conns.len() < cap && self.ctx.connecting < limit && self.ctx.idle.is_empty() {
+        while self.conns.len() < max && self.ctx.connecting < limit && self.ctx.idle.is_empty() {
             let Some(due) = pacer.peek(self.ctx.spares as u64).filter(|&d| d <= now) else {
                 break;
             };

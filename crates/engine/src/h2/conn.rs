@@ -649,9 +649,6 @@ impl H2Conn {
             // The server answered before the whole body went: the rest is not wanted.
             frame::rst_stream(&mut self.out, s.id, code::CANCEL);
         }
-        if ctx.open {
-            ctx.growth.served(now.saturating_duration_since(s.sent_at));
-        }
         if ctx.records(s.measured, s.since, now) {
             self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(s.since);

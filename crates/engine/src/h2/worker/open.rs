@@ -165,15 +165,11 @@ impl<'a> H2Worker<'a> {
     fn grow(&mut self, pacer: &Pacer<'a>, now: Instant) {
         let (limit, max) = (pacer.pacing().connect_limit, pacer.max_connections());
         let per_conn = self.per_conn();
-        let enough = pacer
-            .rate_ahead()
-            .and_then(|r| self.ctx.growth.enough(r, per_conn));
-        let cap = enough.map_or(max, |n| n.min(max));
         self.grow_at = None;
         while self.ctx.connecting < limit
             && self.may_grow(pacer, covered(self.ctx.connecting, per_conn), now)
         {
-            let Some(i) = self.slot_to_connect(cap, now) else {
+            let Some(i) = self.slot_to_connect(max, now) else {
                 break;
             };
             self.conns[i].connect_open(&mut self.ctx, now);

@@ -21,6 +21,15 @@ use std::time::{Duration, Instant};
 /// The weight of the newest connect time in the running average (TCP's 1/8 for its RTT).
 const WEIGHT: f64 = 0.125;
 
+/// The pool grows at most by its own size in this time (it at most doubles), so a stall of a
+/// few tens of ms, after which every held-up request is past the threshold, adds a fraction of
+/// the pool instead of a connection for each, while a server past its capacity (whose queue
+/// grows for as long as the step lasts) gets its connections within a few hundred ms.
+const DOUBLING: Duration = Duration::from_millis(100);
+
+/// The least pool the doubling rule counts with, so a pool of 2 is not held to 2 at a time.
+const SMALL_POOL: f64 = 16.0;
+
 /// When the pool may grow for a waiting request (see the module's text).
 #[derive(Debug, Clone)]
 pub struct Growth {
@@ -28,6 +37,10 @@ pub struct Growth {
     window: Duration,
     /// The running average of connect times, ns; `None` before the first connect.
     connect_ns: Option<f64>,
+    /// Connects the doubling rule allows now (fractional; refilled with time).
+    allowance: Option<f64>,
+    /// When `allowance` was last refilled.
+    refilled_at: Option<Instant>,
 }
 
 impl Growth {
@@ -36,7 +49,29 @@ impl Growth {
         Growth {
             window,
             connect_ns: None,
+            allowance: None,
+            refilled_at: None,
         }
+    }
+
+    /// Whether a pool of `pool` connections may begin one more connect at `now` under the
+    /// doubling rule ([`DOUBLING`]); if so, the connect is counted. If not, `Err` says when.
+    pub fn take_connect(&mut self, pool: usize, now: Instant) -> Result<(), Instant> {
+        let size = (pool as f64).max(SMALL_POOL);
+        let per_sec = size / DOUBLING.as_secs_f64();
+        let since = self
+            .refilled_at
+            .map_or(0.0, |at| now.saturating_duration_since(at).as_secs_f64());
+        let allowance = self
+            .allowance
+            .map_or(size, |a| (a + since * per_sec).min(size));
+        self.refilled_at = Some(now);
+        if allowance >= 1.0 {
+            self.allowance = Some(allowance - 1.0);
+            return Ok(());
+        }
+        self.allowance = Some(allowance);
+        Err(now + Duration::from_secs_f64((1.0 - allowance) / per_sec))
     }
 
     /// A connect (TCP, to established) took `took`.
@@ -122,6 +157,33 @@ mod tests {
             Some(t0 + us(1000))
         );
         assert_eq!(g.not_before(t0, t0 + us(1000), t0 + us(1000)), None);
+    }
+
+    /// A pool of 100 may add 100 connects at once, then 1 per ms (its size per 100 ms).
+    #[test]
+    fn the_pool_at_most_doubles_every_100_ms() {
+        let mut g = Growth::new(us(1000));
+        let t0 = Instant::now();
+        let burst = (0..500)
+            .take_while(|_| g.take_connect(100, t0).is_ok())
+            .count();
+        assert_eq!(burst, 100);
+        let next = g.take_connect(100, t0).unwrap_err();
+        assert_eq!(next, t0 + us(1000));
+        assert!(g.take_connect(100, t0 + us(999)).is_err());
+        assert!(g.take_connect(100, t0 + us(1000)).is_ok());
+        // 40 ms later (a stall): 40 more, not one per held-up request.
+        let later = t0 + Duration::from_millis(41);
+        let after = (0..500)
+            .take_while(|_| g.take_connect(100, later).is_ok())
+            .count();
+        assert_eq!(after, 40);
+        // A pool of 2 counts as 16.
+        let mut small = Growth::new(us(1000));
+        let n = (0..50)
+            .take_while(|_| small.take_connect(2, t0).is_ok())
+            .count();
+        assert_eq!(n, 16);
     }
 
     /// A worker that slept past the threshold without polling (descheduled, its answers

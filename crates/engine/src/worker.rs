@@ -672,6 +672,10 @@ impl<'a> Worker<'a> {
             if self.grow_at.is_some() {
                 break;
             }
+            if let Err(at) = self.ctx.growth.take_connect(self.conns.len(), now) {
+                self.grow_at = Some(at);
+                break;
+            }
             let counted = self.ctx.recorder.measuring(now) && self.ctx.in_window(now);
             self.add_spare(now, counted);
         }

@@ -169,6 +169,10 @@ impl<'a> H2Worker<'a> {
         while self.ctx.connecting < limit
             && self.may_grow(pacer, covered(self.ctx.connecting, per_conn), now)
         {
+            if let Err(at) = self.ctx.growth.take_connect(self.conns.len(), now) {
+                self.grow_at = Some(at);
+                break;
+            }
             let Some(i) = self.slot_to_connect(max, now) else {
                 break;
             };

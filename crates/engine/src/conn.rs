@@ -334,8 +334,7 @@ impl Conn {
             if self.retried {
                 ctx.recorder.resent(now);
             } else {
-                ctx.recorder
-                    .sent(now, now.saturating_duration_since(self.intended));
+                ctx.recorder.sent(now, self.intended);
             }
         }
         self.written = 0;
@@ -446,10 +445,9 @@ impl Conn {
         if records {
             self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(self.intended);
-            let service = now.saturating_duration_since(self.since);
             let status = self.parser.status();
             ctx.recorder
-                .response(now, latency, service, status, self.read_bytes);
+                .response(now, latency, self.since, status, self.read_bytes);
             if ctx.mix.is_some() {
                 ctx.recorder
                     .endpoint_response(self.endpoint, latency, status);

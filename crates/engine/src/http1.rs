@@ -216,6 +216,14 @@ impl ResponseParser {
             self.flags |= STARTED;
         }
         let mut pos = 0;
+        if self.phase == Phase::Status && self.cursor == Cursor::Status(0) {
+            if let Some(n) = self.whole_head(buf) {
+                pos = n;
+                if self.phase == Phase::Done {
+                    return Ok(Progress::Complete { consumed: pos });
+                }
+            }
+        }
         while let Some(rest) = buf.get(pos..).filter(|r| !r.is_empty()) {
             match self.step(rest) {
                 Ok(n) => pos += n,
@@ -290,6 +298,57 @@ impl ResponseParser {
         } else {
             self.flags &= !bits;
         }
+    }
+
+    /// The fast path for the common case: `buf` holds a whole plain head (status line and
+    /// header block, every line ended by CRLF). Reads it in one pass and returns its length,
+    /// with the same outcome as the byte-wise reader. Anything that reader would reject, or
+    /// that needs its finer rules (folded or listed values, a bare CR or LF, a split line), is
+    /// left to it: `None`, with nothing changed.
+    fn whole_head(&mut self, buf: &[u8]) -> Option<usize> {
+        let mut head = Head::default();
+        let mut rest = buf;
+        let mut first = true;
+        loop {
+            let lf = memchr(b'\n', rest)?;
+            let (cr, line) = rest.get(..lf)?.split_last()?;
+            if *cr != b'\r' {
+                return None;
+            }
+            rest = rest.get(lf + 1..)?;
+            if first {
+                head.status_line(line)?;
+                first = false;
+            } else if line.is_empty() {
+                break;
+            } else {
+                head.field(line)?;
+            }
+        }
+        let used = buf.len() - rest.len();
+        let used32 = u32::try_from(used).ok()?;
+        let total = self.block_bytes.checked_add(used32)?;
+        if total > MAX_BLOCK {
+            return None;
+        }
+        if let Some(len) = head.length {
+            if self.has(CL_PRESENT) && self.content_length != len {
+                return None;
+            }
+            self.content_length = len;
+            self.flags |= CL_PRESENT;
+        }
+        if let Some(chunked) = head.chunked {
+            self.flags |= TE_PRESENT;
+            self.set(TE_CHUNKED, chunked);
+        }
+        self.block_bytes = total;
+        self.status = head.status;
+        self.flags |= head.flags;
+        self.phase = Phase::Headers;
+        self.cursor = Cursor::Name;
+        self.block_end();
+        Some(used)
     }
 
     /// Consumes a non-empty prefix of non-empty `buf`, returning its length.
@@ -679,6 +738,92 @@ impl ResponseParser {
         self.status = 0;
         self.start_line(Phase::Status);
     }
+}
+
+/// What [`ResponseParser::whole_head`] read, applied only once the whole head is known good.
+#[derive(Default)]
+struct Head {
+    status: u16,
+    /// `HTTP10`, `CONN_CLOSE`, `CONN_KEEP_ALIVE`.
+    flags: u16,
+    length: Option<u64>,
+    /// The last Transfer-Encoding's coding is `chunked` (`None`: no such field).
+    chunked: Option<bool>,
+}
+
+impl Head {
+    /// `HTTP/1.x NNN`, then nothing or a space and any reason phrase.
+    fn status_line(&mut self, line: &[u8]) -> Option<()> {
+        let (version, rest) = line.split_first_chunk::<12>()?;
+        let [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor, b' ', d1 @ b'1'..=b'9', d2, d3] =
+            *version
+        else {
+            return None;
+        };
+        if !(minor.is_ascii_digit() && d2.is_ascii_digit() && d3.is_ascii_digit()) {
+            return None;
+        }
+        if rest.first().is_some_and(|&b| b != b' ') {
+            return None;
+        }
+        if minor == b'0' {
+            self.flags |= HTTP10;
+        }
+        self.status = u16::from(d1 - b'0') * 100 + u16::from(d2 - b'0') * 10 + u16::from(d3 - b'0');
+        Some(())
+    }
+
+    /// One `name: value` line; only the three fields that matter are looked at.
+    fn field(&mut self, line: &[u8]) -> Option<()> {
+        let colon = memchr(b':', line)?;
+        let (name, value) = (line.get(..colon)?, line.get(colon + 1..)?);
+        if matches!(name.first(), None | Some(b' ' | b'\t')) {
+            return None;
+        }
+        let matters = matches!(name.len(), 10 | 14 | 17);
+        if !matters {
+            return Some(());
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let digits = single_token(value)?;
+            if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let n = digits
+                .iter()
+                .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+            if self.length.is_some_and(|l| l != n) {
+                return None;
+            }
+            self.length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            let token = single_token(value)?;
+            if token.eq_ignore_ascii_case(b"close") {
+                self.flags |= CONN_CLOSE;
+            } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                self.flags |= CONN_KEEP_ALIVE;
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            let token = single_token(value)?;
+            if !token.is_empty() {
+                self.chunked = Some(token.eq_ignore_ascii_case(b"chunked"));
+            }
+        }
+        Some(())
+    }
+}
+
+/// A value without surrounding whitespace (space, tab, CR), if it is one token: no inner
+/// whitespace or comma (lists go to the byte-wise reader).
+fn single_token(value: &[u8]) -> Option<&[u8]> {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
+    let start = value.iter().position(|b| !ws(b)).unwrap_or(value.len());
+    let end = value.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    let token = value.get(start..end)?;
+    if token.iter().any(|&b| ws(&b) || b == b',') {
+        return None;
+    }
+    Some(token)
 }
 
 #[cfg(test)]
@@ -1392,6 +1537,30 @@ mod tests {
         }
 
         #[test]
+        fn the_whole_head_fast_path_agrees_with_byte_wise_reading(
+            data in prop_oneof![
+                response().prop_map(|r| r.bytes),
+                http_ish(),
+                (response(), prop::collection::vec((any::<usize>(), any::<u8>()), 1..3)).prop_map(
+                    |(r, edits)| {
+                        let mut data = r.bytes;
+                        for (at, byte) in edits {
+                            if !data.is_empty() {
+                                let i = at % data.len();
+                                data[i] = byte;
+                            }
+                        }
+                        data
+                    }
+                ),
+            ],
+            head in any::<bool>(),
+        ) {
+            // One byte per feed never holds a whole head, so only the byte-wise reader runs.
+            prop_assert_eq!(run(data.chunks(1), head), whole(&data, head));
+        }
+
+        #[test]
         fn mutated_valid_responses_never_panic_and_splits_agree(
             r in response(),
             edits in prop::collection::vec((any::<usize>(), any::<u8>()), 1..4),
@@ -1413,6 +1582,37 @@ mod tests {
 #[cfg(test)]
 mod interim_split_tests {
     use super::*;
+
+    /// The fast path takes a typical whole head (nginx's) and leaves what needs the byte-wise
+    /// rules to it, changing nothing then.
+    #[test]
+    fn whole_heads_take_the_fast_path_and_odd_ones_do_not() {
+        let nginx = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Wed, 25 Nov 2026 09:00:00 GMT\r\n\
+            Content-Type: text/plain\r\nContent-Length: 11\r\nConnection: keep-alive\r\n\r\nhello world";
+        let head_len = nginx.len() - 11;
+        let mut p = ResponseParser::new();
+        assert_eq!(p.whole_head(nginx), Some(head_len));
+        assert_eq!((p.status(), p.remaining, p.keep_alive()), (200, 11, true));
+        assert_eq!(p.phase, Phase::Body);
+        let odd: [&[u8]; 6] = [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\nx",
+            b"HTTP/1.1 200 OK\nContent-Length: 1\r\n\r\nx",
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\n folded\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n",
+            b"HTTP/1.1 200\rOK\r\n\r\n",
+        ];
+        for data in odd {
+            let mut p = ResponseParser::new();
+            assert_eq!(
+                p.whole_head(data),
+                None,
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!((p.phase, p.flags, p.status), (Phase::Status, 0, 0));
+        }
+    }
 
     /// Regression (hostile matrix): a 100 Continue that arrives in its own read, with the
     /// final response in a later one, completes with the final status.

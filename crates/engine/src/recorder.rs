@@ -21,6 +21,9 @@ const STATUS_SLOTS: usize = 1000;
 pub struct Recorder {
     /// Start of the measured window (after warm-up).
     t0: Instant,
+    /// End of the current second of the series (`t0` + `second` + 1 s): a time before it
+    /// needs no division to place.
+    second_end: Instant,
     /// Open model: service time and send lag are recorded apart from latency.
     open: bool,
     /// A send lag above this counts as late: [`LATE`] past the send window.
@@ -112,6 +115,7 @@ impl Recorder {
     pub fn new(t0: Instant, open: bool) -> Self {
         Recorder {
             t0,
+            second_end: t0 + Duration::from_secs(1),
             open,
             late: LATE,
             latency: Histo::new(),
@@ -169,6 +173,7 @@ impl Recorder {
     /// The measured window starts `by` later (nothing may have been recorded yet).
     pub fn delay(&mut self, by: Duration) {
         self.t0 += by;
+        self.second_end += by;
     }
 
     /// A complete response to request `endpoint` of the mix (besides [`Recorder::response`]).
@@ -205,14 +210,15 @@ impl Recorder {
         u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// A complete response of a measured request: `latency` from its intended send time,
-    /// `service` from its actual send (the same in the closed model).
+    /// A complete response at `now` of a measured request: `latency` from its intended send
+    /// time; in the open model also its service time, from its actual send at `sent` (the
+    /// same in the closed model).
     #[inline]
     pub fn response(
         &mut self,
         now: Instant,
         latency: Duration,
-        service: Duration,
+        sent: Instant,
         status: u16,
         bytes_read: u64,
     ) {
@@ -221,6 +227,7 @@ impl Recorder {
         self.latency.record_ns(ns);
         self.second_latency.record_ns(ns);
         if self.open {
+            let service = now.saturating_duration_since(sent);
             self.service.record_ns(Self::nanos(service));
         }
         self.requests += 1;
@@ -237,13 +244,15 @@ impl Recorder {
         self.keepalive_requests += u64::from(reused);
     }
 
-    /// A measured request was sent at `now`, `lag` after its intended time.
+    /// A measured request was sent at `now`; it was due at `intended` (its send lag is kept in
+    /// the open model).
     #[inline]
-    pub fn sent(&mut self, now: Instant, lag: Duration) {
+    pub fn sent(&mut self, now: Instant, intended: Instant) {
         self.roll(now);
         self.sent += 1;
         self.second_counts.sent += 1;
         if self.open {
+            let lag = now.saturating_duration_since(intended);
             self.send_lag.record_ns(Self::nanos(lag));
             if lag > self.late {
                 self.sent_late += 1;
@@ -426,6 +435,9 @@ impl Recorder {
 
     #[inline]
     fn roll(&mut self, now: Instant) {
+        if now < self.second_end {
+            return;
+        }
         let sec = now.saturating_duration_since(self.t0).as_secs();
         let sec = u32::try_from(sec).unwrap_or(u32::MAX);
         while self.second < sec {
@@ -441,6 +453,7 @@ impl Recorder {
         self.second_latency.reset();
         self.second_counts = SecondCounts::default();
         self.second += 1;
+        self.second_end = self.t0 + Duration::from_secs(u64::from(self.second) + 1);
     }
 
     /// Requests completed and failed so far, for live progress.
@@ -560,8 +573,8 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
         let mut r = Recorder::new(t0, false);
-        r.sent(at(100), Duration::ZERO);
-        r.sent(at(900), Duration::ZERO);
+        r.sent(at(100), at(100));
+        r.sent(at(900), at(900));
         r.stale_retry(at(900), at(1100));
         r.resent(at(1100));
         let s = r.finish(at(1500), 0);
@@ -578,14 +591,14 @@ mod tests {
         r.response(
             t0 + Duration::from_millis(100),
             Duration::from_micros(50),
-            Duration::from_micros(50),
+            t0 + Duration::from_millis(100) - Duration::from_micros(50),
             200,
             10,
         );
         r.response(
             t0 + Duration::from_millis(2500),
             Duration::from_micros(70),
-            Duration::from_micros(70),
+            t0 + Duration::from_millis(2500) - Duration::from_micros(70),
             404,
             10,
         );

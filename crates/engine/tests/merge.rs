@@ -183,13 +183,11 @@ fn apply(r: &mut Recorder, t0: Instant, e: &Event) {
             status,
             bytes,
         } => {
-            let (latency, service) = (
-                Duration::from_nanos(latency_ns),
-                Duration::from_nanos(service_ns),
-            );
-            r.response(now, latency, service, status, bytes)
+            let latency = Duration::from_nanos(latency_ns);
+            let sent = now - Duration::from_nanos(service_ns);
+            r.response(now, latency, sent, status, bytes)
         }
-        Call::Sent { lag_ns } => r.sent(now, Duration::from_nanos(lag_ns)),
+        Call::Sent { lag_ns } => r.sent(now, now - Duration::from_nanos(lag_ns)),
         Call::Error { kind, bytes } => r.error(now, kind, bytes),
         Call::Connected(ns) => r.connected(Duration::from_nanos(ns)),
         Call::FirstByte(ns) => r.first_byte(Duration::from_nanos(ns)),
@@ -346,7 +344,7 @@ fn bytes_written_count_in_the_second_they_were_written() {
     );
     for r in [&mut whole, &mut a] {
         let d = Duration::from_micros(1);
-        r.response(at, d, d, 200, 0);
+        r.response(at, d, at - d, 200, 0);
     }
     for r in [&mut whole, &mut b] {
         r.wrote(at, 1);
@@ -368,7 +366,7 @@ fn late_write_of_a_request_sent_in_an_earlier_second() {
     );
     for r in [&mut whole, &mut a] {
         let d = Duration::from_micros(1);
-        r.response(ms(1_100), d, d, 200, 0);
+        r.response(ms(1_100), d, ms(1_100) - d, 200, 0);
     }
     // Worker b sent at 0.990 s; the socket took the last bytes at 1.200 s. The engine passes
     // the time of the write itself (conn.rs, `write_rest`), not the send time, so every

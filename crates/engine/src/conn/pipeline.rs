@@ -361,9 +361,8 @@ impl Conn {
         self.completed = self.completed.saturating_add(1);
         let latency = now.saturating_duration_since(e.intended);
         let status = self.parser.status();
-        let service = now.saturating_duration_since(e.sent);
         ctx.recorder
-            .response(now, latency, service, status, self.read_bytes);
+            .response(now, latency, e.sent, status, self.read_bytes);
         if ctx.mix.is_some() {
             ctx.recorder.endpoint_response(e.endpoint, latency, status);
         }
@@ -457,8 +456,7 @@ fn queue(out: &mut Vec<u8>, e: &mut Entry, ctx: &mut Ctx, now: Instant, written_
         if e.retried {
             ctx.recorder.resent(now);
         } else {
-            ctx.recorder
-                .sent(now, now.saturating_duration_since(e.intended));
+            ctx.recorder.sent(now, e.intended);
         }
     }
 }

@@ -652,9 +652,9 @@ impl H2Conn {
         if ctx.records(s.measured, s.since, now) {
             self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(s.since);
-            let service = now.saturating_duration_since(self.sent_from(ctx, &s));
+            let sent = self.sent_from(ctx, &s);
             ctx.recorder
-                .response(now, latency, service, s.status, s.read_bytes);
+                .response(now, latency, sent, s.status, s.read_bytes);
             if ctx.mix.is_some() {
                 ctx.recorder
                     .endpoint_response(s.endpoint, latency, s.status);
@@ -757,7 +757,7 @@ impl H2Conn {
             let since = if ctx.keepalive { now } else { self.opened_at };
             let measured = ctx.recorder.measuring(since) && ctx.in_window(since);
             if measured {
-                ctx.recorder.sent(now, Duration::ZERO);
+                ctx.recorder.sent(now, now);
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }
             let slot = Slot::stream(id, endpoint, measured, since, self.peer_window, now);

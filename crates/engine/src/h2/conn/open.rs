@@ -70,8 +70,7 @@ impl H2Conn {
             if resend {
                 ctx.recorder.resent(now);
             } else {
-                ctx.recorder
-                    .sent(now, now.saturating_duration_since(intended));
+                ctx.recorder.sent(now, intended);
             }
             ctx.recorder.wrote(now, (self.out.len() - before) as u64);
         }

@@ -280,6 +280,13 @@ fn nginx_loaded_by_a_generator_pinned_to_one_core_is_generator_bound_with_its_nu
         .generator
         .as_ref()
         .expect("the generator's threads");
+    // nginx has no CPU set: the verdict gives it every core the bench could use, not the one
+    // the generator was pinned to (regression: it once read the pinned thread's affinity).
+    assert_eq!(
+        evidence.target_cores,
+        f64::from(r.host.cores),
+        "{evidence:?}"
+    );
     if round.bottleneck != Bottleneck::GeneratorBound {
         // Only a host whose cores other processes took may read otherwise, and it says so.
         let busy = finding(round, FindingKind::BusyHost)

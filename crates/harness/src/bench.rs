@@ -135,6 +135,9 @@ pub struct Matrix<'a> {
     pub threads: Option<u32>,
     /// The cores the generator may use (for the bottleneck verdict).
     pub generator_cores: f64,
+    /// The cores this process could use before the generator was pinned: what a target
+    /// without a CPU set may run on (its own affinity is the one it was started with).
+    pub host_cores: f64,
 }
 
 impl Matrix<'_> {
@@ -472,6 +475,7 @@ impl Matrix<'_> {
             generator: Some(generator.clone()),
             other_cpu_cores: cpu.other_used,
             host_cores: cpu.host_cores,
+            target_cores: cpu.target_cores,
         });
     }
 
@@ -493,7 +497,8 @@ impl Matrix<'_> {
             cpus.dedup();
             cpus.len() as f64
         } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+            // Not this thread's affinity: once the generator is pinned, that is its CPU set.
+            self.host_cores
         };
         let quotas: Option<f64> = limits.iter().map(|l| l.cpu_quota_cores).sum();
         quotas.map_or(cores, |q| cores.min(q))

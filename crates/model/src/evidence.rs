@@ -249,6 +249,11 @@ pub struct StepEvidence {
     /// The host's cores.
     #[serde(default)]
     pub host_cores: f64,
+    /// The cores the step's targets could use together, as the verdict counted them: the
+    /// union of their CPU sets (the cores the bench could use when one has none), capped by
+    /// their quotas; 0 in files written before it was recorded.
+    #[serde(default)]
+    pub target_cores: f64,
 }
 
 #[cfg(test)]

@@ -46,6 +46,10 @@ pub(crate) enum Command {
     /// Run as an executor of an existing scheduler; each trigger runs one shard of a load.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(crate::manual::CompletionsArgs),
+    /// Print the man page of loadbench or of one command, or write them all with --dir.
+    Man(crate::manual::ManArgs),
 }
 
 #[derive(Debug, Subcommand)]

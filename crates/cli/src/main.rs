@@ -9,6 +9,7 @@ mod demo;
 mod dist;
 mod find_max;
 mod live;
+mod manual;
 mod output;
 mod progress;
 mod report_cmd;
@@ -49,6 +50,8 @@ fn main() -> ExitCode {
         args::Command::Compare(a) => compare_cmd::compare(a),
         args::Command::Merge(a) => dist::merge(a),
         args::Command::Agent(args::AgentCommand::XxlJob(a)) => agent::xxl_job(a),
+        args::Command::Completions(a) => manual::completions(a),
+        args::Command::Man(a) => manual::man(a),
     };
     match outcome {
         Ok(code) => code,

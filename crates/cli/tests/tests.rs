@@ -25,6 +25,7 @@ mod kubernetes;
 mod library;
 mod live;
 mod live_web;
+mod manual;
 mod mix;
 mod netns;
 mod open;

@@ -283,7 +283,8 @@ pub(crate) struct RunArgs {
     /// such as 1000..20000 ramps over --ramp.
     #[arg(long, value_parser = values::rate)]
     pub rate: Option<RateArg>,
-    /// Open model: ramp linearly across the --rate range over this long, e.g. 60s.
+    /// Open model: ramp linearly across the --rate range over this long, e.g. 60s; the run lasts
+    /// that long, or holds the last rate until a longer -d ends.
     #[arg(long, value_parser = values::duration("--ramp"))]
     pub ramp: Option<Duration>,
     /// Open model: stages DURATION@RATE, each held for its duration, e.g. '10s@1000,30s@5000'.

@@ -97,6 +97,38 @@ fn ramp_produces_the_per_second_targets() {
     assert_accounted(&r);
 }
 
+/// What README.md's `--ramp` row says: without `-d` the run is the ramp alone (not the 10 s
+/// default of `-d`); a longer `-d` holds the last rate until it ends.
+#[test]
+fn a_ramp_without_d_lasts_the_ramp_and_a_longer_d_holds_the_last_rate() {
+    use loadbench_model::{LoadModel, RateSegment};
+    let server = backend();
+    let schedule = |r: &RunResult| match &r.config.load {
+        LoadModel::Open { schedule, .. } => schedule.clone(),
+        other => panic!("not the open model: {other:?}"),
+    };
+    let seg = |ms, from, to| RateSegment {
+        duration_ms: ms,
+        from_rate: from,
+        to_rate: to,
+    };
+    let ramp = load(&server, "/", &["--rate", "20..60", "--ramp", "2s"]);
+    assert_eq!(schedule(&ramp), [seg(2000, 20.0, 60.0)]);
+    assert_eq!(ramp.stats.elapsed_us, 2_000_000, "the run is the ramp");
+    assert_eq!(ramp.stats.scheduled, Some(80));
+    let held = load(
+        &server,
+        "/",
+        &["--rate", "20..60", "--ramp", "1s", "-d", "3s"],
+    );
+    assert_eq!(
+        schedule(&held),
+        [seg(1000, 20.0, 60.0), seg(2000, 60.0, 60.0)]
+    );
+    assert_eq!(held.stats.elapsed_us, 3_000_000);
+    assert_eq!(held.stats.scheduled, Some(40 + 120));
+}
+
 #[test]
 fn stages_produce_the_per_second_targets() {
     let _machine = crate::support::measuring();

@@ -13,6 +13,7 @@ mod support;
 mod agent;
 mod bench;
 mod dist;
+mod docker;
 mod docs;
 mod example_apps;
 mod fields;

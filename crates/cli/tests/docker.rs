@@ -59,17 +59,45 @@ fn instructions(dockerfile: &str) -> Vec<Instruction> {
         .collect()
 }
 
-/// The stages: (FROM arguments, the instructions after it).
-fn stages(all: &[Instruction]) -> Vec<(String, Vec<&Instruction>)> {
-    let mut stages: Vec<(String, Vec<&Instruction>)> = Vec::new();
-    for i in all {
+/// The Dockerfile's two stages, each as (FROM arguments, the instructions after it): the
+/// builder and the final image.
+fn stages() -> [(String, Vec<Instruction>); 2] {
+    let mut stages: Vec<(String, Vec<Instruction>)> = Vec::new();
+    for i in instructions(&read("Dockerfile")) {
         if i.keyword == "FROM" {
-            stages.push((i.args.clone(), Vec::new()));
+            stages.push((i.args, Vec::new()));
         } else {
             stages.last_mut().expect("FROM first").1.push(i);
         }
     }
     stages
+        .try_into()
+        .unwrap_or_else(|s| panic!("a builder stage and the final image: {s:?}"))
+}
+
+/// The builder's image, from `FROM rust:… AS builder`.
+fn builder_image(from: &str) -> &str {
+    let (image, alias) = from
+        .split_once(" AS ")
+        .or_else(|| from.split_once(" as "))
+        .expect("FROM rust:… AS builder");
+    assert_eq!(alias, "builder");
+    image
+}
+
+/// The workspace's members, from `cargo metadata`.
+fn members(meta: &serde_json::Value) -> Vec<&serde_json::Value> {
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            meta["workspace_members"]
+                .as_array()
+                .unwrap()
+                .contains(&p["id"])
+        })
+        .collect()
 }
 
 /// `cargo metadata --locked` of the workspace: fails when Cargo.lock would have to change,
@@ -100,64 +128,37 @@ fn debian_release(image: &str) -> &str {
 }
 
 #[test]
-fn the_dockerfile_builds_the_loadbench_binary_into_a_slim_debian_image() {
-    let dockerfile = read("Dockerfile");
-    let all = instructions(&dockerfile);
-    let stages = stages(&all);
-    assert_eq!(
-        stages.len(),
-        2,
-        "a builder stage and the final image: {stages:?}"
-    );
-    let (builder_from, builder) = &stages[0];
-    let (final_from, last) = &stages[1];
-
-    // The builder: a Rust image at least the workspace's rust-version, named `builder`.
-    let (builder_image, alias) = builder_from
-        .split_once(" AS ")
-        .or_else(|| builder_from.split_once(" as "))
-        .expect("FROM rust:… AS builder");
-    assert_eq!(alias, "builder");
-    let rust = builder_image
+fn the_builder_is_rust_of_the_workspace_version_building_the_binary_package_locked() {
+    let [(builder_from, builder), _] = stages();
+    let rust = builder_image(&builder_from)
         .strip_prefix("rust:")
         .expect("the builder is the official rust image");
-    let manifest = read("Cargo.toml");
-    let msrv = manifest
+    let msrv = read("Cargo.toml")
         .lines()
         .find_map(|l| l.strip_prefix("rust-version = "))
         .unwrap()
-        .trim_matches('"');
+        .trim_matches('"')
+        .to_string();
     let version = |v: &str| -> Vec<u32> { v.split('.').map(|n| n.parse().unwrap()).collect() };
     let tag_version = rust.split('-').next().unwrap();
     assert!(
-        version(tag_version) >= version(msrv),
+        version(tag_version) >= version(&msrv),
         "rust:{tag_version} is older than the workspace's rust-version {msrv}"
     );
-
-    // The build command, of the package that owns the `loadbench` binary.
+    // The package that owns the `loadbench` binary, as cargo sees it.
     let meta = metadata();
-    let root_dir = root();
-    let members: Vec<&serde_json::Value> = meta["packages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| {
-            meta["workspace_members"]
-                .as_array()
-                .unwrap()
-                .contains(&p["id"])
-        })
-        .collect();
-    let owner = members
-        .iter()
+    let owner = members(&meta)
+        .into_iter()
         .find(|p| {
             p["targets"].as_array().unwrap().iter().any(|t| {
                 t["name"] == "loadbench" && t["kind"].as_array().unwrap().contains(&"bin".into())
             })
         })
         .expect("a workspace package builds the loadbench binary");
-    let package = owner["name"].as_str().unwrap();
-    let build = format!("cargo build --release --locked -p {package}");
+    let build = format!(
+        "cargo build --release --locked -p {}",
+        owner["name"].as_str().unwrap()
+    );
     let runs: Vec<&str> = builder
         .iter()
         .filter(|i| i.keyword == "RUN")
@@ -168,14 +169,11 @@ fn the_dockerfile_builds_the_loadbench_binary_into_a_slim_debian_image() {
             .any(|r| r.split(" && ").any(|c| c.trim() == build)),
         "the builder should run `{build}`: {runs:?}"
     );
+}
 
-    // Every workspace member (and the manifest and lock) is copied into the build.
-    let workdir = builder
-        .iter()
-        .rev()
-        .find(|i| i.keyword == "WORKDIR")
-        .map(|i| i.args.clone())
-        .expect("the builder sets a WORKDIR");
+#[test]
+fn the_build_gets_every_workspace_member_and_dockerignore_keeps_them() {
+    let [(_, builder), _] = stages();
     let copied: Vec<String> = builder
         .iter()
         .filter(|i| i.keyword == "COPY")
@@ -190,7 +188,9 @@ fn the_dockerfile_builds_the_loadbench_binary_into_a_slim_debian_image() {
     for needed in ["Cargo.toml", "Cargo.lock"] {
         assert!(copied.iter().any(|c| c == needed), "{needed} is not copied");
     }
-    for member in &members {
+    let meta = metadata();
+    let root_dir = root();
+    for member in members(&meta) {
         let manifest = Path::new(member["manifest_path"].as_str().unwrap());
         let rel = manifest.strip_prefix(&root_dir).unwrap();
         assert!(
@@ -214,14 +214,26 @@ fn the_dockerfile_builds_the_loadbench_binary_into_a_slim_debian_image() {
             ".dockerignore should drop {heavy}"
         );
     }
+}
 
-    // The final image: Debian slim of the builder's release (same glibc), with the binary
-    // the builder built on PATH as its entry point.
+#[test]
+fn the_final_image_is_slim_debian_of_the_builders_release_with_the_built_binary() {
+    let [(builder_from, builder), (final_from, last)] = stages();
+    // Debian slim of the builder's release: the same glibc the binary was linked against.
     assert!(
         final_from.starts_with("debian:") && final_from.contains("-slim"),
         "the final image should be debian:…-slim, not {final_from}"
     );
-    assert_eq!(debian_release(final_from), debian_release(builder_image));
+    assert_eq!(
+        debian_release(&final_from),
+        debian_release(builder_image(&builder_from))
+    );
+    let workdir = builder
+        .iter()
+        .rev()
+        .find(|i| i.keyword == "WORKDIR")
+        .map(|i| i.args.clone())
+        .expect("the builder sets a WORKDIR");
     let built = format!("{workdir}/target/release/loadbench");
     let copy = last
         .iter()

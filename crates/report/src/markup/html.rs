@@ -1,6 +1,7 @@
 //! The building blocks of the HTML pages: escaping, tables, alerts, chart figures, a mix's
-//! per-request table, the footer and the page itself with its inline stylesheet. Every piece of text from a result passes through [`esc`]
-//! here, so the page builders above only ever hand over plain text. The page loads nothing: its
+//! per-request table, the footer and the page itself with its inline stylesheet. Every piece
+//! of text from a result passes through [`esc`] here, so the page builders only ever hand over
+//! plain text. The page loads nothing: its
 //! Content-Security-Policy forbids every fetch and every script, so it works offline and a
 //! hostile URL or header in a result can do nothing but print.
 

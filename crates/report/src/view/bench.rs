@@ -1,8 +1,8 @@
 //! The view of a `loadbench bench` result ([`BenchResult`]): what each format shows, worked
-//! out once here and printed by one file per format (`render/*/bench.rs`). The figures are the model's per-cell statistics across
-//! rounds (`cells`, `relative`), recomputed from the rounds so a hand-edited file cannot
-//! show stale numbers; what a reader must know first (generator-bound steps, errors, noisy
-//! cells, limits not enforced) is [`warnings`].
+//! out once here and printed by one file per format (`render/*/bench.rs`). The figures are the
+//! model's per-cell statistics across rounds (`cells`, `relative`), recomputed from the rounds
+//! so a hand-edited file cannot show stale numbers; what a reader must know first
+//! (generator-bound steps, errors, noisy cells, limits not enforced) is [`warnings`].
 
 use loadbench_model::bench_stats::{no_interval, t_critical_95};
 use loadbench_model::human::{self as units, MISSING};

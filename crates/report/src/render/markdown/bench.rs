@@ -1,7 +1,7 @@
 //! The Markdown view of a bench, for a pull request: warnings as quotes, then per load a table
 //! of every target × level with req/s (median ± the 95% confidence interval's half-width),
 //! p50/p90/p99/p99.9, errors, CPU, memory and the bottleneck verdict, the relative speeds, the
-//! queueing view of a sweep, and the targets with their limits.
+//! queueing view of a sweep, the findings, the profiles, and the targets with their limits.
 
 use crate::markup::markdown::{code, escape_text, table, Align};
 use crate::view::bench::{

@@ -1,9 +1,8 @@
 //! The terminal view of a bench: the warnings first, then per load a table of every target ×
 //! level (median req/s with the 95% confidence interval's half-width, the best round, p50 and
-//! p99, errors,
-//! the target's CPU and memory, and who ran out of CPU), the relative speeds, the queueing view
-//! of a sweep (Little's law per level, the knee, the scalability fit, a worker pool), and the
-//! scenario.
+//! p99, errors, the target's CPU and memory, and who ran out of CPU), the relative speeds, the
+//! queueing view of a sweep (Little's law per level, the knee, the scalability fit, a worker
+//! pool), the findings, the profiles, and the targets.
 
 use crate::markup::text::aligned;
 use crate::view::bench::{

@@ -361,7 +361,7 @@ fn report_of_a_sweep_shows_its_queueing_view_in_every_format() {
     let md = stdout_of(&["report", "bench-pool.json", "-f", "md"]);
     for f in &a.findings {
         assert!(plain.contains(&f.text), "{}\n{plain}", f.text);
-        let escaped = loadbench_report::markdown::escape_text(&f.text);
+        let escaped = loadbench_report::markup::markdown::escape_text(&f.text);
         assert!(md.contains(&escaped), "{escaped}\n{md}");
     }
     for p in &a.levels {

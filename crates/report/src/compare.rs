@@ -8,7 +8,8 @@
 
 mod bench;
 
-use crate::units::{self, MISSING};
+use crate::markup::markdown::{self, Align};
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{LoadModel, RunResult, Welch};
 
 pub use bench::{BenchComparison, BenchRow};
@@ -234,7 +235,7 @@ impl Comparison {
 
     /// The same report as GitHub-flavoured Markdown, for a pull request.
     pub fn markdown(&self) -> String {
-        use crate::markdown::{code, escape_text};
+        use markdown::{code, escape_text};
         let mut out = String::from("## loadbench compare\n\n");
         let sides = ["base", "new"]
             .iter()
@@ -245,7 +246,7 @@ impl Comparison {
         }
         let rows: Vec<Vec<String>> = self.rows.iter().map(cells).collect();
         out += "\n";
-        out += &crate::markdown::table(&HEADER, &ALIGN, &rows);
+        out += &markdown::table(&HEADER, &ALIGN, &rows);
         out += &format!("\n{}\n", escape_text(&self.method()));
         for n in &self.notes {
             out += &format!("\n> **Note:** {}\n", escape_text(n));
@@ -309,8 +310,8 @@ pub(crate) fn outcome_line(worse: &[String], better: &[String]) -> String {
 }
 
 const HEADER: [&str; 6] = ["metric", "base", "new", "change", "p-value", "verdict"];
-const ALIGN: [crate::markdown::Align; 6] = {
-    use crate::markdown::Align::{Left, Right};
+const ALIGN: [Align; 6] = {
+    use Align::{Left, Right};
     [Left, Right, Right, Right, Right, Left]
 };
 

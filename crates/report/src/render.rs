@@ -1,14 +1,198 @@
-//! The one entry point of the reports: any [`SavedResult`] in any [`Format`]. The CLI's
-//! `report`, `run`, `find-max` and `bench` all come through [`render`], so a kind never misses
-//! a format in one command that it has in another; [`formats_for`] is the one table of which
-//! kind renders in which format, and [`Unsupported`] the one-line answer for a pair it lacks.
-//! The renderers themselves stay one per file (`text`, `csv`, `find_max`, `bench/`, `html/`, …).
+//! The formats and the one entry point of the reports: any [`SavedResult`] in any [`Format`].
+//! The CLI's `report`, `run`, `find-max` and `bench` all come through [`render`], so a kind
+//! never misses a format in one command that it has in another; [`formats_for`] is the one
+//! table of which kind renders in which format, and [`Unsupported`] the one-line answer for a
+//! pair it lacks.
+//!
+//! Beneath this module, one file per format and kind of result (`render/text/run.rs`,
+//! `render/csv/find_max.rs`, `render/html/bench.rs`, …), declared in the blocks below. A
+//! renderer takes what it shows from the views, the words and the markup, never from another
+//! renderer; [`Kinds`] is the dispatch. A new format is its [`Format`] variant and name, its
+//! block of three files, and one arm of [`renderers`].
 
 use crate::charts::{self, Chart, ChartFile};
-use crate::{bench, find_max, html, markdown, render_to_string, Format, RenderOptions};
+use crate::options::{RenderOptions, Renderer};
+use crate::view::bench::recomputed;
 use loadbench_model::{BenchResult, FindMaxResult, ResultKind, RunResult, SavedResult};
 use std::fmt;
 use std::io;
+use std::str::FromStr;
+
+/// The terminal report, in the style of wrk, ab, hey and berf.
+pub mod text {
+    pub(crate) mod bench;
+    pub(crate) mod find_max;
+    pub(crate) mod run;
+    pub use run::TextRenderer;
+}
+
+/// The result itself as pretty JSON: the model is the schema.
+pub mod json {
+    pub(crate) mod bench;
+    pub(crate) mod find_max;
+    pub(crate) mod run;
+    pub use run::JsonRenderer;
+}
+
+/// Flat comma-separated rows for spreadsheets and scripts.
+pub mod csv {
+    pub(crate) mod bench;
+    pub(crate) mod find_max;
+    pub(crate) mod run;
+    pub use run::CsvRenderer;
+}
+
+/// GitHub-flavoured Markdown tables, for a pull request.
+pub mod markdown {
+    pub(crate) mod bench;
+    pub(crate) mod find_max;
+    pub(crate) mod run;
+    pub use find_max::render as render_find_max;
+    pub use run::{render_run, Markdown};
+}
+
+/// A self-contained page with SVG charts, plus the chart files to write beside it.
+pub mod html {
+    pub(crate) mod bench;
+    pub(crate) mod find_max;
+    pub(crate) mod run;
+    pub use bench::{render_bench, write_bench_chart_files};
+    pub use find_max::{render_find_max, write_find_max_chart_files};
+    pub use run::{render_run, write_chart_files, Html};
+}
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A report for a terminal, in the style of wrk, ab and hey (`text`).
+    Text,
+    /// The result itself as pretty JSON, the schema of docs/result-schema.md (`json`).
+    Json,
+    /// Flat comma-separated rows for spreadsheets and scripts (`csv`).
+    Csv,
+    /// A self-contained page with SVG charts, plus the chart files to write beside it (`html`).
+    Html,
+    /// GitHub-flavoured Markdown tables, for a pull request (`md` or `markdown`).
+    Markdown,
+}
+
+impl Format {
+    /// Every format, in the order they are offered to the user.
+    pub const ALL: [Format; 5] = [
+        Format::Text,
+        Format::Json,
+        Format::Csv,
+        Format::Html,
+        Format::Markdown,
+    ];
+
+    /// The format's name on the command line: `text`, `json`, `csv`, `html`, `md`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Html => "html",
+            Format::Markdown => "md",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A format name that is not one of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat(pub String);
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let choices: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        write!(
+            f,
+            "unknown format '{}': choose one of {}",
+            self.0,
+            choices.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("markdown") {
+            return Ok(Format::Markdown);
+        }
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownFormat(s.to_string()))
+    }
+}
+
+/// Which file renders each kind of result in one format.
+struct Kinds {
+    run: &'static dyn Renderer,
+    find_max: fn(&FindMaxResult, &RenderOptions) -> String,
+    bench: fn(&BenchResult) -> String,
+}
+
+/// The dispatch: one arm per format. (HTML's pages are drawn with their charts by [`page`].)
+fn renderers(format: Format) -> Kinds {
+    match format {
+        Format::Text => Kinds {
+            run: &text::TextRenderer,
+            find_max: |r, _| text::find_max::render(r),
+            bench: text::bench::render,
+        },
+        Format::Json => Kinds {
+            run: &json::JsonRenderer,
+            find_max: |r, _| json::find_max::render(r),
+            bench: json::bench::render,
+        },
+        Format::Csv => Kinds {
+            run: &csv::CsvRenderer,
+            find_max: |r, _| csv::find_max::render(r),
+            bench: csv::bench::render,
+        },
+        Format::Html => Kinds {
+            run: &html::Html,
+            find_max: html::find_max::render_find_max,
+            bench: html::bench::render_bench,
+        },
+        Format::Markdown => Kinds {
+            run: &markdown::Markdown,
+            find_max: markdown::find_max::render,
+            bench: markdown::bench::render,
+        },
+    }
+}
+
+/// The renderer of a run in a format.
+pub fn renderer(format: Format) -> &'static dyn Renderer {
+    renderers(format).run
+}
+
+/// Renders a run into a string (tests, HTML embedding, the clipboard).
+pub fn render_to_string(format: Format, result: &RunResult, opts: &RenderOptions) -> String {
+    let mut buf = Vec::new();
+    renderer(format)
+        .render(result, opts, &mut buf)
+        .expect("writing into memory cannot fail");
+    String::from_utf8(buf).expect("renderers write UTF-8")
+}
+
+/// A bench result in any format, as a string (what `loadbench bench` prints at the end and
+/// `loadbench report` writes); `cells` and `relative` are recomputed from the rounds first.
+pub fn render_bench(format: Format, result: &BenchResult) -> String {
+    (renderers(format).bench)(&recomputed(result))
+}
 
 /// A rendered result: the report itself and, for HTML, the charts to write beside the page.
 #[derive(Debug, Clone)]
@@ -85,47 +269,36 @@ pub fn render(
     if !formats_for(kind).contains(&format) {
         return Err(Unsupported { kind, format });
     }
-    Ok(match result {
-        SavedResult::Run(r) => run_result(r, format, opts),
-        SavedResult::FindMax(r) => find_max_result(r, format, opts),
-        SavedResult::Bench(r) => bench_result(r, format),
-    })
+    if format == Format::Html {
+        return Ok(page(result, opts));
+    }
+    let kinds = renderers(format);
+    Ok(Rendered::text(match result {
+        SavedResult::Run(r) => render_to_string(format, r, opts),
+        SavedResult::FindMax(r) => (kinds.find_max)(r, opts),
+        SavedResult::Bench(r) => (kinds.bench)(&recomputed(r)),
+    }))
 }
 
-fn run_result(r: &RunResult, format: Format, opts: &RenderOptions) -> Rendered {
-    if format != Format::Html {
-        return Rendered::text(render_to_string(format, r, opts));
-    }
-    let charts = charts::run_charts(r);
-    Rendered {
-        text: html::run_page(r, opts, &charts),
-        charts,
-    }
-}
-
-fn find_max_result(r: &FindMaxResult, format: Format, opts: &RenderOptions) -> Rendered {
-    Rendered::text(match format {
-        Format::Text => find_max::find_max_text(r),
-        Format::Json => find_max::find_max_json(r),
-        Format::Csv => find_max::csv::render(r),
-        Format::Markdown => markdown::render_find_max(r, opts),
-        Format::Html => {
-            let charts = charts::find_max_charts(r);
-            let text = html::find_max_page(r, &charts);
-            return Rendered { text, charts };
+/// An HTML page around its charts, drawn once for the page and the files beside it.
+fn page(result: &SavedResult, opts: &RenderOptions) -> Rendered {
+    match result {
+        SavedResult::Run(r) => {
+            let charts = charts::run_charts(r);
+            let text = html::run::run_page(r, opts, &charts);
+            Rendered { text, charts }
         }
-    })
-}
-
-fn bench_result(r: &BenchResult, format: Format) -> Rendered {
-    if format != Format::Html {
-        return Rendered::text(bench::render_bench(format, r));
-    }
-    let r = bench::recomputed(r);
-    let charts = charts::bench_charts(&r);
-    Rendered {
-        text: html::bench_page(&r, &charts),
-        charts,
+        SavedResult::FindMax(r) => {
+            let charts = charts::find_max_charts(r);
+            let text = html::find_max::find_max_page(r, &charts);
+            Rendered { text, charts }
+        }
+        SavedResult::Bench(r) => {
+            let r = recomputed(r);
+            let charts = charts::bench_charts(&r);
+            let text = html::bench::bench_page(&r, &charts);
+            Rendered { text, charts }
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! reports and the bench reports (per round) call these, so the wording is the same
 //! everywhere. JSON needs nothing here: the `why` field is the serialized [`Why`].
 
-use crate::html::page::esc;
-use crate::markdown::escape_text;
+use crate::markup::html::esc;
+use crate::markup::markdown::escape_text;
 use loadbench_model::{BenchResult, BenchRound, Finding, FindingKind, Why};
 
 /// The findings in the order they are shown (strongest first, as [`Why::new`] ranked them).
@@ -277,7 +277,7 @@ mod tests {
             label.starts_with(&format!("step {}, ", b.rounds[1].step)),
             "{label}"
         );
-        let text = crate::bench::text::render(&b);
+        let text = crate::render::text::bench::render(&b);
         let head = "why (per round, with fixes: the Markdown and HTML reports):\n";
         let step = b.rounds[1].step;
         let lines = format!(
@@ -290,7 +290,7 @@ mod tests {
         stronger.findings[0].text = "accept queue overflowed 99 times".into();
         b.rounds[3].why = stronger;
         let other = b.rounds[3].step;
-        let text = crate::bench::text::render(&b);
+        let text = crate::render::text::bench::render(&b);
         let grouped = format!("  step {other} (also {step}): accept queue overflowed 99 times\n");
         assert!(text.contains(&grouped), "{text}");
         // A round where nothing stood out shares one line with the others like it.
@@ -304,10 +304,10 @@ mod tests {
             }],
             vec![],
         );
-        let text = crate::bench::text::render(&b);
+        let text = crate::render::text::bench::render(&b);
         let unclear = format!("  step {}: no clear bottleneck\n", b.rounds[0].step);
         assert!(text.contains(&unclear), "{text}");
-        let md = crate::bench::markdown::render(&b);
+        let md = crate::render::markdown::bench::render(&b);
         assert!(md.contains("### Why\n"), "{md}");
         let html = crate::html::render_bench(&b);
         assert!(html.contains("<section id=\"why\">"), "{html}");

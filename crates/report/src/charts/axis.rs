@@ -3,7 +3,7 @@
 //! tick reads `2ms`, never `1.87ms`) and how a tick is labelled. The drawing code sees only
 //! coordinates and the ticks chosen here, so every chart has one coordinate type.
 
-use crate::units;
+use loadbench_model::human as units;
 
 /// How values map onto an axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,8 @@
 
 use super::axis::{Axis, Scale, Unit};
 use super::{solid, Extras, Line, Mark, Plot, Style, GREEN, GREY, PALETTE, RED};
-use crate::units;
+use crate::view::find_max::slo_columns;
+use loadbench_model::human as units;
 use loadbench_model::{FindMaxResult, FindMaxStep, Verdict};
 use plotters::style::RGBColor;
 
@@ -108,7 +109,7 @@ fn rates(r: &FindMaxResult) -> Plot {
 /// maximum rate is often orders of magnitude above it.
 fn latency(r: &FindMaxResult) -> Plot {
     let steps = steps(r);
-    let lines = crate::find_max::slo_columns(r)
+    let lines = slo_columns(r)
         .into_iter()
         .zip(PALETTE.iter().cycle())
         .map(|(stat, &color)| {

@@ -6,8 +6,9 @@
 //! beyond the threshold with p < 0.05) are those of run comparisons (docs/compare.md).
 
 use super::{change_text, verdict, Metric, Verdict, ALPHA};
-use crate::markdown::{escape_text, table, Align};
-use crate::units::{self, MISSING};
+use crate::markup::markdown::{code, escape_text, table, Align};
+use crate::markup::text::aligned;
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{BenchLoad, BenchResult, BenchRound, Spread, Welch};
 
 /// One metric of one cell, compared.
@@ -96,7 +97,7 @@ impl BenchComparison {
         ];
         let mut rows = vec![HEAD.map(String::from).to_vec()];
         rows.extend(self.rows.iter().map(cells));
-        lines.extend(crate::bench::aligned(&rows, &[0, 1, 2, 3, 9]));
+        lines.extend(aligned(&rows, &[0, 1, 2, 3, 9]));
         lines.push(String::new());
         lines.push(self.method());
         lines.extend(self.notes.iter().map(|n| format!("note: {n}")));
@@ -106,7 +107,6 @@ impl BenchComparison {
 
     /// The same report as GitHub-flavoured Markdown, for a pull request.
     pub fn markdown(&self) -> String {
-        use crate::markdown::code;
         let mut out = String::from("## loadbench compare (bench)\n\n");
         out += &format!(
             "- **base** {}\n- **new** {}\n\n",

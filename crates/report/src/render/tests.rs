@@ -124,7 +124,7 @@ fn json_of_any_kind_is_the_kinds_own() {
     let text = render(&search.clone().into(), Format::Json, &opts)
         .unwrap()
         .text;
-    assert_eq!(text, find_max::find_max_json(&search));
+    assert_eq!(text, crate::find_max_json(&search));
 }
 
 #[test]
@@ -154,5 +154,31 @@ fn the_page_and_its_chart_files_hold_the_same_charts() {
     }
     for png in files.iter().filter(|f| f.name.ends_with(".png")) {
         assert_eq!(&png.bytes[1..4], b"PNG", "{}", png.name);
+    }
+}
+
+#[test]
+fn formats_parse_by_name() {
+    for f in Format::ALL {
+        assert_eq!(f.name().parse::<Format>(), Ok(f));
+    }
+    assert_eq!(" JSON ".parse::<Format>(), Ok(Format::Json));
+    assert_eq!("Markdown".parse::<Format>(), Ok(Format::Markdown));
+}
+
+#[test]
+fn unknown_format_names_the_choices() {
+    let err = "xml".parse::<Format>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown format 'xml': choose one of text, json, csv, html, md"
+    );
+}
+
+#[test]
+fn every_format_renders_the_empty_result() {
+    let empty = fixtures::empty();
+    for f in Format::ALL {
+        assert!(!render_to_string(f, &empty, &RenderOptions::default()).is_empty());
     }
 }

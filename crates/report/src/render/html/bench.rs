@@ -5,22 +5,35 @@
 //! memory over the whole run with the steps shaded), and last the scenario, the targets with
 //! their commands and limits, and the host.
 
-use super::page::{self, alert, esc, key_values, section, Alert, Level, Row};
-use super::{footer, host_facts};
-use crate::bench::{
-    cell_row, cpus, headline, limits_text, load_cells, load_line, queueing, relative_lines,
+use crate::charts::{self, Chart};
+use crate::markup::html::{
+    self as page, alert, esc, footer, key_values, section, Alert, Level, Row,
+};
+use crate::view::bench::{
+    cell_row, cpus, headline, limits_text, load_cells, load_line, recomputed, relative_lines,
     warnings, Severity,
 };
-use crate::charts::{self, Chart};
-use crate::units;
+use crate::view::endpoints;
+use crate::view::profile::{profiled, what, NOTE};
+use crate::view::queueing;
+use crate::words::host_facts;
+use loadbench_model::human as units;
 use loadbench_model::resources::Bottleneck;
 use loadbench_model::{BenchLoad, BenchResult, BenchTarget};
 use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
 
 /// The page of a bench, as a string; `cells` and `relative` are recomputed from the rounds.
 pub fn render_bench(result: &BenchResult) -> String {
-    let r = crate::bench::recomputed(result);
+    let r = recomputed(result);
     bench_page(&r, &charts::bench_charts(&r))
+}
+
+/// Writes a bench's charts as `NAME.svg` files into `dir` (beside the page) and returns their
+/// paths; charts with nothing to show are not written.
+pub fn write_bench_chart_files(result: &BenchResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    charts::write_files(&charts::bench_charts(result), dir)
 }
 
 /// The page of a bench (already recomputed) around its charts, drawn once for the page and the
@@ -36,7 +49,7 @@ pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
     if !r.queueing.is_empty() {
         body += &section("queueing", "Queueing", &queueing_section(r));
     }
-    let profiles = crate::bench::profile::html(r);
+    let profiles = profiles(r);
     if !profiles.is_empty() {
         body += &section("profiles", "Profiles", &profiles);
     }
@@ -190,11 +203,11 @@ fn queueing_section(r: &BenchResult) -> String {
 
 /// A load's requests, per target and level over all rounds; nothing without a mix.
 fn mix_table(r: &BenchResult, li: u32) -> String {
-    let rows = crate::endpoints::bench_rows(r, li);
+    let rows = endpoints::bench_rows(r, li);
     if rows.is_empty() {
         return String::new();
     }
-    let head = crate::endpoints::BENCH_HEAD.map(String::from);
+    let head = endpoints::BENCH_HEAD.map(String::from);
     let rows: Vec<Row> = rows.into_iter().map(page::row).collect();
     format!(
         "<h4>Per request (mix), all rounds</h4>\n{}",
@@ -264,11 +277,60 @@ fn host(r: &BenchResult) -> Vec<(&'static str, String)> {
     pairs
 }
 
+/// The profiles' section body (empty without profiles).
+pub(crate) fn profiles(r: &BenchResult) -> String {
+    let mut out = String::new();
+    for (t, p) in profiled(r) {
+        let _ = writeln!(
+            out,
+            "<figure class=\"profile\" id=\"profile-{}\">",
+            esc(&t.name)
+        );
+        if let Ok(svg) = std::fs::read_to_string(Path::new(&r.run_dir).join(&p.svg)) {
+            let _ = writeln!(
+                out,
+                "<img alt=\"on-CPU flame graph of {}\" style=\"width:100%\" src=\"data:image/svg+xml,{}\">",
+                esc(&t.name),
+                data_uri_escape(&svg)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<figcaption><b>{}</b>: {} · <a href=\"{}\">{}</a> (zoomable, in the run folder)</figcaption>\n</figure>",
+            esc(&t.name),
+            esc(&what(r, p)),
+            esc(&p.svg),
+            esc(&p.svg)
+        );
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("<p class=\"muted\">On-CPU flame graphs: {NOTE}.</p>\n{out}")
+}
+
+/// Percent-encodes what a `data:` URL in an attribute cannot hold as is.
+fn data_uri_escape(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len() + svg.len() / 8);
+    for b in svg.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => out.push(b as char),
+            b' ' | b'-' | b'_' | b'.' | b'/' | b':' | b'=' | b';' | b',' | b'(' | b')' => {
+                out.push(b as char)
+            }
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixtures;
-    use crate::html::tests::{figure, polylines};
+    use crate::render::html::run::tests::{figure, polylines};
 
     fn page() -> String {
         render_bench(&fixtures::bench())

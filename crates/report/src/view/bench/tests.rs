@@ -1,5 +1,6 @@
 use super::*;
 use crate::fixtures;
+use crate::{bench_json, render_bench, Format};
 
 fn fixture() -> BenchResult {
     fixtures::bench()

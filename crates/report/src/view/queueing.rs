@@ -4,8 +4,8 @@
 //! worker pool, the knee, the Universal Scalability Law fit, each with its usual fix, or why
 //! there is no fit). The figures are the model's (`BenchResult::queueing`), formatted here.
 
-use super::load_of;
-use crate::units::{self, MISSING};
+use crate::view::bench::load_of;
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::queueing::SweepAnalysis;
 use loadbench_model::BenchResult;
 

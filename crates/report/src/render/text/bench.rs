@@ -1,14 +1,16 @@
 //! The terminal view of a bench: the warnings first, then per load a table of every target ×
 //! level (median req/s with the 95% confidence interval's half-width, the best round, p50 and
-//! p99, errors,
-//! the target's CPU and memory, and who ran out of CPU), the relative speeds, the queueing view
-//! of a sweep (Little's law per level, the knee, the scalability fit, a worker pool), and the
-//! scenario.
+//! p99, errors, the target's CPU and memory, and who ran out of CPU), the relative speeds, the
+//! queueing view of a sweep (Little's law per level, the knee, the scalability fit, a worker
+//! pool), the findings, the profiles, and the targets.
 
-use super::{
-    aligned, cell_row, headline, limits_text, load_cells, load_line, queueing, relative_lines,
-    warnings, Severity,
+use crate::markup::text::aligned;
+use crate::view::bench::{
+    cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings, Severity,
 };
+use crate::view::endpoints;
+use crate::view::profile::{path, profiled, what, NOTE};
+use crate::view::queueing;
 use loadbench_model::BenchResult;
 
 const HEAD: [&str; 12] = [
@@ -42,7 +44,7 @@ pub(crate) fn render(r: &BenchResult) -> String {
         lines.push(String::new());
         lines.extend(why);
     }
-    let profiles = super::profile::text_lines(r);
+    let profiles = profile_lines(r);
     if !profiles.is_empty() {
         lines.push(String::new());
         lines.extend(profiles);
@@ -96,9 +98,9 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
         lines.push("relative speed (mean req/s):".to_string());
         lines.extend(relative.iter().map(|l| format!("  {l}")));
     }
-    let mix = crate::endpoints::bench_rows(r, li);
+    let mix = endpoints::bench_rows(r, li);
     if !mix.is_empty() {
-        use crate::endpoints::{BENCH_HEAD, BENCH_TEXT};
+        use endpoints::{BENCH_HEAD, BENCH_TEXT};
         lines.push("per request (mix), all rounds:".to_string());
         let mut rows = vec![BENCH_HEAD.map(String::from).to_vec()];
         rows.extend(mix);
@@ -133,6 +135,17 @@ fn targets(r: &BenchResult) -> Vec<String> {
             t.name, t.kind, t.url, t.command
         ));
         lines.push(format!("    limits: {}", limits_text(&t.limits)));
+    }
+    lines
+}
+
+/// The profiles' lines (empty without profiles).
+pub(crate) fn profile_lines(r: &BenchResult) -> Vec<String> {
+    let mut lines: Vec<String> = profiled(r)
+        .map(|(t, p)| format!("  {}: {} ({})", t.name, path(r, p), what(r, p)))
+        .collect();
+    if !lines.is_empty() {
+        lines.insert(0, format!("profiles (on-CPU flame graphs, {NOTE}):"));
     }
     lines
 }

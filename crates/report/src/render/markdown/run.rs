@@ -1,15 +1,15 @@
-//! GitHub-flavoured Markdown for pull requests and issues: a run (or a find-max search) as a
+//! GitHub-flavoured Markdown for pull requests and issues: a run as a
 //! few tables a reviewer reads in the page — the headline figures, the latency percentiles,
 //! status codes, errors by class — and the configuration and host as a short list. Everything
 //! that came from the user (URL, headers, file names) goes into code spans, and every table
 //! cell has its `|` escaped, so no input can break the layout. Pure functions of the result.
 
-use crate::units::{self, MISSING};
-use crate::{RenderOptions, Renderer};
-use loadbench_model::{
-    FailReason, FindMaxResult, FindMaxStep, Histo, LoadModel, RunResult, SloStat, Starvation,
-    Stats, Summary, Verdict,
-};
+use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
+use crate::options::{RenderOptions, Renderer};
+use crate::view::run::request_phases;
+use crate::words::{counted as plural, document_length, pacing_text, schedule_text};
+use loadbench_model::human::{self as units, MISSING};
+use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Stats, Summary};
 use std::io::Write;
 
 /// The percentiles of the summary table; the full table follows `--percentiles`.
@@ -181,7 +181,7 @@ fn status_table(r: &RunResult) -> String {
 /// hey's request write / response wait / response read split: mean, fastest, slowest. Left
 /// out for results saved before it was recorded.
 fn phase_table(s: &Stats) -> String {
-    let rows: Vec<Vec<String>> = crate::text::request_phases(s)
+    let rows: Vec<Vec<String>> = request_phases(s)
         .into_iter()
         .map(|(name, h)| {
             let cells = [h.mean_ns(), h.min_ns() as f64, h.max_ns() as f64];
@@ -207,7 +207,7 @@ fn connection_reuse(r: &RunResult) -> String {
     let mut line = format!(
         "\nKeep-alive requests: {} · document length: {}",
         s.keepalive_requests,
-        crate::text::document_length(&s.body)
+        document_length(&s.body)
     );
     if let (LoadModel::Closed, Some(us)) =
         (&r.config.load, s.time_per_request_us(r.config.connections))
@@ -218,17 +218,6 @@ fn connection_reuse(r: &RunResult) -> String {
         );
     }
     line + "\n"
-}
-
-/// A request mix: one row per request; nothing for a single-request run.
-fn endpoint_table(r: &RunResult) -> String {
-    use crate::endpoints::{HEAD, NUMERIC};
-    let rows = crate::endpoints::rows(r);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let align = NUMERIC.map(|n| if n { Align::Right } else { Align::Left });
-    format!("\n### Per request (mix)\n\n{}", table(&HEAD, &align, &rows))
 }
 
 fn error_table(r: &RunResult) -> String {
@@ -327,9 +316,9 @@ fn load_text(r: &RunResult) -> String {
         } => {
             let mut text = format!(
                 "open model, {}, up to {max_connections} connections, {threads}, {keepalive}",
-                crate::text::schedule_text(schedule)
+                schedule_text(schedule)
             );
-            if let Some(pacing) = crate::text::pacing_text(r) {
+            if let Some(pacing) = pacing_text(r) {
                 text += &format!(", {pacing}");
             }
             text
@@ -352,217 +341,6 @@ fn length_text(r: &RunResult) -> String {
     text
 }
 
-fn host_text(h: &loadbench_model::HostInfo) -> String {
-    format!(
-        "{}: {} {} ({}), {}, {} cores",
-        code(&h.hostname),
-        escape_text(&h.os),
-        escape_text(&h.kernel),
-        escape_text(&h.arch),
-        escape_text(&h.cpu_model),
-        crate::html::cores_text(h)
-    )
-}
-
-/// A find-max search as Markdown: the conclusion, a row per step, the search and the host.
-pub fn render_find_max(r: &FindMaxResult, _opts: &RenderOptions) -> String {
-    let mut out = format!("## loadbench find-max: {}\n\n", code(&r.url));
-    out += &format!(
-        "SLO {} (latency from the intended send time), errors at most {}.\n\n",
-        code(&r.slo.text),
-        units::percent(r.max_error_share)
-    );
-    if r.interrupted {
-        out += "> **Interrupted:** the finished steps are kept.\n\n";
-    }
-    if let Some(note) = r.transport_note() {
-        let lead = if r.insecure() {
-            "> **Warning:** "
-        } else {
-            "> "
-        };
-        out += &format!("{lead}{}.\n\n", escape_text(&note));
-    }
-    let text = crate::find_max_text(r);
-    let conclusion = text.lines().last().unwrap_or_default();
-    out += &format!("**{}**\n\n", escape_text(conclusion));
-    out += &steps_table(r);
-    if let Some(step) = crate::endpoints::find_max_step(r) {
-        let title = crate::endpoints::find_max_title(step);
-        out += &endpoint_table(&step.run).replace("Per request (mix)", &title);
-    }
-    out += "\n### Configuration\n\n";
-    out += &list(&search_items(r));
-    out
-}
-
-fn steps_table(r: &FindMaxResult) -> String {
-    if r.steps.is_empty() {
-        return "No step finished.\n".to_string();
-    }
-    let cols = crate::find_max::slo_columns(r);
-    let mut head: Vec<String> = ["#", "phase", "target/s", "sent/s", "completed/s"]
-        .map(String::from)
-        .to_vec();
-    head.extend(cols.iter().map(|c| c.label()));
-    head.extend(["errors", "verdict"].map(String::from));
-    let mut align = vec![Align::Right; head.len()];
-    align[1] = Align::Left;
-    align[head.len() - 1] = Align::Left;
-    let rows: Vec<Vec<String>> = r.steps.iter().map(|s| step_row(s, &cols)).collect();
-    let head: Vec<&str> = head.iter().map(String::as_str).collect();
-    table(&head, &align, &rows)
-}
-
-fn step_row(s: &FindMaxStep, cols: &[SloStat]) -> Vec<String> {
-    let phase = match s.phase {
-        loadbench_model::SearchPhase::Exponential => "exponential",
-        loadbench_model::SearchPhase::Bisect => "bisect",
-    };
-    let mut row = vec![
-        s.step.to_string(),
-        phase.to_string(),
-        units::rate_short(s.target_rate),
-        units::rate(s.achieved_rate),
-        units::rate(s.completed_rate),
-    ];
-    let hist = &s.run.stats.latency.hist;
-    row.extend(cols.iter().map(|c| {
-        c.measure_us(hist)
-            .map_or(MISSING.to_string(), units::duration_us)
-    }));
-    row.push(units::percent(s.error_share));
-    row.push(match s.verdict {
-        Verdict::Pass => "pass".to_string(),
-        Verdict::Interrupted => "interrupted".to_string(),
-        Verdict::Fail => {
-            let reason = match s.reason {
-                Some(FailReason::Slo) => " (slo)",
-                Some(FailReason::Errors) => " (errors)",
-                Some(FailReason::Generator) => " (generator)",
-                Some(FailReason::Throughput) => " (throughput)",
-                None => "",
-            };
-            let recovery =
-                crate::find_max::recovery_text(s).map_or(String::new(), |r| format!("; {r}"));
-            format!(
-                "**fail**{reason}: {}{}",
-                escape_text(&s.detail),
-                escape_text(&recovery)
-            )
-        }
-    });
-    row
-}
-
-fn search_items(r: &FindMaxResult) -> Vec<(&'static str, String)> {
-    let s = &r.search;
-    vec![
-        (
-            "Search",
-            format!(
-                "start {} req/s, max {} req/s, precision {}, at most {} steps",
-                units::rate_short(s.start_rate),
-                units::rate_short(s.max_rate),
-                units::percent(s.precision),
-                s.max_steps
-            ),
-        ),
-        (
-            "Steps",
-            format!(
-                "{} each{}, {}",
-                units::duration_ms_short(s.step_duration_ms),
-                units::after_warmup(s.warmup_ms),
-                plural(u64::from(s.threads), "thread")
-            ),
-        ),
-        (
-            "Started",
-            format!("{}, loadbench {}", r.started_at, r.loadbench_version),
-        ),
-        ("Host", host_text(&r.host)),
-    ]
-}
-
-/// How a column's cells line up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
-    /// Text columns: names, labels, verdicts.
-    Left,
-    /// Number columns, so digits line up.
-    Right,
-}
-
-/// A GFM table. Cells are escaped here (`|`, line breaks); they may hold inline Markdown.
-pub fn table(head: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
-    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut out = line(head.iter().map(|h| cell(h)).collect());
-    let rule: Vec<&str> = align
-        .iter()
-        .map(|a| match a {
-            Align::Left => ":---",
-            Align::Right => "---:",
-        })
-        .collect();
-    out += &format!("|{}|\n", rule.join("|"));
-    for row in rows {
-        out += &line(row.iter().map(|c| cell(c)).collect());
-    }
-    out
-}
-
-/// A table cell: a `|` would end the cell (even inside a code span), a line break the row.
-pub fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\r', '\n'], " ")
-}
-
-/// An inline code span that holds any text: the fence is longer than any run of backticks in
-/// it, and padded when the text starts or ends with one.
-pub fn code(text: &str) -> String {
-    let text = text.replace(['\r', '\n'], " ");
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') || text.is_empty() {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{text}{pad}{fence}")
-}
-
-/// Plain text with Markdown's inline syntax characters escaped, so it renders as written.
-pub fn escape_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(
-            c,
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~'
-        ) {
-            out.push('\\');
-        }
-        out.push(if c == '\n' || c == '\r' { ' ' } else { c });
-    }
-    out
-}
-
-/// `1 thread`, `2 threads`.
-fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("{n} {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
-/// `- **Label:** value` lines.
-fn list(items: &[(&str, String)]) -> String {
-    items
-        .iter()
-        .map(|(k, v)| format!("- **{k}:** {v}\n"))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,6 +358,13 @@ mod tests {
     #[test]
     fn snapshot_empty() {
         insta::assert_snapshot!(render(&fixtures::empty()));
+    }
+
+    fn unescaped_pipes(line: &str) -> usize {
+        let bytes = line.as_bytes();
+        (0..bytes.len())
+            .filter(|&i| bytes[i] == b'|' && (i == 0 || bytes[i - 1] != b'\\'))
+            .count()
     }
 
     #[test]
@@ -604,36 +389,6 @@ mod tests {
         assert!(
             md.contains("- **Request:** GET, headers `X-Pipe: a|b`\n"),
             "{md}"
-        );
-    }
-
-    fn unescaped_pipes(line: &str) -> usize {
-        let bytes = line.as_bytes();
-        (0..bytes.len())
-            .filter(|&i| bytes[i] == b'|' && (i == 0 || bytes[i - 1] != b'\\'))
-            .count()
-    }
-
-    #[test]
-    fn cells_escape_pipes_and_line_breaks() {
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
-        let t = table(&["x|y"], &[Align::Left], &[vec!["1|2".into()]]);
-        assert_eq!(t, "| x\\|y |\n|:---|\n| 1\\|2 |\n");
-    }
-
-    #[test]
-    fn code_spans_survive_backticks() {
-        assert_eq!(code("plain"), "`plain`");
-        assert_eq!(code("a`b"), "``a`b``");
-        assert_eq!(code("`x`"), "`` `x` ``");
-        assert_eq!(code("two\nlines"), "`two lines`");
-    }
-
-    #[test]
-    fn text_escapes_inline_syntax() {
-        assert_eq!(
-            escape_text("a_b *c* <d> [e]"),
-            "a\\_b \\*c\\* \\<d\\> \\[e\\]"
         );
     }
 

@@ -1,46 +1,11 @@
-//! Renders a `loadbench find-max` result: a table of every step (rate offered, sent and completed, the
-//! latency percentiles the SLO names, errors, verdict) and one closing line with the maximum
-//! sustainable rate and why the search stopped; or the result as pretty JSON (the serde model
-//! is the schema). Pure functions of [`FindMaxResult`].
+//! The view of a `loadbench find-max` result, for every format: the latency columns the SLO
+//! names, each step's phase and verdict in words, the wait after a failed step, the one-line
+//! summaries of a step printed live while the search goes on, and the closing sentence with
+//! the maximum sustainable rate and why the search stopped. Pure functions of
+//! [`FindMaxResult`].
 
-pub(crate) mod csv;
-
-use crate::units::{self, MISSING};
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{FailReason, FindMaxResult, FindMaxStep, SloStat, StopReason, Verdict};
-use std::borrow::Cow;
-
-/// The result as pretty JSON, with every step's derived summary present.
-pub fn find_max_json(result: &FindMaxResult) -> String {
-    let finalized = finalized(result);
-    let mut text =
-        serde_json::to_string_pretty(finalized.as_ref()).expect("the model serializes to JSON");
-    text.push('\n');
-    text
-}
-
-fn finalized(result: &FindMaxResult) -> Cow<'_, FindMaxResult> {
-    if result.steps.iter().all(|s| s.run.summary.is_some()) {
-        return Cow::Borrowed(result);
-    }
-    let mut owned = result.clone();
-    owned.steps.iter_mut().for_each(|s| s.run.finalize());
-    Cow::Owned(owned)
-}
-
-/// The report people read: header, the step table, a mix's per-request table, the conclusion.
-pub fn find_max_text(result: &FindMaxResult) -> String {
-    let mut lines = header(result);
-    lines.push(String::new());
-    lines.extend(table(result));
-    lines.push(String::new());
-    if let Some(step) = crate::endpoints::find_max_step(result) {
-        lines.push(format!("{}:", crate::endpoints::find_max_title(step)));
-        lines.extend(crate::text::endpoint_table(&step.run));
-        lines.push(String::new());
-    }
-    lines.push(conclusion(result));
-    lines.join("\n") + "\n"
-}
 
 /// One line about a finished step, for live output while the search goes on.
 pub fn find_max_step_line(step: &FindMaxStep) -> String {
@@ -62,36 +27,6 @@ pub fn find_max_recovery_line(step: &FindMaxStep) -> Option<String> {
     recovery_text(step).map(|r| format!("after step {}: target {r}", step.step))
 }
 
-fn header(r: &FindMaxResult) -> Vec<String> {
-    let s = &r.search;
-    let mut lines = vec![
-        format!(
-            "find-max {}: SLO {} (latency from the intended send time), errors at most {}",
-            r.url,
-            r.slo.text,
-            units::percent(r.max_error_share)
-        ),
-        format!(
-            "  steps of {}{}, {} generator thread{}; start {} req/s, max {} req/s, precision {}, at most {} steps",
-            units::duration_ms_short(s.step_duration_ms),
-            units::after_warmup(s.warmup_ms),
-            s.threads,
-            if s.threads == 1 { "" } else { "s" },
-            units::rate_short(s.start_rate),
-            units::rate_short(s.max_rate),
-            units::percent(s.precision),
-            s.max_steps
-        ),
-    ];
-    if r.interrupted {
-        lines.push("  INTERRUPTED: the finished steps are kept".to_string());
-    }
-    if let Some(note) = r.transport_note() {
-        lines.push(format!("  {note}"));
-    }
-    lines
-}
-
 /// The latency columns of every find-max format: p50 and p99, then every other statistic the
 /// SLO names, once each.
 pub(crate) fn slo_columns(r: &FindMaxResult) -> Vec<SloStat> {
@@ -107,58 +42,16 @@ pub(crate) fn slo_columns(r: &FindMaxResult) -> Vec<SloStat> {
     cols
 }
 
-fn table(r: &FindMaxResult) -> Vec<String> {
-    let cols = slo_columns(r);
-    let mut head = format!(
-        "  {:>3}  {:<11} {:>10} {:>11} {:>11}",
-        "#", "phase", "target/s", "sent/s", "completed/s"
-    );
-    for c in &cols {
-        head += &format!(" {:>10}", c.label());
-    }
-    head += &format!(" {:>8}  verdict", "errors");
-    let mut lines = vec![head];
-    for step in &r.steps {
-        lines.push(row(step, &cols));
-    }
-    if r.steps.is_empty() {
-        lines.push("  (no step finished)".to_string());
-    }
-    lines
-}
-
-fn row(step: &FindMaxStep, cols: &[SloStat]) -> String {
-    let mut line = format!(
-        "  {:>3}  {:<11} {:>10} {:>11} {:>11}",
-        step.step,
-        phase_name(step),
-        units::rate_short(step.target_rate),
-        units::rate(step.achieved_rate),
-        units::rate(step.completed_rate)
-    );
-    let hist = &step.run.stats.latency.hist;
-    for c in cols {
-        let value = c
-            .measure_us(hist)
-            .map_or(MISSING.to_string(), units::duration_us);
-        line += &format!(" {value:>10}");
-    }
-    line += &format!(
-        " {:>8}  {}",
-        units::percent(step.error_share),
-        verdict_text(step)
-    );
-    line
-}
-
-fn phase_name(step: &FindMaxStep) -> &'static str {
+/// `exponential` or `bisect`.
+pub(crate) fn phase_name(step: &FindMaxStep) -> &'static str {
     match step.phase {
         loadbench_model::SearchPhase::Exponential => "exponential",
         loadbench_model::SearchPhase::Bisect => "bisect",
     }
 }
 
-fn verdict_text(step: &FindMaxStep) -> String {
+/// A step's verdict: `pass`, `interrupted`, or `fail: slo (p99 2.31ms > 2.00ms; …)`.
+pub(crate) fn verdict_text(step: &FindMaxStep) -> String {
     match (step.verdict, step.reason) {
         (Verdict::Pass, _) => "pass".to_string(),
         (Verdict::Interrupted, _) => "interrupted".to_string(),
@@ -199,7 +92,7 @@ fn reason_name(reason: FailReason) -> &'static str {
 }
 
 /// `maximum sustainable rate: N req/s (within P%), stopped because …`, or why no rate held.
-fn conclusion(r: &FindMaxResult) -> String {
+pub(crate) fn conclusion(r: &FindMaxResult) -> String {
     let Some(reason) = r.stop_reason else {
         return "search in progress: no conclusion yet".to_string();
     };
@@ -211,6 +104,13 @@ fn conclusion(r: &FindMaxResult) -> String {
         ),
         None => no_rate(r, reason),
     }
+}
+
+/// The closing line of the text report, which the Markdown and HTML reports quote: the last
+/// line of [`conclusion`] (a step's detail could hold a line break).
+pub(crate) fn conclusion_line(r: &FindMaxResult) -> String {
+    let text = conclusion(r) + "\n";
+    text.lines().last().unwrap_or_default().to_string()
 }
 
 fn found(r: &FindMaxResult, max: f64, reason: StopReason) -> String {
@@ -322,6 +222,7 @@ fn generator_limit(r: &FindMaxResult) -> String {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use crate::{find_max_json, find_max_text};
     use loadbench_model::FindMaxResult;
 
     fn result() -> FindMaxResult {

@@ -3,9 +3,12 @@
 //! rate and the connection phases. Each section is a function returning lines, so the order is
 //! one list and an empty measurement prints `-` instead of garbage.
 
-use crate::distribution::{self, Bar};
-use crate::units::{self, MISSING};
-use crate::{RenderOptions, Renderer};
+use crate::markup::text::{endpoint_table, width};
+use crate::options::{RenderOptions, Renderer};
+use crate::view::distribution::{self, Bar};
+use crate::view::run::request_phases;
+use crate::words::{document_length, pacing_text, plural, schedule_text};
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult, Starvation, Summary};
 use std::io::Write;
 
@@ -196,37 +199,6 @@ fn shape(rep: &Report) -> String {
     text
 }
 
-/// Open model: the send window and the pool, as the run had them: `send window 1.00ms,
-/// initial pool 40 connections, at most 64 connects at once, 52 connects in all, 47 in the
-/// first second`. `None` for the closed model and for files written before these were
-/// recorded.
-pub(crate) fn pacing_text(r: &RunResult) -> Option<String> {
-    let mut parts = Vec::new();
-    match r.config.send_window_us {
-        Some(0) => parts.push("send window 0 (a wake-up per request)".to_string()),
-        Some(us) => parts.push(format!("send window {}", units::duration_us(us as f64))),
-        None => {}
-    }
-    let pool = &r.stats.pool;
-    if !pool.is_empty() {
-        parts.push(format!(
-            "initial pool {} {}, at most {} connects at once",
-            pool.initial,
-            plural(pool.initial, "connection"),
-            pool.connect_limit
-        ));
-        if pool.first_second > 0 {
-            parts.push(format!(
-                "{} {} in all, {} in the first second",
-                pool.connects,
-                plural(pool.connects, "connect"),
-                pool.first_second
-            ));
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join(", "))
-}
-
 /// wrk's headline in one line, each figure formatted as in the sections below:
 /// `82704 requests in 2.00s: 41352.00 req/s, p50 90.81µs, p99 211.20µs, 0 errors`.
 fn headline(rep: &Report) -> String {
@@ -265,31 +237,6 @@ fn headline_errors(rep: &Report) -> String {
 fn errors_share(rep: &Report) -> Option<String> {
     let (errors, attempts) = (rep.summary.errors, rep.r.stats.attempts());
     (errors > 0).then(|| units::percent(errors as f64 / attempts as f64))
-}
-
-/// `1000 req/s`, `1000→5000 req/s over 30s, then …`.
-pub(crate) fn schedule_text(segments: &[loadbench_model::RateSegment]) -> String {
-    let parts: Vec<String> = segments
-        .iter()
-        .map(|s| {
-            let d = units::duration_ms_short(s.duration_ms);
-            if s.from_rate == s.to_rate {
-                format!("{} req/s for {d}", units::rate_short(s.from_rate))
-            } else {
-                let (a, b) = (units::rate_short(s.from_rate), units::rate_short(s.to_rate));
-                format!("{a}→{b} req/s over {d}")
-            }
-        })
-        .collect();
-    parts.join(", then ")
-}
-
-fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
 }
 
 /// Requests cut off when the run stopped: expected when a timed run ends, so said calmly.
@@ -471,19 +418,6 @@ fn time_per_user(rep: &Report) -> Option<String> {
     ) {
         (LoadModel::Closed, Some(us)) => Some(units::duration_us(us)),
         _ => None,
-    }
-}
-
-/// ab's "Document Length" / hey's "Size/request": the mean body, and its range if it varied.
-pub(crate) fn document_length(b: &loadbench_model::BodySizes) -> String {
-    let Some(mean) = b.mean() else {
-        return MISSING.to_string();
-    };
-    let mean = format!("{} bytes", units::rate_short(mean));
-    if b.varied() {
-        format!("{mean} mean (varied {}–{})", b.min, b.max)
-    } else {
-        mean
     }
 }
 
@@ -681,37 +615,6 @@ fn endpoints(rep: &Report) -> Vec<String> {
     lines
 }
 
-/// The per-request table of a mix, aligned (numbers to the right); empty without a mix.
-pub(crate) fn endpoint_table(r: &RunResult) -> Vec<String> {
-    use crate::endpoints::{HEAD, NUMERIC};
-    let rows = crate::endpoints::rows(r);
-    if rows.is_empty() {
-        return Vec::new();
-    }
-    let mut all = vec![HEAD.map(String::from).to_vec()];
-    all.extend(rows);
-    let widths: Vec<usize> = (0..HEAD.len())
-        .map(|c| width(&all.iter().map(|r| r[c].clone()).collect::<Vec<_>>()))
-        .collect();
-    let line = |row: &Vec<String>| {
-        let cells = row
-            .iter()
-            .zip(&widths)
-            .zip(NUMERIC)
-            .map(|((cell, &w), num)| {
-                if num {
-                    format!("{cell:>w$}")
-                } else {
-                    format!("{cell:<w$}")
-                }
-            });
-        format!("{INDENT}{}", cells.collect::<Vec<_>>().join("  "))
-            .trim_end()
-            .to_string()
-    };
-    all.iter().map(line).collect()
-}
-
 /// berf's per-second rate: omitted unless there are at least two seconds to compare.
 fn per_second_rate(rep: &Report) -> Vec<String> {
     let series = &rep.r.stats.series;
@@ -728,20 +631,6 @@ fn per_second_rate(rep: &Report) -> Vec<String> {
     let mut lines = vec![rep.title(&title)];
     lines.extend(table(&[header, row], false));
     lines
-}
-
-/// hey's "req write", "resp wait" and "resp read" rows; none for results saved before the
-/// split was recorded.
-pub(crate) fn request_phases(s: &loadbench_model::Stats) -> Vec<(&'static str, &Histo)> {
-    let p = &s.phases;
-    if p.count() == 0 {
-        return Vec::new();
-    }
-    vec![
-        ("req write", &p.write.hist),
-        ("resp wait", &p.wait.hist),
-        ("resp read", &p.read.hist),
-    ]
 }
 
 /// hey's "details" / ab's "Connection Times": each phase's distribution (hey's avg, fastest
@@ -830,14 +719,10 @@ fn table_row(row: &[String], widths: &[usize], labelled: bool) -> String {
         .to_string()
 }
 
-/// Display width of the widest cell (`µ` is one column, two bytes).
-fn width(cells: &[String]) -> usize {
-    cells.iter().map(|c| c.chars().count()).max().unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::words::pacing_text;
     use crate::{fixtures, render_to_string, Format};
 
     #[test]

@@ -1,13 +1,15 @@
 //! The Markdown view of a bench, for a pull request: warnings as quotes, then per load a table
 //! of every target × level with req/s (median ± the 95% confidence interval's half-width),
 //! p50/p90/p99/p99.9, errors, CPU, memory and the bottleneck verdict, the relative speeds, the
-//! queueing view of a sweep, and the targets with their limits.
+//! queueing view of a sweep, the findings, the profiles, and the targets with their limits.
 
-use super::{
-    cell_row, headline, limits_text, load_cells, load_line, queueing, relative_lines, warnings,
-    Severity,
+use crate::markup::markdown::{code, escape_text, table, Align};
+use crate::view::bench::{
+    cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings, Severity,
 };
-use crate::markdown::{code, escape_text, table, Align};
+use crate::view::endpoints;
+use crate::view::profile::{path, profiled, what, NOTE};
+use crate::view::queueing;
 use loadbench_model::BenchResult;
 
 const HEAD: [&str; 15] = [
@@ -47,7 +49,7 @@ pub(crate) fn render(r: &BenchResult) -> String {
         out += &load_section(r, li);
     }
     out += &crate::why::bench_markdown(r);
-    out += &super::profile::markdown(r);
+    out += &profiles(r);
     out += "\n### Targets\n\n";
     for t in &r.targets {
         out += &format!(
@@ -126,8 +128,8 @@ fn queueing_section(r: &BenchResult, li: u32) -> String {
 
 /// A load's requests, per target and level over all rounds; nothing without a mix.
 fn mix_table(r: &BenchResult, li: u32) -> String {
-    use crate::endpoints::{BENCH_HEAD, BENCH_TEXT};
-    let rows = crate::endpoints::bench_rows(r, li);
+    use endpoints::{BENCH_HEAD, BENCH_TEXT};
+    let rows = endpoints::bench_rows(r, li);
     if rows.is_empty() {
         return String::new();
     }
@@ -144,4 +146,22 @@ fn mix_table(r: &BenchResult, li: u32) -> String {
         "\nPer request (mix), all rounds:\n\n{}",
         table(&BENCH_HEAD, &align, &rows)
     )
+}
+
+/// The profiles' section (empty without profiles).
+pub(crate) fn profiles(r: &BenchResult) -> String {
+    let items: String = profiled(r)
+        .map(|(t, p)| {
+            format!(
+                "- **{}**: {} ({})\n",
+                escape_text(&t.name),
+                code(&path(r, p)),
+                escape_text(&what(r, p))
+            )
+        })
+        .collect();
+    if items.is_empty() {
+        return items;
+    }
+    format!("\n### Profiles\n\nOn-CPU flame graphs: {NOTE}.\n\n{items}")
 }

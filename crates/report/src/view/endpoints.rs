@@ -4,7 +4,8 @@
 //! numbers as a second table. A run without a mix has no table. A find-max search shows the
 //! table of its highest passing step, a bench each load's requests per target and level.
 
-use crate::units::{self, MISSING};
+use crate::view::bench::{cell_row, load_cells};
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{
     merge_endpoints, BenchCell, BenchResult, EndpointStats, ErrorKind, FindMaxResult, FindMaxStep,
     Histo, RunResult, Verdict,
@@ -60,12 +61,12 @@ pub(crate) const BENCH_TEXT: [usize; 4] = [0, 1, 3, 7];
 /// run's totals merge); none when the load sent no mix.
 pub(crate) fn bench_rows(r: &BenchResult, li: u32) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
-    for c in crate::bench::load_cells(r, li) {
+    for c in load_cells(r, li) {
         let merged = cell_endpoints(r, c);
         if merged.len() < 2 {
             continue;
         }
-        let level = crate::bench::cell_row(r, c).level;
+        let level = cell_row(r, c).level;
         let total: u64 = merged.iter().map(|e| u64::from(e.weight)).sum();
         for e in &merged {
             let mut row = vec![c.target.clone(), level.clone(), e.index.to_string()];
@@ -351,7 +352,7 @@ mod tests {
                 }
             }
         }
-        let csv = crate::find_max::csv::render(&f);
+        let csv = crate::render::csv::find_max::render(&f);
         let tables: Vec<&str> = csv.split("\n\n").collect();
         assert_eq!(tables.len(), 2, "{csv}");
         let rows: Vec<Vec<&str>> = tables[1].lines().map(|l| l.split(',').collect()).collect();
@@ -392,7 +393,7 @@ mod tests {
                 .for_each(|e| e.requests += u64::from(round.round) * 7);
             round.result.as_mut().unwrap().stats.endpoints = e;
         }
-        let cell = crate::bench::load_cells(&b, 0)[0];
+        let cell = crate::view::bench::load_cells(&b, 0)[0];
         let rounds: Vec<_> = b
             .rounds
             .iter()
@@ -411,8 +412,8 @@ mod tests {
         }
         let p99 = crate::units::duration_ns(merged.percentile_ns(99.0) as f64);
         for format in [Format::Text, Format::Markdown, Format::Html] {
-            let out = crate::bench::render_bench(format, &b);
-            let level = crate::bench::cell_row(&b, cell).level;
+            let out = crate::render_bench(format, &b);
+            let level = crate::view::bench::cell_row(&b, cell).level;
             let row = |label: &str| {
                 out.lines()
                     .find(|l| l.contains(&cell.target) && l.contains(&level) && l.contains(label))
@@ -423,7 +424,7 @@ mod tests {
             assert!(post.contains(&total(1).to_string()), "{format:?}: {post}");
             assert!(post.contains(&p99), "{format:?}: {post} lacks {p99}");
         }
-        let csv = crate::bench::render_bench(Format::Csv, &b);
+        let csv = crate::render_bench(Format::Csv, &b);
         let tables: Vec<&str> = csv.split("\n\n").collect();
         assert_eq!(tables.len(), 2, "{csv}");
         let rows: Vec<Vec<&str>> = tables[1].lines().map(|l| l.split(',').collect()).collect();
@@ -438,8 +439,8 @@ mod tests {
             );
             assert_eq!(row[col("requests")], e[0].requests.to_string());
         }
-        let plain = crate::bench::render_bench(Format::Text, &fixtures::bench());
+        let plain = crate::render_bench(Format::Text, &fixtures::bench());
         assert!(!plain.contains("per request"));
-        assert!(!crate::bench::render_bench(Format::Csv, &fixtures::bench()).contains("\n\n"));
+        assert!(!crate::render_bench(Format::Csv, &fixtures::bench()).contains("\n\n"));
     }
 }

@@ -1,46 +1,17 @@
-//! The views of a `loadbench bench` result ([`BenchResult`]): what each format shows, worked
-//! out once here and printed by one file per format — [`text`] for the terminal, [`markdown`]
-//! for a pull request, [`csv`] with one row per round, the JSON model as is ([`bench_json`]),
-//! and the HTML page in `crate::html`. The figures are the model's per-cell statistics across
-//! rounds (`cells`, `relative`), recomputed from the rounds so a hand-edited file cannot
-//! show stale numbers; what a reader must know first (generator-bound steps, errors, noisy
-//! cells, limits not enforced) is [`warnings`].
+//! The view of a `loadbench bench` result ([`BenchResult`]): what each format shows, worked
+//! out once here and printed by one file per format (`render/*/bench.rs`). The figures are the
+//! model's per-cell statistics across rounds (`cells`, `relative`), recomputed from the rounds
+//! so a hand-edited file cannot show stale numbers; what a reader must know first
+//! (generator-bound steps, errors, noisy cells, limits not enforced) is [`warnings`].
 
-pub mod csv;
-pub mod markdown;
-pub(crate) mod profile;
-pub(crate) mod queueing;
-pub mod text;
-
-use crate::units::{self, MISSING};
-use crate::Format;
 use loadbench_model::bench_stats::{no_interval, t_critical_95};
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::resources::Bottleneck;
 use loadbench_model::{BenchCell, BenchLoad, BenchModel, BenchResult, CellPercentile, Starvation};
 use std::borrow::Cow;
 
 /// The percentiles shown per cell, a subset of the model's `CELL_PERCENTILES`.
 pub(crate) const TABLE_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
-
-/// A bench result in any format, as a string (what `loadbench bench` prints at the end and
-/// `loadbench report` writes).
-pub fn render_bench(format: Format, result: &BenchResult) -> String {
-    let r = recomputed(result);
-    match format {
-        Format::Text => text::render(&r),
-        Format::Markdown => markdown::render(&r),
-        Format::Csv => csv::render(&r),
-        Format::Json => bench_json(&r),
-        Format::Html => crate::html::render_bench(&r),
-    }
-}
-
-/// The result as pretty JSON: the model is the schema.
-pub fn bench_json(result: &BenchResult) -> String {
-    let mut text = serde_json::to_string_pretty(result).expect("the model serializes to JSON");
-    text.push('\n');
-    text
-}
 
 /// `cells` and `relative` rebuilt from `rounds` (derived data is never trusted from a file).
 pub(crate) fn recomputed(result: &BenchResult) -> Cow<'_, BenchResult> {
@@ -425,28 +396,3 @@ pub(crate) fn cpus(set: &[usize]) -> String {
 
 #[cfg(test)]
 mod tests;
-
-/// Columns two spaces apart, indented by two; columns in `left` are left-aligned, the others
-/// (numbers) right-aligned.
-pub(crate) fn aligned(rows: &[Vec<String>], left: &[usize]) -> Vec<String> {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let width = |c: usize| {
-        let cells = rows.iter().filter_map(|r| r.get(c));
-        cells.map(|s| s.chars().count()).max().unwrap_or(0)
-    };
-    let widths: Vec<usize> = (0..cols).map(width).collect();
-    rows.iter()
-        .map(|row| {
-            let cells = row.iter().zip(&widths).enumerate().map(|(i, (c, &w))| {
-                if left.contains(&i) {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            });
-            format!("  {}", cells.collect::<Vec<_>>().join("  "))
-                .trim_end()
-                .to_string()
-        })
-        .collect()
-}

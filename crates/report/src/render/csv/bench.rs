@@ -1,7 +1,8 @@
 //! A bench as CSV: one flat row per round (target × load × level × round), in the order the
 //! rounds ran, with plain numbers in the units the column names say, for a spreadsheet.
 
-use crate::csv::quote;
+use crate::markup::csv::{endpoint_columns, json_name, quote};
+use crate::view::endpoints;
 use loadbench_model::{BenchResult, BenchRound};
 
 const HEAD: [&str; 23] = [
@@ -45,13 +46,13 @@ fn endpoint_rows(r: &BenchResult) -> String {
     let mut out = String::new();
     for round in &r.rounds {
         let Some(run) = &round.result else { continue };
-        for e in crate::endpoints::of(run) {
+        for e in endpoints::of(run) {
             let mut cols = vec![
                 ("step".to_string(), round.step.to_string()),
                 ("round".to_string(), round.round.to_string()),
                 ("target".to_string(), round.target.clone()),
             ];
-            cols.extend(crate::csv::endpoint_columns(run, e, &percentiles));
+            cols.extend(endpoint_columns(run, e, &percentiles));
             let (head, row): (Vec<String>, Vec<String>) = cols.into_iter().unzip();
             if out.is_empty() {
                 out = format!("\n{}", line(&head));
@@ -69,12 +70,6 @@ fn line(fields: &[String]) -> String {
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
-}
-
-/// An enum value as the JSON spells it (`closed`, `generator_bound`), so both files agree.
-pub(crate) fn json_name(value: impl serde::Serialize) -> String {
-    let v = serde_json::to_value(value).unwrap_or_default();
-    v.as_str().unwrap_or_default().to_string()
 }
 
 fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {

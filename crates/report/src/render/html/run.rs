@@ -1,29 +1,21 @@
-//! A self-contained HTML page of a run or a find-max search: one file that works offline and
+//! A self-contained HTML page of a run: one file that works offline and
 //! reads on a laptop or a phone. What needs attention comes first (errors, an interrupted run, a
 //! generator that fell behind), then the headline figures, the charts (SVG drawn by
 //! [`crate::charts`], inline), the details, and last the scenario and the host. Pure: the page is
 //! a `String`; [`write_chart_files`] is the one function here that touches the disk, so that the
 //! same charts can be pasted into documents.
 
-mod bench;
-mod find_max;
-pub(crate) mod page;
-
 use crate::charts::{self, Chart};
-use crate::units::{self, MISSING};
-use crate::{RenderOptions, Renderer};
-use loadbench_model::{
-    BenchResult, FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Starvation, Stats,
-    Summary,
+use crate::markup::html::{
+    self as page, alert, endpoints_table, esc, footer, key_values, row, section, Alert, Level, Row,
 };
-use page::{alert, esc, key_values, row, section, Alert, Level, Row};
+use crate::options::{RenderOptions, Renderer};
+use crate::view::run::request_phases;
+use crate::words::{host_facts, pacing_text, schedule_text};
+use loadbench_model::human::{self as units, MISSING};
+use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Stats, Summary};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-
-pub(crate) use bench::bench_page;
-pub use bench::render_bench;
-pub(crate) use find_max::find_max_page;
-pub use find_max::render_find_max;
 
 /// The HTML page of a run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,16 +36,6 @@ impl Renderer for Html {
 /// paths. Charts with nothing to show (no response completed) are not written.
 pub fn write_chart_files(result: &RunResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
     charts::write_files(&charts::run_charts(result), dir)
-}
-
-/// [`write_chart_files`] for a find-max search.
-pub fn write_find_max_chart_files(result: &FindMaxResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
-    charts::write_files(&charts::find_max_charts(result), dir)
-}
-
-/// [`write_chart_files`] for a bench.
-pub fn write_bench_chart_files(result: &BenchResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
-    charts::write_files(&charts::bench_charts(result), dir)
 }
 
 /// The page of a run, as a string.
@@ -113,7 +95,7 @@ fn header(r: &RunResult) -> String {
         shape += &format!(", {p}");
     }
     shape.push(')');
-    if let Some(pacing) = crate::text::pacing_text(r) {
+    if let Some(pacing) = pacing_text(r) {
         shape += &format!("; {pacing}");
     }
     format!(
@@ -129,23 +111,6 @@ fn model_name(load: &LoadModel) -> String {
         LoadModel::Closed => "closed model".to_string(),
         LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
     }
-}
-
-/// `1000 req/s for 30s`, `1000→5000 req/s over 30s, then …`.
-fn schedule_text(segments: &[RateSegment]) -> String {
-    let parts: Vec<String> = segments
-        .iter()
-        .map(|s| {
-            let d = units::duration_ms_short(s.duration_ms);
-            let (a, b) = (units::rate_short(s.from_rate), units::rate_short(s.to_rate));
-            if s.from_rate == s.to_rate {
-                format!("{a} req/s for {d}")
-            } else {
-                format!("{a}→{b} req/s over {d}")
-            }
-        })
-        .collect();
-    parts.join(", then ")
 }
 
 /// What needs attention before the figures are read.
@@ -387,27 +352,6 @@ fn endpoints_section(r: &RunResult) -> String {
     section("endpoints", "Per request (mix)", &table)
 }
 
-/// The per-request table of a mix; empty without one.
-pub(crate) fn endpoints_table(r: &RunResult) -> String {
-    let endpoints = crate::endpoints::of(r);
-    if endpoints.is_empty() {
-        return String::new();
-    }
-    let head = crate::endpoints::HEAD.map(String::from);
-    let rows: Vec<Row> = crate::endpoints::rows(r)
-        .into_iter()
-        .zip(endpoints)
-        .map(|(cells, e)| {
-            let bad = e.errors.total() > 0 || e.status.non_success() > 0;
-            Row {
-                class: if bad { "bad" } else { "" },
-                cells,
-            }
-        })
-        .collect();
-    page::table("endpoints", &head, &rows)
-}
-
 /// Status codes, errors by class, and each phase's distribution.
 fn details_section(r: &RunResult) -> String {
     let s = &r.stats;
@@ -460,7 +404,7 @@ fn phases_table(r: &RunResult) -> String {
         ("connect", &s.connect.hist),
         ("first byte", &s.first_byte.hist),
     ];
-    phases.extend(crate::text::request_phases(s));
+    phases.extend(request_phases(s));
     if is_open(r) {
         phases.push(("send lag", &s.send_lag.hist));
         phases.push(("service", &s.service.hist));
@@ -529,33 +473,6 @@ fn host(r: &RunResult) -> Vec<(&'static str, String)> {
         if r.interrupted { "yes" } else { "no" }.to_string(),
     ));
     pairs
-}
-
-fn host_facts(h: &loadbench_model::HostInfo) -> Vec<(&'static str, String)> {
-    vec![
-        ("Hostname", h.hostname.clone()),
-        ("OS", h.os.clone()),
-        ("Kernel", h.kernel.clone()),
-        ("Architecture", h.arch.clone()),
-        ("CPU", h.cpu_model.clone()),
-        ("Cores", cores_text(h)),
-    ]
-}
-
-/// `2`, or `1 usable of 2 online` when the process was confined to fewer than the machine has.
-pub(crate) fn cores_text(h: &loadbench_model::HostInfo) -> String {
-    if h.host_cores > 0 && h.host_cores != h.cores {
-        format!("{} usable of {} online", h.cores, h.host_cores)
-    } else {
-        h.cores.to_string()
-    }
-}
-
-fn footer(version: &str) -> String {
-    format!(
-        "<footer>Generated by loadbench {}. Charts are SVG drawn by loadbench; this page loads nothing from the network.</footer>\n",
-        esc(version)
-    )
 }
 
 #[cfg(test)]

@@ -2,19 +2,31 @@
 //! the text report), every step with its verdict, the rate and latency charts against the
 //! offered rate with the SLO limits drawn in, then the search's settings and the host.
 
-use super::page::{self, alert, esc, key_values, section, Alert, Level, Row};
-use super::{footer, host_facts};
 use crate::charts::{self, Chart};
-use crate::units::{self, MISSING};
-use crate::RenderOptions;
+use crate::markup::html::{
+    self as page, alert, endpoints_table, esc, footer, key_values, section, Alert, Level, Row,
+};
+use crate::options::RenderOptions;
+use crate::view::endpoints;
+use crate::view::find_max::{conclusion_line, recovery_text, slo_columns};
+use crate::words::host_facts;
+use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{
     FailReason, FindMaxResult, FindMaxStep, SearchPhase, SloStat, StopReason, Verdict,
 };
+use std::io;
+use std::path::{Path, PathBuf};
 
 /// The page of a find-max search, as a string. No option changes it yet; `_opts` keeps the
 /// signature of the run page.
 pub fn render_find_max(result: &FindMaxResult, _opts: &RenderOptions) -> String {
     find_max_page(result, &charts::find_max_charts(result))
+}
+
+/// Writes a find-max search's charts as `NAME.svg` files into `dir` (beside the page) and
+/// returns their paths; charts with nothing to show are not written.
+pub fn write_find_max_chart_files(result: &FindMaxResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    charts::write_files(&charts::find_max_charts(result), dir)
 }
 
 /// The page of a search around its charts, drawn once for the page and the files beside it.
@@ -23,9 +35,9 @@ pub(crate) fn find_max_page(r: &FindMaxResult, charts: &[Chart]) -> String {
     body += &page::alerts(&alerts(r));
     body += &conclusion(r);
     body += &section("steps", "Steps", &steps_table(r));
-    if let Some(step) = crate::endpoints::find_max_step(r) {
-        let title = crate::endpoints::find_max_title(step);
-        body += &section("endpoints", &title, &super::endpoints_table(&step.run));
+    if let Some(step) = endpoints::find_max_step(r) {
+        let title = endpoints::find_max_title(step);
+        body += &section("endpoints", &title, &endpoints_table(&step.run));
     }
     body += &section("charts", "Charts", &page::figures(charts));
     body += &section("scenario", "Search", &key_values(&settings(r)));
@@ -91,21 +103,20 @@ fn alerts(r: &FindMaxResult) -> Vec<Alert> {
 
 /// The text report's closing sentence, in a box.
 fn conclusion(r: &FindMaxResult) -> String {
-    let text = crate::find_max_text(r);
-    let last = text.lines().last().unwrap_or_default();
+    let last = conclusion_line(r);
     let class = if r.max_rate.is_some() {
         "conclusion"
     } else {
         "conclusion none"
     };
-    format!("<p class=\"{class}\">{}</p>\n", esc(last))
+    format!("<p class=\"{class}\">{}</p>\n", esc(&last))
 }
 
 fn steps_table(r: &FindMaxResult) -> String {
     if r.steps.is_empty() {
         return "<p class=\"muted\">No step finished.</p>\n".to_string();
     }
-    let stats = crate::find_max::slo_columns(r);
+    let stats = slo_columns(r);
     let mut head: Vec<String> = ["#", "Phase", "Target/s", "Sent/s", "Completed/s"]
         .map(String::from)
         .to_vec();
@@ -158,15 +169,12 @@ fn verdict(step: &FindMaxStep) -> String {
                 Some(FailReason::Throughput) => "throughput",
                 None => "fail",
             };
-            let detail = [
-                Some(step.detail.clone()),
-                crate::find_max::recovery_text(step),
-            ]
-            .into_iter()
-            .flatten()
-            .filter(|d| !d.is_empty())
-            .collect::<Vec<_>>()
-            .join("; ");
+            let detail = [Some(step.detail.clone()), recovery_text(step)]
+                .into_iter()
+                .flatten()
+                .filter(|d| !d.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
             if detail.is_empty() {
                 format!("fail: {reason}")
             } else {
@@ -223,7 +231,7 @@ fn host(r: &FindMaxResult) -> Vec<(&'static str, String)> {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use crate::html::tests::{figure, polylines};
+    use crate::render::html::run::tests::{figure, polylines};
 
     /// The shared find-max fixture, with a URL that must come out escaped.
     fn result() -> FindMaxResult {

@@ -1,7 +1,7 @@
 //! The result as pretty JSON. The serde model *is* the schema, so this exporter adds nothing of
 //! its own: it only makes sure the derived summary is present before writing.
 
-use crate::{RenderOptions, Renderer};
+use crate::options::{RenderOptions, Renderer};
 use loadbench_model::RunResult;
 use std::borrow::Cow;
 use std::io::Write;

@@ -2,7 +2,9 @@
 //! data row with fixed units in the column names. Every error class always has its column, so
 //! files from different runs line up; only the percentile columns follow `--percentiles`.
 
-use crate::{RenderOptions, Renderer};
+use crate::markup::csv::{col, endpoint_columns, error_slug, latency_columns, quote};
+use crate::options::{RenderOptions, Renderer};
+use crate::view::endpoints;
 use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult};
 use std::io::Write;
 
@@ -27,7 +29,7 @@ impl Renderer for CsvRenderer {
 /// A request mix: after a blank line, a second table with one row per request (its own
 /// header); nothing for a single-request run, so such files keep their one table.
 fn endpoint_table(r: &RunResult, opts: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    let endpoints = crate::endpoints::of(r);
+    let endpoints = endpoints::of(r);
     for (i, e) in endpoints.iter().enumerate() {
         let (header, row): (Vec<String>, Vec<String>) = endpoint_columns(r, e, &opts.percentiles)
             .into_iter()
@@ -41,35 +43,6 @@ fn endpoint_table(r: &RunResult, opts: &RenderOptions, out: &mut dyn Write) -> s
     Ok(())
 }
 
-/// One request of a mix: its label, counts, rate, latency, errors by class and status codes
-/// (`200=300;404=2`).
-pub(crate) fn endpoint_columns(
-    r: &RunResult,
-    e: &loadbench_model::EndpointStats,
-    percentiles: &[f64],
-) -> Vec<(String, String)> {
-    let mut cols = vec![
-        col("endpoint", e.index),
-        col("method", &e.method),
-        col("url", &e.url),
-        col("weight", e.weight),
-        col("requests", e.requests),
-        col("errors", e.errors.total()),
-        col(
-            "requests_per_sec",
-            format!("{:.2}", crate::endpoints::per_sec(r, e.requests)),
-        ),
-    ];
-    cols.extend(latency_columns(&e.latency.hist, percentiles));
-    cols.extend(
-        ErrorKind::ALL
-            .iter()
-            .map(|&k| col(format!("err_{}", error_slug(k)), e.errors.get(k))),
-    );
-    cols.push(col("status", crate::endpoints::status_list(e, "=", ";")));
-    cols
-}
-
 /// `(name, value)` pairs in column order.
 fn columns(r: &RunResult, opts: &RenderOptions) -> Vec<(String, String)> {
     let mut cols = run_columns(r);
@@ -80,10 +53,6 @@ fn columns(r: &RunResult, opts: &RenderOptions) -> Vec<(String, String)> {
     cols.push(col("started_at", &r.started_at));
     cols.push(col("interrupted", r.interrupted));
     cols
-}
-
-fn col(name: impl Into<String>, value: impl ToString) -> (String, String) {
-    (name.into(), value.to_string())
 }
 
 fn run_columns(r: &RunResult) -> Vec<(String, String)> {
@@ -114,28 +83,6 @@ fn model_name(model: &LoadModel) -> &'static str {
     }
 }
 
-/// Latency in µs; empty cells when nothing was recorded, since 0 would read as a measurement.
-fn latency_columns(h: &Histo, percentiles: &[f64]) -> Vec<(String, String)> {
-    let us = |ns: f64| {
-        if h.is_empty() {
-            String::new()
-        } else {
-            format!("{:.3}", ns / 1e3)
-        }
-    };
-    let mut cols = vec![
-        col("latency_min_us", us(h.min_ns() as f64)),
-        col("latency_mean_us", us(h.mean_ns())),
-        col("latency_stdev_us", us(h.stdev_ns())),
-        col("latency_max_us", us(h.max_ns() as f64)),
-    ];
-    let pct = percentiles
-        .iter()
-        .map(|&p| col(percentile_column(p), us(h.percentile_ns(p) as f64)));
-    cols.extend(pct);
-    cols
-}
-
 /// hey's request phases as it prints them: mean, fastest and slowest, µs; empty cells for
 /// results saved before the split was recorded.
 fn phase_columns(r: &RunResult) -> Vec<(String, String)> {
@@ -164,25 +111,12 @@ fn phase_columns(r: &RunResult) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `p50_us`, `p99_9_us`, `p99_99_us`.
-pub fn percentile_column(p: f64) -> String {
-    format!("p{}_us", p.to_string().replace('.', "_"))
-}
-
 fn error_columns(r: &RunResult) -> Vec<(String, String)> {
     let errors = &r.stats.errors;
     ErrorKind::ALL
         .iter()
         .map(|&k| col(format!("err_{}", error_slug(k)), errors.get(k)))
         .collect()
-}
-
-/// The serde name of an error class, so CSV and JSON agree.
-fn error_slug(kind: ErrorKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| kind.describe().replace(' ', "_"))
 }
 
 fn status_columns(r: &RunResult) -> Vec<(String, String)> {
@@ -209,18 +143,10 @@ fn line(fields: &[String]) -> String {
         .join(",")
 }
 
-/// RFC 4180: a field holding a comma, a quote or a line break is quoted, quotes doubled.
-pub fn quote(field: &str) -> String {
-    if field.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::markup::csv::percentile_column;
     use crate::{fixtures, render_to_string, Format};
 
     fn render(r: &RunResult, opts: &RenderOptions) -> String {
@@ -235,16 +161,6 @@ mod tests {
     #[test]
     fn snapshot_empty() {
         insta::assert_snapshot!(render(&fixtures::empty(), &RenderOptions::default()));
-    }
-
-    #[test]
-    fn quotes_only_fields_that_need_it() {
-        assert_eq!(quote("plain"), "plain");
-        assert_eq!(quote("a,b"), "\"a,b\"");
-        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(quote("two\nlines"), "\"two\nlines\"");
-        assert_eq!(quote("cr\r"), "\"cr\r\"");
-        assert_eq!(quote(""), "");
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! the step table (rate offered, sent and completed, p50, p99 and every other statistic the SLO names,
 //! errors, verdict) as plain numbers in the units their names say, for a spreadsheet.
 
-use super::slo_columns;
-use crate::bench::csv::json_name;
-use crate::csv::quote;
+use crate::markup::csv::{endpoint_columns, json_name, quote};
+use crate::view::endpoints;
+use crate::view::find_max::slo_columns;
 use loadbench_model::{FindMaxResult, FindMaxStep, SloStat};
 
 pub(crate) fn render(r: &FindMaxResult) -> String {
@@ -22,9 +22,9 @@ fn endpoint_rows(r: &FindMaxResult) -> String {
     let percentiles = [50.0, 90.0, 99.0, 99.9];
     let mut out = String::new();
     for step in &r.steps {
-        for e in crate::endpoints::of(&step.run) {
+        for e in endpoints::of(&step.run) {
             let mut cols = vec![("step".to_string(), step.step.to_string())];
-            cols.extend(crate::csv::endpoint_columns(&step.run, e, &percentiles));
+            cols.extend(endpoint_columns(&step.run, e, &percentiles));
             let (head, row): (Vec<String>, Vec<String>) = cols.into_iter().unzip();
             if out.is_empty() {
                 out = format!("\n{}", line(&head));

@@ -1,0 +1,107 @@
+//! Wording shared by the reports of several kinds or formats, so a run's shape, a schedule or a
+//! host reads the same in the text, the Markdown and the HTML: counted nouns, the open model's
+//! schedule and pacing, the document length, the host's facts. Plain text: each format escapes
+//! it on its own. The findings' wording is [`crate::why`]'s.
+
+use loadbench_model::human::{self as units, MISSING};
+use loadbench_model::{BodySizes, HostInfo, RateSegment, RunResult};
+
+/// Open model: the send window and the pool, as the run had them: `send window 1.00ms,
+/// initial pool 40 connections, at most 64 connects at once, 52 connects in all, 47 in the
+/// first second`. `None` for the closed model and for files written before these were
+/// recorded.
+pub(crate) fn pacing_text(r: &RunResult) -> Option<String> {
+    let mut parts = Vec::new();
+    match r.config.send_window_us {
+        Some(0) => parts.push("send window 0 (a wake-up per request)".to_string()),
+        Some(us) => parts.push(format!("send window {}", units::duration_us(us as f64))),
+        None => {}
+    }
+    let pool = &r.stats.pool;
+    if !pool.is_empty() {
+        parts.push(format!(
+            "initial pool {} {}, at most {} connects at once",
+            pool.initial,
+            plural(pool.initial, "connection"),
+            pool.connect_limit
+        ));
+        if pool.first_second > 0 {
+            parts.push(format!(
+                "{} {} in all, {} in the first second",
+                pool.connects,
+                plural(pool.connects, "connect"),
+                pool.first_second
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// `1000 req/s`, `1000→5000 req/s over 30s, then …`.
+pub(crate) fn schedule_text(segments: &[RateSegment]) -> String {
+    let parts: Vec<String> = segments
+        .iter()
+        .map(|s| {
+            let d = units::duration_ms_short(s.duration_ms);
+            if s.from_rate == s.to_rate {
+                format!("{} req/s for {d}", units::rate_short(s.from_rate))
+            } else {
+                let (a, b) = (units::rate_short(s.from_rate), units::rate_short(s.to_rate));
+                format!("{a}→{b} req/s over {d}")
+            }
+        })
+        .collect();
+    parts.join(", then ")
+}
+
+/// `thread` or `threads`: the word for `n` of it.
+pub(crate) fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// ab's "Document Length" / hey's "Size/request": the mean body, and its range if it varied.
+pub(crate) fn document_length(b: &BodySizes) -> String {
+    let Some(mean) = b.mean() else {
+        return MISSING.to_string();
+    };
+    let mean = format!("{} bytes", units::rate_short(mean));
+    if b.varied() {
+        format!("{mean} mean (varied {}–{})", b.min, b.max)
+    } else {
+        mean
+    }
+}
+
+/// `1 thread`, `2 threads`.
+pub(crate) fn counted(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// The host as label–value pairs: name, OS, kernel, architecture, CPU, cores.
+pub(crate) fn host_facts(h: &HostInfo) -> Vec<(&'static str, String)> {
+    vec![
+        ("Hostname", h.hostname.clone()),
+        ("OS", h.os.clone()),
+        ("Kernel", h.kernel.clone()),
+        ("Architecture", h.arch.clone()),
+        ("CPU", h.cpu_model.clone()),
+        ("Cores", cores_text(h)),
+    ]
+}
+
+/// `2`, or `1 usable of 2 online` when the process was confined to fewer than the machine has.
+pub(crate) fn cores_text(h: &HostInfo) -> String {
+    if h.host_cores > 0 && h.host_cores != h.cores {
+        format!("{} usable of {} online", h.cores, h.host_cores)
+    } else {
+        h.cores.to_string()
+    }
+}

@@ -3,9 +3,9 @@
 //! `write` and usually one `read` per request, no allocation, no epoll_ctl (sockets are registered
 //! once, edge-triggered, for both directions).
 
+use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, ParseError, Progress, ResponseParser};
 use crate::transport::Stream;
-use crate::worker::Ctx;
 use loadbench_model::{ErrorKind, ReopenReason};
 use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};

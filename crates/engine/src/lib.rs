@@ -9,6 +9,7 @@
 //! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
 
 pub mod conn;
+pub mod ctx;
 pub mod growth;
 pub mod h2;
 pub mod http1;
@@ -21,6 +22,7 @@ pub mod tls;
 pub mod transport;
 pub mod worker;
 
+use ctx::WorkerConfig;
 use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
@@ -31,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tls::TlsClient;
-use worker::{Worker, WorkerConfig};
+use worker::Worker;
 
 /// Why a run could not start. Failures *during* a run are counted, never returned here.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,9 @@
 
 use super::conn::{H2Conn, H2Phase};
 use super::{H2Setup, Shared};
+use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
-use crate::worker::{micros, thread_cpu_us, Ctx, PoolClock, WorkerConfig};
+use crate::worker::{micros, thread_cpu_us, PoolClock};
 use crate::{LiveCounters, Pulse, WorkerLimits};
 use loadbench_model::{GeneratorTime, Stats};
 use mio::{Events, Poll, Token};

@@ -12,8 +12,10 @@ use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
 mod pipeline;
+mod proto;
 pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
+pub(crate) use proto::Http1;
 
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);

@@ -20,8 +20,9 @@ pub mod recorder;
 mod start;
 pub mod tls;
 pub mod transport;
-pub mod worker;
+mod worker;
 
+use conn::Http1;
 use ctx::WorkerConfig;
 use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
@@ -287,8 +288,7 @@ impl Engine {
                         (Some(setup), None) => {
                             h2::worker::H2Worker::new(cfg, setup)?.run(stop, live)
                         }
-                        (None, Some(line)) => line.worker(Worker::new(cfg))?.run(stop, live),
-                        (None, None) => Worker::new(cfg)?.run(stop, live),
+                        (None, line) => run_worker(Worker::new(cfg, Http1::new), line, stop, live),
                     })
                 })
                 .collect();
@@ -375,6 +375,19 @@ impl Engine {
                 pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// One worker thread: builds its worker, opens its pool at the start line (open model), runs.
+fn run_worker<'a, P: worker::Protocol<'a>>(
+    worker: std::io::Result<Worker<'a, P>>,
+    line: Option<&StartLine>,
+    stop: &AtomicBool,
+    live: &LiveCounters,
+) -> std::io::Result<Stats> {
+    match line {
+        Some(line) => line.worker(worker)?.run(stop, live),
+        None => worker?.run(stop, live),
     }
 }
 

@@ -52,13 +52,13 @@ pub(crate) struct Worker<'a, P> {
 
 /// CPU time this thread has used, µs, from /proc/thread-self/schedstat (nanoseconds on a CPU
 /// first); `None` where the kernel does not provide it.
-pub(crate) fn thread_cpu_us() -> Option<u64> {
+fn thread_cpu_us() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
     Some(ns / 1_000)
 }
 
-pub(crate) fn micros(d: Duration) -> u64 {
+fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 

@@ -50,11 +50,11 @@ pub struct Ctx<'a> {
     pub idle: Vec<usize>,
     /// Measured requests that finished after the deadline but before the worker noticed it:
     /// outside the window, so counted as abandoned like those still in flight.
-    pub(crate) past_deadline: u64,
+    past_deadline: u64,
     /// Requests left to claim in the measured window (`None`: until the deadline).
-    pub(crate) budget: Option<u64>,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) stopping: bool,
+    budget: Option<u64>,
+    deadline: Option<Instant>,
+    stopping: bool,
     /// When the last poll returned: the kernel had finished every connect it reported by then.
     pub polled_at: Instant,
     /// Connects (and TLS handshakes) in progress.
@@ -62,17 +62,17 @@ pub struct Ctx<'a> {
     /// Open model: spare connects in progress (each will serve a waiting request).
     pub spares: usize,
     /// The most connects in progress at once.
-    pub(crate) connects_peak: usize,
+    connects_peak: usize,
     /// Connects begun in the whole run.
-    pub(crate) connects: u64,
+    connects: u64,
     /// Open model: when a waiting request may grow the pool (fed each connect's time).
     pub growth: Growth,
     /// Open model: connects begun before `first_second_end` (the initial pool included).
-    pub(crate) first_second: u64,
+    first_second: u64,
     /// Open model: the end of the schedule's first second, once the start line fixed it.
-    pub(crate) first_second_end: Option<Instant>,
+    first_second_end: Option<Instant>,
     /// Open model: the initial pool is opening (its connects are not in the series).
-    pub(crate) opening: bool,
+    opening: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -211,6 +211,12 @@ impl<'a> Ctx<'a> {
     pub fn stop_claiming(&mut self) -> u64 {
         self.stopping = true;
         self.past_deadline
+    }
+
+    /// Whether the worker stopped claiming requests (the run is ending).
+    #[inline]
+    pub fn stopping(&self) -> bool {
+        self.stopping
     }
 
     /// End of the measured window in timed runs.

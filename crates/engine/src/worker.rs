@@ -95,11 +95,8 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
     fn handle(&mut self, events: &Events) {
         self.ctx.polled_at = Instant::now();
         for ev in events.iter() {
-            let i = ev.token().0;
-            if i < self.proto.conns().len() {
-                let closed = ev.is_read_closed() || ev.is_error();
-                self.proto.on_event(&mut self.ctx, i, closed);
-            }
+            let closed = ev.is_read_closed() || ev.is_error();
+            self.proto.on_event(&mut self.ctx, ev.token().0, closed);
         }
     }
 

@@ -96,7 +96,7 @@ impl Http1 {
             let Some(i) = self.pipe_conn(d.ctx).or_else(|| self.free_conn(d)) else {
                 return true;
             };
-            if d.ctx.stopping || !d.ctx.in_window(due) {
+            if d.ctx.stopping() || !d.ctx.in_window(due) {
                 if !self.conns[i].in_flight() {
                     d.ctx.idle.push(i);
                 }
@@ -131,7 +131,9 @@ impl<'a> Protocol<'a> for Http1 {
 
     #[inline]
     fn on_event(&mut self, ctx: &mut Ctx<'a>, i: usize, closed: bool) {
-        self.conns[i].on_event(ctx, closed);
+        if let Some(c) = self.conns.get_mut(i) {
+            c.on_event(ctx, closed);
+        }
     }
 
     fn lost(&mut self, ctx: &mut Ctx<'a>, _pacer: &mut Pacer<'a>, i: usize, now: Instant) {

@@ -154,7 +154,9 @@ impl<'a> Protocol<'a> for Http2<'a> {
 
     #[inline]
     fn on_event(&mut self, ctx: &mut Ctx<'a>, i: usize, closed: bool) {
-        self.conns[i].on_event(ctx, &mut self.sh, closed);
+        if let Some(c) = self.conns.get_mut(i) {
+            c.on_event(ctx, &mut self.sh, closed);
+        }
     }
 
     /// Slot `i` lost its connection (drained, failed, or never connected): it may connect

@@ -44,7 +44,8 @@ pub(crate) trait Protocol<'a> {
     /// Closed model: slot `i` claims its next request(s) and starts them, connecting first
     /// if it has no connection.
     fn begin(&mut self, ctx: &mut Ctx<'a>, i: usize, now: Instant);
-    /// A readiness event for slot `i`; `closed`: the peer's FIN (or an error) is queued.
+    /// A readiness event for token `i`: slot `i`'s, if it is one (the pacer's timer is not);
+    /// `closed`: the peer's FIN (or an error) is queued.
     fn on_event(&mut self, ctx: &mut Ctx<'a>, i: usize, closed: bool);
     /// Open model: slot `i` was put on the retry list (its connection was lost or failed).
     fn lost(&mut self, ctx: &mut Ctx<'a>, pacer: &mut Pacer<'a>, i: usize, now: Instant);

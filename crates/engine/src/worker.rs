@@ -114,7 +114,7 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         };
         let mut unstarted = 0..closed;
         let mut next_tick = now + self.limits.tick;
-        let mut retry_work = Vec::with_capacity(closed);
+        let mut retry_work = Vec::with_capacity(self.proto.conns().len());
         loop {
             let starting = self.start_some(&mut unstarted);
             self.dispatch();

@@ -3,17 +3,19 @@
 //! `write` and usually one `read` per request, no allocation, no epoll_ctl (sockets are registered
 //! once, edge-triggered, for both directions).
 
+use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, ParseError, Progress, ResponseParser};
 use crate::transport::Stream;
-use crate::worker::Ctx;
 use loadbench_model::{ErrorKind, ReopenReason};
 use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
 mod pipeline;
+mod proto;
 pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
+pub(crate) use proto::Http1;
 
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);

@@ -3,12 +3,15 @@
 //! In: a [`loadbench_plan::Plan`] (request bytes already rendered, host already resolved).
 //! Out: a [`loadbench_model::Stats`] per run, merged from one per worker, plus the wall-clock
 //! window and whether the run was interrupted.
-//! Inside: thread-per-core [`worker`]s, each owning an epoll loop, its connections ([`conn`]),
-//! a streaming HTTP/1.1 response reader ([`http1`]) and a [`recorder`]. Nothing is locked,
-//! sent over a channel or allocated per request; workers meet only at the end, in one merge.
+//! Inside: thread-per-core workers (`worker.rs`: one epoll loop, generic over the connection
+//! protocol and monomorphised for each), each owning its connections (HTTP/1.1 in [`conn`]
+//! with a streaming response reader in [`http1`]; HTTP/2 in [`h2`]), its context ([`ctx`]) and
+//! a [`recorder`]. Nothing is locked, sent over a channel or allocated per request; workers
+//! meet only at the end, in one merge.
 //! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
 
 pub mod conn;
+pub mod ctx;
 pub mod growth;
 pub mod h2;
 pub mod http1;
@@ -19,8 +22,11 @@ pub mod recorder;
 mod start;
 pub mod tls;
 pub mod transport;
-pub mod worker;
+mod worker;
 
+use conn::Http1;
+use ctx::WorkerConfig;
+use h2::Http2;
 use loadbench_model::Stats;
 use loadbench_plan::{Load, Plan, Schedule, Stop};
 use pacer::Pacing;
@@ -31,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tls::TlsClient;
-use worker::{Worker, WorkerConfig};
+use worker::Worker;
 
 /// Why a run could not start. Failures *during* a run are counted, never returned here.
 #[derive(Debug, thiserror::Error)]
@@ -278,15 +284,12 @@ impl Engine {
                 .into_iter()
                 .zip(&self.live.workers)
                 .map(|(cfg, live)| {
-                    scope.spawn(move || match (h2, line) {
-                        (Some(setup), Some(line)) => line
-                            .worker(h2::worker::H2Worker::new(cfg, setup))?
-                            .run(stop, live),
-                        (Some(setup), None) => {
-                            h2::worker::H2Worker::new(cfg, setup)?.run(stop, live)
+                    scope.spawn(move || match h2 {
+                        Some(setup) => {
+                            let http2 = |cfg: &_, now| Http2::new(cfg, setup, now);
+                            run_worker(Worker::new(cfg, http2), line, stop, live)
                         }
-                        (None, Some(line)) => line.worker(Worker::new(cfg))?.run(stop, live),
-                        (None, None) => Worker::new(cfg)?.run(stop, live),
+                        None => run_worker(Worker::new(cfg, Http1::new), line, stop, live),
                     })
                 })
                 .collect();
@@ -373,6 +376,19 @@ impl Engine {
                 pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// One worker thread: builds its worker, opens its pool at the start line (open model), runs.
+fn run_worker<'a, P: worker::Protocol<'a>>(
+    worker: std::io::Result<Worker<'a, P>>,
+    line: Option<&StartLine>,
+    stop: &AtomicBool,
+    live: &LiveCounters,
+) -> std::io::Result<Stats> {
+    match line {
+        Some(line) => line.worker(worker)?.run(stop, live),
+        None => worker?.run(stop, live),
     }
 }
 

@@ -16,15 +16,6 @@ pub(crate) trait Pooled {
     fn delay(&mut self, by: Duration);
 }
 
-impl Pooled for crate::worker::Worker<'_> {
-    fn open_pool(&mut self) -> io::Result<()> {
-        crate::worker::Worker::open_pool(self)
-    }
-    fn delay(&mut self, by: Duration) {
-        crate::worker::Worker::delay(self, by);
-    }
-}
-
 /// What opening an initial pool needs of a worker (either protocol).
 pub(crate) trait PoolSteps {
     /// Begins connects toward the initial pool at `now`, at most the connect limit in

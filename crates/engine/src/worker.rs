@@ -1,314 +1,39 @@
 //! A worker: one OS thread with its own epoll loop (mio), its connections and its recorder.
 //! Nothing is shared with other workers but a stop flag (read) and two progress counters
 //! (written a few times a second).
+//!
+//! One loop for every protocol: [`Worker`] is generic over a [`Protocol`] (HTTP/1.1, pipelined
+//! HTTP/1.1 in `conn/proto.rs`, HTTP/2 in `h2/proto.rs`) and monomorphised for each, so the
+//! hot path has no dynamic call. The loop owns what is the same for all: starting, polling,
+//! retries and backoffs, timeouts, pulses, the end's accounting and the open model's pacer,
+//! send window and pool growth (`worker/open.rs`). The protocol decides where a due request
+//! goes and how bytes become responses.
 
-use crate::conn::{least_unanswered, Conn, Phase};
-use crate::growth::Growth;
-use crate::mix::Mix;
-use crate::pacer::{Pacer, Pacing};
-use crate::recorder::Recorder;
-use crate::tls::TlsClient;
-use crate::transport::{Dest, Sources};
+use crate::ctx::{Ctx, WorkerConfig};
+use crate::pacer::Pacer;
 use crate::{LiveCounters, Pulse, WorkerLimits};
-use loadbench_model::{ErrorKind, GeneratorTime, PoolCounts, Stats};
-use mio::{Events, Poll, Registry, Token};
+use loadbench_model::{GeneratorTime, Stats};
+use mio::{Events, Poll};
 use std::io;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Size of the worker's one read buffer, shared by all its connections: responses are parsed
-/// as they stream in, so no connection keeps a buffer of its own.
-const READ_BUF: usize = 64 * 1024;
-
-/// What the connections of one worker share: the request, the clock window, the recorder.
-pub struct Ctx<'a> {
-    /// The worker's poll registry, where connections register their sockets.
-    pub registry: Registry,
-    /// Where connections go: the target's socket address, or a Unix socket.
-    pub dest: Dest<'a>,
-    /// `https://`: this worker's TLS client (its own session cache).
-    pub tls: Option<TlsClient>,
-    /// Where new connections bind before connecting (`--source-addrs`).
-    pub sources: Sources<'a>,
-    /// The rendered request, written as is by every connection.
-    pub request: &'a [u8],
-    /// The request is HEAD: responses carry no body.
-    pub head: bool,
-    /// A request mix: which request each send writes (`None`: always `request`).
-    pub mix: Option<Mix<'a>>,
-    /// Connections are reused; without keep-alive each request opens one.
-    pub keepalive: bool,
-    /// The worker's one read buffer, shared by its connections.
-    pub buf: Box<[u8]>,
-    /// The worker's measurements.
-    pub recorder: Recorder,
-    /// Connections whose request failed, to restart on the next loop turn (closed model).
-    pub retry: Vec<usize>,
-    /// Closed model: connections waiting out a connect backoff (see `Conn::wake_at`).
-    pub backoff: Vec<usize>,
-    /// Open model: requests are paced, and a connection whose request ended waits in `idle`.
-    pub open: bool,
-    /// Open model: connections free for the next due request, by index.
-    pub idle: Vec<usize>,
-    /// Measured requests that finished after the deadline but before the worker noticed it:
-    /// outside the window, so counted as abandoned like those still in flight.
-    past_deadline: u64,
-    /// Requests left to claim in the measured window (`None`: until the deadline).
-    budget: Option<u64>,
-    deadline: Option<Instant>,
-    stopping: bool,
-    /// When the last poll returned: the kernel had finished every connect it reported by then.
-    pub polled_at: Instant,
-    /// Connects (and TLS handshakes) in progress.
-    pub connecting: usize,
-    /// Open model: spare connects in progress (each will serve a waiting request).
-    pub spares: usize,
-    /// The most connects in progress at once.
-    connects_peak: usize,
-    /// Connects begun in the whole run.
-    connects: u64,
-    /// Open model: when a waiting request may grow the pool (fed each connect's time).
-    pub growth: Growth,
-    /// Open model: connects begun before `first_second_end` (the initial pool included).
-    first_second: u64,
-    /// Open model: the end of the schedule's first second, once the start line fixed it.
-    first_second_end: Option<Instant>,
-    /// Open model: the initial pool is opening (its connects are not in the series).
-    opening: bool,
-}
-
-impl<'a> Ctx<'a> {
-    /// The bytes of request `endpoint` (of the mix; without one, the one request).
-    #[inline]
-    pub fn request_of(&self, endpoint: u16) -> &'a [u8] {
-        match &self.mix {
-            None => self.request,
-            Some(m) => m.bytes(endpoint),
-        }
-    }
-
-    /// Whether request `endpoint` is a HEAD (of the mix; without one, the one request).
-    #[inline]
-    pub fn head_of(&self, endpoint: u16) -> bool {
-        match &self.mix {
-            None => self.head,
-            Some(m) => m.head(endpoint),
-        }
-    }
-
-    /// Which request of the mix the next send writes (0 without a mix).
-    #[inline]
-    pub fn pick(&mut self) -> u16 {
-        self.mix.as_mut().map_or(0, Mix::pick)
-    }
-
-    /// Claims the next request, if the run wants one more.
-    #[inline]
-    pub fn claim(&mut self, now: Instant) -> bool {
-        if self.stopping || self.deadline.is_some_and(|d| now >= d) {
-            return false;
-        }
-        if !self.recorder.measuring(now) {
-            return true;
-        }
-        match &mut self.budget {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-        }
-    }
-
-    /// Whether the outcome of a request at `now` is recorded: it must be measured and inside
-    /// the window; a measured one past the deadline is counted as abandoned instead, and
-    /// censored at its age when the window ended.
-    #[inline]
-    pub fn records(&mut self, measured: bool, intended: Instant, now: Instant) -> bool {
-        if !measured {
-            return false;
-        }
-        if self.in_window(now) {
-            return true;
-        }
-        self.past_deadline += 1;
-        let end = self.deadline.unwrap_or(now);
-        self.recorder
-            .censor(end.saturating_duration_since(intended));
-        false
-    }
-
-    /// A connect begins at `at`: one more in progress, counted in its second.
-    #[inline]
-    pub fn connect_begun(&mut self, at: Instant) {
-        self.connecting += 1;
-        self.connects += 1;
-        self.connects_peak = self.connects_peak.max(self.connecting);
-        if self.first_second_end.is_none_or(|end| at < end) {
-            self.first_second += 1;
-        }
-        if !self.opening {
-            let end = self.deadline;
-            self.recorder.connect_begun(at, end);
-        }
-    }
-
-    /// Open model: the schedule (`pacer`), the measured window and its end start `by` later
-    /// (the start line); the schedule's first second is counted from its new origin.
-    pub(crate) fn delay(&mut self, pacer: Option<&mut Pacer<'_>>, by: Duration) {
-        if let Some(p) = pacer {
-            p.delay(by);
-            self.first_second_end = Some(p.pacing().origin + Duration::from_secs(1));
-        }
-        self.deadline = self.deadline.map(|d| d + by);
-        self.recorder.delay(by);
-    }
-
-    /// Open model, at the end: every request due before `end` and never sent waited until
-    /// `end`; counted so, never dropped.
-    pub(crate) fn account_unsent(&mut self, pacer: Option<&mut Pacer<'_>>, end: Instant) {
-        let Some(p) = pacer else {
-            return;
-        };
-        while let Some(due) = p.due().filter(|&d| d < end) {
-            self.recorder.waited(end.saturating_duration_since(due));
-            p.advance();
-        }
-    }
-
-    /// Open model: connects begun in the whole run, the most in progress at once, and those
-    /// begun in the schedule's first second.
-    pub(crate) fn connects(&self) -> (u64, usize, u64) {
-        (self.connects, self.connects_peak, self.first_second)
-    }
-
-    /// Open model: the initial pool is opening (`true`) or open; its connects are not in the
-    /// per-second series.
-    pub(crate) fn set_opening(&mut self, opening: bool) {
-        self.opening = opening;
-    }
-
-    /// Whether [`Ctx::claim`] at `now` could still give a request (nothing is claimed).
-    pub fn wants_more(&self, now: Instant) -> bool {
-        let over = self.stopping || self.deadline.is_some_and(|d| now >= d);
-        !over && (!self.recorder.measuring(now) || self.budget != Some(0))
-    }
-
-    /// Gives back a claimed request that was never processed and will be claimed again
-    /// (`measured`: it took budget when claimed).
-    pub fn unclaim(&mut self, measured: bool) {
-        if let (true, Some(n)) = (measured, self.budget.as_mut()) {
-            *n += 1;
-        }
-    }
-
-    /// The request budget of a count run is spent.
-    pub fn budget_spent(&self) -> bool {
-        self.budget == Some(0)
-    }
-
-    /// Measured requests that finished after the deadline (counted as abandoned); from now on
-    /// no request is claimed.
-    pub fn stop_claiming(&mut self) -> u64 {
-        self.stopping = true;
-        self.past_deadline
-    }
-
-    /// End of the measured window in timed runs.
-    pub fn window_end(&self) -> Option<Instant> {
-        self.deadline
-    }
-
-    /// Whether an outcome at `now` still falls inside the measured window.
-    #[inline]
-    pub fn in_window(&self, now: Instant) -> bool {
-        self.deadline.is_none_or(|d| now < d)
-    }
-}
-
-impl<'a> Ctx<'a> {
-    /// A worker's context from its configuration; `registry` is its poll's.
-    pub(crate) fn new(cfg: &WorkerConfig<'a>, registry: Registry, now: Instant) -> Self {
-        Ctx {
-            registry,
-            dest: cfg.unix.map_or(Dest::Tcp(cfg.addr), Dest::Unix),
-            tls: cfg.tls.map(TlsClient::for_worker),
-            sources: Sources::new(cfg.source_addrs, cfg.first_source),
-            request: cfg.request,
-            head: cfg.head,
-            mix: Mix::new(cfg.mix),
-            keepalive: cfg.keepalive,
-            buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some())
-                .with_endpoints(cfg.mix.len())
-                .with_window(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
-            retry: Vec::with_capacity(cfg.connections),
-            backoff: Vec::with_capacity(cfg.connections),
-            open: cfg.pacing.is_some(),
-            idle: Vec::new(),
-            past_deadline: 0,
-            budget: cfg.budget,
-            deadline: cfg.deadline,
-            stopping: false,
-            polled_at: now,
-            connecting: 0,
-            spares: 0,
-            connects_peak: 0,
-            connects: 0,
-            growth: Growth::new(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
-            first_second: 0,
-            first_second_end: None,
-            opening: false,
-        }
-    }
-}
-
-/// Everything one worker needs to run.
-pub struct WorkerConfig<'a> {
-    /// The target's socket address.
-    pub addr: SocketAddr,
-    /// `--unix-socket`: connect here instead of `addr`.
-    pub unix: Option<&'a std::path::Path>,
-    /// `https://`: the run's TLS client (each worker takes a copy with its own sessions).
-    pub tls: Option<&'a TlsClient>,
-    /// Source addresses for new connections, round-robin from index `first_source`.
-    pub source_addrs: &'a [IpAddr],
-    /// This worker's first source address (its index: workers start apart).
-    pub first_source: usize,
-    /// The rendered request.
-    pub request: &'a [u8],
-    /// The request is HEAD: responses carry no body.
-    pub head: bool,
-    /// A request mix (two requests or more; otherwise empty and `request` is sent).
-    pub mix: &'a [loadbench_plan::Endpoint],
-    /// Reuse connections between requests.
-    pub keepalive: bool,
-    /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
-    pub pipeline: u16,
-    /// Connections to open at the start (closed model).
-    pub connections: usize,
-    /// Requests this worker may claim in the measured window (count runs); `None`: no limit.
-    pub budget: Option<u64>,
-    /// Start of the measured window (the end of the warm-up).
-    pub t0: Instant,
-    /// End of the measured window in timed runs; `None` in count runs.
-    pub deadline: Option<Instant>,
-    /// Timeouts and the housekeeping tick.
-    pub limits: WorkerLimits,
-    /// Open model: this worker's share of the schedule (then `connections` is 0: they are
-    /// opened on demand).
-    pub pacing: Option<Pacing<'a>>,
-}
+mod open;
+mod protocol;
+pub(crate) use open::{Due, PoolClock};
+pub(crate) use protocol::{Connection, Protocol};
 
 /// Connections a closed-model worker begins between two polls at the start.
 const START_BATCH: usize = 16;
 
-/// One worker thread's event loop: its poll, connections, context and pacer.
-pub struct Worker<'a> {
+/// How often a worker publishes its [`Pulse`] for the live views: a few times a second,
+/// whatever the tick.
+const PULSE_EVERY: Duration = Duration::from_millis(100);
+
+/// One worker thread's event loop: its poll, its protocol's connections, context and pacer.
+pub(crate) struct Worker<'a, P> {
     poll: Poll,
-    conns: Vec<Conn>,
+    proto: P,
     ctx: Ctx<'a>,
     limits: WorkerLimits,
     pacer: Option<Pacer<'a>>,
@@ -321,92 +46,40 @@ pub struct Worker<'a> {
     /// Open model, blocked: when the oldest request no connect covers may grow the pool
     /// (`None`: only an event can unblock it).
     grow_at: Option<Instant>,
-    /// `--pipeline N`: requests each connection keeps in flight (1: one at a time).
-    pipeline: u16,
-    /// Open model, pipelined: connections given requests in this send window, to write once
-    /// all its due requests are placed.
-    queued: Vec<usize>,
     /// When the last [`Pulse`] was published (at most one per [`PULSE_EVERY`]).
     pulsed_at: Option<Instant>,
 }
 
-/// How often a worker publishes its [`Pulse`] for the live views: a few times a second,
-/// whatever the tick.
-const PULSE_EVERY: Duration = Duration::from_millis(100);
-
-/// Open model: how long requests were due while every allowed connection was busy.
-#[derive(Default)]
-pub(crate) struct PoolClock {
-    full_since: Option<Instant>,
-    pub(crate) full: Duration,
-}
-
-impl PoolClock {
-    /// A due request found no free connection at `now`.
-    #[inline]
-    pub(crate) fn full(&mut self, now: Instant) {
-        self.full_since.get_or_insert(now);
-    }
-
-    /// Every due request got a connection by `now`.
-    #[inline]
-    pub(crate) fn free(&mut self, now: Instant) {
-        if let Some(since) = self.full_since.take() {
-            self.full += now.saturating_duration_since(since);
-        }
-    }
-
-    /// The time the pool was full until `now`, the current stretch included.
-    pub(crate) fn full_until(&self, now: Instant) -> Duration {
-        self.full
-            + self
-                .full_since
-                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
-    }
-}
-
 /// CPU time this thread has used, µs, from /proc/thread-self/schedstat (nanoseconds on a CPU
 /// first); `None` where the kernel does not provide it.
-pub(crate) fn thread_cpu_us() -> Option<u64> {
+fn thread_cpu_us() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
     Some(ns / 1_000)
 }
 
-pub(crate) fn micros(d: Duration) -> u64 {
+fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-impl crate::start::PoolSteps for Worker<'_> {
-    fn begin_connects(&mut self, now: Instant) -> bool {
-        self.begin_pool(now)
-    }
-    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
-        self.poll_once(events, timeout)?;
-        self.handle(events);
-        Ok(())
-    }
-    fn set_opening(&mut self, opening: bool) {
-        self.ctx.set_opening(opening);
-    }
-}
-
-impl<'a> Worker<'a> {
-    /// Sets up the poll, the connection slots and (open model) the pacer; nothing is sent yet.
-    pub fn new(cfg: WorkerConfig<'a>) -> io::Result<Self> {
+impl<'a, P: Protocol<'a>> Worker<'a, P> {
+    /// Sets up the poll, the connection slots (`proto` builds them from the configuration)
+    /// and (open model) the pacer; nothing is sent yet.
+    pub(crate) fn new(
+        cfg: WorkerConfig<'a>,
+        proto: impl FnOnce(&WorkerConfig<'a>, Instant) -> P,
+    ) -> io::Result<Self> {
         let poll = Poll::new()?;
         let now = Instant::now();
         let ctx = Ctx::new(&cfg, poll.registry().try_clone()?, now);
-        let conns = (0..cfg.connections)
-            .map(|i| Conn::new(Token(i), now).pipelined(cfg.pipeline))
-            .collect();
+        let proto = proto(&cfg, now);
         let pacer = match cfg.pacing {
             Some(p) => Some(Pacer::new(p, poll.registry())?),
             None => None,
         };
         Ok(Worker {
             poll,
-            conns,
+            proto,
             ctx,
             limits: cfg.limits,
             pacer,
@@ -414,64 +87,21 @@ impl<'a> Worker<'a> {
             blocked: false,
             initial: 0,
             grow_at: None,
-            pipeline: cfg.pipeline,
-            queued: Vec::new(),
             pulsed_at: None,
         })
-    }
-
-    /// Open model: opens the initial pool before the schedule starts, at most the connect
-    /// limit at once, and waits until each is connected or failed (within the connect
-    /// timeout; one still pending then joins the idle ones when it connects).
-    pub fn open_pool(&mut self) -> io::Result<()> {
-        if self.pacer.is_none() {
-            return Ok(());
-        }
-        let deadline = Instant::now() + self.limits.connect_timeout;
-        crate::start::open_until(self, deadline)?;
-        self.initial = self.conns.iter().filter(|c| c.is_open()).count();
-        Ok(())
-    }
-
-    /// The schedule, the measured window and its end all start `by` later: the time the
-    /// initial pool took to open (every worker's, so all start together).
-    pub fn delay(&mut self, by: Duration) {
-        self.ctx.delay(self.pacer.as_mut(), by);
-    }
-
-    /// Open model: begins the initial pool's connects (at most the connect limit at once);
-    /// whether every one has ended. Counted when a measured request first uses one: without a
-    /// warm-up, the window's first requests (they connected themselves before the pool
-    /// existed).
-    fn begin_pool(&mut self, now: Instant) -> bool {
-        let (want, limit) = self.pacer.as_ref().map_or((0, 1), Pacer::initial_pool);
-        while self.conns.len() < want && self.ctx.connecting < limit {
-            self.add_spare(now, true);
-        }
-        self.ctx.connecting == 0 && self.conns.len() >= want
-    }
-
-    /// Open model: one more connection slot, connecting with no request of its own;
-    /// `counted`: its connect time is recorded (see [`Conn::connect_spare`]).
-    fn add_spare(&mut self, now: Instant, counted: bool) {
-        let i = self.conns.len();
-        self.conns
-            .push(Conn::new(Token(i), now).pipelined(self.pipeline));
-        self.conns[i].connect_spare(&mut self.ctx, now, counted);
     }
 
     /// Hands each readiness event of the last poll to its connection.
     fn handle(&mut self, events: &Events) {
         self.ctx.polled_at = Instant::now();
         for ev in events.iter() {
-            if let Some(c) = self.conns.get_mut(ev.token().0) {
-                c.on_event(&mut self.ctx, ev.is_read_closed() || ev.is_error());
-            }
+            let closed = ev.is_read_closed() || ev.is_error();
+            self.proto.on_event(&mut self.ctx, ev.token().0, closed);
         }
     }
 
     /// Runs until the deadline, the request budget is spent, or `stop` is raised.
-    pub fn run(mut self, stop: &AtomicBool, live: &LiveCounters) -> io::Result<Stats> {
+    pub(crate) fn run(mut self, stop: &AtomicBool, live: &LiveCounters) -> io::Result<Stats> {
         let mut events = Events::with_capacity(1024);
         let mut now = Instant::now();
         let (started, cpu0) = (now, thread_cpu_us());
@@ -480,11 +110,11 @@ impl<'a> Worker<'a> {
         let closed = if self.pacer.is_some() {
             0
         } else {
-            self.conns.len()
+            self.proto.conns().len()
         };
         let mut unstarted = 0..closed;
         let mut next_tick = now + self.limits.tick;
-        let mut retry_work = Vec::with_capacity(self.conns.len());
+        let mut retry_work = Vec::with_capacity(self.proto.conns().len());
         loop {
             let starting = self.start_some(&mut unstarted);
             self.dispatch();
@@ -500,7 +130,10 @@ impl<'a> Worker<'a> {
             now = Instant::now();
             std::mem::swap(&mut self.ctx.retry, &mut retry_work);
             for i in retry_work.drain(..) {
-                self.conns[i].begin(&mut self.ctx, now);
+                match self.pacer.as_mut() {
+                    Some(p) => self.proto.lost(&mut self.ctx, p, i, now),
+                    None => self.proto.begin(&mut self.ctx, i, now),
+                }
             }
             if !self.ctx.backoff.is_empty() {
                 self.wake_backed_off(now);
@@ -532,8 +165,8 @@ impl<'a> Worker<'a> {
     /// time). Returns whether some are still to start.
     fn start_some(&mut self, unstarted: &mut std::ops::Range<usize>) -> bool {
         let end = (unstarted.start + START_BATCH).min(unstarted.end);
-        for c in &mut self.conns[unstarted.start..end] {
-            c.begin(&mut self.ctx, Instant::now());
+        for i in unstarted.start..end {
+            self.proto.begin(&mut self.ctx, i, Instant::now());
         }
         unstarted.start = end;
         end < unstarted.end
@@ -545,9 +178,9 @@ impl<'a> Worker<'a> {
         let mut i = 0;
         while i < self.ctx.backoff.len() {
             let c = self.ctx.backoff[i];
-            if self.conns[c].wake_at <= now {
+            if self.proto.conns()[c].wake_at() <= now {
                 self.ctx.backoff.swap_remove(i);
-                self.conns[c].begin(&mut self.ctx, now);
+                self.proto.begin(&mut self.ctx, c, now);
             } else {
                 i += 1;
             }
@@ -560,130 +193,10 @@ impl<'a> Worker<'a> {
         if !self.ctx.retry.is_empty() {
             return Duration::ZERO;
         }
-        let wake = self
-            .ctx
-            .backoff
-            .iter()
-            .map(|&i| self.conns[i].wake_at)
-            .min();
+        let conns = self.proto.conns();
+        let wake = self.ctx.backoff.iter().map(|&i| conns[i].wake_at()).min();
         let next = wake.map_or(next_tick, |w| w.min(next_tick));
-        let limit = next.saturating_duration_since(now);
-        let can_send = !self.blocked;
-        match (self.pacer.as_mut(), self.grow_at.filter(|_| self.blocked)) {
-            (Some(p), Some(at)) => p.wake_at(now, at, limit),
-            (Some(p), None) => p.wait(now, limit, can_send),
-            (None, _) => limit,
-        }
-    }
-
-    /// Open model: once the first waiting request's send window has ended, starts every
-    /// request due by now, each on an idle connection. With none free the request waits
-    /// (its latency still counts from when it was due, and its send lag shows the wait) and
-    /// the pool grows for it. Pipelined, a connection with fewer than N unanswered takes it,
-    /// and each connection writes the requests it took in one `write` at the end.
-    fn dispatch(&mut self) {
-        let Some(mut pacer) = self.pacer.take() else {
-            return;
-        };
-        // A fresh clock: events handled since the loop's `now` may have moved the recorder on.
-        let now = Instant::now();
-        self.blocked = false;
-        if pacer.open(now) {
-            self.send_due(&mut pacer, now);
-            self.write_queued(now);
-        }
-        self.pacer = Some(pacer);
-    }
-
-    fn send_due(&mut self, pacer: &mut Pacer<'a>, now: Instant) {
-        while let Some(due) = pacer.due().filter(|&d| d <= now) {
-            let Some(i) = self.pipe_conn().or_else(|| self.free_conn(pacer, now)) else {
-                self.blocked = true;
-                return;
-            };
-            if self.ctx.stopping || !self.ctx.in_window(due) {
-                if !self.conns[i].in_flight() {
-                    self.ctx.idle.push(i);
-                }
-                return;
-            }
-            pacer.advance();
-            self.conns[i].start(&mut self.ctx, due, now);
-            if self.conns[i].pipe_first_queued() {
-                self.queued.push(i);
-            }
-        }
-        self.pool.free(now);
-    }
-
-    /// Open model, `--pipeline N`: a connected slot with fewer than N requests unanswered
-    /// for the oldest waiting request: the last idle one when it is open, else the one with
-    /// the fewest unanswered (least head-of-line wait). `None` when pipelining is off or
-    /// every connected slot holds N: then [`Worker::free_conn`] reconnects or grows the pool.
-    fn pipe_conn(&mut self) -> Option<usize> {
-        if self.pipeline < 2 {
-            return None;
-        }
-        if let Some(&i) = self.ctx.idle.last() {
-            if self.conns[i].pipe_room().is_some() {
-                return self.ctx.idle.pop();
-            }
-        }
-        let i = least_unanswered(&self.conns)?;
-        if let Some(k) = self.ctx.idle.iter().position(|&j| j == i) {
-            self.ctx.idle.swap_remove(k);
-        }
-        Some(i)
-    }
-
-    /// Open model, `--pipeline N`: each connection that took requests in this send window
-    /// writes them, in one `write` when the socket takes it.
-    fn write_queued(&mut self, now: Instant) {
-        for k in 0..self.queued.len() {
-            let i = self.queued[k];
-            self.conns[i].pipe_send(&mut self.ctx, now);
-        }
-        self.queued.clear();
-    }
-
-    /// A free connection for the oldest waiting request: an idle one (a closed one connects
-    /// again, if the connect limit allows). With none, the pool grows by a connect for each
-    /// waiting request not yet covered by one in progress that has waited the growth
-    /// threshold ([`Growth`]), within the cap and the connect limit: a pending connect is
-    /// never a reason to begin another for the same request.
-    fn free_conn(&mut self, pacer: &Pacer<'a>, now: Instant) -> Option<usize> {
-        let limit = pacer.pacing().connect_limit;
-        self.grow_at = None;
-        if let Some(&i) = self.ctx.idle.last() {
-            if self.conns[i].is_open() || self.ctx.connecting < limit {
-                return self.ctx.idle.pop();
-            }
-            return None;
-        }
-        let max = pacer.max_connections();
-        while self.conns.len() < max && self.ctx.connecting < limit && self.ctx.idle.is_empty() {
-            let Some(due) = pacer.peek(self.ctx.spares as u64).filter(|&d| d <= now) else {
-                break;
-            };
-            self.grow_at = self
-                .ctx
-                .growth
-                .not_before(pacer.release(due), now, self.ctx.polled_at);
-            if self.grow_at.is_some() {
-                break;
-            }
-            if let Err(at) = self.ctx.growth.take_connect(self.conns.len(), now) {
-                self.grow_at = Some(at);
-                break;
-            }
-            let counted = self.ctx.recorder.measuring(now) && self.ctx.in_window(now);
-            self.add_spare(now, counted);
-        }
-        if self.conns.len() >= max {
-            self.pool.full(now);
-        }
-        // A spare whose connect failed at once is idle (closed): the request takes it.
-        self.ctx.idle.pop()
+        self.open_wait(now, next.saturating_duration_since(now))
     }
 
     fn poll_once(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
@@ -697,33 +210,21 @@ impl<'a> Worker<'a> {
     }
 
     fn finished(&self, now: Instant) -> bool {
-        if self.ctx.deadline.is_some_and(|d| now >= d) {
+        if self.ctx.window_end().is_some_and(|d| now >= d) {
             return true;
         }
+        let busy = self.proto.requeued() > 0 || self.proto.conns().iter().any(|c| c.busy());
         if let Some(p) = &self.pacer {
             // A timed open-model run lasts its whole window; an `-n` one ends with its last answer.
-            let timed = self.ctx.deadline.is_some();
-            return !timed && p.due().is_none() && !self.conns.iter().any(Conn::in_flight);
+            let timed = self.ctx.window_end().is_some();
+            return !timed && p.due().is_none() && !busy;
         }
-        self.ctx.budget == Some(0)
-            && self.ctx.retry.is_empty()
-            && !self.conns.iter().any(Conn::in_flight)
+        self.ctx.budget_spent() && self.ctx.retry.is_empty() && !busy
     }
 
     /// A few times a second: time out stuck requests, close quiet seconds, publish progress.
     fn housekeeping(&mut self, now: Instant, live: &LiveCounters) {
-        for c in &mut self.conns {
-            let age = now.saturating_duration_since(c.since);
-            let kind = match c.phase {
-                Phase::Connecting if age > self.limits.connect_timeout => ErrorKind::ConnectTimeout,
-                Phase::Handshaking if age > self.limits.connect_timeout => ErrorKind::TlsHandshake,
-                Phase::Writing | Phase::Reading if age > self.limits.timeout => {
-                    ErrorKind::ReadTimeout
-                }
-                _ => continue,
-            };
-            c.fail(&mut self.ctx, kind, now);
-        }
+        self.proto.expire(&mut self.ctx, now, &self.limits);
         self.ctx.recorder.tick(now);
         if self
             .pulsed_at
@@ -739,8 +240,9 @@ impl<'a> Worker<'a> {
     fn publish_pulse(&self, now: Instant, live: &LiveCounters) {
         let pool_full = self.pool.full_until(now);
         let lag = self.pacer.as_ref().and_then(Pacer::due);
+        let open = self.proto.conns().iter().filter(|c| c.is_open()).count();
         let pulse = Pulse {
-            open_connections: self.conns.iter().filter(|c| c.is_open()).count() as u64,
+            open_connections: open as u64,
             pool_full_us: micros(pool_full),
             lag_us: lag.map_or(0, |d| micros(now.saturating_duration_since(d))),
             ..self.ctx.recorder.pulse()
@@ -750,49 +252,34 @@ impl<'a> Worker<'a> {
 
     /// At the end: each connection's completed requests, and every request without an
     /// answer (in flight on a connection, or in the open model still waiting for one) at its
-    /// age, so starved connections and their requests are reported, never dropped.
-    fn account_unanswered(&mut self, end: Instant) {
-        for c in &self.conns {
-            let age = c
-                .in_flight()
-                .then(|| end.saturating_duration_since(c.intended));
-            self.ctx.recorder.connection_end(c.completed, age);
-            for intended in c.queued_behind() {
-                self.ctx
-                    .recorder
-                    .censor(end.saturating_duration_since(intended));
+    /// age, so starved connections and their requests are reported, never dropped. Returns
+    /// the measured requests written and never answered (abandoned).
+    fn account_unanswered(&mut self, end: Instant) -> u64 {
+        let mut abandoned = 0;
+        let recorder = &mut self.ctx.recorder;
+        for c in self.proto.conns_mut() {
+            abandoned += c.abandoned();
+            let age = c.oldest().map(|t| end.saturating_duration_since(t));
+            recorder.connection_end(c.completed(), age);
+            for intended in c.others() {
+                recorder.censor(end.saturating_duration_since(intended));
             }
+            c.shut();
         }
+        self.proto.account_waiting(&mut self.ctx, end);
         self.ctx.account_unsent(self.pacer.as_mut(), end);
+        abandoned
     }
 
     fn finish(mut self, now: Instant, live: &LiveCounters) -> Stats {
-        self.ctx.stopping = true;
-        let end = self.ctx.deadline.map_or(now, |d| now.min(d));
-        let abandoned =
-            self.ctx.past_deadline + self.conns.iter().map(Conn::abandoned).sum::<u64>();
-        self.account_unanswered(end);
-        for c in &mut self.conns {
-            c.close();
-        }
+        let past_deadline = self.ctx.stop_claiming();
+        let end = self.ctx.window_end().map_or(now, |d| now.min(d));
+        let abandoned = past_deadline + self.account_unanswered(end);
         self.publish_pulse(now, live);
         let pool = self.pool_counts();
         let mut stats = self.ctx.recorder.finish(end, abandoned);
         stats.pool = pool;
+        self.proto.add_stats(&mut stats);
         stats
-    }
-
-    /// Open model: the pool's counts (none in the closed model).
-    fn pool_counts(&self) -> PoolCounts {
-        let Some(p) = &self.pacer else {
-            return PoolCounts::default();
-        };
-        PoolCounts {
-            initial: self.initial as u64,
-            connects: self.ctx.connects,
-            connects_peak: self.ctx.connects_peak as u64,
-            connect_limit: p.pacing().connect_limit as u64,
-            first_second: self.ctx.first_second,
-        }
     }
 }

@@ -23,8 +23,8 @@
 //! requests, with 8 pipelined, resends some requests more than once).
 
 use super::{read_error_kind, write_error_kind, Conn, Phase};
+use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, Progress};
-use crate::worker::Ctx;
 use loadbench_model::{ErrorKind, ReopenReason};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};

@@ -13,8 +13,8 @@ use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameRead
 use super::hpack::{BadBlock, ResponseDecoder};
 use super::Shared;
 use crate::conn::{connect_error_kind, open_registered, read_error_kind, write_error_kind};
+use crate::ctx::Ctx;
 use crate::transport::Stream;
-use crate::worker::Ctx;
 use loadbench_model::{ErrorKind, ErrorReason};
 use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};

@@ -1,15 +1,18 @@
 //! HTTP/2 for the load engine (`--http2`, `--streams N`): our own framing ([`frame`]), the
 //! requests' header blocks encoded once and the responses' `:status` read with HPACK
-//! ([`hpack`]), a connection that carries several streams ([`conn`]) and the worker loop
-//! that drives those connections in the closed model ([`worker`]). It sits beside the
-//! HTTP/1.1 path (`conn.rs`, `http1.rs`) and shares the worker context, the transport and the
-//! recorder with it, so both record the same statistics the same way.
+//! ([`hpack`]), a connection that carries several streams ([`conn`]) and HTTP/2 as a protocol
+//! of the one worker loop (`proto.rs`: where a due request goes, the streams' figures). It
+//! sits beside the HTTP/1.1 path (`conn.rs`, `http1.rs`) and shares the worker loop, its
+//! context, the transport and the recorder with it, so both record the same statistics the
+//! same way.
 
 pub mod conn;
 pub mod frame;
 pub mod hpack;
 mod huffman;
-pub mod worker;
+mod proto;
+
+pub(crate) use proto::Http2;
 
 use hpack::H2Request;
 use loadbench_model::{H2Stats, ProtocolCounts};

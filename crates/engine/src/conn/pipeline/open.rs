@@ -9,7 +9,7 @@
 
 use super::due_entry;
 use crate::conn::{Conn, Phase};
-use crate::worker::Ctx;
+use crate::ctx::Ctx;
 use std::time::Instant;
 
 impl Conn {

@@ -8,8 +8,8 @@
 //! Apart from `conn.rs` so the closed model's path stays as it was.
 
 use super::{H2Conn, H2Phase, Slot, LAST_STREAM_ID};
+use crate::ctx::Ctx;
 use crate::h2::{frame, Shared};
-use crate::worker::Ctx;
 use loadbench_model::ErrorKind;
 use std::time::{Duration, Instant};
 

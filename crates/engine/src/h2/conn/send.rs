@@ -10,8 +10,8 @@
 //! Apart from `conn.rs` because a bodyless request (the usual load) never comes here.
 
 use super::{H2Conn, Shared};
+use crate::ctx::Ctx;
 use crate::h2::frame;
-use crate::worker::Ctx;
 use std::time::Instant;
 
 impl H2Conn {

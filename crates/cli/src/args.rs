@@ -160,35 +160,9 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (IP:PORT; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Worker threads [default: number of cores]; 1 runs a single-threaded event loop.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Delay every answer: 20ms, uniform:10ms..50ms, exp:20ms, normal:50ms,10ms.
-    #[arg(long)]
-    pub delay: Option<String>,
-    /// Body size of `/` instead of `hello world`, e.g. 1k, 4KiB, 1MiB.
-    #[arg(long)]
-    pub body_size: Option<String>,
-    /// Status code of `/` instead of 200.
-    #[arg(long)]
-    pub status: Option<u16>,
-    /// Fraction of ordinary answers replaced by a 500, e.g. 0.01.
-    #[arg(long, default_value_t = 0.0)]
-    pub fail_rate: f64,
-    /// Serve at most N requests at once; more wait in line (capacity = N / delay).
-    #[arg(long)]
-    pub max_concurrency: Option<usize>,
-    /// Stall every answer during the first STALL of each EVERY, like a GC pause: 500ms/1s.
-    #[arg(long)]
-    pub hiccup: Option<String>,
-    /// Keep working on requests whose client has gone (their wait in line and their delay),
-    /// like Tomcat or Go's net/http, so an overload leaves a backlog; counted in /stats.
-    #[arg(long)]
-    pub keep_abandoned: bool,
-    /// Serve at most N connections at once, each holding a worker for its life (like a
-    /// thread-per-connection server); the others wait unserved in the accept queue.
-    #[arg(long)]
-    pub max_served_conns: Option<usize>,
+    /// How it answers: threads, delay, body size, status, failures, limits, hiccups.
+    #[command(flatten)]
+    pub settings: loadbench_upstream::ServeSettings,
     /// Serve HTTPS: with a self-signed certificate for localhost, 127.0.0.1 and ::1 made at
     /// start, or the one given with --tls-cert/--tls-key.
     #[arg(long)]

@@ -180,7 +180,7 @@ pub(crate) struct DemoArgs {
 }
 
 /// Where the result of `run`, `find-max` and `bench` goes and what shows while they run, one
-/// struct flattened into each; [`crate::output::deliver`] is their common end. The help below
+/// struct flattened into each; [`crate::deliver`] is their common start and end. The help below
 /// is `run`'s; `find-max` and `bench` word `-o`, `--html` and `--no-live` for themselves
 /// (`mut_arg` on their structs).
 #[derive(Debug, Args)]

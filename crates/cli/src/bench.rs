@@ -31,7 +31,7 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let (web, shown) = a.out.start("bench", &Default::default())?;
     let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::deliver(&saved, &a.out, &Default::default(), web.as_deref(), true)?;
+    crate::deliver::deliver(&saved, &a.out, &Default::default(), web.as_deref(), true)?;
     if in_place {
         eprintln!(
             "result saved to {}",

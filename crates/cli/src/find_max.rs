@@ -23,7 +23,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
         in_place = crate::run::save_json(path, "find-max", &json, true);
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::deliver(&saved, &args.out, &opts, web.as_deref(), false)?;
+    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), false)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }

@@ -4,14 +4,11 @@
 //! beside it). `run`, `find-max`, `bench` and `report` all come through here, and here through
 //! `loadbench_report::render`, so any result kind prints in any format the same way.
 
-use crate::args::OutputArgs;
-use crate::progress::Shown;
 use crate::UserError;
 use anyhow::Result;
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::ValueEnum;
-use loadbench_live::web::LiveWeb;
 use loadbench_model::SavedResult;
 use loadbench_report::{Format, RenderOptions, Rendered};
 use loadbench_runner::save;
@@ -19,7 +16,6 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// What `-o` / `-f` can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -108,46 +104,6 @@ fn unknown<T: ValueEnum>(flag: &str, text: &str, command: &str) -> String {
     } else {
         format!("{flag}: unknown format '{text}': choose one of {choices}")
     }
-}
-
-impl OutputArgs {
-    /// Before the load: `--live-web` and `--html` checked, the live page started when asked
-    /// for, and what stderr shows while `command` runs (nothing with `-q`, the dashboard unless
-    /// `--no-live`, the page beside it).
-    pub(crate) fn start(
-        &self,
-        command: &'static str,
-        opts: &RenderOptions,
-    ) -> Result<(Option<Arc<LiveWeb>>, Shown), UserError> {
-        let addr = crate::live::web::asked(&self.live_web)?;
-        check_writable("--html", self.html.as_deref())?;
-        let web = crate::live::web::start(addr, opts)?;
-        let shown = Shown::live(self.quiet, !self.no_live, command).with_web(web.clone());
-        Ok((web, shown))
-    }
-}
-
-/// The common end of `run`, `find-max` and `bench`, once each has saved its own files: the live
-/// page takes the final result, `--html` is written (and said on stderr when `announce_html`),
-/// and the result is printed to stdout in `-o`'s format. The command then says its exit code
-/// ([`crate::live::web::conclude`]).
-pub(crate) fn deliver(
-    saved: &SavedResult,
-    out: &OutputArgs,
-    opts: &RenderOptions,
-    web: Option<&LiveWeb>,
-    announce_html: bool,
-) -> Result<()> {
-    if let Some(web) = web {
-        web.finish(saved);
-    }
-    if let Some(path) = &out.html {
-        write(path, saved, OutputFormat::Html, opts)?;
-        if announce_html {
-            eprintln!("HTML report written to {}", path.display());
-        }
-    }
-    print(saved, out.output, opts)
 }
 
 /// Prints the result in `format` to stdout.

@@ -53,7 +53,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         crate::dist::write_hlog(path, &result)?;
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::output::deliver(&saved, &args.out, &opts, web.as_deref(), !quiet)?;
+    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), !quiet)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }

@@ -72,12 +72,12 @@ impl Loads for RunFlags {
 /// Flags that choose the shard (the broadcast does), write files elsewhere on the load host
 /// (the agent's --results-dir does) or serve a live page there.
 fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
-    if a.live_web.live_web.is_some() {
+    if a.out.live_web.live_web.is_some() {
         return Err("executorParams: --live-web is not taken by the agent: it would serve a page on the load host; the job's log shows the progress".into());
     }
     let given = [
         ("--save", a.save.is_some()),
-        ("--html", a.html.is_some()),
+        ("--html", a.out.html.is_some()),
         ("--hlog", a.hlog.is_some()),
         ("--results-dir", a.dist.results_dir.is_some()),
         ("--shard", a.dist.shard.is_some()),

@@ -90,6 +90,11 @@ pub(crate) struct XxlJobArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("output", |a| a.help("What goes to stdout at the end: text, md (Markdown), csv, json or html")),
+    mut_arg("html", |a| a.help("Also write the HTML report to this file, its chart SVGs and PNGs beside it (the run folder always gets report.html)")),
+    mut_arg("no_live", |a| a.help("No terminal dashboard: the plain progress bar and round lines instead (the dashboard is shown only when stderr is a terminal)")),
+)]
 pub(crate) struct BenchArgs {
     /// The scenario file (TOML; every key is documented in docs/scenarios.md).
     pub scenario: PathBuf,
@@ -108,22 +113,8 @@ pub(crate) struct BenchArgs {
     /// Override the pause between steps, e.g. 0s.
     #[arg(long)]
     pub cooldown: Option<String>,
-    /// What goes to stdout at the end: text, md (Markdown), csv, json or html.
-    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
-    pub output: OutputFormat,
-    /// Also write the HTML report to this file, its chart SVGs and PNGs beside it (the run
-    /// folder always gets report.html).
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-    /// No live progress on stderr.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// No terminal dashboard: the plain progress bar and round lines instead (the dashboard
-    /// is shown only when stderr is a terminal).
-    #[arg(long)]
-    pub no_live: bool,
     #[command(flatten)]
-    pub live_web: LiveWebArgs,
+    pub out: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -164,35 +155,9 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (IP:PORT; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Worker threads [default: number of cores]; 1 runs a single-threaded event loop.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Delay every answer: 20ms, uniform:10ms..50ms, exp:20ms, normal:50ms,10ms.
-    #[arg(long)]
-    pub delay: Option<String>,
-    /// Body size of `/` instead of `hello world`, e.g. 1k, 4KiB, 1MiB.
-    #[arg(long)]
-    pub body_size: Option<String>,
-    /// Status code of `/` instead of 200.
-    #[arg(long)]
-    pub status: Option<u16>,
-    /// Fraction of ordinary answers replaced by a 500, e.g. 0.01.
-    #[arg(long, default_value_t = 0.0)]
-    pub fail_rate: f64,
-    /// Serve at most N requests at once; more wait in line (capacity = N / delay).
-    #[arg(long)]
-    pub max_concurrency: Option<usize>,
-    /// Stall every answer during the first STALL of each EVERY, like a GC pause: 500ms/1s.
-    #[arg(long)]
-    pub hiccup: Option<String>,
-    /// Keep working on requests whose client has gone (their wait in line and their delay),
-    /// like Tomcat or Go's net/http, so an overload leaves a backlog; counted in /stats.
-    #[arg(long)]
-    pub keep_abandoned: bool,
-    /// Serve at most N connections at once, each holding a worker for its life (like a
-    /// thread-per-connection server); the others wait unserved in the accept queue.
-    #[arg(long)]
-    pub max_served_conns: Option<usize>,
+    /// How it answers: threads, delay, body size, status, failures, limits, hiccups.
+    #[command(flatten)]
+    pub settings: loadbench_upstream::ServeSettings,
     /// Serve HTTPS: with a self-signed certificate for localhost, 127.0.0.1 and ::1 made at
     /// start, or the one given with --tls-cert/--tls-key.
     #[arg(long)]
@@ -216,6 +181,29 @@ pub(crate) struct DemoArgs {
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// Where the result of `run`, `find-max` and `bench` goes and what shows while they run, one
+/// struct flattened into each; [`crate::deliver`] is their common start and end. The help below
+/// is `run`'s; `find-max` and `bench` word `-o`, `--html` and `--no-live` for themselves
+/// (`mut_arg` on their structs).
+#[derive(Debug, Args)]
+pub(crate) struct OutputArgs {
+    /// Output format on stdout: text, json, csv, md (Markdown) or html.
+    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
+    pub output: OutputFormat,
+    /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// No live progress on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// No terminal dashboard: the plain progress line instead (the dashboard is shown only
+    /// when stderr is a terminal).
+    #[arg(long)]
+    pub no_live: bool,
+    #[command(flatten)]
+    pub live_web: LiveWebArgs,
 }
 
 /// The live web page of `run`, `find-max` and `bench`.
@@ -257,27 +245,14 @@ pub(crate) struct RunArgs {
     pub warmup: Option<Duration>,
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Output format on stdout: text, json, csv, md (Markdown) or html.
-    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
-    pub output: OutputFormat,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Also save the result as JSON to this file (written atomically).
     #[arg(long)]
     pub save: Option<PathBuf>,
-    /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
     /// Percentiles of the latency table, comma-separated.
     #[arg(long, default_value = loadbench_plan::DEFAULT_PERCENTILES, value_parser = values::percentiles)]
     pub percentiles: Percentiles,
-    /// No live progress on stderr.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// No terminal dashboard: the plain progress line instead (the dashboard is shown only
-    /// when stderr is a terminal).
-    #[arg(long)]
-    pub no_live: bool,
-    #[command(flatten)]
-    pub live_web: LiveWebArgs,
     /// Open model: send this many requests per second in total, on schedule, whether or not
     /// earlier ones returned (latency counts from each request's intended time). A range
     /// such as 1000..20000 ramps over --ramp.
@@ -352,6 +327,11 @@ pub(crate) struct MergeArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("output", |a| a.help("Output format on stdout: text, json, csv (one row per step), md (Markdown) or html")),
+    mut_arg("html", |a| a.help("Also write the result as a self-contained HTML page to this file at the end, its chart SVGs beside it")),
+    mut_arg("no_live", |a| a.help("No terminal dashboard: the plain step lines and progress bar instead (the dashboard is shown only when stderr is a terminal)")),
+)]
 pub(crate) struct FindMaxArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/ (or a mix: -u, --requests-file).
     pub url: Option<String>,
@@ -392,25 +372,11 @@ pub(crate) struct FindMaxArgs {
     /// The most connections (requests in flight) to open.
     #[arg(long, default_value_t = loadbench_plan::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
-    /// Output format on stdout: text, json, csv (one row per step), md (Markdown) or html.
-    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
-    pub output: OutputFormat,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Also save the result as JSON to this file, rewritten atomically after every step.
     #[arg(long)]
     pub save: Option<PathBuf>,
-    /// Also write the result as a self-contained HTML page to this file at the end, its chart
-    /// SVGs beside it.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-    /// No live progress on stderr.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// No terminal dashboard: the plain step lines and progress bar instead (the dashboard is
-    /// shown only when stderr is a terminal).
-    #[arg(long)]
-    pub no_live: bool,
-    #[command(flatten)]
-    pub live_web: LiveWebArgs,
 }
 
 /// The request and connection options `run` and `find-max` share.

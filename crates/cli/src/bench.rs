@@ -22,36 +22,25 @@ use std::time::Duration;
 
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scenario = load(&a)?;
-    let web_addr = crate::live::web::asked(&a.live_web)?;
-    crate::output::check_writable("--html", a.html.as_deref())?;
     let opts = RunOptions {
         file: a.scenario.clone(),
         text: None,
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let web = crate::live::web::start(web_addr, &Default::default())?;
-    let shown = crate::progress::Shown::live(a.quiet, !a.no_live, "bench").with_web(web.clone());
+    let (web, shown) = a.out.start("bench", &Default::default())?;
     let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    if let Some(web) = &web {
-        web.finish(&saved);
-    }
-    if let Some(html) = &a.html {
-        crate::output::write(html, &saved, OutputFormat::Html, &Default::default())?;
-        eprintln!("HTML report written to {}", html.display());
-    }
-    crate::output::print(&saved, a.output, &Default::default())?;
+    crate::deliver::deliver(&saved, &a.out, &Default::default(), web.as_deref(), true)?;
     if in_place {
         eprintln!(
             "result saved to {}",
             Path::new(&result.run_dir).join("result.json").display()
         );
     }
-    if let Some(web) = &web {
-        web.linger();
-    }
-    Ok(exit_code(&result, in_place))
+    // The exit code already says whether the result is in place.
+    let code = exit_code(&result, in_place);
+    Ok(crate::live::web::conclude(web.as_deref(), true, code))
 }
 
 /// Runs a scenario with progress on stderr as `shown` asks (the dashboard only when stderr is

@@ -11,12 +11,9 @@ use std::process::ExitCode;
 
 pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
-    let web_addr = crate::live::web::asked(&args.live_web)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
-    crate::output::check_writable("--html", args.html.as_deref())?;
-    let web = crate::live::web::start(web_addr, &Default::default())?;
-    let shown =
-        crate::progress::Shown::live(args.quiet, !args.no_live, "find-max").with_web(web.clone());
+    let opts = Default::default();
+    let (web, shown) = args.out.start("find-max", &opts)?;
     let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
     // The search saved after every step; the final write is checked here, with a fallback.
@@ -26,14 +23,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
         in_place = crate::run::save_json(path, "find-max", &json, true);
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
-    if let Some(web) = &web {
-        web.finish(&saved);
-    }
-    if let Some(path) = &args.html {
-        let html = crate::output::OutputFormat::Html;
-        crate::output::write(path, &saved, html, &Default::default())?;
-    }
-    crate::output::print(&saved, args.output, &Default::default())?;
+    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), false)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }

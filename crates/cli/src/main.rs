@@ -5,6 +5,7 @@ mod agent;
 mod args;
 mod bench;
 mod compare_cmd;
+mod deliver;
 mod demo;
 mod dist;
 mod find_max;

@@ -15,43 +15,36 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
-    let web_addr = crate::live::web::asked(&args.live_web)?;
     let shard = crate::dist::shard_spec(&args.dist, &crate::dist::process_env)?;
     let shard_file = match (&args.dist.results_dir, &shard) {
         (Some(dir), Some(sh)) => Some(crate::dist::results_path(dir, sh)),
         _ => None,
     };
     crate::output::check_writable("--save", args.save.as_deref())?;
-    crate::output::check_writable("--html", args.html.as_deref())?;
     crate::output::check_writable("--hlog", args.hlog.as_deref())?;
     crate::output::check_writable("--results-dir", shard_file.as_deref())?;
     let opts = RenderOptions {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
-    let web = crate::live::web::start(web_addr, &opts)?;
-    let shown =
-        crate::progress::Shown::live(args.quiet, !args.no_live, "run").with_web(web.clone());
+    let (web, shown) = args.out.start("run", &opts)?;
+    let quiet = args.out.quiet;
     let result = crate::progress::controlled_as(shown, |ctl| match &shard {
         Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
         None => loadbench_runner::run(&spec, ctl).map_err(run_error),
     })??;
-    let saved = loadbench_model::SavedResult::from(result.clone());
-    if let Some(web) = &web {
-        web.finish(&saved);
-    }
     // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
     let mut in_place = true;
     let json = || loadbench_report::render_to_string(Format::Json, &result, &Default::default());
     if let Some(path) = &args.save {
-        in_place = save_json(path, "run", &json(), args.quiet);
+        in_place = save_json(path, "run", &json(), quiet);
     }
     for path in shard_file
         .iter()
         .filter(|p| Some(p.as_path()) != args.save.as_deref())
     {
         let saved = save_json(path, "shard", &json(), true);
-        if saved && !args.quiet {
+        if saved && !quiet {
             eprintln!("shard result saved to {}", path.display());
         }
         in_place &= saved;
@@ -59,13 +52,8 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(path) = &args.hlog {
         crate::dist::write_hlog(path, &result)?;
     }
-    if let Some(path) = &args.html {
-        crate::output::write(path, &saved, crate::output::OutputFormat::Html, &opts)?;
-        if !args.quiet {
-            eprintln!("HTML report written to {}", path.display());
-        }
-    }
-    crate::output::print(&saved, args.output, &opts)?;
+    let saved = loadbench_model::SavedResult::from(result.clone());
+    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), !quiet)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }

@@ -3,10 +3,7 @@
 use crate::args::ServeArgs;
 use crate::UserError;
 use anyhow::Result;
-use loadbench_upstream::{
-    parse_delay, parse_hiccup, parse_size, run_until_signal, ServerConfig, TlsIdentity,
-    UpstreamError,
-};
+use loadbench_upstream::{run_until_signal, ServerConfig, TlsIdentity, UpstreamError};
 use std::process::ExitCode;
 
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
@@ -22,36 +19,14 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
             a.listen
         ))
     })?;
+    // The settings' values were parsed by clap; their ranges are checked as the server starts.
     let cfg = ServerConfig {
         listen,
-        threads: a.threads.unwrap_or(ServerConfig::default().threads),
-        delay: a
-            .delay
-            .as_deref()
-            .map(parse_delay)
-            .transpose()
-            .map_err(user)?,
-        body_size: a
-            .body_size
-            .as_deref()
-            .map(parse_size)
-            .transpose()
-            .map_err(user)?,
-        status: a.status,
-        fail_rate: a.fail_rate,
-        max_concurrency: a.max_concurrency,
-        hiccup: a
-            .hiccup
-            .as_deref()
-            .map(parse_hiccup)
-            .transpose()
-            .map_err(user)?,
-        keep_abandoned: a.keep_abandoned,
-        max_served_conns: a.max_served_conns,
         tls: tls_identity(&a).map_err(user)?,
         unix: a.unix.clone(),
         ..ServerConfig::default()
-    };
+    }
+    .with_settings(&a.settings);
     run_until_signal(cfg).map_err(failure)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1046,6 +1046,45 @@ fn bad_load_values_fail_before_any_target_starts() {
     }
 }
 
+/// Issue 31: a `[target.upstream]` value the reference backend would refuse is refused when
+/// the file loads, by the backend's own parsers and checks: exit 2, one line naming
+/// `target[0].upstream.<key>`, and no target started (no run folder, no log, nothing listening
+/// on the backend's fixed port).
+#[test]
+fn bad_upstream_settings_fail_at_load_and_start_no_target() {
+    let dir = tempdir("bad-upstream");
+    let cases = [
+        ("max_served_conns = 0", "max_served_conns", "at least 1"),
+        ("delay = \"bogus\"", "delay", "invalid delay \"bogus\""),
+        ("hiccup = \"x\"", "hiccup", "STALL/EVERY"),
+    ];
+    for (i, (setting, key, words)) in cases.iter().enumerate() {
+        let port = crate::support::free_port();
+        let text = format!(
+            "name = \"x\"\n[[target]]\nname = \"t\"\nkind = \"upstream\"\nport = {port}\n\
+             [target.upstream]\n{setting}\n{LOAD}"
+        );
+        let file = scenario(&dir, &format!("bad-{i}.toml"), &text);
+        let results = dir.join(format!("results-{i}"));
+        let (out, _) = bench(&file, &results, &[]);
+        let (_, stderr) = output_text(&out);
+        let line = stderr.trim_end();
+        assert_eq!(out.status.code(), Some(2), "{key}: {line}");
+        assert_eq!(line.lines().count(), 1, "one line: {line}");
+        assert!(line.contains(&format!("bad-{i}.toml")), "{line}");
+        let key = format!("target[0].upstream.{key}");
+        assert!(line.contains(&format!(": {key}: ")), "names {key}: {line}");
+        assert!(line.contains(words) && line.contains("; fix: "), "{line}");
+        assert!(
+            run_folder(&results).is_none(),
+            "{key}: a run folder was made, so the run began"
+        );
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let probe = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500));
+        assert!(probe.is_err(), "{key}: something listens on {port}");
+    }
+}
+
 /// Whether the JVM example project `examples/targets/PROJECT` can run here: java and mvn are
 /// installed and its Maven build (`build.sh`, cached: a built jar is not rebuilt) succeeds.
 /// Skipped with the reason on a machine without them; under CI (.ci/run installs both) a missing

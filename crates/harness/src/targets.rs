@@ -282,34 +282,7 @@ fn command_line(
             format!("127.0.0.1:{port}"),
         ];
         if let Some(u) = &t.upstream {
-            if let Some(d) = &u.delay {
-                args.extend(["--delay".into(), d.clone()]);
-            }
-            if let Some(b) = u.body_size {
-                args.extend(["--body-size".into(), b.to_string()]);
-            }
-            let flags = [
-                ("--threads", u.threads.map(|n| n.to_string())),
-                (
-                    "--max-concurrency",
-                    u.max_concurrency.map(|n| n.to_string()),
-                ),
-                ("--status", u.status.map(|n| n.to_string())),
-                ("--fail-rate", u.fail_rate.map(|n| n.to_string())),
-                ("--hiccup", u.hiccup.clone()),
-                (
-                    "--max-served-conns",
-                    u.max_served_conns.map(|n| n.to_string()),
-                ),
-            ];
-            for (flag, value) in flags {
-                if let Some(v) = value {
-                    args.extend([flag.to_string(), v]);
-                }
-            }
-            if u.keep_abandoned {
-                args.push("--keep-abandoned".into());
-            }
+            args.extend(u.serve.to_args());
         }
         return Ok((opts.upstream_exe.clone(), args));
     }

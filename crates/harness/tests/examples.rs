@@ -120,7 +120,7 @@ fn reverse_proxies_compares_three_proxies_with_the_backend() {
     let backend = s.target("backend").unwrap();
     assert_eq!(backend.kind, TargetKind::Upstream);
     let up = backend.upstream.as_ref().unwrap();
-    assert_eq!((up.body_size, up.threads), (Some(133), Some(1)));
+    assert_eq!((up.serve.body_size, up.serve.threads), (Some(133), Some(1)));
     for proxy in ["nginx", "haproxy", "caddy"] {
         let t = s.target(proxy).unwrap();
         assert_eq!(t.kind, TargetKind::Command);
@@ -155,7 +155,10 @@ fn gateway_overhead_puts_nginx_before_a_200ms_backend() {
     assert_eq!(names(&s), ["backend", "gateway"]);
     assert_two_core_layout(&s);
     let up = s.target("backend").unwrap().upstream.as_ref().unwrap();
-    assert_eq!(up.delay.as_deref(), Some("200ms"));
+    assert_eq!(
+        up.serve.delay.map(|d| d.to_string()).as_deref(),
+        Some("200ms")
+    );
     assert_eq!(
         s.target("gateway").unwrap().proxy_to.as_deref(),
         Some("backend")
@@ -217,8 +220,11 @@ fn concurrency_sweep_steps_5_to_20_against_a_serializing_app() {
     assert_eq!(app.kind, TargetKind::Upstream);
     let u = app.upstream.as_ref().unwrap();
     assert_eq!(
-        (u.max_concurrency, u.delay.as_deref()),
-        (Some(1), Some("7ms"))
+        (
+            u.serve.max_concurrency,
+            u.serve.delay.map(|d| d.to_string())
+        ),
+        (Some(1), Some("7ms".to_string()))
     );
     let l = &s.loads[0];
     let connections = vec![5, 10, 15, 20];
@@ -411,7 +417,10 @@ fn zuul_compares_200_and_1000_threads_and_spring_cloud_gateway_with_the_200ms_ba
     assert_eq!(names(&s), ["backend", "zuul-200", "zuul-1000", "scg"]);
     assert_two_core_layout(&s);
     let up = s.target("backend").unwrap().upstream.as_ref().unwrap();
-    assert_eq!(up.delay.as_deref(), Some("200ms"));
+    assert_eq!(
+        up.serve.delay.map(|d| d.to_string()).as_deref(),
+        Some("200ms")
+    );
     for t in ["zuul-200", "zuul-1000"] {
         assert_jvm_target(&s, t, "zuul");
         assert_eq!(s.target(t).unwrap().proxy_to.as_deref(), Some("backend"));

@@ -5,9 +5,12 @@
 //!
 //! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate,
 //! concurrency limit, hiccup, whether abandoned work is finished). Out: a running [`Server`] with its bound address and per-route
-//! [`Stats`], or a blocking [`run_until_signal`] for the CLI. Also [`parse_delay`],
-//! [`parse_size`] and [`parse_hiccup`], which the CLI reuses for its flags. This crate depends
-//! on none of the other loadbench crates.
+//! [`Stats`], or a blocking [`run_until_signal`] for the CLI. The settings of `loadbench serve`
+//! are one typed [`ServeSettings`]: its clap flags (the CLI flattens them), its checks
+//! ([`ServeSettings::check`], naming the key) and the flags that give it back
+//! ([`ServeSettings::to_args`], for a harness starting `loadbench serve` as a child); a scenario's
+//! `[target.upstream]` is read into it with [`parse_delay`], [`parse_size`] and [`parse_hiccup`].
+//! Of the other loadbench crates this one depends only on `loadbench-units`.
 //!
 //! Routes (every route also accepts `?delay=SPEC`, a server-wide `delay` applies otherwise; and
 //! `?hiccup=STALL/EVERY`, see below):
@@ -82,6 +85,7 @@ mod limit;
 mod rng;
 mod routes;
 mod server;
+mod settings;
 mod stats;
 mod tls;
 mod units;
@@ -90,6 +94,7 @@ pub use error::UpstreamError;
 pub use hiccup::{parse_hiccup, Hiccup};
 pub use routes::MAX_BODY;
 pub use server::{run_until_signal, Server, ServerConfig};
+pub use settings::{ServeSettings, SettingError};
 pub use stats::Stats;
 pub use tls::TlsIdentity;
 pub use units::{parse_delay, parse_size, DelaySpec, MAX_DELAY};

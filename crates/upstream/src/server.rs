@@ -18,7 +18,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::conn;
 use crate::h2::{self, Builders};
-use crate::routes::{App, Options, MAX_BODY};
+use crate::routes::{App, Options};
 use crate::{DelaySpec, Hiccup, Stats, TlsIdentity, UpstreamError};
 
 /// How the backend listens and answers. `Default` listens on 127.0.0.1:8080 with one worker
@@ -95,37 +95,9 @@ impl ServerConfig {
     }
 
     fn validate(&self) -> Result<(), UpstreamError> {
-        let bad = |m: &str| Err(UpstreamError::InvalidConfig(m.to_string()));
-        if self.threads == 0 {
-            return bad("threads must be at least 1");
-        }
-        if !(0.0..=1.0).contains(&self.fail_rate) {
-            return bad("fail rate must be between 0 and 1, like 0.01");
-        }
-        if self.status.is_some_and(|s| !(200..=599).contains(&s)) {
-            return bad("status must be between 200 and 599");
-        }
-        if self.body_size.is_some_and(|s| s > MAX_BODY) {
-            return bad("body size must be at most 1GiB");
-        }
-        if self
-            .max_concurrency
-            .is_some_and(|n| !(1..=Semaphore::MAX_PERMITS).contains(&n))
-        {
-            return bad("max concurrency must be at least 1");
-        }
-        if self
-            .max_served_conns
-            .is_some_and(|n| !(1..=Semaphore::MAX_PERMITS).contains(&n))
-        {
-            return bad("max served connections must be at least 1");
-        }
-        if let Some(hiccup) = self.hiccup {
-            if let Err(reason) = hiccup.check() {
-                return bad(&format!("hiccup {hiccup}: {reason}"));
-            }
-        }
-        Ok(())
+        self.settings()
+            .check()
+            .map_err(|e| UpstreamError::InvalidConfig(e.problem))
     }
 
     fn options(&self) -> Options {

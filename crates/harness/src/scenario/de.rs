@@ -151,6 +151,81 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OneOrMany<T> {
     }
 }
 
+/// `[target.upstream]` as written: each key of `loadbench serve`'s settings read with the
+/// backend's own parser into its own type, so a bad value is refused with its line and key.
+/// The ranges are checked after ([`loadbench_upstream::ServeSettings::check`], `validate.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UpstreamFile {
+    #[serde(default)]
+    routes: Vec<String>,
+    #[serde(default, deserialize_with = "backend_delay")]
+    delay: Option<loadbench_upstream::DelaySpec>,
+    #[serde(default, deserialize_with = "backend_size")]
+    body_size: Option<u64>,
+    #[serde(default)]
+    threads: Option<usize>,
+    #[serde(default)]
+    max_concurrency: Option<usize>,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    fail_rate: f64,
+    #[serde(default, deserialize_with = "backend_hiccup")]
+    hiccup: Option<loadbench_upstream::Hiccup>,
+    #[serde(default)]
+    keep_abandoned: bool,
+    #[serde(default)]
+    max_served_conns: Option<usize>,
+}
+
+impl From<UpstreamFile> for super::UpstreamSpec {
+    fn from(f: UpstreamFile) -> Self {
+        let serve = loadbench_upstream::ServeSettings {
+            threads: f.threads,
+            delay: f.delay,
+            body_size: f.body_size,
+            status: f.status,
+            fail_rate: f.fail_rate,
+            max_concurrency: f.max_concurrency,
+            hiccup: f.hiccup,
+            keep_abandoned: f.keep_abandoned,
+            max_served_conns: f.max_served_conns,
+        };
+        Self {
+            routes: f.routes,
+            serve,
+        }
+    }
+}
+
+/// A string read by one of the backend's parsers, its error as the message.
+fn backend<'de, D, T, E>(d: D, parse: fn(&str) -> Result<T, E>) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    E: fmt::Display,
+{
+    parse(&String::deserialize(d)?)
+        .map(Some)
+        .map_err(de::Error::custom)
+}
+
+fn backend_delay<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<loadbench_upstream::DelaySpec>, D::Error> {
+    backend(d, loadbench_upstream::parse_delay)
+}
+
+fn backend_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    backend(d, loadbench_upstream::parse_size)
+}
+
+fn backend_hiccup<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<loadbench_upstream::Hiccup>, D::Error> {
+    backend(d, loadbench_upstream::parse_hiccup)
+}
+
 /// `source_addrs = "127.0.0.2-127.0.0.9"`: a range or comma list, as `--source-addrs`.
 pub(super) fn source_addrs<'de, D: Deserializer<'de>>(
     d: D,

@@ -5,6 +5,7 @@
 //! levels) in `de.rs`.
 
 use super::de;
+use loadbench_upstream::ServeSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -155,40 +156,17 @@ pub struct Limits {
     pub memory: Option<u64>,
 }
 
-/// Settings of the built-in reference backend.
+/// Settings of the built-in reference backend: the routes its readiness checks, and how it
+/// answers in the backend's own type, each value read by the backend's own parser
+/// (`de::UpstreamFile`) and checked with [`ServeSettings::check`] when the file loads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "de::UpstreamFile")]
 pub struct UpstreamSpec {
     /// Paths the backend must answer (checked at readiness); default `["/"]`.
-    #[serde(default)]
     pub routes: Vec<String>,
-    /// Delay before every answer, e.g. `1ms`, `uniform:1ms..5ms` (passed to `serve --delay`).
-    #[serde(default)]
-    pub delay: Option<String>,
-    /// Body size of `/`.
-    #[serde(default, deserialize_with = "de::opt_size")]
-    pub body_size: Option<u64>,
-    /// Worker threads of the backend; default: one per core.
-    #[serde(default)]
-    pub threads: Option<u32>,
-    /// Serve at most this many requests at once; more wait in line (a known capacity).
-    #[serde(default)]
-    pub max_concurrency: Option<u32>,
-    /// Status code of `/` instead of 200.
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// Share of answers replaced by a 500, e.g. 0.01.
-    #[serde(default)]
-    pub fail_rate: Option<f64>,
-    /// Periodic stalls like a GC pause, `STALL/EVERY`, e.g. `500ms/1s`.
-    #[serde(default)]
-    pub hiccup: Option<String>,
-    /// Keep working on requests whose client has gone (`serve --keep-abandoned`).
-    #[serde(default)]
-    pub keep_abandoned: bool,
-    /// Serve at most this many connections at once (`serve --max-served-conns`).
-    #[serde(default)]
-    pub max_served_conns: Option<u32>,
+    /// Everything else: the settings of `loadbench serve`, passed to it as its flags
+    /// ([`ServeSettings::to_args`]).
+    pub serve: ServeSettings,
 }
 
 /// How load is applied, with exactly the settings of that model, every value checked when the

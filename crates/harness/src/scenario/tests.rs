@@ -35,7 +35,10 @@ fn parses_reverse_proxy_comparison() {
         (backend.kind, backend.port),
         (TargetKind::Upstream, PortSpec::Auto)
     );
-    assert_eq!(backend.upstream.as_ref().unwrap().body_size, Some(133));
+    assert_eq!(
+        backend.upstream.as_ref().unwrap().serve.body_size,
+        Some(133)
+    );
     let nginx = &s.targets[1];
     assert_eq!(nginx.command.as_deref(), Some("/usr/sbin/nginx"));
     assert_eq!(nginx.proxy_to.as_deref(), Some("backend"));
@@ -98,6 +101,60 @@ fn unknown_key_names_line_and_key() {
     assert_error(&text, "target[1].ready.timout", "remove the key");
     let e = parse(&text).unwrap_err();
     assert!(e.line.is_some());
+}
+
+/// MINI with `[target.upstream]` holding `line`.
+fn with_upstream(line: &str) -> String {
+    MINI.replace(
+        "kind = \"upstream\"\n",
+        &format!("kind = \"upstream\"\n[target.upstream]\n{line}\n"),
+    )
+}
+
+#[test]
+fn upstream_settings_are_read_by_the_backends_own_parsers() {
+    let s = parse(&with_upstream(
+        "delay = \"uniform:1ms..5ms\"\nhiccup = \"300ms/1s\"\nbody_size = \"4KiB\"\n\
+         max_served_conns = 3\nroutes = [\"/json\"]",
+    ))
+    .unwrap();
+    let u = s.targets[0].upstream.as_ref().unwrap();
+    let ms = Duration::from_millis;
+    let delay = loadbench_upstream::DelaySpec::Uniform {
+        low: ms(1),
+        high: ms(5),
+    };
+    let hiccup = loadbench_upstream::Hiccup {
+        stall: ms(300),
+        every: ms(1000),
+    };
+    assert_eq!(u.serve.delay, Some(delay));
+    assert_eq!(u.serve.hiccup, Some(hiccup));
+    assert_eq!(u.serve.body_size, Some(4096));
+    assert_eq!(u.serve.max_served_conns, Some(3));
+    assert_eq!(u.routes, ["/json"]);
+}
+
+#[test]
+fn bad_upstream_settings_name_their_key_at_load() {
+    let cases = [
+        ("max_served_conns = 0", "max_served_conns", "at least 1"),
+        ("delay = \"bogus\"", "delay", "invalid delay \"bogus\""),
+        ("delay = \"2h\"", "delay", "at most 1h"),
+        ("hiccup = \"x\"", "hiccup", "STALL/EVERY"),
+        ("hiccup = \"1s/1s\"", "hiccup", "shorter than the period"),
+        ("body_size = \"huge\"", "body_size", "invalid size"),
+        ("body_size = \"2GiB\"", "body_size", "at most 1GiB"),
+        ("threads = 0", "threads", "at least 1"),
+        ("max_concurrency = 0", "max_concurrency", "at least 1"),
+        ("status = 700", "status", "between 200 and 599"),
+        ("fail_rate = 1.5", "fail_rate", "between 0 and 1"),
+    ];
+    for (line, key, words) in cases {
+        let text = with_upstream(line);
+        let e = assert_key(&text, &format!("target[0].upstream.{key}"), words);
+        assert!(e.to_string().starts_with("bench/scn.toml"), "{e}");
+    }
 }
 
 #[test]

@@ -181,6 +181,11 @@ fn check_target(
         let fix = "keep only one of ready.http and ready.tcp";
         return Err(err("ready", "both http and tcp are set".into(), fix));
     }
+    if let Some(u) = &t.upstream {
+        u.serve
+            .check()
+            .map_err(|e| err(&format!("upstream.{}", e.key), e.problem, e.fix))?;
+    }
     check_limits(&t.limits, &format!("{key}.limits"), file)?;
     for (i, c) in t.config.iter_mut().enumerate() {
         load_template(c, &format!("{key}.config[{i}]"), base, file)?;

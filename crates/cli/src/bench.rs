@@ -11,6 +11,7 @@ use anyhow::Result;
 use loadbench_harness::run::{run_scenario, BenchError, BenchObserver, RunOptions};
 use loadbench_harness::sampler::LatestSample;
 use loadbench_harness::scenario::{parse_duration, Scenario};
+use loadbench_live::heading::BenchSteps;
 use loadbench_model::{BenchResult, BenchRound, FindMaxStep};
 use loadbench_plan::Plan;
 use loadbench_report::units;
@@ -30,7 +31,7 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let web = crate::live::web::start(web_addr, &Default::default())?;
+    let web = crate::live::web::start(web_addr, &Default::default(), "bench")?;
     let shown = crate::progress::Shown::live(a.quiet, !a.no_live, "bench").with_web(web.clone());
     let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
@@ -68,6 +69,7 @@ pub(crate) fn run(
         quiet: shown.quiet(),
         bar: Bar::new(shown),
         scenario,
+        steps: BenchSteps::new(scenario),
     };
     let result = run_scenario(scenario, opts, &stop, &obs);
     obs.bar.finish();
@@ -121,11 +123,13 @@ struct Progress<'a> {
     bar: Bar,
     quiet: bool,
     scenario: &'a Scenario,
+    /// Names the step running on the dashboard and the live page.
+    steps: BenchSteps,
 }
 
 impl Observer for Progress<'_> {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
-        self.bar.load_started(live, plan);
+        self.bar.load_started_as(live, plan, self.steps.running());
     }
 
     fn load_finished(&self) {
@@ -159,6 +163,7 @@ impl BenchObserver for Progress<'_> {
     }
 
     fn rounds_finished(&self, result: &BenchResult, rounds: &[BenchRound]) {
+        self.steps.finished(result.steps_done as usize);
         if self.quiet {
             return;
         }

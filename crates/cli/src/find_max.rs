@@ -14,7 +14,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let web_addr = crate::live::web::asked(&args.live_web)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     crate::output::check_writable("--html", args.html.as_deref())?;
-    let web = crate::live::web::start(web_addr, &Default::default())?;
+    let web = crate::live::web::start(web_addr, &Default::default(), "find-max")?;
     let shown =
         crate::progress::Shown::live(args.quiet, !args.no_live, "find-max").with_web(web.clone());
     let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?

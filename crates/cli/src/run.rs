@@ -29,7 +29,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
-    let web = crate::live::web::start(web_addr, &opts)?;
+    let web = crate::live::web::start(web_addr, &opts, "run")?;
     let shown =
         crate::progress::Shown::live(args.quiet, !args.no_live, "run").with_web(web.clone());
     let result = crate::progress::controlled_as(shown, |ctl| match &shard {

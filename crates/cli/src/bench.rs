@@ -11,6 +11,7 @@ use anyhow::Result;
 use loadbench_harness::run::{run_scenario, BenchError, BenchObserver, RunOptions};
 use loadbench_harness::sampler::LatestSample;
 use loadbench_harness::scenario::{parse_duration, Scenario};
+use loadbench_live::heading::BenchSteps;
 use loadbench_model::{BenchResult, BenchRound, FindMaxStep};
 use loadbench_plan::Plan;
 use loadbench_report::units;
@@ -57,6 +58,7 @@ pub(crate) fn run(
         quiet: shown.quiet(),
         bar: Bar::new(shown),
         scenario,
+        steps: BenchSteps::new(scenario),
     };
     let result = run_scenario(scenario, opts, &stop, &obs);
     obs.bar.finish();
@@ -110,11 +112,13 @@ struct Progress<'a> {
     bar: Bar,
     quiet: bool,
     scenario: &'a Scenario,
+    /// Names the step running on the dashboard and the live page.
+    steps: BenchSteps,
 }
 
 impl Observer for Progress<'_> {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
-        self.bar.load_started(live, plan);
+        self.bar.load_started_as(live, plan, self.steps.running());
     }
 
     fn load_finished(&self) {
@@ -148,6 +152,7 @@ impl BenchObserver for Progress<'_> {
     }
 
     fn rounds_finished(&self, result: &BenchResult, rounds: &[BenchRound]) {
+        self.steps.finished(result.steps_done as usize);
         if self.quiet {
             return;
         }

@@ -25,7 +25,7 @@ impl OutputArgs {
     ) -> Result<(Option<Arc<LiveWeb>>, Shown), UserError> {
         let addr = crate::live::web::asked(&self.live_web)?;
         crate::output::check_writable("--html", self.html.as_deref())?;
-        let web = crate::live::web::start(addr, opts)?;
+        let web = crate::live::web::start(addr, opts, command)?;
         let shown = Shown::live(self.quiet, !self.no_live, command).with_web(web.clone());
         Ok((web, shown))
     }

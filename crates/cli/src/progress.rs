@@ -5,6 +5,7 @@
 //! on a terminal, the dashboard of [`crate::live`] instead.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use loadbench_live::heading::Heading;
 use loadbench_model::FindMaxStep;
 use loadbench_plan::{Plan, Stop};
 use loadbench_runner::{Control, Live, Observer};
@@ -115,14 +116,16 @@ impl Bar {
     }
 }
 
-impl Observer for Bar {
-    fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+impl Bar {
+    /// A load starts under `heading` (a bench's target name and step; the command and the URL
+    /// when none is given).
+    pub(crate) fn load_started_as(&self, live: &Arc<Live>, plan: &Plan, heading: Option<Heading>) {
         if let Some(web) = &self.shown.web {
-            web.load_started(live, plan);
+            web.load_started(live, plan, heading.clone());
         }
         if let Some(d) = self.dashboard() {
             if let Some(d) = d.as_ref() {
-                d.load_started(live, plan);
+                d.load_started(live, plan, heading);
             }
             return;
         }
@@ -132,6 +135,12 @@ impl Observer for Bar {
         };
         let p = Progress::start(Arc::clone(live), goal, plan.warmup, self.quiet());
         *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(p);
+    }
+}
+
+impl Observer for Bar {
+    fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        self.load_started_as(live, plan, None);
     }
 
     fn load_finished(&self) {

@@ -112,8 +112,8 @@ impl Drop for Tmux {
     }
 }
 
-/// What the dashboard showed: total requests, and the last closed second's number, done and
-/// sent counts.
+/// What the dashboard showed: total requests, and the last closed second's number, completed
+/// and sent counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Shown {
     requests: u64,
@@ -134,12 +134,12 @@ fn shown(pane: &str) -> Option<Shown> {
     let requests = number_after(pane, "requests ")?;
     let second = pane
         .lines()
-        .find(|l| l.contains(" done, "))
+        .find(|l| l.contains(" completed, "))
         .and_then(|line| {
             let line = &line[line.find("second ")?..];
             let n = number_after(line, "second ")?;
             let done = number_after(line, ": ")?;
-            let sent = number_after(line, "done, ")?;
+            let sent = number_after(line, "completed, ")?;
             Some((n as usize, done, sent))
         });
     Some(Shown { requests, second })
@@ -467,7 +467,7 @@ fn watch_bench(t: &Tmux, first: (String, String)) -> ((String, String), Vec<Stri
         if let Some(r) = resources_shown(&pane, "up") {
             last = r;
         }
-        if let Some(row) = pane.lines().find(|l| l.contains("closed: ")) {
+        if let Some(row) = pane.lines().find(|l| l.contains("closed c=2: ")) {
             rows.push(row.trim_matches(|c| c == '│' || c == ' ').to_string());
         }
         if pane.contains("lbexit=") {
@@ -475,6 +475,22 @@ fn watch_bench(t: &Tmux, first: (String, String)) -> ((String, String), Vec<Stri
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Starts `loadbench bench` on `scenario` (written into a fresh folder `name`, the results
+/// under it) in a tmux pane, then `echo lbexit=$?`: the pane and the folder.
+fn launch_bench(name: &str, scenario: &str) -> Option<(Tmux, PathBuf)> {
+    let tmux = Tmux::start()?;
+    let dir = tempdir(name);
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
+    tmux.line(&format!(
+        "{} bench {} --results {}; echo lbexit=$?",
+        env!("CARGO_BIN_EXE_loadbench"),
+        file.display(),
+        dir.join("results").display()
+    ));
+    Some((tmux, dir))
 }
 
 const BENCH: &str = r#"
@@ -498,16 +514,9 @@ duration = "3s"
 #[test]
 fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
     let _machine = crate::support::loading();
-    let Some(tmux) = Tmux::start() else { return };
-    let dir = tempdir("live-bench");
-    let file = dir.join("live.toml");
-    std::fs::write(&file, BENCH).unwrap();
-    tmux.line(&format!(
-        "{} bench {} --results {}; echo lbexit=$?",
-        env!("CARGO_BIN_EXE_loadbench"),
-        file.display(),
-        dir.join("results").display()
-    ));
+    let Some((tmux, dir)) = launch_bench("live-bench", BENCH) else {
+        return;
+    };
     let t = &tmux;
     let pane = t.wait_for(
         "the matrix with a sampled target",
@@ -516,7 +525,7 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
     );
     assert!(pane.contains("of 512.00MiB"), "the limit beside it: {pane}");
     assert!(
-        pane.contains("closed: >."),
+        pane.contains("up closed c=2: >."),
         "round 1 running, round 2 left: {pane}"
     );
     let a = shown(&pane).unwrap();
@@ -528,7 +537,7 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
     );
     let (last, rows) = watch_bench(t, resources_shown(&pane, "up").unwrap());
     assert!(
-        rows.iter().any(|r| r.ends_with("closed: #>")),
+        rows.iter().any(|r| r.ends_with("closed c=2: #>")),
         "round 1 done, round 2 running: {rows:?}"
     );
     assert_terminal_usable(t, "0", "[2/2]");
@@ -557,5 +566,44 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
         sampled,
         "the CPU and memory shown last ({last:?}) are a saved sample's"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A bench's dashboard is headed by the target's name and the step (never the random port
+/// of the upstream target), and its matrix labels each level's cells (`c=1: #  c=2: >`).
+#[test]
+fn bench_dashboard_names_the_target_the_step_and_the_levels() {
+    let _machine = crate::support::loading();
+    // BENCH with one round of two levels.
+    let levels = BENCH
+        .replace("rounds = 2", "rounds = 1")
+        .replace("connections = [2]", "connections = [1, 2]")
+        .replace("duration = \"3s\"", "duration = \"4s\"");
+    let Some((tmux, dir)) = launch_bench("live-levels", &levels) else {
+        return;
+    };
+    let t = &tmux;
+    let heading = |n: u32, level: &str| {
+        format!("loadbench bench live: up, closed {level}, round 1 of 1 (step {n} of 2)")
+    };
+    // A capture can catch a frame half drawn: each wait is for the heading and the row together.
+    let first = t.wait_for("step 1 on the dashboard", Duration::from_secs(60), |p| {
+        p.lines()
+            .next()
+            .is_some_and(|l| l.trim_end() == heading(1, "c=1"))
+            && p.contains("up closed c=1: >  c=2: .")
+    });
+    assert!(
+        !first.lines().next().unwrap().contains("127.0.0.1"),
+        "the target's name, not its port: {first}"
+    );
+    // Step 1 done, step 2 running.
+    t.wait_for("step 2 on the dashboard", Duration::from_secs(60), |p| {
+        p.lines()
+            .next()
+            .is_some_and(|l| l.trim_end() == heading(2, "c=2"))
+            && p.contains("up closed c=1: #  c=2: >")
+    });
+    assert_terminal_usable(t, "0", "[2/2]");
     let _ = std::fs::remove_dir_all(&dir);
 }

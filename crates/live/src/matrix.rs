@@ -1,20 +1,21 @@
-//! The bench matrix as the dashboard shows it under the running load: one row per target with a
-//! cell per load, level and round (`#` done, `>` running, `.` left), and each running target's
+//! The bench matrix as the dashboard shows it under the running load: one row per target with,
+//! for each load, each level under its label (`closed c=50: ##  c=100: >.`, `open 1000/s: ..`)
+//! and a cell per round (`#` done, `>` running, `.` left), and each running target's
 //! CPU cores and memory from the sampler's newest sample, beside its limits. The steps run in
 //! the harness's order ([`loadbench_harness::bench::steps`]), so the steps finished so far say
 //! which cells are done and the next one is running.
 
-use loadbench_harness::bench::{steps, Step};
+use loadbench_harness::bench::{bench_loads, steps, Step};
 use loadbench_harness::sampler::LatestSample;
 use loadbench_harness::scenario::{Limits, Scenario};
 use loadbench_model::human::bytes;
-use loadbench_model::Sample;
+use loadbench_model::{BenchLoad, Sample};
 
 /// What the bench has run and is running.
 #[derive(Debug)]
 pub struct Matrix {
     steps: Vec<Step>,
-    loads: Vec<String>,
+    loads: Vec<BenchLoad>,
     targets: Vec<(String, Limits)>,
     done: usize,
     latest: Option<LatestSample>,
@@ -23,12 +24,9 @@ pub struct Matrix {
 impl Matrix {
     /// Every step of `s` not run yet, with the latest resource sample.
     pub fn new(s: &Scenario, latest: &LatestSample) -> Matrix {
-        let loads = s.loads.iter().enumerate();
         Matrix {
             steps: steps(s),
-            loads: loads
-                .map(|(i, l)| l.name.clone().unwrap_or_else(|| format!("load {}", i + 1)))
-                .collect(),
+            loads: bench_loads(s),
             targets: s
                 .targets
                 .iter()
@@ -67,22 +65,26 @@ impl Matrix {
         lines
     }
 
-    /// `closed: ##>.  open: ....` for one target.
+    /// `closed c=2: ##  c=4: >.  open 1000/s: ..` for one target.
     fn row(&self, target: &str) -> String {
-        let cells = |load: usize| -> String {
-            let mine = self
-                .steps
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.load == load && s.targets.iter().any(|t| t == target));
+        let cells = |load: usize, level: usize| -> String {
+            let mine = self.steps.iter().enumerate().filter(|(_, s)| {
+                s.load == load && s.level == level && s.targets.iter().any(|t| t == target)
+            });
             mine.map(|(i, _)| self.cell(i)).collect()
         };
-        (0..self.loads.len())
-            .map(|l| (l, cells(l)))
-            .filter(|(_, c)| !c.is_empty())
-            .map(|(l, c)| format!("{}: {c}", self.loads[l]))
-            .collect::<Vec<_>>()
-            .join("  ")
+        let mut parts = Vec::new();
+        for (l, load) in self.loads.iter().enumerate() {
+            let levels: Vec<String> = (0..load.levels.len())
+                .map(|level| (level, cells(l, level)))
+                .filter(|(_, c)| !c.is_empty())
+                .map(|(level, c)| format!("{}: {c}", load.level_label(level)))
+                .collect();
+            if !levels.is_empty() {
+                parts.push(format!("{} {}", load.name, levels.join("  ")));
+            }
+        }
+        parts.join("   ")
     }
 
     fn cell(&self, step: usize) -> char {
@@ -129,7 +131,7 @@ kind = "upstream"
 name = "closed"
 model = "closed"
 targets = ["a", "bb"]
-connections = [2]
+connections = [2, 4]
 duration = "1s"
 "#;
 
@@ -141,18 +143,16 @@ duration = "1s"
         let lines = m.lines();
         assert_eq!(
             lines[0].split("   ").next(),
-            Some("steps: 1 done, 1 running, 2 left")
+            Some("steps: 1 done, 1 running, 6 left")
         );
-        let cells: String = lines[1..3]
-            .iter()
-            .map(|l| l.rsplit(": ").next().unwrap())
-            .collect();
-        assert_eq!(cells.matches('#').count(), 1);
-        assert_eq!(cells.matches('>').count(), 1);
-        assert_eq!(cells.matches('.').count(), 2);
+        assert_eq!(lines[1], "a  closed c=2: #.  c=4: ..", "{lines:?}");
+        assert_eq!(lines[2], "bb closed c=2: >.  c=4: ..", "{lines:?}");
         assert!(lines[3].ends_with(": not sampled yet"), "{lines:?}");
-        m.finished(4);
-        assert!(m.lines()[0].starts_with("steps: 4 done, 0 running, 0 left"));
+        m.finished(6);
+        assert_eq!(m.lines()[1], "a  closed c=2: ##  c=4: #>");
+        assert_eq!(m.lines()[2], "bb closed c=2: ##  c=4: #.");
+        m.finished(8);
+        assert!(m.lines()[0].starts_with("steps: 8 done, 0 running, 0 left"));
     }
 
     #[test]

@@ -8,14 +8,16 @@ use loadbench_model::{FindMaxStep, Verdict};
 /// The steps so far.
 #[derive(Debug, Default)]
 pub struct Steps {
-    rows: Vec<(u32, String)>,
+    /// Step number, the row, the verdict in full.
+    rows: Vec<(u32, String, String)>,
     plain: Vec<String>,
 }
 
 impl Steps {
     /// A step judged (first call) or its recovery over (second call, same step number).
     pub fn record(&mut self, step: &FindMaxStep) {
-        let row = (step.step, row(step));
+        let (text, verdict) = row(step);
+        let row = (step.step, text, verdict);
         match self.rows.last_mut() {
             Some(last) if last.0 == step.step => {
                 *last = row;
@@ -32,6 +34,11 @@ impl Steps {
     /// The table's rows, oldest first.
     pub fn rows(&self) -> impl Iterator<Item = &str> {
         self.rows.iter().map(|r| r.1.as_str())
+    }
+
+    /// The newest step's number and its verdict in full (`FAIL p99 … ; recovered in 2.41s`).
+    pub fn last_verdict(&self) -> Option<(u32, &str)> {
+        self.rows.last().map(|r| (r.0, r.2.as_str()))
     }
 
     /// No step recorded yet.
@@ -53,8 +60,8 @@ impl Steps {
 /// The table's heading, aligned with [`row`].
 pub const HEADING: &str = "step  offered  completed      p99  errors  verdict";
 
-/// `  3   1.20k    1180.0/s   4.51ms   0.00%  pass`.
-fn row(s: &FindMaxStep) -> String {
+/// `  3   1.20k    1180.0/s   4.51ms   0.00%  pass`, and the verdict alone.
+fn row(s: &FindMaxStep) -> (String, String) {
     let p99 = s.p99_us.map_or("-".to_string(), duration_us);
     let verdict = match s.verdict {
         Verdict::Pass => "pass".to_string(),
@@ -68,14 +75,16 @@ fn row(s: &FindMaxStep) -> String {
             false => format!("; not recovered after {waited}"),
         }
     });
-    format!(
-        "{:>4} {:>8} {:>10} {:>8} {:>7}  {verdict}{recovery}",
+    let verdict = format!("{verdict}{recovery}");
+    let row = format!(
+        "{:>4} {:>8} {:>10} {:>8} {:>7}  {verdict}",
         s.step,
         rate_short(s.target_rate),
         format!("{:.0}/s", s.completed_rate),
         p99,
         percent(s.error_share)
-    )
+    );
+    (row, verdict)
 }
 
 #[cfg(test)]
@@ -111,6 +120,10 @@ mod tests {
         assert_eq!(t.len(), 4, "the recovery amends step 4's row");
         let last = t.rows().last().unwrap().to_string();
         assert!(last.ends_with("; recovered in 2.41s"), "{last}");
+        let (n, verdict) = t.last_verdict().unwrap();
+        assert_eq!(n, 4);
+        assert!(last.ends_with(verdict), "{last} / {verdict}");
+        assert!(verdict.starts_with("FAIL "), "{verdict}");
         let plain = t.plain_lines();
         assert_eq!(
             plain.len(),

@@ -2,6 +2,7 @@
 //! terminal: the latest [`Pulse`] of the run, every second closed so far (with its p90 and the
 //! last one's latency distribution decoded once, when it arrives), and the run's goal.
 
+use crate::heading::Heading;
 use loadbench_engine::Pulse;
 use loadbench_model::{Histo, SeriesPoint};
 use loadbench_plan::{Load, Plan, Schedule, Stop};
@@ -15,8 +16,9 @@ const BINS: usize = 6;
 pub struct View {
     /// `run` or `find-max`.
     pub command: &'static str,
-    /// The target's URL.
-    pub url: String,
+    /// What runs: the command and the target's URL, or in a bench the target's name and the
+    /// step.
+    pub heading: Heading,
     /// "closed model, 50 connections" or "open model, at most 1000 connections".
     pub model: String,
     /// When the load stops (a duration or a request count).
@@ -57,7 +59,7 @@ impl View {
         };
         View {
             command,
-            url: plan.target.url.clone(),
+            heading: Heading::plain(command, &plan.target.url),
             model,
             stop: plan.stop,
             warmup: plan.warmup,

@@ -1,18 +1,27 @@
-//! The live web page of `run` and `find-max` (`--live-web [ADDR]`): the HTML report itself,
-//! served while the run goes. There is one page and one renderer: while a load runs, the page is
-//! the report renderer's page of a partial result built from the engine's pulses (the seconds
-//! closed so far and the latest counters), sent with an HTTP `Refresh: 1` header so the browser
-//! loads it again every second; once the command is done, it is the final report, the same
-//! bytes `--html` writes, sent without that header, so the browser stops there. The page's own
-//! Content-Security-Policy (no script, no fetch) stays as it is.
+//! The live web page of `run`, `find-max` and `bench` (`--live-web [ADDR]`): the HTML report
+//! itself, served while the command goes. There is one page and one renderer: while a load runs,
+//! the page is the report renderer's page of a partial result built from the engine's pulses
+//! (the seconds closed so far and the latest counters), sent with an HTTP `Refresh: 1` header so
+//! the browser loads it again every second; once the command is done, it is the final report,
+//! the bytes `--html` writes, sent without that header, so the browser stops there.
+//!
+//! Every page carries a status block at the top of `<main>`, between `<!-- live -->` and
+//! `<!-- /live -->` (cut those out and the final page is the `--html` file byte for byte): what
+//! runs ([`Heading`]: the target's name and the bench step, also the page's title), whether it
+//! is live and how far along (`running, 11.8 s of 20 s`, `warming up`, `between steps: starting
+//! the next step`, `finished`) and the connections open now. Until a load has closed its first
+//! second (a step starting, a warm-up) the page is that block alone, never a report of nothing
+//! with its "No response completed" error. The page's Content-Security-Policy (no script, no
+//! fetch) stays as it is.
 //!
 //! A plain `std::net` server on its own thread answers one connection at a time; a page is
 //! rendered at most once per [`REFRESH`], whatever the number of requests, and never in the
 //! engine. Loopback only unless `--live-web-public` is given.
 
+use crate::heading::Heading;
 use loadbench_engine::Pulse;
 use loadbench_model::{Histo, Latency, RunResult, SavedResult, Series, SeriesPoint, Stats};
-use loadbench_plan::Plan;
+use loadbench_plan::{Plan, Stop};
 use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::Live;
 use std::io::{Read, Write};
@@ -39,6 +48,8 @@ pub struct LiveWeb {
 #[derive(Default)]
 struct State {
     opts: RenderOptions,
+    /// `run`, `find-max`, `bench`.
+    command: String,
     page: Mutex<Page>,
     load: Mutex<Option<WebLoad>>,
     /// Live pages served so far.
@@ -56,6 +67,7 @@ struct Page {
 
 /// The load running (or the last one), as the page shows it.
 struct WebLoad {
+    heading: Heading,
     live: Option<Arc<Live>>,
     plan: Plan,
     host: loadbench_model::HostInfo,
@@ -96,9 +108,14 @@ pub fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, WebError> {
 pub struct WebError(String);
 
 impl LiveWeb {
-    /// Listens on `addr` and serves from a thread of its own; prints the URL on stderr (and a
-    /// warning when the address is not loopback).
-    pub fn start(addr: SocketAddr, opts: RenderOptions) -> Result<Arc<LiveWeb>, WebError> {
+    /// Listens on `addr` and serves the page of `command` (`run`, `find-max`, `bench`) from a
+    /// thread of its own; prints the URL on stderr (and a warning when the address is not
+    /// loopback).
+    pub fn start(
+        addr: SocketAddr,
+        opts: RenderOptions,
+        command: &str,
+    ) -> Result<Arc<LiveWeb>, WebError> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| WebError(format!("--live-web={addr}: cannot listen there: {e}")))?;
         let bound = listener
@@ -106,6 +123,7 @@ impl LiveWeb {
             .map_err(|e| WebError(format!("--live-web={addr}: {e}")))?;
         let state = Arc::new(State {
             opts,
+            command: command.to_string(),
             ..State::default()
         });
         let serving = Arc::clone(&state);
@@ -121,9 +139,13 @@ impl LiveWeb {
         Ok(Arc::new(LiveWeb { state }))
     }
 
-    /// A load starts: the page follows its pulses from now on.
-    pub fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+    /// A load starts: the page follows its pulses from now on, under `heading` (in a bench:
+    /// the target's name and the step; else the command and the URL).
+    pub fn load_started(&self, live: &Arc<Live>, plan: &Plan, heading: Option<Heading>) {
+        let heading =
+            heading.unwrap_or_else(|| Heading::plain(&self.state.command, &plan.target.url));
         *lock(&self.state.load) = Some(WebLoad {
+            heading,
             live: Some(Arc::clone(live)),
             plan: plan.clone(),
             host: loadbench_runner::host::detect(),
@@ -133,6 +155,12 @@ impl LiveWeb {
             now: Pulse::default(),
             series: Vec::new(),
         });
+        self.changed();
+    }
+
+    /// The next request renders the page again (a load started or ended).
+    fn changed(&self) {
+        lock(&self.state.page).rendered = None;
     }
 
     /// The load has ended: its last pulse is read and kept.
@@ -142,11 +170,13 @@ impl LiveWeb {
             load.live = None;
             load.ended = Some(load.started.elapsed());
         }
+        self.changed();
     }
 
     /// The command is done: from now on the page is `result`'s report, as `--html` writes it.
     pub fn finish(&self, result: &SavedResult) {
-        let html = render(result, &self.state.opts);
+        let block = status_block(None, "finished", None);
+        let html = render(result, &self.state.opts).map(|html| with_block(&html, None, &block));
         let mut page = lock(&self.state.page);
         page.html = html;
         page.done = true;
@@ -192,6 +222,14 @@ impl WebLoad {
             status: self.now.status.clone(),
             bytes_read: self.series.iter().map(|p| p.bytes_read).sum(),
             bytes_written: self.series.iter().map(|p| p.bytes_written).sum(),
+            // The connections open now were opened, at the least (a connect in a second not
+            // closed yet is not in the series).
+            connections_opened: self
+                .series
+                .iter()
+                .map(|p| p.connects)
+                .sum::<u64>()
+                .max(self.now.open_connections),
             latency_censored: latency.clone(),
             latency,
             series: Series(self.series.clone()),
@@ -306,29 +344,161 @@ fn page_response(state: &State) -> Response {
             response("200 OK", "text/html", &html, true)
         }
         (None, _) => response(
-            "200 OK",
+            "500 Internal Server Error",
             "text/plain",
-            "the run has not started yet\n",
-            true,
+            "the report could not be rendered\n",
+            false,
         ),
     }
 }
 
-/// The final page, or the live one rendered again when the last is older than [`REFRESH`].
+/// The final page, or the live one rendered again when the last is older than [`REFRESH`] (or
+/// a load has started or ended since).
 fn current_page(state: &State) -> (Option<String>, bool) {
     let mut page = lock(&state.page);
     let stale = page.rendered.is_none_or(|t| t.elapsed() >= REFRESH);
     if !page.done && stale {
-        let partial = lock(&state.load).as_mut().map(|l| {
-            l.read();
-            l.partial()
-        });
-        if let Some(r) = partial {
-            page.html = render(&SavedResult::from(r), &state.opts);
-            page.rendered = Some(Instant::now());
-        }
+        let html = match lock(&state.load).as_mut() {
+            Some(l) => {
+                l.read();
+                live_page(l, &state.command, &state.opts)
+            }
+            None => {
+                let title = format!("loadbench {}", state.command);
+                let block = status_block(None, "starting: no load has started yet", None);
+                bare_page(&title, &block, "")
+            }
+        };
+        page.html = Some(html);
+        page.rendered = Some(Instant::now());
     }
     (page.html.clone(), page.done)
+}
+
+/// The page of a load running or just ended: its partial report under the status block, or
+/// the block alone while no second of it has closed.
+fn live_page(l: &WebLoad, command: &str, opts: &RenderOptions) -> String {
+    let block = status_block(Some(&l.heading), &l.status(command), Some(&l.now));
+    let title = l.heading.text();
+    let empty = "No second of this load has closed yet: its figures appear here when the \
+                 first one does.";
+    if l.series.is_empty() {
+        return bare_page(&title, &block, empty);
+    }
+    match render(&SavedResult::from(l.partial()), opts) {
+        Some(html) => with_block(&html, Some(&l.heading), &block),
+        None => bare_page(&title, &block, empty),
+    }
+}
+
+impl WebLoad {
+    /// `running, 11.8 s of 20 s`, `running: warming up, 0.4 s of 2 s`, `between steps: …`.
+    fn status(&self, command: &str) -> String {
+        if self.ended.is_some() {
+            return match command {
+                "run" => "finishing: the report follows".to_string(),
+                _ => {
+                    "between steps: this step has finished; starting the next step (or the report)"
+                        .to_string()
+                }
+            };
+        }
+        let elapsed = self.started.elapsed();
+        let warmup = self.plan.warmup;
+        if elapsed < warmup {
+            return format!("running: warming up, {} of {}", secs(elapsed), secs(warmup));
+        }
+        let measured = elapsed - warmup;
+        match self.plan.stop {
+            Stop::Duration(d) => format!("running, {} of {}", secs(measured.min(d)), secs(d)),
+            Stop::Requests(n) => format!(
+                "running, {} of {n} requests, {}",
+                self.now.requests + self.now.errors.total(),
+                secs(measured)
+            ),
+        }
+    }
+}
+
+/// `11.8 s`, `20 s`.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    match s.fract() == 0.0 {
+        true => format!("{s:.0} s"),
+        false => format!("{s:.1} s"),
+    }
+}
+
+/// The block between the live markers: the status, the bench step, the connections open now.
+fn status_block(heading: Option<&Heading>, status: &str, now: Option<&Pulse>) -> String {
+    let mut block = format!(
+        "<!-- live -->\n<section id=\"live\" style=\"border:1px solid #b9c3cf;\
+         background:#f4f6f8;border-radius:6px;padding:4px 12px;margin:8px 0\">\n\
+         <p id=\"live-status\"><strong>{}</strong></p>\n",
+        esc(status)
+    );
+    if let Some(step) = heading.and_then(|h| h.step.as_deref()) {
+        block += &format!("<p id=\"live-step\">{}</p>\n", esc(step));
+    }
+    if let Some(now) = now {
+        block += &format!(
+            "<p id=\"live-connections\">open connections {} · {} responses so far</p>\n",
+            now.open_connections, now.requests
+        );
+    }
+    block + "</section>\n<!-- /live -->\n"
+}
+
+/// A report page with the status `block` at the top of `<main>`; titled `heading` when given.
+fn with_block(html: &str, heading: Option<&Heading>, block: &str) -> String {
+    let mut html = html.to_string();
+    if let Some(h) = heading {
+        let text = esc(&h.text());
+        replace_element(&mut html, "title", &text);
+        replace_element(&mut html, "h1", &text);
+    }
+    let at = html
+        .find("<main>\n")
+        .map(|i| i + "<main>\n".len())
+        .unwrap_or(0);
+    html.insert_str(at, block);
+    html
+}
+
+/// The first `<tag>…</tag>` gets `inner` as its content.
+fn replace_element(html: &mut String, tag: &str, inner: &str) {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    if let Some(start) = html.find(&open).map(|i| i + open.len()) {
+        if let Some(len) = html[start..].find(&close) {
+            html.replace_range(start..start + len, inner);
+        }
+    }
+}
+
+/// A page of the status block alone (no load yet, or no second closed yet).
+fn bare_page(title: &str, block: &str, note: &str) -> String {
+    let note = match note.is_empty() {
+        true => String::new(),
+        false => format!("<p>{}</p>\n", esc(note)),
+    };
+    let title = esc(title);
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'\">\n<title>{title}</title>\n</head>\n\
+         <body style=\"font:15px/1.5 system-ui,sans-serif;margin:0\">\n\
+         <main style=\"max-width:1100px;margin:0 auto;padding:16px 20px\">\n\
+         <h1>{title}</h1>\n{block}{note}</main>\n</body>\n</html>\n"
+    )
+}
+
+/// Text made safe for HTML content and attribute values.
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -359,5 +529,50 @@ mod tests {
         assert!(live.contains("\r\nRefresh: 1\r\n"));
         assert!(!done.contains("Refresh"));
         assert!(done.contains("Content-Length: 1\r\n"));
+    }
+
+    #[test]
+    fn the_status_block_tops_the_report_and_the_heading_titles_it() {
+        let report = "<html><head><title>loadbench: GET http://127.0.0.1:4/</title></head>\
+                      <body>\n<main>\n<header>\n<h1>loadbench run</h1>\n</header></main>";
+        let heading = Heading {
+            command: "bench web".into(),
+            target: "up".into(),
+            step: Some("closed c=2, round 1 of 2 (step 1 of 4)".into()),
+        };
+        let now = Pulse {
+            open_connections: 64,
+            requests: 7,
+            ..Pulse::default()
+        };
+        let block = status_block(Some(&heading), "running, 1.5 s of 20 s", Some(&now));
+        let page = with_block(report, Some(&heading), &block);
+        let title = "loadbench bench web: up, closed c=2, round 1 of 2 (step 1 of 4)";
+        assert!(page.contains(&format!("<title>{title}</title>")), "{page}");
+        assert!(page.contains(&format!("<h1>{title}</h1>")), "{page}");
+        assert!(!page.contains("loadbench run"), "{page}");
+        assert!(page.contains("<main>\n<!-- live -->\n"), "{page}");
+        assert!(page.contains("<strong>running, 1.5 s of 20 s</strong>"));
+        assert!(page.contains("open connections 64 · 7 responses so far"));
+        let finished = with_block(report, None, &status_block(None, "finished", None));
+        let start = finished.find("<!-- live -->").unwrap();
+        let end = finished.find("<!-- /live -->\n").unwrap() + "<!-- /live -->\n".len();
+        let cut = format!("{}{}", &finished[..start], &finished[end..]);
+        assert_eq!(
+            cut, report,
+            "cut out, the block leaves the report as it was"
+        );
+    }
+
+    #[test]
+    fn a_page_without_figures_is_the_block_alone_and_raises_no_error() {
+        let block = status_block(None, "between steps: starting the next step", None);
+        let page = bare_page("loadbench bench web: <up>", &block, "none closed yet");
+        assert!(page.contains("<title>loadbench bench web: &lt;up&gt;</title>"));
+        assert!(page.contains("between steps"));
+        assert!(page.contains("Content-Security-Policy"));
+        assert!(!page.contains("Error"), "{page}");
+        assert_eq!(secs(Duration::from_millis(11_840)), "11.8 s");
+        assert_eq!(secs(Duration::from_secs(20)), "20 s");
     }
 }

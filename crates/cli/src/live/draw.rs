@@ -8,7 +8,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::Line;
-use ratatui::widgets::{Axis, Block, Chart, Dataset, Gauge, GraphType, Paragraph};
+use ratatui::widgets::{Axis, Block, Chart, Dataset, Gauge, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
 use std::time::Duration;
 
@@ -28,7 +28,8 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps, matrix: 
         return;
     }
     // The step table takes up to half of what the charts would have, at least 6 rows.
-    let rows = matrix.map_or(steps.len() + 1, <[String]>::len);
+    // The step table keeps two lines for the newest verdict in full when its row is cut.
+    let rows = matrix.map_or(steps.len() + 3, <[String]>::len);
     let table = match matrix.is_none() && steps.is_empty() {
         true => 0,
         false => (rows as u16 + 2).min(((area.height - 12) / 2).max(6)),
@@ -53,29 +54,94 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps, matrix: 
     latency_chart(f, v, lat);
     match matrix {
         Some(lines) => f.render_widget(matrix_panel(lines), table_area),
-        None if table > 0 => f.render_widget(step_table(steps, table), table_area),
+        None if table > 0 => f.render_widget(step_table(steps, table_area), table_area),
         None => {}
     }
     f.render_widget(Paragraph::new(footer(v)), keys);
 }
 
-/// The last steps that fit, under the heading.
-fn step_table(steps: &Steps, height: u16) -> Paragraph<'static> {
-    let room = usize::from(height.saturating_sub(3));
+/// The step table's lines for a box `width` wide inside and `height` high inside: the heading,
+/// the last rows that fit, each cut to the width with a visible `…`, and when the newest row
+/// is cut, its verdict in full under them, wrapped.
+pub(crate) fn step_lines(steps: &Steps, width: usize, height: usize) -> Vec<String> {
+    let width = width.max(2);
+    let full = steps
+        .last_verdict()
+        .filter(|_| {
+            steps
+                .rows()
+                .last()
+                .is_some_and(|r| r.chars().count() > width)
+        })
+        .map(|(n, verdict)| wrap(&format!("step {n}: {verdict}"), width))
+        .unwrap_or_default();
+    let room = height.saturating_sub(1 + full.len());
     let skip = steps.len().saturating_sub(room);
-    let mut lines = vec![Line::from(HEADING)];
-    lines.extend(steps.rows().skip(skip).map(|r| Line::from(r.to_string())));
+    let mut lines = vec![fit(HEADING, width)];
+    lines.extend(steps.rows().skip(skip).map(|r| fit(r, width)));
+    lines.extend(full);
+    lines
+}
+
+/// `text` cut to `width` characters, its end shown as `…` when cut.
+fn fit(text: &str, width: usize) -> String {
+    match text.chars().count() > width {
+        true => text.chars().take(width - 1).chain(['…']).collect(),
+        false => text.to_string(),
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces where it can be.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let fits = line.chars().count() + 1 + word.chars().count() <= width;
+        if !line.is_empty() && !fits {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        while line.chars().count() > width {
+            let rest: String = line.chars().skip(width).collect();
+            lines.push(line.chars().take(width).collect());
+            line = rest;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The last steps that fit, under the heading.
+fn step_table(steps: &Steps, area: Rect) -> Paragraph<'static> {
+    let (width, height) = (area.width.saturating_sub(2), area.height.saturating_sub(2));
+    let lines: Vec<Line> = step_lines(steps, usize::from(width), usize::from(height))
+        .into_iter()
+        .map(Line::from)
+        .collect();
     Paragraph::new(lines).block(Block::bordered().title(" find-max steps "))
 }
 
-/// The bench matrix and the running targets' resources.
+/// The bench matrix and the running targets' resources, wrapped rather than cut.
 fn matrix_panel(lines: &[String]) -> Paragraph<'static> {
     let lines: Vec<Line> = lines.iter().map(|l| Line::from(l.clone())).collect();
-    Paragraph::new(lines).block(Block::bordered().title(" bench matrix "))
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .block(Block::bordered().title(" bench matrix "))
 }
 
-fn header(v: &View) -> String {
-    format!("loadbench {}  {}  {}", v.command, v.url, v.model)
+/// `loadbench run  http://…  closed model, 2 connections`; in a bench the target's name and
+/// the step instead: `loadbench bench web: up, closed c=2, round 1 of 2 (step 1 of 4)`.
+pub(crate) fn header(v: &View) -> String {
+    let h = &v.heading;
+    match h.step {
+        Some(_) => h.text(),
+        None => format!("loadbench {}  {}  {}", v.command, h.target, v.model),
+    }
 }
 
 fn secs(d: Duration) -> String {
@@ -112,18 +178,18 @@ fn progress(v: &View) -> Gauge<'static> {
 pub(crate) fn totals_lines(v: &View) -> Vec<String> {
     let n = &v.now;
     let mut lines = vec![format!("requests {}  sent {}", n.requests, n.sent)];
-    lines.push(match v.last() {
+    match v.last() {
         Some(p) => {
-            let target = v
-                .target(p.second)
-                .map_or(String::new(), |t| format!(", target {t}"));
-            format!(
-                "second {}: {} done, {} sent{target} req/s",
+            lines.push(format!(
+                "second {}: {} completed, {} sent",
                 p.second, p.requests, p.sent
-            )
+            ));
+            if let Some(t) = v.target(p.second) {
+                lines.push(format!("second {}: {t} due by the schedule", p.second));
+            }
         }
-        None => "second -: none closed yet".to_string(),
-    });
+        None => lines.push("second -: none closed yet".to_string()),
+    }
     lines.push(errors_line(v));
     let codes: Vec<String> = n
         .status
@@ -365,7 +431,7 @@ mod tests {
         let screen = render(&view(&closed()), 80, 24);
         for part in [
             "requests 150  sent 153",
-            "second 0: 100 done, 101 sent req/s",
+            "second 0: 100 completed, 101 sent",
             "errors 2 (connection reset 2)",
             "status 200: 149  503: 1",
             "open connections 8",
@@ -390,7 +456,14 @@ mod tests {
         let mut v = view(&spec);
         v.series[0].connects = 7;
         let screen = render(&v, 100, 30);
-        assert!(screen.contains("101 sent, target 100 req/s"), "{screen}");
+        assert!(
+            screen.contains("second 0: 100 completed, 101 sent"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("second 0: 100 due by the schedule"),
+            "{screen}"
+        );
         assert!(
             screen.contains("open connections 8, 7 connects in second 0"),
             "{screen}"
@@ -448,6 +521,54 @@ mod tests {
         assert!(screen.contains("   4 "), "the latest step shows: {screen}");
         assert!(screen.contains("requests 150"), "{screen}");
         assert!(one_line(&v, &steps).starts_with("step 5 "));
+    }
+
+    #[test]
+    fn a_bench_load_is_headed_by_its_target_name_and_step() {
+        let mut v = view(&closed());
+        v.command = "bench";
+        v.heading = loadbench_live::heading::Heading {
+            command: "bench web".into(),
+            target: "up".into(),
+            step: Some("closed c=50, round 1 of 2 (step 1 of 4)".into()),
+        };
+        let screen = render(&v, 100, 30);
+        let first = screen.lines().next().unwrap().trim_end();
+        assert_eq!(
+            first,
+            "loadbench bench web: up, closed c=50, round 1 of 2 (step 1 of 4)"
+        );
+        assert!(!first.contains("127.0.0.1"), "{first}");
+    }
+
+    #[test]
+    fn a_long_verdict_is_cut_with_an_ellipsis_and_shown_in_full_below() {
+        let mut steps = Steps::default();
+        let text = include_str!("../../tests/fixtures/find-max.json");
+        let mut all = loadbench_model::FindMaxResult::from_json(text)
+            .unwrap()
+            .steps;
+        all[3].detail = "p99 12.40ms above the SLO's 10ms and 3.10% of requests failed, \
+                         well past the 1% the SLO allows"
+            .into();
+        for s in &all {
+            steps.record(s);
+        }
+        let lines = step_lines(&steps, 78, 10);
+        assert!(lines.iter().all(|l| l.chars().count() <= 78), "{lines:#?}");
+        let cut = &lines[4];
+        assert!(cut.starts_with("   4 ") && cut.ends_with('…'), "{lines:#?}");
+        let full: String = lines[5..].join(" ");
+        assert!(
+            full.starts_with("step 4: FAIL ") && full.ends_with("the SLO allows"),
+            "{lines:#?}"
+        );
+        assert!(!lines[1].ends_with('…'), "a short row stays whole");
+        // Three rows of room: the newest rows and its full verdict, never the oldest.
+        let lines = step_lines(&steps, 78, 5);
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert!(lines[2].starts_with("   4 "), "{lines:#?}");
+        assert_eq!(wrap("aaa bbb ccccccc", 5), ["aaa", "bbb", "ccccc", "cc"]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod term;
 pub(crate) mod web;
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use loadbench_live::heading::Heading;
 use loadbench_live::{matrix, steps, view::View};
 use loadbench_model::FindMaxStep;
 use loadbench_plan::Plan;
@@ -79,12 +80,17 @@ impl Dashboard {
         }
     }
 
-    /// A load starts: its counters are shown from now on.
-    pub(crate) fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+    /// A load starts: its counters are shown from now on, under `heading` when given (a
+    /// bench's target name and step) instead of the command and the URL.
+    pub(crate) fn load_started(&self, live: &Arc<Live>, plan: &Plan, heading: Option<Heading>) {
+        let mut view = View::new(self.command, plan);
+        if let Some(h) = heading {
+            view.heading = h;
+        }
         *lock(&self.shared.load) = Some(Load {
             stop: live.stop_flag(),
             live: Some(Arc::clone(live)),
-            view: View::new(self.command, plan),
+            view,
             started: Instant::now(),
         });
     }

@@ -18,12 +18,13 @@ pub(crate) fn asked(args: &crate::args::LiveWebArgs) -> Result<Option<SocketAddr
         .map_err(|e| UserError(e.to_string()))
 }
 
-/// Starts the page at `addr` when one was asked for.
+/// Starts the page of `command` at `addr` when one was asked for.
 pub(crate) fn start(
     addr: Option<SocketAddr>,
     opts: &RenderOptions,
+    command: &str,
 ) -> Result<Option<Arc<LiveWeb>>, UserError> {
-    addr.map(|a| LiveWeb::start(a, opts.clone()))
+    addr.map(|a| LiveWeb::start(a, opts.clone(), command))
         .transpose()
         .map_err(|e| UserError(e.to_string()))
 }

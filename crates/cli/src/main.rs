@@ -9,6 +9,7 @@ mod demo;
 mod dist;
 mod find_max;
 mod live;
+mod load_flags;
 mod output;
 mod progress;
 mod report_cmd;

@@ -22,7 +22,7 @@ pub mod transport;
 pub mod worker;
 
 use loadbench_model::Stats;
-use loadbench_plan::{Load, Plan, Schedule, Stop};
+use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use pacer::Pacing;
 pub use pulse::{Pulse, PulseSlot};
 use start::StartLine;
@@ -261,8 +261,8 @@ impl Engine {
             Stop::Requests(_) => None,
         };
         let paced = match &plan.load {
-            Load::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
-            Load::Closed => None,
+            LoadShape::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
+            LoadShape::Closed { .. } | LoadShape::FindMax { .. } => None,
         };
         let tls = self.tls_client()?;
         let h2 = self.h2_setup()?;
@@ -303,7 +303,7 @@ impl Engine {
         for r in results {
             stats.merge(&r?);
         }
-        if let Load::Open { schedule, .. } = &plan.load {
+        if let LoadShape::Open { schedule, .. } = &plan.load {
             set_targets(&mut stats, schedule, plan.stop);
         }
         label_endpoints(&mut stats, &plan.mix);
@@ -397,10 +397,8 @@ impl Engine {
     /// round trip, at least 1 ms), at least [`MIN_INITIAL_POOL`] a worker; never above a
     /// worker's cap (`caps`).
     fn pool_plan(&self, threads: usize, caps: &[u64]) -> PoolPlan {
-        let Load::Open {
-            schedule, pacing, ..
-        } = &self.plan.load
-        else {
+        let pacing = &self.plan.pacing;
+        let LoadShape::Open { schedule, .. } = &self.plan.load else {
             return PoolPlan {
                 window: Duration::ZERO,
                 initial: vec![0; threads],

@@ -3,7 +3,7 @@
 //! files from different runs line up; only the percentile columns follow `--percentiles`.
 
 use crate::{RenderOptions, Renderer};
-use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult};
+use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult};
 use std::io::Write;
 
 /// Header + one row, RFC 4180 quoting, `\n` line ends.
@@ -107,10 +107,11 @@ fn run_columns(r: &RunResult) -> Vec<(String, String)> {
     ]
 }
 
-fn model_name(model: &LoadModel) -> &'static str {
+fn model_name(model: &LoadShape) -> &'static str {
     match model {
-        LoadModel::Closed => "closed",
-        LoadModel::Open { .. } => "open",
+        LoadShape::Closed { .. } => "closed",
+        LoadShape::Open { .. } => "open",
+        LoadShape::FindMax { .. } => "find_max",
     }
 }
 

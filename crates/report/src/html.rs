@@ -13,7 +13,7 @@ use crate::charts::{self, Chart};
 use crate::units::{self, MISSING};
 use crate::{RenderOptions, Renderer};
 use loadbench_model::{
-    BenchResult, FindMaxResult, Histo, LoadModel, RateSegment, RunResult, Starvation, Stats,
+    BenchResult, FindMaxResult, Histo, LoadShape, RateSegment, RunResult, Starvation, Stats,
     Summary,
 };
 use page::{alert, esc, key_values, row, section, Alert, Level, Row};
@@ -82,7 +82,7 @@ pub(crate) fn run_page(r: &RunResult, opts: &RenderOptions, charts: &[Chart]) ->
 }
 
 fn is_open(r: &RunResult) -> bool {
-    matches!(r.config.load, LoadModel::Open { .. })
+    matches!(r.config.load, LoadShape::Open { .. })
 }
 
 /// `GET http://…`.
@@ -124,10 +124,11 @@ fn header(r: &RunResult) -> String {
     )
 }
 
-fn model_name(load: &LoadModel) -> String {
+fn model_name(load: &LoadShape) -> String {
     match load {
-        LoadModel::Closed => "closed model".to_string(),
-        LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::Closed { .. } => "closed model".to_string(),
+        LoadShape::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::FindMax { slo, .. } => format!("find-max search, {}", slo.text),
     }
 }
 
@@ -246,10 +247,10 @@ fn generator_alert(s: &Stats, sum: &Summary) -> Option<Alert> {
     ))
 }
 
-fn model_note(load: &LoadModel) -> &'static str {
+fn model_note(load: &LoadShape) -> &'static str {
     match load {
-        LoadModel::Closed => "Closed model: each connection waits for its response before sending the next, so stalls are understated (coordinated omission); --rate runs the open model.",
-        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
+        LoadShape::Closed { .. } => "Closed model: each connection waits for its response before sending the next, so stalls are understated (coordinated omission); --rate runs the open model.",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
     }
 }
 
@@ -593,7 +594,7 @@ pub(crate) mod tests {
     /// The busy fixture as an open-model run: a target per second, service time, late sends.
     fn open_run() -> RunResult {
         let mut r = fixtures::busy();
-        r.config.load = LoadModel::Open {
+        r.config.load = LoadShape::Open {
             schedule: vec![RateSegment {
                 duration_ms: 10_000,
                 from_rate: 4_000.0,

@@ -138,7 +138,11 @@ mod tests {
                 shard,
             )
             .unwrap();
-        assert_eq!((p.spec.connections, p.run_id.as_deref()), (10, Some("r1")));
+        let connections = loadbench_plan::LoadShape::Closed { connections: 10 };
+        assert_eq!(
+            (&p.spec.load, p.run_id.as_deref()),
+            (&connections, Some("r1"))
+        );
         let at = p
             .start_at
             .unwrap()

@@ -11,6 +11,7 @@ mod dist;
 mod find_max;
 mod live;
 mod manual;
+mod load_flags;
 mod output;
 mod progress;
 mod report_cmd;

@@ -7,7 +7,7 @@
 use crate::args::ReportArgs;
 use crate::{output, UserError};
 use anyhow::Result;
-use loadbench_model::{ResultReadError, SavedResult, SCHEMA_VERSION};
+use loadbench_model::{ResultReadError, SavedResult, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION};
 use loadbench_report::{RenderOptions, DEFAULT_PERCENTILES};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -120,7 +120,7 @@ fn unreadable(name: &str, e: ResultReadError) -> UserError {
             "{name} is JSON but not a loadbench result (no schema_version): give a file written by {WRITERS}"
         ),
         ResultReadError::Version(v) => format!(
-            "{name} has schema_version {v}, but this loadbench reads schema_version {SCHEMA_VERSION}: use the loadbench version that wrote it, or run the test again"
+            "{name} has schema_version {v}, but this loadbench reads schema_version {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}: use the loadbench version that wrote it, or run the test again"
         ),
         ResultReadError::NoKind => {
             format!("{name} has no \"kind\", which this loadbench cannot read {kinds} {WRITERS}")

@@ -2,12 +2,12 @@
 //! Ctrl-C handling, then print and save the result. The exit code is decided at the end.
 
 use crate::args::{RequestArgs, RunArgs};
+use crate::load_flags::{closed_stop, open_schedule, OpenFlags};
 use crate::UserError;
 use anyhow::Result;
 use loadbench_model::RunResult;
 use loadbench_plan::{
-    closed_stop, open_load, Body, EndpointSpec, Load, LoadSpec, OpenFlags, OpenPacing, RequestSpec,
-    TransportSpec,
+    Body, EndpointSpec, LoadShape, LoadSpec, OpenPacing, RequestSpec, TransportSpec,
 };
 use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::RunError;
@@ -178,7 +178,6 @@ fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
 
 /// `run`'s flags as one typed load; contradictory flags are the user's mistake.
 pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
-    let user = |e: loadbench_plan::PlanError| UserError(e.to_string());
     if a.request.body.is_some() && a.request.body_file.is_some() {
         return Err(UserError(
             "--body and --body-file both given: use one of them".into(),
@@ -195,20 +194,26 @@ pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
             .or(a.connections)
             .unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS),
     };
-    let (load, stop) = match open_load(&open).map_err(user)? {
-        Some((load, stop)) => (paced(load, a), stop),
+    let (load, stop) = match open_schedule(&open)? {
+        Some((schedule, stop)) => {
+            let max_connections = open.max_connections;
+            let load = LoadShape::Open {
+                schedule,
+                max_connections,
+            };
+            (load, stop)
+        }
         None => {
             closed_only(a)?;
-            (
-                Load::Closed,
-                closed_stop(a.duration, a.requests).map_err(user)?,
-            )
+            let connections = a.connections.unwrap_or(DEFAULT_CONNECTIONS);
+            let load = LoadShape::Closed { connections };
+            (load, closed_stop(a.duration, a.requests)?)
         }
     };
     Ok(LoadSpec {
         load,
+        pacing: pacing(a),
         stop,
-        connections: a.connections.unwrap_or(DEFAULT_CONNECTIONS),
         threads: a.threads,
         warmup: a.warmup.unwrap_or_default(),
         percentiles: a.percentiles.0.clone(),
@@ -220,25 +225,14 @@ pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
 const DEFAULT_CONNECTIONS: u32 = 50;
 
 /// The open model's pacing flags: `-c` is the initial pool, `--send-window` and
-/// `--connect-limit` as given (their defaults otherwise).
-fn paced(load: Load, a: &RunArgs) -> Load {
-    let Load::Open {
-        schedule,
-        max_connections,
-        pacing,
-    } = load
-    else {
-        return load;
-    };
-    let pacing = OpenPacing {
-        send_window: a.send_window.unwrap_or(pacing.send_window),
+/// `--connect-limit` as given (their defaults otherwise). The closed model has none (they are
+/// refused there by [`closed_only`]).
+fn pacing(a: &RunArgs) -> OpenPacing {
+    let d = OpenPacing::default();
+    OpenPacing {
+        send_window: a.send_window.unwrap_or(d.send_window),
         initial_connections: a.connections,
-        connect_limit: a.connect_limit.unwrap_or(pacing.connect_limit),
-    };
-    Load::Open {
-        schedule,
-        max_connections,
-        pacing,
+        connect_limit: a.connect_limit.unwrap_or(d.connect_limit),
     }
 }
 

@@ -196,7 +196,7 @@ fn assert_together_step(r: &BenchResult) {
     let config = &open.result.as_ref().unwrap().config;
     assert_eq!(
         config.load,
-        loadbench_model::LoadModel::Open {
+        loadbench_model::LoadShape::Open {
             schedule: vec![loadbench_model::RateSegment {
                 duration_ms: 1000,
                 from_rate: 300.0,

@@ -101,10 +101,10 @@ fn ramp_produces_the_per_second_targets() {
 /// default of `-d`); a longer `-d` holds the last rate until it ends.
 #[test]
 fn a_ramp_without_d_lasts_the_ramp_and_a_longer_d_holds_the_last_rate() {
-    use loadbench_model::{LoadModel, RateSegment};
+    use loadbench_model::{LoadShape, RateSegment};
     let server = backend();
     let schedule = |r: &RunResult| match &r.config.load {
-        LoadModel::Open { schedule, .. } => schedule.clone(),
+        LoadShape::Open { schedule, .. } => schedule.clone(),
         other => panic!("not the open model: {other:?}"),
     };
     let seg = |ms, from, to| RateSegment {

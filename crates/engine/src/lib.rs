@@ -28,7 +28,7 @@ use conn::Http1;
 use ctx::WorkerConfig;
 use h2::Http2;
 use loadbench_model::Stats;
-use loadbench_plan::{Load, Plan, Schedule, Stop};
+use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use pacer::Pacing;
 pub use pulse::{Pulse, PulseSlot};
 use start::StartLine;
@@ -267,8 +267,8 @@ impl Engine {
             Stop::Requests(_) => None,
         };
         let paced = match &plan.load {
-            Load::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
-            Load::Closed => None,
+            LoadShape::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
+            LoadShape::Closed { .. } | LoadShape::FindMax { .. } => None,
         };
         let tls = self.tls_client()?;
         let h2 = self.h2_setup()?;
@@ -306,7 +306,7 @@ impl Engine {
         for r in results {
             stats.merge(&r?);
         }
-        if let Load::Open { schedule, .. } = &plan.load {
+        if let LoadShape::Open { schedule, .. } = &plan.load {
             set_targets(&mut stats, schedule, plan.stop);
         }
         label_endpoints(&mut stats, &plan.mix);
@@ -413,10 +413,8 @@ impl Engine {
     /// round trip, at least 1 ms), at least [`MIN_INITIAL_POOL`] a worker; never above a
     /// worker's cap (`caps`).
     fn pool_plan(&self, threads: usize, caps: &[u64]) -> PoolPlan {
-        let Load::Open {
-            schedule, pacing, ..
-        } = &self.plan.load
-        else {
+        let pacing = &self.plan.pacing;
+        let LoadShape::Open { schedule, .. } = &self.plan.load else {
             return PoolPlan {
                 window: Duration::ZERO,
                 initial: vec![0; threads],

@@ -6,7 +6,7 @@
 //! never hidden.
 
 use loadbench_engine::{Engine, Outcome};
-use loadbench_plan::{Load, LoadSpec, Plan, Stop};
+use loadbench_plan::{LoadSpec, Plan, Stop};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,9 +123,7 @@ fn run_open(server: &Server, rate: f64, requests: u64, depth: u16, window: Durat
         threads: Some(1),
         ..LoadSpec::open(&server.url(), rate, lasts, 1)
     };
-    if let Load::Open { pacing, .. } = &mut spec.load {
-        pacing.send_window = window;
-    }
+    spec.pacing.send_window = window;
     spec.transport.pipeline = depth;
     run_spec(&spec)
 }

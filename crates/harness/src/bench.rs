@@ -8,20 +8,20 @@
 //! one round per target and a combined round whose result is the exact merge of theirs.
 //!
 //! Every load runs through the runner library ([`loadbench_runner::run`],
-//! [`loadbench_runner::find_max::search`]) from a typed [`LoadSpec`] built from the scenario's
-//! typed load: nothing is turned back into text on the way.
+//! [`loadbench_runner::find_max::search`]) from the typed [`LoadSpec`] the scenario's load builds
+//! for each of its levels ([`ScenarioLoad::spec`]): nothing is turned back into text on the way.
 
 use crate::evidence::{target_evidence, TargetReading};
 use crate::generator::GeneratorWatch;
 use crate::sampler::Sampler;
-use crate::scenario::{self, LoadModel, Scenario};
+use crate::scenario::{Scenario, ScenarioLoad};
 use crate::targets::{Running, Targets};
 use loadbench_model::diagnose::{diagnose, verdict, CpuView, Inputs};
 use loadbench_model::{
-    AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
-    KernelEvidence, ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
+    AppliedLimits, BenchLoad, BenchResult, BenchRound, Bottleneck, FindMaxResult, KernelEvidence,
+    ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
 };
-use loadbench_plan::{Body, EndpointSpec, Load, LoadSpec, OpenPacing, RequestSpec, Schedule, Stop};
+use loadbench_plan::{LoadShape, LoadSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
 use loadbench_runner::kernel::KernelWatch;
 use loadbench_runner::{Control, Observer, Quiet};
@@ -46,7 +46,7 @@ pub struct Step {
 pub fn steps(s: &Scenario) -> Vec<Step> {
     let mut steps = Vec::new();
     for (li, l) in s.loads.iter().enumerate() {
-        for level in 0..levels(l).len() {
+        for level in 0..l.levels.len() {
             for round in 0..s.rounds {
                 let groups: Vec<Vec<String>> = if l.together {
                     vec![l.targets.clone()]
@@ -65,47 +65,26 @@ pub fn steps(s: &Scenario) -> Vec<Step> {
     steps
 }
 
-/// The levels of a load: connection counts, rates, or the single find-max search.
-pub fn levels(l: &scenario::LoadSpec) -> Vec<f64> {
-    match &l.model {
-        LoadModel::Closed { connections } => connections.iter().map(|&c| f64::from(c)).collect(),
-        LoadModel::Open { rate, .. } => rate.clone(),
-        LoadModel::FindMax { .. } => vec![0.0],
-    }
-}
-
 /// The loads as recorded in the result.
 pub fn bench_loads(s: &Scenario) -> Vec<BenchLoad> {
     s.loads
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let (model, slo, max_connections) = match &l.model {
-                LoadModel::Closed { .. } => (BenchModel::Closed, None, None),
-                LoadModel::Open {
-                    max_connections, ..
-                } => (BenchModel::Open, None, *max_connections),
-                LoadModel::FindMax {
-                    slo,
-                    max_connections,
-                } => (
-                    BenchModel::FindMax,
-                    Some(slo.text.clone()),
-                    *max_connections,
-                ),
-            };
+            let levels: Vec<loadbench_model::LoadShape> = l
+                .levels
+                .iter()
+                .map(|level| level.map_schedule(Schedule::rate_segments))
+                .collect();
+            let model = levels.first().map_or("load", |s| s.model_name());
             BenchLoad {
-                name: l.name.clone().unwrap_or_else(|| match model {
-                    BenchModel::Closed => format!("closed-{}", i + 1),
-                    BenchModel::Open => format!("open-{}", i + 1),
-                    BenchModel::FindMax => format!("find-max-{}", i + 1),
-                }),
-                model,
+                name: l
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-{}", model.replace('_', "-"), i + 1)),
                 targets: l.targets.clone(),
                 together: l.together,
-                levels: levels(l),
-                slo,
-                max_connections,
+                levels,
                 duration_ms: l.duration.as_millis() as u64,
                 warmup_ms: l.warmup.as_millis() as u64,
                 method: l.request.method.clone(),
@@ -184,7 +163,7 @@ impl Matrix<'_> {
         warnings: &mut Vec<String>,
     ) -> (Vec<BenchRound>, Samples) {
         let load = &self.scenario.loads[step.load];
-        let level = levels(load)[step.level];
+        let level = &load.levels[step.level];
         let dead: Vec<String> = self.targets.exited();
         let (start, end) = (format!("step:{n}:start"), format!("step:{n}:end"));
         let watch = self.watch(&step.targets);
@@ -226,14 +205,15 @@ impl Matrix<'_> {
         (rounds, samples)
     }
 
-    fn load(&mut self, load: &scenario::LoadSpec, level: f64, targets: &[String]) -> Vec<Outcome> {
+    fn load(
+        &mut self,
+        load: &ScenarioLoad,
+        level: &LoadShape<Schedule>,
+        targets: &[String],
+    ) -> Vec<Outcome> {
         let specs: Vec<LoadSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
-        if let LoadModel::FindMax { slo, .. } = &load.model {
-            let pacing = load.pacing;
-            return specs
-                .into_iter()
-                .map(|s| self.find_max(s, slo, pacing))
-                .collect();
+        if let LoadShape::FindMax { .. } = level {
+            return specs.into_iter().map(|s| self.find_max(s)).collect();
         }
         if let [spec] = specs.as_slice() {
             return vec![self.run_one(spec, self.observer)];
@@ -264,11 +244,10 @@ impl Matrix<'_> {
             .rev()
             .find(|(_, l)| {
                 l.targets.iter().any(|t| t == target)
-                    && !matches!(l.model, LoadModel::FindMax { .. })
+                    && !matches!(l.levels.first(), Some(LoadShape::FindMax { .. }))
             })?;
-        let levels = levels(load);
-        let level = levels.len().checked_sub(1)?;
-        Some((li, level, self.spec(load, levels[level], target)))
+        let level = load.levels.len().checked_sub(1)?;
+        Some((li, level, self.spec(load, &load.levels[level], target)))
     }
 
     /// Runs `spec` and keeps nothing of it (the profile's load); the error when it failed.
@@ -292,15 +271,24 @@ impl Matrix<'_> {
         }
     }
 
-    fn find_max(&self, base: LoadSpec, slo: &loadbench_model::Slo, pacing: OpenPacing) -> Outcome {
+    /// The search of a find-max level's spec: its SLO and cap, each step as long as the
+    /// load's `duration`, paced as the load says.
+    fn find_max(&self, base: LoadSpec) -> Outcome {
+        let LoadShape::FindMax {
+            slo,
+            max_connections,
+        } = base.load.clone()
+        else {
+            return Outcome::Failed("not a find-max load".into());
+        };
         let spec = FindMaxSpec {
             step_duration: match base.stop {
                 Stop::Duration(d) => d,
                 Stop::Requests(_) => Duration::from_secs(10),
             },
-            max_connections: base.connections,
-            pacing,
-            ..FindMaxSpec::new(base, slo.clone())
+            max_connections,
+            pacing: base.pacing,
+            ..FindMaxSpec::new(base, slo)
         };
         match loadbench_runner::find_max::search(&spec, self.control(self.observer)) {
             Ok(f) => Outcome::FindMax(Box::new(f)),
@@ -308,72 +296,17 @@ impl Matrix<'_> {
         }
     }
 
-    /// A scenario's request as the plan's.
-    fn request_spec(req: &scenario::RequestSpec) -> RequestSpec {
-        RequestSpec {
-            method: req.method.clone(),
-            headers: req
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            body: req
-                .body
-                .clone()
-                .map_or(Body::None, |b| Body::Bytes(b.into_bytes())),
-        }
-    }
-
     /// The typed load of one target at one level.
-    fn spec(&self, load: &scenario::LoadSpec, level: f64, target: &str) -> LoadSpec {
+    fn spec(&self, load: &ScenarioLoad, level: &LoadShape<Schedule>, target: &str) -> LoadSpec {
         let base = self
             .targets
             .get(target)
             .map(|r| r.info.url.clone())
             .unwrap_or_default();
-        let req = &load.request;
-        let mut spec = LoadSpec::closed(&join_url(&base, &req.path), level as u32, load.duration);
-        spec.threads = self.threads;
-        spec.warmup = load.warmup;
-        spec.keepalive = load.keepalive;
-        spec.source_addrs = load.source_addrs.clone();
-        spec.transport.insecure = load.tls.insecure;
-        spec.transport.cacert = load.tls.cacert.clone();
-        spec.transport.tls_resume = load.tls.resume;
-        if let Some((cert, key)) = &load.tls.client {
-            spec.transport.cert = Some(cert.clone());
-            spec.transport.key = Some(key.clone());
+        LoadSpec {
+            threads: self.threads,
+            ..load.spec(level, &base)
         }
-        spec.transport.pipeline = load.pipeline;
-        spec.transport.http2 = load.http2.is_some();
-        spec.transport.streams = load.http2;
-        spec.request = Self::request_spec(req);
-        spec.mix = load
-            .requests
-            .iter()
-            .map(|r| EndpointSpec {
-                url: join_url(&base, &r.path),
-                request: Self::request_spec(&r.request()),
-                weight: r.weight,
-            })
-            .collect();
-        let or_default = |m: &Option<u32>| m.unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
-        match &load.model {
-            LoadModel::Closed { .. } => {}
-            LoadModel::Open {
-                max_connections, ..
-            } => {
-                spec.load = Load::Open {
-                    schedule: Schedule::constant(level, load.duration),
-                    max_connections: or_default(max_connections),
-                    pacing: load.pacing,
-                };
-            }
-            LoadModel::FindMax {
-                max_connections, ..
-            } => spec.connections = or_default(max_connections),
-        }
-        spec
     }
 
     fn round(
@@ -574,16 +507,6 @@ fn combined(
     })
 }
 
-/// `http://host:port` + `/path` without doubling or dropping the slash.
-fn join_url(base: &str, path: &str) -> String {
-    let path = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("/{path}")
-    };
-    format!("{}{path}", base.trim_end_matches('/'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,18 +562,13 @@ rate = [100]
     fn loads_record_levels_and_names() {
         let s = Scenario::parse(TWO, Path::new("two.toml")).unwrap();
         let loads = bench_loads(&s);
-        assert_eq!(loads[0].levels, [1.0, 4.0]);
+        let closed = |connections| loadbench_model::LoadShape::Closed { connections };
+        assert_eq!(loads[0].levels, [closed(1), closed(4)]);
         assert_eq!(loads[0].name, "closed-1");
-        assert_eq!(loads[1].model, BenchModel::Open);
+        assert_eq!(loads[1].name, "open-2");
+        assert_eq!(loads[1].model_name(), "open");
         assert!(loads[1].together);
         assert_eq!(loads[0].level_label(1), "c=4");
         assert_eq!(loads[1].level_label(0), "100/s");
-    }
-
-    #[test]
-    fn urls_join_with_one_slash() {
-        assert_eq!(join_url("http://h:1", "/x"), "http://h:1/x");
-        assert_eq!(join_url("http://h:1/", "x"), "http://h:1/x");
-        assert_eq!(join_url("http://h:1/", "/"), "http://h:1/");
     }
 }

@@ -5,7 +5,19 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loadbench_harness::scenario::{LoadModel, Scenario, TargetKind, PORT_OF};
+use loadbench_harness::scenario::{Scenario, ScenarioLoad, TargetKind, PORT_OF};
+use loadbench_plan::LoadShape;
+
+/// A closed load's connections, one per level.
+fn connections_of(l: &ScenarioLoad) -> Vec<u32> {
+    l.levels
+        .iter()
+        .map(|level| match level {
+            LoadShape::Closed { connections } => *connections,
+            other => panic!("a closed level, not {other:?}"),
+        })
+        .collect()
+}
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
@@ -143,7 +155,7 @@ fn reverse_proxies_compares_three_proxies_with_the_backend() {
     assert_eq!(s.loads.len(), 1);
     let l = &s.loads[0];
     let connections = vec![50, 100, 250];
-    assert_eq!(l.model, LoadModel::Closed { connections });
+    assert_eq!(connections_of(l), connections);
     assert_eq!(l.targets, ["nginx", "haproxy", "caddy", "backend"]);
     assert_eq!(l.duration, Duration::from_secs(10));
 }
@@ -166,7 +178,7 @@ fn gateway_overhead_puts_nginx_before_a_200ms_backend() {
     assert_eq!(s.rounds, 5);
     let l = &s.loads[0];
     let connections = vec![300];
-    assert_eq!(l.model, LoadModel::Closed { connections });
+    assert_eq!(connections_of(l), connections);
     assert_eq!(l.targets, ["gateway", "backend"]);
     assert!(!l.keepalive, "the seed's ab ran without -k");
 }
@@ -192,12 +204,7 @@ fn scale_out_balances_three_backends_by_port_name() {
     let loads: Vec<_> = s
         .loads
         .iter()
-        .map(|l| match &l.model {
-            LoadModel::Closed { connections } => {
-                (l.targets.clone(), connections.clone(), l.together)
-            }
-            other => panic!("a closed load, not {other:?}"),
-        })
+        .map(|l| (l.targets.clone(), connections_of(l), l.together))
         .collect();
     let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(
@@ -228,7 +235,7 @@ fn concurrency_sweep_steps_5_to_20_against_a_serializing_app() {
     );
     let l = &s.loads[0];
     let connections = vec![5, 10, 15, 20];
-    assert_eq!(l.model, LoadModel::Closed { connections });
+    assert_eq!(connections_of(l), connections);
     assert_eq!(l.targets, ["app", "backend"]);
 }
 
@@ -239,15 +246,15 @@ fn find_max_searches_within_a_p99_slo() {
     assert_eq!(names(&s), ["backend", "nginx"]);
     assert_two_core_layout(&s);
     let l = &s.loads[0];
-    let LoadModel::FindMax {
+    let [LoadShape::FindMax {
         slo,
         max_connections,
-    } = &l.model
+    }] = &l.levels[..]
     else {
-        panic!("a find-max load, not {:?}", l.model);
+        panic!("one find-max level, not {:?}", l.levels);
     };
     assert_eq!(slo.text, "p99<20ms");
-    assert_eq!(*max_connections, Some(2000));
+    assert_eq!(*max_connections, 2000);
     assert_eq!(l.targets, ["nginx", "backend"]);
 }
 
@@ -277,7 +284,7 @@ fn go_ping_sweeps_net_http_and_gin_built_by_the_target_script() {
     }
     let l = &s.loads[0];
     let connections = vec![5, 10, 15, 20, 100];
-    assert_eq!(l.model, LoadModel::Closed { connections });
+    assert_eq!(connections_of(l), connections);
     assert_eq!(l.request.path, "/ping");
 }
 
@@ -358,7 +365,7 @@ fn php_mariadb_puts_nginx_and_php_fpm_before_its_own_mariadb() {
     let l = &s.loads[0];
     assert_eq!(l.targets, ["php", "lua"]);
     let connections = vec![10, 100];
-    assert_eq!(l.model, LoadModel::Closed { connections });
+    assert_eq!(connections_of(l), connections);
 }
 
 /// The JVM targets: each started by run.sh with its Maven project, ready on an HTTP route, with a
@@ -398,12 +405,7 @@ fn spring_boot_warms_up_then_compares_instances_keep_alive_and_backlog() {
         "the two instances are loaded at the same time"
     );
     let backlog = &s.loads[4];
-    assert_eq!(
-        backlog.model,
-        LoadModel::Closed {
-            connections: vec![512]
-        }
-    );
+    assert_eq!(connections_of(backlog), [512]);
     assert!(
         !backlog.keepalive,
         "a new connection per request keeps the listen queue busy"
@@ -439,12 +441,7 @@ fn zuul_compares_200_and_1000_threads_and_spring_cloud_gateway_with_the_200ms_ba
     );
     assert_eq!(s.loads[0].targets, ["zuul-200", "zuul-1000", "scg"]);
     let l = &s.loads[1];
-    assert_eq!(
-        l.model,
-        LoadModel::Closed {
-            connections: vec![300]
-        }
-    );
+    assert_eq!(connections_of(l), [300]);
     assert_eq!(l.targets, ["zuul-200", "zuul-1000", "scg", "backend"]);
     assert!(!l.keepalive, "the seed's ab ran without -k");
 }

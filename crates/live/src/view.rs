@@ -5,7 +5,7 @@
 use crate::heading::Heading;
 use loadbench_engine::Pulse;
 use loadbench_model::{Histo, SeriesPoint};
-use loadbench_plan::{Load, Plan, Schedule, Stop};
+use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use std::time::Duration;
 
 /// How many bars the latency distribution has.
@@ -44,11 +44,12 @@ impl View {
     /// The view of `plan` before its first pulse.
     pub fn new(command: &'static str, plan: &Plan) -> View {
         let (model, schedule) = match &plan.load {
-            Load::Closed => (
+            LoadShape::Closed { .. } => (
                 format!("closed model, {} connections", plan.connections),
                 None,
             ),
-            Load::Open {
+            LoadShape::FindMax { slo, .. } => (format!("find-max search, {}", slo.text), None),
+            LoadShape::Open {
                 schedule,
                 max_connections,
                 ..

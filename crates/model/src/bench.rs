@@ -8,6 +8,7 @@
 
 use crate::bench_stats::{cell_stats, relative_speed, CellStats};
 use crate::find_max::{FindMaxResult, Verdict};
+use crate::load::LoadShape;
 use crate::queueing::SweepAnalysis;
 use crate::resources::{Bottleneck, ResourceSummary, Samples, Window};
 use crate::result::{HostInfo, ResultKind, RunResult};
@@ -157,37 +158,19 @@ pub struct AppliedLimits {
     pub cores: f64,
 }
 
-/// How a bench load offers load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BenchModel {
-    /// Levels are connection counts.
-    Closed,
-    /// Levels are request rates per second.
-    Open,
-    /// One level: a search for the highest rate within the SLO.
-    FindMax,
-}
-
 /// One `[[load]]` of the scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchLoad {
     /// The scenario's name for it, or one made from the model.
     pub name: String,
-    /// How load is offered, and so what the levels mean.
-    pub model: BenchModel,
     /// Names of the targets loaded (one after another, unless `together`).
     pub targets: Vec<String>,
     /// All targets loaded at the same time in each step.
     pub together: bool,
-    /// Connection counts (closed) or rates (open); `[0]` for find-max.
-    pub levels: Vec<f64>,
-    /// Find-max: the objective as written, e.g. `p99<50ms`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slo: Option<String>,
-    /// Open and find-max: the cap on connections, when the scenario sets one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_connections: Option<u32>,
+    /// Its levels, each the whole shape of one step: a closed load's connections, an open
+    /// load's constant rate (and cap), or the one find-max search (its SLO and cap). All of
+    /// one model.
+    pub levels: Vec<LoadShape>,
     /// How long each step is measured, ms.
     pub duration_ms: u64,
     /// Load applied before measuring, not recorded, ms.
@@ -223,14 +206,22 @@ fn keep_alive() -> bool {
 }
 
 impl BenchLoad {
-    /// `c=10`, `1000/s` or `find-max`: how a level is shown.
+    /// `c=10`, `1000/s` or `find-max`: how a level is shown (`-` for a level it does not have).
     pub fn level_label(&self, level: usize) -> String {
-        let v = self.levels.get(level).copied().unwrap_or(0.0);
-        match self.model {
-            BenchModel::Closed => format!("c={v}"),
-            BenchModel::Open => format!("{v}/s"),
-            BenchModel::FindMax => "find-max".into(),
-        }
+        self.levels.get(level).map_or("-".into(), LoadShape::label)
+    }
+
+    /// The load's model as the JSON writes it (`closed`, `open`, `find_max`): its levels'.
+    pub fn model_name(&self) -> &'static str {
+        self.levels.first().map_or("closed", LoadShape::model_name)
+    }
+
+    /// The find-max load's objective, when it is one.
+    pub fn slo(&self) -> Option<&crate::Slo> {
+        self.levels.iter().find_map(|l| match l {
+            LoadShape::FindMax { slo, .. } => Some(slo),
+            _ => None,
+        })
     }
 }
 
@@ -604,8 +595,8 @@ mod tests {
     #[test]
     fn a_load_without_keepalive_reads_as_keep_alive_on() {
         let mut load = serde_json::json!({
-            "name": "closed", "model": "closed", "targets": ["nginx"], "together": false,
-            "levels": [10.0], "duration_ms": 1000, "warmup_ms": 0, "method": "GET", "path": "/"
+            "name": "closed", "targets": ["nginx"], "together": false,
+            "levels": [{"model": "closed", "connections": 10}], "duration_ms": 1000, "warmup_ms": 0, "method": "GET", "path": "/"
         });
         let read: BenchLoad = serde_json::from_value(load.clone()).unwrap();
         assert!(read.keepalive);

@@ -76,7 +76,7 @@ mod tests {
     use hdrhistogram::serialization::Deserializer;
     use hdrhistogram::Histogram;
 
-    const FIXTURE: &str = include_str!("../tests/fixtures/result-v2.json");
+    const FIXTURE: &str = include_str!("../tests/fixtures/result-v3.json");
 
     #[test]
     fn the_log_reads_back_with_every_completed_request() {

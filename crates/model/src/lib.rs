@@ -19,6 +19,7 @@ pub mod h2;
 pub mod histogram;
 pub mod hlog;
 pub mod human;
+pub mod load;
 pub mod phases;
 pub mod pool;
 pub mod queueing;
@@ -32,11 +33,12 @@ pub mod shortfall;
 pub mod starved;
 pub mod stats;
 pub mod tls;
+mod upgrade;
 pub mod why;
 
 pub use bench::{
-    AppliedLimits, BenchCell, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget,
-    BottleneckCounts, CellPercentile, RelativeSpeed, ScenarioInfo, TargetProfile,
+    AppliedLimits, BenchCell, BenchLoad, BenchResult, BenchRound, BenchTarget, BottleneckCounts,
+    CellPercentile, RelativeSpeed, ScenarioInfo, TargetProfile,
 };
 pub use body::BodySizes;
 pub use endpoints::{merge_endpoints, EndpointStats};
@@ -52,6 +54,7 @@ pub use find_max::{
 pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;
+pub use load::{LoadShape, RateSegment, DEFAULT_MAX_CONNECTIONS};
 pub use phases::RequestPhases;
 pub use pool::PoolCounts;
 pub use reasons::{ErrorReason, ErrorReasons, Reason, ReasonCounts, ReopenReason, ReopenReasons};
@@ -59,7 +62,7 @@ pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };
 pub use result::{
-    HostInfo, LoadModel, RateSegment, ResultKind, RunConfig, RunResult, Stats, Summary,
+    HostInfo, ResultKind, RunConfig, RunResult, Stats, Summary, OLDEST_SCHEMA_VERSION,
     SCHEMA_VERSION,
 };
 pub use saved::{InvalidResult, ResultReadError, SavedResult};

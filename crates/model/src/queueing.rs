@@ -11,9 +11,9 @@
 
 pub mod usl;
 
-use crate::bench::{BenchLoad, BenchModel, BenchResult, BenchRound};
+use crate::bench::{BenchLoad, BenchResult, BenchRound};
 use crate::why::{Finding, FindingKind};
-use crate::{LoadModel, RunResult, Stats};
+use crate::{LoadShape, RunResult, Stats};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 pub use usl::UslFit;
@@ -57,7 +57,10 @@ pub struct Little {
 impl Little {
     /// The figures of a run (see [`Little::of_stats`]).
     pub fn of(run: &RunResult) -> Option<Little> {
-        Little::of_stats(&run.stats, run.config.load == LoadModel::Closed)
+        Little::of_stats(
+            &run.stats,
+            matches!(run.config.load, LoadShape::Closed { .. }),
+        )
     }
 
     /// The figures of a run's stats; `None` when no request completed.
@@ -248,8 +251,8 @@ pub struct SweepAnalysis {
     pub load: u32,
     /// The target's name.
     pub target: String,
-    /// The load's model: what the levels are.
-    pub model: BenchModel,
+    /// What the levels are: connections (a closed load, `true`) or offered rates (open).
+    pub closed: bool,
     /// Every level with a result, in increasing order.
     pub levels: Vec<LevelPoint>,
     /// Where throughput stopped growing, if it did.
@@ -275,7 +278,7 @@ pub struct SweepAnalysis {
 pub fn analyse(r: &BenchResult) -> Vec<SweepAnalysis> {
     let mut out = Vec::new();
     for (li, load) in r.loads.iter().enumerate() {
-        if load.model == BenchModel::FindMax {
+        if load.slo().is_some() {
             continue;
         }
         for target in &load.targets {
@@ -297,7 +300,7 @@ fn level_points(r: &BenchResult, li: u32, load: &BenchLoad, target: &str) -> Vec
                 .filter_map(BenchRound::measured_run)
                 .filter_map(Little::of)
                 .collect();
-            LevelPoint::of(level, load.levels[level as usize], &rounds)
+            LevelPoint::of(level, load.levels[level as usize].amount()?, &rounds)
         })
         .collect();
     points.sort_by(|a, b| a.value.total_cmp(&b.value));
@@ -307,7 +310,7 @@ fn level_points(r: &BenchResult, li: u32, load: &BenchLoad, target: &str) -> Vec
 /// The analysis of one target's levels (`points` in increasing order).
 pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>) -> SweepAnalysis {
     let knee = knee(&points);
-    let closed = spec.model == BenchModel::Closed;
+    let closed = matches!(spec.levels.first(), Some(LoadShape::Closed { .. }));
     let pool = knee
         .as_ref()
         .filter(|_| closed)
@@ -316,7 +319,7 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
         usl::fit(
             &points
                 .iter()
-                .map(|p| (usl_concurrency(spec.model, p), p.requests_per_sec))
+                .map(|p| (usl_concurrency(closed, p), p.requests_per_sec))
                 .collect::<Vec<_>>(),
         )
     } else {
@@ -332,7 +335,7 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
     let mut a = SweepAnalysis {
         load,
         target: target.to_string(),
-        model: spec.model,
+        closed,
         levels: points,
         knee,
         usl: fit.as_ref().ok().copied(),
@@ -346,18 +349,20 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
 
 /// The concurrency `N` a level stands for in the scalability fit: the connections in the
 /// closed model, the requests in the target (Little's law) in the open one.
-pub fn usl_concurrency(model: BenchModel, p: &LevelPoint) -> f64 {
-    match model {
-        BenchModel::Closed => p.value,
-        _ => p.in_target,
+pub fn usl_concurrency(closed: bool, p: &LevelPoint) -> f64 {
+    if closed {
+        p.value
+    } else {
+        p.in_target
     }
 }
 
 /// `c=20` or `200/s`, as the reports show a level.
-pub fn level_label(model: BenchModel, value: f64) -> String {
-    match model {
-        BenchModel::Closed => format!("c={value}"),
-        _ => format!("{value}/s"),
+pub fn level_label(closed: bool, value: f64) -> String {
+    if closed {
+        format!("c={value}")
+    } else {
+        format!("{value}/s")
     }
 }
 
@@ -375,7 +380,7 @@ fn figures<const N: usize>(pairs: [(&str, f64); N]) -> BTreeMap<String, f64> {
 }
 
 fn pool_finding(a: &SweepAnalysis, p: &WorkerPool) -> Finding {
-    let low = level_label(a.model, p.low_load_value);
+    let low = level_label(a.closed, p.low_load_value);
     Finding {
         kind: FindingKind::WorkerPool,
         strength: 0.8 - p.spread,
@@ -405,7 +410,7 @@ fn pool_finding(a: &SweepAnalysis, p: &WorkerPool) -> Finding {
 }
 
 fn knee_finding(a: &SweepAnalysis, k: &Knee) -> Finding {
-    let at = level_label(a.model, k.value);
+    let at = level_label(a.closed, k.value);
     Finding {
         kind: FindingKind::Knee,
         strength: 0.6,
@@ -413,7 +418,7 @@ fn knee_finding(a: &SweepAnalysis, k: &Knee) -> Finding {
             "{}: throughput stopped growing at {at} ({:.0} req/s): at {} it changed {:+.1}% while mean latency rose {:.0}%",
             a.target,
             k.requests_per_sec,
-            level_label(a.model, k.next_value),
+            level_label(a.closed, k.next_value),
             k.next_gain * 100.0,
             k.next_latency_rise * 100.0
         ),

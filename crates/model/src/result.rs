@@ -12,7 +12,11 @@ use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The oldest schema version still read: older files are upgraded when read
+/// ([`crate::SavedResult::from_json`]).
+pub const OLDEST_SCHEMA_VERSION: u32 = 2;
 
 /// What produced a result file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,35 +77,6 @@ pub struct HostInfo {
     /// this field.
     #[serde(default)]
     pub host_cores: u32,
-}
-
-/// How load is offered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "model", rename_all = "snake_case")]
-pub enum LoadModel {
-    /// Each connection sends its next request when the previous response arrived (wrk, ab,
-    /// hey). Latency under overload is understated: coordinated omission.
-    Closed,
-    /// Requests are sent on a schedule whether or not earlier ones returned; latency is
-    /// measured from each request's intended send time.
-    Open {
-        /// The measured schedule (the warm-up runs at the first segment's rate).
-        schedule: Vec<RateSegment>,
-        /// The most connections (requests in flight) the generator may open.
-        max_connections: u32,
-    },
-}
-
-/// One piece of an open-model schedule: the target rate goes linearly from `from_rate` to
-/// `to_rate` requests per second over `duration_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RateSegment {
-    /// Length of this segment, ms.
-    pub duration_ms: u64,
-    /// Target rate at the start of the segment, requests per second.
-    pub from_rate: f64,
-    /// Target rate at the end of the segment, requests per second.
-    pub to_rate: f64,
 }
 
 /// The configuration of a run, as resolved (units applied, defaults filled in).
@@ -167,8 +142,8 @@ pub struct RunConfig {
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,
-    /// How load was offered.
-    pub load: LoadModel,
+    /// How load was offered: closed (its connections) or open (its schedule and cap).
+    pub load: crate::LoadShape,
 }
 
 /// What was measured. Every field merges associatively (see [`Stats::merge`]).
@@ -485,9 +460,13 @@ impl RunResult {
         Ok(r)
     }
 
-    /// Ranges and counts a run of ours always has: percentiles within 0..=100 and one latency
-    /// sample per completed request (a tampered `requests` would make every rate wrong).
+    /// Ranges and counts a run of ours always has: a closed or open load, percentiles within
+    /// 0..=100 and one latency sample per completed request (a tampered `requests` would make
+    /// every rate wrong).
     fn check_consistent(&self) -> Result<(), String> {
+        if let crate::LoadShape::FindMax { .. } = self.config.load {
+            return Err("config.load: a run's model is closed or open, not find_max".into());
+        }
         if let Some(p) = self
             .config
             .percentiles

@@ -7,7 +7,7 @@
 
 use crate::bench::BenchResult;
 use crate::find_max::FindMaxResult;
-use crate::result::{ResultKind, RunResult, SCHEMA_VERSION};
+use crate::result::{ResultKind, RunResult, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
@@ -26,8 +26,9 @@ pub enum SavedResult {
 
 impl SavedResult {
     /// Reads a saved result of any kind: checks that the text is JSON, that it is a loadbench
-    /// result of this schema version, and reads it as the kind it says it is. Derived figures
-    /// (run summaries, bench cells) are recomputed, never trusted from the file.
+    /// result of a schema version this loadbench reads (an older one is upgraded first), and
+    /// reads it as the kind it says it is. Derived figures (run summaries, bench cells) are
+    /// recomputed, never trusted from the file.
     pub fn from_json(text: &str) -> Result<SavedResult, ResultReadError> {
         let (kind, value) = checked(text)?;
         Ok(match kind {
@@ -96,7 +97,8 @@ impl From<BenchResult> for SavedResult {
     }
 }
 
-/// The one schema-version check: the document as JSON and the kind it says it is.
+/// The one schema-version check: the document as JSON, brought up to this schema when it is
+/// of an older version still read, and the kind it says it is.
 fn checked(text: &str) -> Result<(ResultKind, Value), ResultReadError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
@@ -108,17 +110,20 @@ fn checked(text: &str) -> Result<(ResultKind, Value), ResultReadError> {
             ResultReadError::NotJson(e.to_string())
         }
     })?;
-    match value.get("schema_version").and_then(Value::as_u64) {
-        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+    let readable = u64::from(OLDEST_SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION);
+    let version = match value.get("schema_version").and_then(Value::as_u64) {
+        Some(v) if readable.contains(&v) => v,
         Some(v) => return Err(ResultReadError::Version(v)),
         None => return Err(ResultReadError::NotAResult),
-    }
+    };
     let kind = match value.get("kind") {
         None => return Err(ResultReadError::NoKind),
         Some(Value::String(name)) => ResultKind::from_name(name),
         Some(_) => None,
     };
     let kind = kind.ok_or_else(|| ResultReadError::UnknownKind(kind_text(&value)))?;
+    let mut value = value;
+    crate::upgrade::upgrade(kind, version, &mut value);
     Ok((kind, value))
 }
 
@@ -158,8 +163,9 @@ pub enum ResultReadError {
     /// Valid JSON without a `schema_version` field: some other file.
     #[error("not a loadbench result (no schema_version field)")]
     NotAResult,
-    /// A `schema_version` other than [`SCHEMA_VERSION`]; the version found.
-    #[error("schema_version {0} is not supported by this loadbench (it reads {SCHEMA_VERSION})")]
+    /// A `schema_version` outside [`OLDEST_SCHEMA_VERSION`] to [`SCHEMA_VERSION`]; the
+    /// version found.
+    #[error("schema_version {0} is not supported by this loadbench (it reads {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION})")]
     Version(u64),
     /// A result without a `kind` field.
     #[error("no \"kind\" field, so not a result this loadbench reads ({KINDS})")]
@@ -220,7 +226,7 @@ mod tests {
             ("[1, 2]", "not a loadbench result"),
             (
                 r#"{"schema_version": 7, "kind": "run"}"#,
-                "schema_version 7 is not supported by this loadbench (it reads 2)",
+                "schema_version 7 is not supported by this loadbench (it reads 2 to 3)",
             ),
             (r#"{"schema_version": 2}"#, "no \"kind\" field"),
             (

@@ -8,7 +8,8 @@
 //! `RunResult` whose `ShardRun` lists every shard, so merging is associative: merging merged
 //! results gives byte-identical histograms whatever the grouping.
 
-use crate::result::{LoadModel, RunConfig, RunResult};
+use crate::load::LoadShape;
+use crate::result::{RunConfig, RunResult};
 use serde::{Deserialize, Serialize};
 
 /// Which distributed run a result belongs to and how its shards started.
@@ -254,15 +255,19 @@ fn config_difference(a: &RunConfig, b: &RunConfig) -> Option<&'static str> {
         .map(|(field, _)| *field)
 }
 
-/// The load model without the shard's share (the connection cap).
-fn unshared(load: &LoadModel) -> LoadModel {
-    match load {
-        LoadModel::Closed => LoadModel::Closed,
-        LoadModel::Open { schedule, .. } => LoadModel::Open {
-            schedule: schedule.clone(),
-            max_connections: 0,
-        },
+/// The load's shape without the shard's share (the connections, or the connection cap).
+fn unshared(load: &LoadShape) -> LoadShape {
+    let mut load = load.clone();
+    match &mut load {
+        LoadShape::Closed { connections } => *connections = 0,
+        LoadShape::Open {
+            max_connections, ..
+        }
+        | LoadShape::FindMax {
+            max_connections, ..
+        } => *max_connections = 0,
     }
+    load
 }
 
 /// Adds the checked results up into one, its series on the earliest shard's second.
@@ -295,7 +300,8 @@ fn add_up(results: &[RunResult], runs: &[&ShardRun], mut merged_run: ShardRun) -
     out
 }
 
-/// Sums the shares of `others` into `into`: connections, threads, `-n`, the connection cap.
+/// Sums the shares of `others` into `into`: connections, threads, `-n`, the connections or
+/// the connection cap of the load.
 fn add_config_shares<'a>(into: &mut RunConfig, others: impl Iterator<Item = &'a RunConfig>) {
     for c in others {
         into.connections += c.connections;
@@ -303,16 +309,17 @@ fn add_config_shares<'a>(into: &mut RunConfig, others: impl Iterator<Item = &'a 
         if let (Some(n), Some(m)) = (into.requests.as_mut(), c.requests) {
             *n += m;
         }
-        if let (
-            LoadModel::Open {
-                max_connections: a, ..
-            },
-            LoadModel::Open {
-                max_connections: b, ..
-            },
-        ) = (&mut into.load, &c.load)
-        {
-            *a += b;
+        match (&mut into.load, &c.load) {
+            (LoadShape::Closed { connections: a }, LoadShape::Closed { connections: b })
+            | (
+                LoadShape::Open {
+                    max_connections: a, ..
+                },
+                LoadShape::Open {
+                    max_connections: b, ..
+                },
+            ) => *a += b,
+            _ => {}
         }
     }
 }

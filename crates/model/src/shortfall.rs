@@ -108,7 +108,7 @@ impl Shortfall {
 
     /// The finding for a run result: open model only, against its average target rate.
     pub fn of_run(r: &crate::RunResult) -> Option<Shortfall> {
-        let crate::LoadModel::Open {
+        let crate::LoadShape::Open {
             max_connections, ..
         } = r.config.load
         else {

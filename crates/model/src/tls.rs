@@ -69,8 +69,8 @@ impl crate::RunConfig {
             };
             // The open model opens connections as the streams fill: the cap, not a count.
             let upto = match self.load {
-                crate::LoadModel::Open { .. } => "up to ",
-                crate::LoadModel::Closed => "",
+                crate::LoadShape::Open { .. } => "up to ",
+                crate::LoadShape::Closed { .. } | crate::LoadShape::FindMax { .. } => "",
             };
             parts.push(format!(
                 "HTTP/2 ({how}), {upto}{} connections × {streams} streams",

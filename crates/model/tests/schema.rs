@@ -1,14 +1,14 @@
 //! Guards the JSON result schema (docs/result-schema.md) with a golden file: a real result saved
-//! by `loadbench run` (tests/fixtures/result-v2.json). Renaming, dropping, adding or retyping a
-//! field changes the set of key paths that `RunResult` writes and fails here; such a change needs
-//! a new fixture, an update of docs/result-schema.md and, if a field changed meaning or was
-//! removed, a new `SCHEMA_VERSION`.
+//! by `loadbench run` (tests/fixtures/result-v3.json, the open-model run of result-v2.json as
+//! schema 3 writes it). Renaming, dropping, adding or retyping a field changes the set of key
+//! paths that `RunResult` writes and fails here; such a change needs a new fixture, an update of
+//! docs/result-schema.md and, if a field changed meaning or was removed, a new `SCHEMA_VERSION`.
 
 use loadbench_model::{ResultKind, ResultReadError, RunResult, SavedResult, SCHEMA_VERSION};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-const FIXTURE: &str = include_str!("fixtures/result-v2.json");
+const FIXTURE: &str = include_str!("fixtures/result-v3.json");
 
 /// Maps whose keys are data (status codes, error classes), not schema.
 const DATA_KEYED_MAPS: [&str; 4] = [
@@ -121,7 +121,7 @@ fn serialized_key_paths_match_the_golden_file() {
     assert!(
         missing.is_empty() && added.is_empty(),
         "the result schema changed: no longer written {missing:?}, newly written {added:?}; \
-         update docs/result-schema.md and tests/fixtures/result-v2.json (and SCHEMA_VERSION if \
+         update docs/result-schema.md and tests/fixtures/result-v3.json (and SCHEMA_VERSION if \
          a field changed meaning or was removed)"
     );
     let retyped: Vec<_> = golden
@@ -177,7 +177,7 @@ fn other_schema_versions_are_rejected_with_a_clear_error() {
     let msg = err.to_string();
     assert!(
         msg.contains(&format!("schema_version {}", SCHEMA_VERSION + 1))
-            && msg.contains(&format!("it reads {SCHEMA_VERSION}")),
+            && msg.contains(&format!("it reads 2 to {SCHEMA_VERSION}")),
         "{msg}"
     );
 }

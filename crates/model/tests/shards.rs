@@ -3,7 +3,7 @@
 
 use loadbench_model::{merge_shards, MergeError, RunResult, ShardRun, ShardStart};
 
-const FIXTURE: &str = include_str!("fixtures/result-v2.json");
+const FIXTURE: &str = include_str!("fixtures/result-v3.json");
 const START: u64 = 1_795_543_200_000_000_000;
 
 /// Shard `index` of 3 of run `run`, started `late_ns` after the planned start.

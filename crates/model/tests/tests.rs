@@ -3,5 +3,6 @@
 //! new test file by declaring it here; an undeclared file is not compiled.
 
 mod merge;
+mod old_versions;
 mod schema;
 mod shards;

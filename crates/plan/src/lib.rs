@@ -4,13 +4,13 @@
 //! scenario loader and the find-max search build it; text is parsed once, at the edge, by
 //! [`units`]). Out: a [`Plan`]: the host resolved once to a socket address, the request bytes
 //! rendered once, every limit checked. Every mistake becomes a [`PlanError`] whose message is
-//! one line naming the problem and the fix. [`flags`]-style helpers ([`open_load`],
-//! [`closed_stop`]) turn `run`'s flag combinations into a load and a stop; [`parse_slo`] reads
-//! an SLO into the model's typed [`loadbench_model::Slo`]. [`Shard`] and [`LoadSpec::shard`]
+//! one line naming the problem and the fix. The load's shape is the model's [`LoadShape`],
+//! holding the engine's [`Schedule`]; [`parse_stages`] reads a schedule of stages and
+//! [`parse_slo`] an SLO into the model's typed [`loadbench_model::Slo`] (how `run`'s flags
+//! combine into a load is the CLI's business). [`Shard`] and [`LoadSpec::shard`]
 //! split a load exactly into N parts; [`parse_start_at`] reads the shards' common start.
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
-mod flags;
 mod mix;
 mod pacing;
 mod pipeline;
@@ -22,7 +22,7 @@ mod start_at;
 mod target;
 mod transport;
 
-pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
+pub use loadbench_model::LoadShape;
 pub use loadbench_units as units;
 pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
@@ -30,7 +30,7 @@ pub use mix::{
 pub use pacing::{OpenPacing, DEFAULT_CONNECT_LIMIT, DEFAULT_SEND_WINDOW, MAX_SEND_WINDOW};
 pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
-pub use schedule::{Cursor, Schedule, Segment};
+pub use schedule::{parse_stages, Cursor, Schedule, Segment};
 pub use shard::{Shard, ShardError};
 pub use slo::parse_slo;
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
@@ -45,7 +45,7 @@ use std::time::Duration;
 pub const DEFAULT_PERCENTILES: &str = "50,75,90,95,99,99.9,99.99";
 
 /// Default cap on connections in the open model.
-pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = loadbench_model::DEFAULT_MAX_CONNECTIONS;
 
 /// One load, typed: what `run`, every `find-max` step, every bench step and (later) an agent's
 /// shard start. Every value is already parsed; [`Plan::resolve`] only checks how they combine,
@@ -59,10 +59,12 @@ pub struct LoadSpec {
     /// A request mix (docs/request-mix.md): when it holds two or more requests, they replace
     /// `url` and `request` (which then describe the first); empty: the one request above.
     pub mix: Vec<EndpointSpec>,
-    /// Closed or open model.
-    pub load: Load,
-    /// Closed model: concurrent connections, one request in flight on each.
-    pub connections: u32,
+    /// Closed (its connections) or open (its schedule and cap). A find-max shape is a search
+    /// of open loads, run by the runner's `find_max`, never resolved into one plan.
+    pub load: LoadShape<Schedule>,
+    /// Open model: the send window, the initial pool and the limit on connects in progress
+    /// (engine tuning beside the shape; unused by the closed model).
+    pub pacing: OpenPacing,
     /// When the measured part ends.
     pub stop: Stop,
     /// Worker threads; `None`: one per core (never more than connections).
@@ -92,8 +94,8 @@ impl LoadSpec {
             url: url.to_string(),
             request: RequestSpec::default(),
             mix: Vec::new(),
-            load: Load::Closed,
-            connections,
+            load: LoadShape::Closed { connections },
+            pacing: OpenPacing::default(),
             stop: Stop::Duration(duration),
             threads: None,
             warmup: Duration::ZERO,
@@ -110,10 +112,9 @@ impl LoadSpec {
     /// `max_connections` connections.
     pub fn open(url: &str, rate: f64, duration: Duration, max_connections: u32) -> LoadSpec {
         LoadSpec {
-            load: Load::Open {
+            load: LoadShape::Open {
                 schedule: Schedule::constant(rate, duration),
                 max_connections,
-                pacing: OpenPacing::default(),
             },
             ..LoadSpec::closed(url, max_connections, duration)
         }
@@ -157,23 +158,6 @@ pub enum Body {
     File(PathBuf),
 }
 
-/// How load is offered.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Load {
-    /// Each connection sends its next request when the previous response arrived.
-    Closed,
-    /// Requests are sent on `schedule` (measured part; the warm-up runs at its first rate),
-    /// whether or not earlier ones returned, on up to `max_connections` connections.
-    Open {
-        /// When each request is due.
-        schedule: Schedule,
-        /// The most connections (= requests in flight) over all workers.
-        max_connections: u32,
-        /// The send window, the initial pool and the limit on connects in progress.
-        pacing: OpenPacing,
-    },
-}
-
 /// When a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -186,8 +170,10 @@ pub enum Stop {
 /// A validated, fully resolved run.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Closed or open model.
-    pub load: Load,
+    /// Closed or open model (never find-max: [`Plan::resolve`] refuses it).
+    pub load: LoadShape<Schedule>,
+    /// Open model: the send window, the initial pool and the limit on connects in progress.
+    pub pacing: OpenPacing,
     /// Where the load goes, resolved.
     pub target: Target,
     /// The request bytes, rendered once (with a mix: those of its first request).
@@ -241,14 +227,17 @@ impl Plan {
     /// Checks how the spec's values combine and resolves everything the run needs.
     pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
         let connections = match &spec.load {
-            Load::Closed => check_connections(spec.connections, spec.stop)?,
-            Load::Open {
-                max_connections,
-                pacing,
-                ..
+            LoadShape::Closed { connections } => check_connections(*connections, spec.stop)?,
+            LoadShape::Open {
+                max_connections, ..
             } => {
-                pacing.check(*max_connections)?;
+                spec.pacing.check(*max_connections)?;
                 check_open(*max_connections, spec.stop)?
+            }
+            LoadShape::FindMax { .. } => {
+                return Err(invalid(
+                    "a find-max load is a search of open loads, not one run: run it with find-max (the runner's find_max::search)",
+                ))
             }
         };
         let threads = resolve_threads(spec.threads, connections)?;
@@ -267,11 +256,12 @@ impl Plan {
         let request =
             RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
         let mix = mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?;
-        let open = matches!(spec.load, Load::Open { .. });
+        let open = matches!(spec.load, LoadShape::Open { .. });
         let http2 = transport::check_http2(t, open, spec.keepalive)?;
         Ok(Plan {
             http2,
             load: spec.load.clone(),
+            pacing: spec.pacing,
             request,
             mix,
             connections,
@@ -467,7 +457,7 @@ mod tests {
     #[test]
     fn defaults_are_ten_seconds_and_threads_capped_by_connections() {
         let p = Plan::resolve(&LoadSpec {
-            connections: 1,
+            load: LoadShape::Closed { connections: 1 },
             ..spec("http://127.0.0.1:8080/")
         })
         .unwrap();
@@ -496,7 +486,7 @@ mod tests {
     #[test]
     fn rejects_contradictions_with_the_fix() {
         let c0 = LoadSpec {
-            connections: 0,
+            load: LoadShape::Closed { connections: 0 },
             ..spec("http://127.0.0.1/")
         };
         assert!(err(c0).contains("-c 1 or more"));
@@ -505,6 +495,18 @@ mod tests {
             ..spec("http://127.0.0.1/")
         };
         assert!(err(n_below_c).contains("raise -n or lower -c"));
+    }
+
+    #[test]
+    fn a_find_max_shape_is_a_search_not_a_plan() {
+        let s = LoadSpec {
+            load: LoadShape::FindMax {
+                slo: parse_slo("p99<50ms").unwrap(),
+                max_connections: 10,
+            },
+            ..spec("http://127.0.0.1/")
+        };
+        assert!(err(s).contains("run it with find-max"));
     }
 
     #[test]

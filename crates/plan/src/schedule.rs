@@ -5,7 +5,9 @@
 //! number of workers. A shard's schedule ([`Schedule::shard`]) is the whole one striped: its
 //! request k is the whole schedule's request `k·N + I`, due when that one is.
 
-use crate::Shard;
+use crate::{PlanError, Shard};
+use loadbench_model::RateSegment;
+use loadbench_units as units;
 use std::time::Duration;
 
 /// One piece of a schedule: the rate goes linearly from `from` to `to` req/s over `duration`.
@@ -71,6 +73,19 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The whole load's segments as a saved result records them (ms; the shard's stripe is
+    /// recorded apart, in the result's `shards`).
+    pub fn rate_segments(&self) -> Vec<RateSegment> {
+        self.segments
+            .iter()
+            .map(|s| RateSegment {
+                duration_ms: s.duration.as_millis() as u64,
+                from_rate: s.from,
+                to_rate: s.to,
+            })
+            .collect()
+    }
+
     /// A constant rate for `duration`.
     pub fn constant(rate: f64, duration: Duration) -> Schedule {
         Schedule {
@@ -174,6 +189,31 @@ pub struct Cursor {
     count: f64,
 }
 
+/// Parses `--stages '10s@1000,30s@5000,10s@0'`: each stage holds its rate for its duration.
+pub fn parse_stages(text: &str) -> Result<Schedule, PlanError> {
+    let bad = |item: &str| {
+        crate::invalid(format!(
+            "'{item}' is not DURATION@RATE: write stages like '10s@1000,30s@5000,10s@0'"
+        ))
+    };
+    let mut segments = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (d, r) = item.split_once('@').ok_or_else(|| bad(item))?;
+        segments.push(Segment {
+            duration: units::duration(d).map_err(|_| bad(item))?,
+            from: units::rate(r).map_err(|_| bad(item))?,
+            to: units::rate(r).map_err(|_| bad(item))?,
+        });
+    }
+    if segments.is_empty() || segments.iter().all(|s| s.duration.is_zero()) {
+        return Err(bad(text));
+    }
+    Ok(Schedule {
+        segments,
+        shard: Shard::WHOLE,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,7 +266,7 @@ mod tests {
 
     #[test]
     fn ramp_from_zero_and_zero_rate_stages() {
-        let s = crate::parse_stages("2s@0, 1s@10").unwrap();
+        let s = parse_stages("2s@0, 1s@10").unwrap();
         assert_eq!(s.due(0), Some(2.0));
         assert_eq!(s.due(9), Some(2.9));
         assert_eq!(s.due(10), None);
@@ -247,5 +287,26 @@ mod tests {
         let s = Schedule::constant(10.0, secs(1.0)).with_lead(secs(0.5));
         assert_eq!(s.duration(), secs(1.5));
         assert_eq!(s.count_until(1.5), 15.0);
+    }
+
+    #[test]
+    fn stages_parse_with_clear_errors() {
+        let st = parse_stages("10s@1000,30s@5k,10s@0").unwrap();
+        assert_eq!(st.duration(), Duration::from_secs(50));
+        assert_eq!(st.rate_at(15.0), 5000.0);
+        assert!(parse_stages("10s")
+            .unwrap_err()
+            .to_string()
+            .contains("DURATION@RATE"));
+        assert!(parse_stages("").is_err());
+    }
+
+    #[test]
+    fn saved_segments_are_the_whole_schedules_in_ms() {
+        let st = parse_stages("1500ms@10,2s@20").unwrap();
+        let saved = st.rate_segments();
+        assert_eq!(saved.len(), 2);
+        assert_eq!((saved[0].duration_ms, saved[0].from_rate), (1500, 10.0));
+        assert_eq!((saved[1].duration_ms, saved[1].to_rate), (2000, 20.0));
     }
 }

@@ -9,7 +9,7 @@
 //! times), so N shards started together send exactly the requests one process would.
 //! Pure: no clock, no I/O; the CLI, the scenario harness and the xxl-job agent all call it.
 
-use crate::{Load, LoadSpec, Stop};
+use crate::{LoadShape, LoadSpec, Stop};
 use std::fmt;
 use std::str::FromStr;
 
@@ -165,14 +165,14 @@ impl LoadSpec {
             return Ok(self.clone());
         }
         let mut out = self.clone();
+        let pacing = &mut out.pacing;
         match &mut out.load {
-            Load::Closed => {
-                out.connections = shard.split("-c", "connection", self.connections.into())? as u32
+            LoadShape::Closed { connections } => {
+                *connections = shard.split("-c", "connection", (*connections).into())? as u32
             }
-            Load::Open {
+            LoadShape::Open {
                 schedule,
                 max_connections,
-                pacing,
             } => {
                 let cap = u64::from(*max_connections);
                 *max_connections = shard.split("--max-connections", "connection", cap)? as u32;
@@ -184,10 +184,15 @@ impl LoadSpec {
                 pacing.connect_limit = shard
                     .split("--connect-limit", "connect", limit)
                     .unwrap_or(1) as u32;
-                out.connections = *max_connections;
                 let due = scheduled_total(schedule, self.stop);
                 shard.split("the schedule's", "request", due)?;
                 schedule.shard = schedule.shard.within(shard);
+            }
+            LoadShape::FindMax {
+                max_connections, ..
+            } => {
+                let cap = u64::from(*max_connections);
+                *max_connections = shard.split("--max-connections", "connection", cap)? as u32;
             }
         }
         if let Stop::Requests(n) = self.stop {
@@ -262,6 +267,13 @@ mod tests {
         }
     }
 
+    fn connections(spec: &LoadSpec) -> u32 {
+        match spec.load {
+            LoadShape::Closed { connections } => connections,
+            _ => panic!("closed"),
+        }
+    }
+
     fn closed(c: u32, stop: Stop) -> LoadSpec {
         LoadSpec {
             stop,
@@ -275,7 +287,7 @@ mod tests {
         let parts: Vec<LoadSpec> = (0..3)
             .map(|i| spec.shard(Shard::new(i, 3).unwrap()).unwrap())
             .collect();
-        let conns: Vec<u32> = parts.iter().map(|p| p.connections).collect();
+        let conns: Vec<u32> = parts.iter().map(connections).collect();
         assert_eq!(conns, vec![4, 3, 3]);
         let reqs: Vec<Stop> = parts.iter().map(|p| p.stop).collect();
         assert_eq!(
@@ -288,8 +300,8 @@ mod tests {
         );
         let timed = closed(5, Stop::Duration(Duration::from_secs(7)));
         let one = timed.shard(Shard::new(4, 5).unwrap()).unwrap();
-        assert_eq!((one.connections, one.stop), (1, timed.stop));
-        assert_eq!(timed.shard(Shard::WHOLE).unwrap().connections, 5);
+        assert_eq!((connections(&one), one.stop), (1, timed.stop));
+        assert_eq!(connections(&timed.shard(Shard::WHOLE).unwrap()), 5);
     }
 
     #[test]
@@ -309,7 +321,7 @@ mod tests {
     }
 
     fn due_times(spec: &LoadSpec) -> Vec<f64> {
-        let Load::Open { schedule, .. } = &spec.load else {
+        let LoadShape::Open { schedule, .. } = &spec.load else {
             panic!("open")
         };
         (0..).map_while(|k| schedule.due(k)).collect()
@@ -333,10 +345,9 @@ mod tests {
             ..Schedule::default()
         };
         let spec = LoadSpec {
-            load: Load::Open {
+            load: LoadShape::Open {
                 schedule: ramp,
                 max_connections: 10,
-                pacing: crate::OpenPacing::default(),
             },
             ..LoadSpec::open("http://127.0.0.1:1/", 1.0, Duration::from_secs(3), 10)
         };
@@ -348,7 +359,7 @@ mod tests {
             merged.sort_by(f64::total_cmp);
             assert_eq!(merged, whole, "{n} shards");
         }
-        let Load::Open {
+        let LoadShape::Open {
             schedule,
             max_connections,
             ..

@@ -10,7 +10,7 @@ mod bench;
 
 use crate::markup::markdown::{self, Align};
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{LoadModel, RunResult, Welch};
+use loadbench_model::{LoadShape, RunResult, Welch};
 
 pub use bench::{BenchComparison, BenchRow};
 
@@ -363,14 +363,15 @@ fn aligned(rows: &[Vec<String>]) -> Vec<String> {
 fn describe(r: &RunResult) -> (String, String) {
     let c = &r.config;
     let load = match &c.load {
-        LoadModel::Closed => format!("closed model, {} connections", c.connections),
-        LoadModel::Open { schedule, .. } => {
+        LoadShape::Closed { .. } => format!("closed model, {} connections", c.connections),
+        LoadShape::Open { schedule, .. } => {
             let rates: Vec<String> = schedule
                 .iter()
                 .map(|s| units::rate_short(s.to_rate))
                 .collect();
             format!("open model, {} req/s", rates.join("→"))
         }
+        LoadShape::FindMax { slo, .. } => format!("find-max search, {}", slo.text),
     };
     let length = units::duration_us(r.stats.elapsed_us as f64);
     (

@@ -3,7 +3,7 @@
 //! clock, no randomness.
 
 use loadbench_model::{
-    ErrorKind, HostInfo, LoadModel, ResultKind, RunConfig, RunResult, SecondCounts, Series,
+    ErrorKind, HostInfo, LoadShape, ResultKind, RunConfig, RunResult, SecondCounts, Series,
     SeriesPoint, Stats, SCHEMA_VERSION,
 };
 use loadbench_model::{
@@ -70,7 +70,7 @@ fn config() -> RunConfig {
         http2_streams: None,
         pipeline: 1,
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
-        load: LoadModel::Closed,
+        load: LoadShape::Closed { connections: 50 },
     }
 }
 
@@ -222,11 +222,11 @@ pub(crate) fn find_max() -> FindMaxResult {
 
 use loadbench_model::resources::{Bottleneck, Mark, Sample, Samples, TargetSample, Window};
 use loadbench_model::{
-    AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, BenchTarget, ScenarioInfo,
+    AppliedLimits, BenchLoad, BenchResult, BenchRound, BenchTarget, ScenarioInfo,
 };
 
 const BENCH_TARGETS: [&str; 3] = ["direct", "nginx", "haproxy"];
-const BENCH_LEVELS: [f64; 2] = [50.0, 200.0];
+const BENCH_LEVELS: [u32; 2] = [50, 200];
 const STEP_MS: u64 = 12_000;
 const WINDOW_MS: u64 = 10_000;
 
@@ -341,12 +341,11 @@ fn bench_target(name: &str) -> BenchTarget {
 fn bench_load() -> BenchLoad {
     BenchLoad {
         name: "closed".into(),
-        model: BenchModel::Closed,
         targets: BENCH_TARGETS.map(String::from).to_vec(),
         together: false,
-        levels: BENCH_LEVELS.to_vec(),
-        slo: None,
-        max_connections: None,
+        levels: BENCH_LEVELS
+            .map(|connections| LoadShape::Closed { connections })
+            .to_vec(),
         duration_ms: WINDOW_MS,
         warmup_ms: 2_000,
         method: "GET".into(),
@@ -501,11 +500,14 @@ fn bench_rounds(samples: &Samples) -> Vec<BenchRound> {
 /// One round's run: `rps` over 10 s, latency about `connections / rps` with a tail.
 fn bench_run(name: &str, target: usize, level: usize, rps: f64) -> RunResult {
     let mut r = empty();
-    let connections = BENCH_LEVELS[level];
     let port = 18080 + target;
     r.config.url = format!("http://127.0.0.1:{port}/plaintext");
     r.config.address = format!("127.0.0.1:{port}");
-    r.config.connections = connections as u32;
+    r.config.connections = BENCH_LEVELS[level];
+    r.config.load = LoadShape::Closed {
+        connections: BENCH_LEVELS[level],
+    };
+    let connections = f64::from(BENCH_LEVELS[level]);
     r.config.threads = 1;
     let mean_ns = connections / rps * 1e9;
     let requests = (rps * 10.0).round() as u64;
@@ -568,7 +570,7 @@ pub(crate) fn bench_regressed() -> BenchResult {
     r
 }
 
-const SWEEP_LEVELS: [f64; 5] = [5.0, 10.0, 20.0, 40.0, 80.0];
+const SWEEP_LEVELS: [u32; 5] = [5, 10, 20, 40, 80];
 
 /// A concurrency sweep of the reference backend with 20 slots of 100 ms (`max_concurrency =
 /// 20`, `delay = "100ms"`), one round per level: 50, 100, then 200 req/s from c=20 on, each
@@ -584,7 +586,9 @@ pub(crate) fn bench_sweep() -> BenchResult {
     b.loads = vec![BenchLoad {
         name: "sweep".into(),
         targets: vec!["backend".into()],
-        levels: SWEEP_LEVELS.to_vec(),
+        levels: SWEEP_LEVELS
+            .map(|connections| LoadShape::Closed { connections })
+            .to_vec(),
         ..bench_load()
     }];
     b.rounds = (0..SWEEP_LEVELS.len()).map(sweep_round).collect();
@@ -617,12 +621,14 @@ fn sweep_round(level: usize) -> BenchRound {
     }
 }
 
-fn sweep_run(connections: f64) -> RunResult {
+fn sweep_run(level: u32) -> RunResult {
+    let connections = f64::from(level);
     let rps = connections.min(20.0) * 10.0;
     let requests = (rps * 10.0) as u64;
     let latency_ns = (connections / rps * 1e9) as u64;
     let mut r = empty();
-    r.config.connections = connections as u32;
+    r.config.connections = level;
+    r.config.load = LoadShape::Closed { connections: level };
     r.stats = Stats {
         elapsed_us: 10_000_000,
         requests,

@@ -9,7 +9,7 @@
 
 use loadbench_model::{
     BenchResult, ErrorKind, FailReason, FindMaxResult, FindMaxStep, Histo, HostInfo, Latency,
-    LoadModel, RateSegment, ResultKind, RunConfig, RunResult, SearchParams, SearchPhase,
+    LoadShape, RateSegment, ResultKind, RunConfig, RunResult, SearchParams, SearchPhase,
     SecondCounts, Series, SeriesPoint, Slo, SloCondition, SloOp, SloStat, SloValue, Stats,
     StopReason, Verdict, SCHEMA_VERSION,
 };
@@ -438,7 +438,7 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
         http2_streams: None,
         pipeline: 1,
         percentiles: vec![50.0, 90.0, 99.0, 99.9, 99.99],
-        load: LoadModel::Open {
+        load: LoadShape::Open {
             schedule: vec![RateSegment {
                 duration_ms: seconds * 1_000,
                 from_rate: rate,
@@ -778,7 +778,9 @@ fn the_why_section_reads_in_the_browser_at_laptop_and_phone_width() {
 /// them completed 80 requests each, 24 waited the whole run.
 fn starved_run() -> RunResult {
     let mut r = open_run();
-    r.config.load = LoadModel::Closed;
+    r.config.load = LoadShape::Closed {
+        connections: r.config.connections,
+    };
     r.config.connections = 32;
     let mut s = Stats {
         elapsed_us: 4_000_000,

@@ -5,10 +5,9 @@ use crate::host;
 use loadbench_engine::Outcome;
 use loadbench_model::diagnose::{diagnose, CpuView, Inputs};
 use loadbench_model::{
-    KernelEvidence, LoadModel, RateSegment, ResultKind, RunConfig, RunResult, TlsSettings,
-    SCHEMA_VERSION,
+    KernelEvidence, ResultKind, RunConfig, RunResult, TlsSettings, SCHEMA_VERSION,
 };
-use loadbench_plan::{Load, Plan, Stop};
+use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use std::net::IpAddr;
 
 /// The result of one run of `plan`.
@@ -68,7 +67,7 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         body_bytes: plan.request.body_len,
         connections: plan.connections,
         threads: plan.threads,
-        send_window_us: send_window_us(&plan.load),
+        send_window_us: send_window_us(plan),
         duration_ms,
         requests,
         warmup_ms: plan.warmup.as_millis() as u64,
@@ -82,7 +81,7 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         http2_streams: plan.http2,
         pipeline: plan.pipeline,
         percentiles: plan.percentiles.clone(),
-        load: load_model(&plan.load),
+        load: plan.load.map_schedule(Schedule::rate_segments),
     }
 }
 
@@ -122,32 +121,10 @@ fn address_ranges(addrs: &[IpAddr]) -> Vec<String> {
 }
 
 /// Open model: the send window the pacer used, µs; `None` for the closed model.
-fn send_window_us(load: &Load) -> Option<u64> {
-    match load {
-        Load::Closed => None,
-        Load::Open { pacing, .. } => Some(pacing.send_window.as_micros() as u64),
-    }
-}
-
-fn load_model(load: &Load) -> LoadModel {
-    match load {
-        Load::Closed => LoadModel::Closed,
-        Load::Open {
-            schedule,
-            max_connections,
-            ..
-        } => LoadModel::Open {
-            schedule: schedule
-                .segments
-                .iter()
-                .map(|s| RateSegment {
-                    duration_ms: s.duration.as_millis() as u64,
-                    from_rate: s.from,
-                    to_rate: s.to,
-                })
-                .collect(),
-            max_connections: *max_connections,
-        },
+fn send_window_us(plan: &Plan) -> Option<u64> {
+    match plan.load {
+        LoadShape::Open { .. } => Some(plan.pacing.send_window.as_micros() as u64),
+        LoadShape::Closed { .. } | LoadShape::FindMax { .. } => None,
     }
 }
 

@@ -113,26 +113,17 @@ fn mistakes_are_refused_before_any_request() {
 fn open_model_shards_send_the_whole_schedule_between_them() {
     let server = Server::start(ServerConfig::ephemeral()).expect("backend starts");
     let url = format!("http://{}/", server.local_addr());
-    let flags = loadbench_plan::OpenFlags {
-        rate: Some((300.0, None)),
-        ramp: None,
-        stages: None,
-        duration: None,
-        requests: Some(150),
-        max_connections: 6,
-    };
-    let (load, stop) = loadbench_plan::open_load(&flags).unwrap().unwrap();
+    // `--rate 300 -n 150 --max-connections 6`: 150 requests due over half a second.
     let spec = LoadSpec {
-        load,
-        stop,
+        stop: loadbench_plan::Stop::Requests(150),
         threads: Some(1),
-        ..LoadSpec::closed(&url, 6, Duration::from_secs(10))
+        ..LoadSpec::open(&url, 300.0, Duration::from_millis(500), 6)
     };
     let at = SystemTime::now() + Duration::from_millis(500);
     let results = three_shards_at(&spec, at);
     for r in &results {
         assert_eq!(r.config.requests, Some(50));
-        let loadbench_model::LoadModel::Open {
+        let loadbench_model::LoadShape::Open {
             schedule,
             max_connections,
         } = &r.config.load

@@ -1,7 +1,7 @@
 //! One `[[load]]` table: read as written ([`LoadFile`]: the shared keys and every model's keys,
 //! each value parsed by serde so that a bad one is reported with its line), then typed into a
-//! [`LoadSpec`] whose [`LoadModel`] holds exactly its model's settings, every value checked
-//! against what a run can do. So nothing a file can say fails later, after targets started, with
+//! [`ScenarioLoad`] whose levels are [`LoadShape`]s holding exactly its model's settings, every
+//! value checked against what a run can do. So nothing a file can say fails later, after targets started, with
 //! a message about command-line flags: errors name the key (`load[2].rate`) and the fix.
 //!
 //! Why not serde's internally tagged enum on `model`: serde buffers such a table before it picks
@@ -9,8 +9,9 @@
 //! never `load[2].slo` or its line.
 
 use super::model::{no_pipelining, ten_seconds, yes};
-use super::{de, LoadModel, LoadSpec, MixRequest, RequestSpec, ScenarioError};
+use super::{de, MixRequest, RequestSpec, ScenarioError, ScenarioLoad};
 use loadbench_model::Slo;
+use loadbench_plan::{LoadShape, Schedule};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::Path;
@@ -117,14 +118,14 @@ impl LoadFile {
         key: &str,
         names: &HashSet<String>,
         file: &Path,
-    ) -> Result<LoadSpec, ScenarioError> {
-        let model = self.check(names).map_err(|b| b.at(key, file))?;
+    ) -> Result<ScenarioLoad, ScenarioError> {
+        let levels = self.check(names).map_err(|b| b.at(key, file))?;
         let pacing = self.pacing();
-        let http2 = self.check_http2(&model).map_err(|b| b.at(key, file))?;
+        let http2 = self.check_http2().map_err(|b| b.at(key, file))?;
         let client = self.client_cert().map_err(|b| b.at(key, file))?;
-        Ok(LoadSpec {
+        Ok(ScenarioLoad {
             name: self.name,
-            model,
+            levels,
             targets: self.targets,
             together: self.together,
             duration: self.duration,
@@ -155,15 +156,16 @@ impl LoadFile {
         }
     }
 
-    /// Every value of this load, checked; the typed model.
-    fn check(&self, names: &HashSet<String>) -> Result<LoadModel, Bad> {
+    /// Every value of this load, checked; its typed levels.
+    fn check(&self, names: &HashSet<String>) -> Result<Vec<LoadShape<Schedule>>, Bad> {
         check_targets(&self.targets, names)?;
-        let model = self.model()?;
-        let at_once = match (&model, self.together) {
-            (LoadModel::FindMax { .. }, _) | (_, false) => 1,
+        let levels = self.levels()?;
+        let at_once = match (self.model, self.together) {
+            (ModelName::FindMax, _) | (_, false) => 1,
             (_, true) => self.targets.len() as u64,
         };
-        check_levels(&model, at_once, open_files_limit())?;
+        let cap_given = self.max_connections.is_some();
+        check_levels(&levels, cap_given, at_once, open_files_limit())?;
         if self.duration.is_zero() {
             return Err(bad(
                 "duration",
@@ -175,19 +177,18 @@ impl LoadFile {
         check_step("warmup", self.warmup)?;
         self.check_mix()?;
         self.check_pipeline()?;
-        self.check_pacing(&model)?;
-        Ok(model)
+        self.check_pacing()?;
+        Ok(levels)
     }
 
     /// `send_window` and `connect_limit`: on an open or find-max load, in range (as
     /// `--send-window` and `--connect-limit`).
-    fn check_pacing(&self, model: &LoadModel) -> Result<(), Bad> {
+    fn check_pacing(&self) -> Result<(), Bad> {
         let given = [
             ("send_window", self.send_window.is_some()),
             ("connect_limit", self.connect_limit.is_some()),
         ];
-        if let (LoadModel::Closed { .. }, Some(&(key, _))) = (model, given.iter().find(|(_, g)| *g))
-        {
+        if let (ModelName::Closed, Some(&(key, _))) = (self.model, given.iter().find(|(_, g)| *g)) {
             return Err(bad(
                 key,
                 "only for open and find-max loads",
@@ -235,7 +236,7 @@ impl LoadFile {
     /// `http2` and `streams`, as `--http2` and `--streams`: the streams per connection, or
     /// `None` for HTTP/1.1. Not with `pipeline`; one request per connection with
     /// `keepalive = false`, in closed loads only.
-    fn check_http2(&self, model: &LoadModel) -> Result<Option<u32>, Bad> {
+    fn check_http2(&self) -> Result<Option<u32>, Bad> {
         if !self.http2 {
             return match self.streams {
                 Some(_) => Err(bad(
@@ -253,7 +254,7 @@ impl LoadFile {
                 format!("give 1 to {max} requests per connection (servers allow 100 to 1000)");
             return Err(bad("streams", format!("{streams} is out of range"), fix));
         }
-        if !self.keepalive && !matches!(model, LoadModel::Closed { .. }) {
+        if !self.keepalive && self.model != ModelName::Closed {
             return Err(bad(
                 "http2",
                 "with keepalive = false works in closed loads only for now",
@@ -332,10 +333,14 @@ impl LoadFile {
         }
     }
 
-    /// The typed model: its own settings present (levels not empty), no other model's.
-    fn model(&self) -> Result<LoadModel, Bad> {
+    /// The typed levels: the model's own settings present (levels not empty), no other
+    /// model's; an open level lasts `duration`, a cap defaults to the plan's.
+    fn levels(&self) -> Result<Vec<LoadShape<Schedule>>, Bad> {
+        let cap = self
+            .max_connections
+            .unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
         let (rate, slo) = (self.rate.clone(), self.slo.clone());
-        let model = match (self.model, self.connections.clone(), rate, slo) {
+        let levels = match (self.model, self.connections.clone(), rate, slo) {
             (ModelName::Closed, Some(connections), None, None) if !connections.is_empty() => {
                 if self.max_connections.is_some() {
                     return Err(bad(
@@ -344,19 +349,25 @@ impl LoadFile {
                         "closed loads set their connections with connections = [...]",
                     ));
                 }
-                LoadModel::Closed { connections }
+                connections
+                    .into_iter()
+                    .map(|connections| LoadShape::Closed { connections })
+                    .collect()
             }
-            (ModelName::Open, None, Some(rate), None) if !rate.is_empty() => LoadModel::Open {
-                rate,
-                max_connections: self.max_connections,
-            },
-            (ModelName::FindMax, None, None, Some(slo)) => LoadModel::FindMax {
+            (ModelName::Open, None, Some(rate), None) if !rate.is_empty() => rate
+                .into_iter()
+                .map(|r| LoadShape::Open {
+                    schedule: Schedule::constant(r, self.duration),
+                    max_connections: cap,
+                })
+                .collect(),
+            (ModelName::FindMax, None, None, Some(slo)) => vec![LoadShape::FindMax {
                 slo,
-                max_connections: self.max_connections,
-            },
+                max_connections: cap,
+            }],
             (m, ..) => return Err(mismatch(m)),
         };
-        Ok(model)
+        Ok(levels)
     }
 }
 
@@ -388,35 +399,44 @@ fn check_targets(targets: &[String], names: &HashSet<String>) -> Result<(), Bad>
     Ok(())
 }
 
-/// Every level of `model` is one a run can apply, in a process that may hold `open_files` files.
-/// Closed loads open all their connections: `at_once` targets loaded together need them all.
-/// `max_connections` only caps an open load, so each engine checks it alone, as the engine does.
-fn check_levels(model: &LoadModel, at_once: u64, open_files: u64) -> Result<(), Bad> {
-    let max_connections = match model {
-        LoadModel::Closed { connections } => {
-            for &c in connections {
-                check_connections("connections", c, at_once, open_files)?;
+/// Every level is one a run can apply, in a process that may hold `open_files` files. Closed
+/// loads open all their connections: `at_once` targets loaded together need them all.
+/// `max_connections` only caps an open load, so each engine checks it alone, as the engine does;
+/// when the file did not set it (`cap_given`), the message says the default was too many.
+fn check_levels(
+    levels: &[LoadShape<Schedule>],
+    cap_given: bool,
+    at_once: u64,
+    open_files: u64,
+) -> Result<(), Bad> {
+    let mut cap = None;
+    for level in levels {
+        match level {
+            LoadShape::Closed { connections } => {
+                check_connections("connections", *connections, at_once, open_files)?
             }
-            return Ok(());
-        }
-        LoadModel::Open {
-            rate,
-            max_connections,
-        } => {
-            if let Some(r) = rate.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-                let fix = "give requests per second above zero, e.g. rate = [1000, 5000]";
-                return Err(bad("rate", format!("{r} is not a rate above zero"), fix));
+            LoadShape::Open {
+                schedule,
+                max_connections,
+            } => {
+                let r = schedule.rate_at(0.0);
+                if !(r.is_finite() && r > 0.0) {
+                    let fix = "give requests per second above zero, e.g. rate = [1000, 5000]";
+                    return Err(bad("rate", format!("{r} is not a rate above zero"), fix));
+                }
+                cap = Some(*max_connections);
             }
-            max_connections
+            LoadShape::FindMax {
+                max_connections, ..
+            } => cap = Some(*max_connections),
         }
-        LoadModel::FindMax {
-            max_connections, ..
-        } => max_connections,
+    }
+    let Some(n) = cap else {
+        return Ok(());
     };
-    let n = max_connections.unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
-    check_connections("max_connections", n, 1, open_files).map_err(|b| match max_connections {
-        Some(_) => b,
-        None => Bad {
+    check_connections("max_connections", n, 1, open_files).map_err(|b| match cap_given {
+        true => b,
+        false => Bad {
             problem: format!("not set, and its default of {}", b.problem),
             ..b
         },
@@ -496,11 +516,9 @@ mod tests {
 
     #[test]
     fn connections_must_fit_the_open_files_of_the_process() {
-        let closed = |c: u32| LoadModel::Closed {
-            connections: vec![10, c],
-        };
-        assert_eq!(check_levels(&closed(960), 1, 1024), Ok(()));
-        let e = check_levels(&closed(961), 1, 1024).unwrap_err();
+        let closed = |c: u32| [10, c].map(|connections| LoadShape::Closed { connections });
+        assert_eq!(check_levels(&closed(960), false, 1, 1024), Ok(()));
+        let e = check_levels(&closed(961), false, 1, 1024).unwrap_err();
         assert_eq!(e.key, "connections");
         assert!(
             e.problem.contains("1025 open files") && e.problem.contains("1024"),
@@ -508,17 +526,17 @@ mod tests {
         );
         assert!(e.fix.contains("at most 960"), "{e:?}");
         // Targets loaded together share the process's files.
-        assert_eq!(check_levels(&closed(480), 2, 1024), Ok(()));
-        let e = check_levels(&closed(481), 2, 1024).unwrap_err();
+        assert_eq!(check_levels(&closed(480), false, 2, 1024), Ok(()));
+        let e = check_levels(&closed(481), false, 2, 1024).unwrap_err();
         assert!(e.problem.contains("each of 2 targets"), "{e:?}");
     }
 
     #[test]
     fn a_million_connections_name_the_ports_and_the_open_files_limit() {
-        let closed = LoadModel::Closed {
-            connections: vec![1_000_000],
-        };
-        let e = check_levels(&closed, 1, 20_000).unwrap_err();
+        let closed = [LoadShape::Closed {
+            connections: 1_000_000,
+        }];
+        let e = check_levels(&closed, false, 1, 20_000).unwrap_err();
         assert_eq!(e.key, "connections");
         for words in ["65535", "1000064 open files", "hard limit of 20000"] {
             assert!(e.problem.contains(words), "{words}: {e:?}");
@@ -528,28 +546,35 @@ mod tests {
             "{e:?}"
         );
         // Under a generous limit only the ports bind.
-        let e = check_levels(&closed, 1, 2_000_000).unwrap_err();
+        let e = check_levels(&closed, false, 1, 2_000_000).unwrap_err();
         assert!(!e.problem.contains("open files"), "{e:?}");
         assert_eq!(e.fix, "use at most 65535");
     }
 
     #[test]
     fn open_loads_check_max_connections_or_its_default() {
-        let open = |m: Option<u32>| LoadModel::Open {
-            rate: vec![100.0],
-            max_connections: m,
+        let open = |m: Option<u32>| {
+            let max_connections = m.unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
+            let schedule = Schedule::constant(100.0, Duration::from_secs(1));
+            let level = LoadShape::Open {
+                schedule,
+                max_connections,
+            };
+            ([level], m.is_some())
         };
-        assert_eq!(check_levels(&open(Some(1000)), 1, 2048), Ok(()));
-        let e = check_levels(&open(None), 1, 2048).unwrap_err();
+        let check = |(levels, given): ([LoadShape<Schedule>; 1], bool), at_once, files| {
+            check_levels(&levels, given, at_once, files)
+        };
+        assert_eq!(check(open(Some(1000)), 1, 2048), Ok(()));
+        let e = check(open(None), 1, 2048).unwrap_err();
         assert_eq!(e.key, "max_connections");
         assert!(
             e.problem.starts_with("not set, and its default of 10000"),
             "{e:?}"
         );
         // A cap, not a demand: targets loaded together are checked one by one, like the engine.
-        let open_2000 = open(Some(2000));
-        assert_eq!(check_levels(&open_2000, 2, 4000), Ok(()));
-        let e = check_levels(&open(Some(2000)), 1, 2000).unwrap_err();
+        assert_eq!(check(open(Some(2000)), 2, 4000), Ok(()));
+        let e = check(open(Some(2000)), 1, 2000).unwrap_err();
         assert!(e.problem.starts_with("2000 connections need 2064"), "{e:?}");
     }
 }

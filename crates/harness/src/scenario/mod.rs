@@ -17,6 +17,7 @@ mod error;
 mod load;
 mod model;
 mod ports;
+mod spec;
 mod template;
 mod validate;
 
@@ -24,8 +25,8 @@ pub use de::{parse_duration, parse_size};
 pub use error::ScenarioError;
 pub use load::{MAX_CONNECTIONS, MAX_STEP};
 pub use model::{
-    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadModel, LoadSpec, LoadTls, MixRequest, PortSpec,
-    ReadySpec, RequestSpec, TargetKind, TargetSpec, UpstreamSpec,
+    ConfigFile, CpuSet, GeneratorSpec, Limits, LoadTls, MixRequest, PortSpec, ReadySpec,
+    RequestSpec, ScenarioLoad, TargetKind, TargetSpec, UpstreamSpec,
 };
 pub use ports::allocate_ports;
 pub use template::{placeholders_in, render_template, TemplateError, PLACEHOLDERS, PORT_OF};
@@ -52,7 +53,7 @@ pub struct Scenario {
     /// The processes under test (`[[target]]`).
     pub targets: Vec<TargetSpec>,
     /// The loads to run (`[[load]]`), in order.
-    pub loads: Vec<LoadSpec>,
+    pub loads: Vec<ScenarioLoad>,
     /// The folder of the scenario file, absolute: `{scenario_dir}`, and where targets run.
     pub dir: PathBuf,
 }

@@ -1,10 +1,11 @@
 //! The scenario's types: targets, their limits and readiness, the built-in backend's settings and
-//! requests as serde reads them, and the typed loads ([`LoadSpec`], [`LoadModel`]) that `load.rs`
-//! makes from each `[[load]]` as written. Checks that span several values live in `validate.rs`
+//! requests as serde reads them, and the typed loads ([`ScenarioLoad`], each level a
+//! [`LoadShape`]) that `load.rs` makes from each `[[load]]` as written. Checks that span several values live in `validate.rs`
 //! and `load.rs`; custom value parsers (durations, sizes, signals, CPU lists, ports, SLOs,
 //! levels) in `de.rs`.
 
 use super::de;
+use loadbench_plan::{LoadShape, Schedule};
 use loadbench_upstream::ServeSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -169,38 +170,16 @@ pub struct UpstreamSpec {
     pub serve: ServeSettings,
 }
 
-/// How load is applied, with exactly the settings of that model, every value checked when the
-/// file loads (`load.rs`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoadModel {
-    /// Fixed connections, one request in flight on each.
-    Closed {
-        /// Connection counts, one step each.
-        connections: Vec<u32>,
-    },
-    /// A fixed arrival rate.
-    Open {
-        /// Requests per second, one step each.
-        rate: Vec<f64>,
-        /// The most connections (requests in flight) the generator opens; `None`: the default.
-        max_connections: Option<u32>,
-    },
-    /// The highest rate that holds the objective.
-    FindMax {
-        /// The objective, e.g. `p99<50ms`, parsed when the file loads.
-        slo: loadbench_model::Slo,
-        /// The most connections (requests in flight) the generator opens; `None`: the default.
-        max_connections: Option<u32>,
-    },
-}
-
 /// One row of the matrix: a model with its levels, against some targets.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LoadSpec {
+pub struct ScenarioLoad {
     /// Label in reports; default `<model>-<n>`.
     pub name: Option<String>,
-    /// How load is applied, with its levels.
-    pub model: LoadModel,
+    /// Its levels, one step each, every one the whole shape of that step (all of one model):
+    /// closed with its connections, open at a constant rate for `duration` with its cap, or
+    /// the one find-max search with its SLO and cap (caps default to
+    /// [`loadbench_plan::DEFAULT_MAX_CONNECTIONS`]). Every value checked when the file loads.
+    pub levels: Vec<LoadShape<Schedule>>,
     /// Targets loaded one after another (or all at once with `together = true`).
     pub targets: Vec<String>,
     /// Load all targets at the same time in one step.

@@ -1,4 +1,13 @@
 use super::*;
+use loadbench_plan::{LoadShape, Schedule};
+
+/// A closed load's levels.
+fn closed(connections: &[u32]) -> Vec<LoadShape<Schedule>> {
+    connections
+        .iter()
+        .map(|&connections| LoadShape::Closed { connections })
+        .collect()
+}
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -59,12 +68,7 @@ fn parses_reverse_proxy_comparison() {
     assert_eq!(s.targets[2].stop_signal, libc::SIGTERM);
     assert_eq!(s.targets[2].ready, ReadySpec::default());
     let load = &s.loads[0];
-    assert_eq!(
-        load.model,
-        LoadModel::Closed {
-            connections: vec![5, 10, 15, 20]
-        }
-    );
+    assert_eq!(load.levels, closed(&[5, 10, 15, 20]));
     assert_eq!(load.targets, ["nginx", "haproxy", "backend"]);
     assert_eq!(
         (load.duration, load.warmup),
@@ -250,11 +254,11 @@ fn max_connections_is_for_open_loads_only() {
     let open = MINI.replace("connections = [1]", "rate = [100]\nmax_connections = 1500");
     let s = parse(&open.replace("\"closed\"", "\"open\"")).unwrap();
     assert!(matches!(
-        s.loads[0].model,
-        LoadModel::Open {
-            max_connections: Some(1500),
+        s.loads[0].levels[..],
+        [LoadShape::Open {
+            max_connections: 1500,
             ..
-        }
+        }]
     ));
 }
 
@@ -415,13 +419,12 @@ fn one_level_needs_no_list() {
         "model = \"open\"\nrate = 100",
     ]))
     .unwrap();
-    let connections = vec![10];
-    assert_eq!(s.loads[0].model, LoadModel::Closed { connections });
-    let open = LoadModel::Open {
-        rate: vec![100.0],
-        max_connections: None,
+    assert_eq!(s.loads[0].levels, closed(&[10]));
+    let open = LoadShape::Open {
+        schedule: Schedule::constant(100.0, Duration::from_secs(10)),
+        max_connections: loadbench_plan::DEFAULT_MAX_CONNECTIONS,
     };
-    assert_eq!(s.loads[1].model, open);
+    assert_eq!(s.loads[1].levels, [open]);
 }
 
 #[test]

@@ -30,12 +30,14 @@ fn pool_sweep(levels: &[f64], workers: f64, service_us: f64) -> Vec<LevelPoint> 
 fn closed_load(levels: &[f64]) -> BenchLoad {
     BenchLoad {
         name: "sweep".into(),
-        model: BenchModel::Closed,
         targets: vec!["backend".into()],
         together: false,
-        levels: levels.to_vec(),
-        slo: None,
-        max_connections: None,
+        levels: levels
+            .iter()
+            .map(|&c| LoadShape::Closed {
+                connections: c as u32,
+            })
+            .collect(),
         duration_ms: 1_000,
         warmup_ms: 0,
         method: "GET".into(),
@@ -252,13 +254,17 @@ fn three_levels_give_a_knee_but_no_fit_and_say_why() {
 
 #[test]
 fn an_open_sweep_has_a_knee_but_no_fit_and_no_pool() {
-    let mut load = closed_load(&[50.0, 100.0, 250.0, 400.0, 600.0]);
-    load.model = BenchModel::Open;
+    let mut load = closed_load(&[]);
+    load.levels = [50.0, 100.0, 250.0, 400.0, 600.0]
+        .iter()
+        .map(|&rate| LoadShape::constant(rate, 1_000, 100))
+        .collect();
     let points: Vec<LevelPoint> = load
         .levels
         .iter()
         .enumerate()
-        .map(|(i, &rate)| {
+        .map(|(i, level)| {
+            let rate = level.amount().unwrap();
             let x = rate.min(250.0);
             let service = if rate <= 250.0 { 20_000.0 } else { 200_000.0 };
             let l = Little {
@@ -270,7 +276,7 @@ fn an_open_sweep_has_a_knee_but_no_fit_and_no_pool() {
         })
         .collect();
     let a = sweep(0, &load, "backend", points);
-    assert_eq!(level_label(a.model, a.knee.unwrap().value), "250/s");
+    assert_eq!(level_label(a.closed, a.knee.unwrap().value), "250/s");
     assert_eq!((a.pool, a.usl), (None, None));
     assert_eq!(a.usl_note.as_deref(), Some(OPEN_NO_FIT));
     let kinds: Vec<FindingKind> = a.findings.iter().map(|f| f.kind).collect();

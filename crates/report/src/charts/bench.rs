@@ -128,7 +128,7 @@ fn scalability(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
         let measured: Vec<(f64, f64)> = a
             .levels
             .iter()
-            .map(|p| (queueing::usl_concurrency(a.model, p), p.requests_per_sec))
+            .map(|p| (queueing::usl_concurrency(a.closed, p), p.requests_per_sec))
             .collect();
         let top = measured.iter().map(|p| p.0).fold(0.0, f64::max) * 1.2;
         if let Some(fit) = &a.usl {

@@ -5,7 +5,7 @@
 
 use super::axis::{Axis, Scale, Unit, MAX_NINES};
 use super::{solid, Extras, Line, Plot, Style, BLUE, GREEN, GREY, ORANGE, RED};
-use loadbench_model::{Histo, LoadModel, RunResult, SeriesPoint};
+use loadbench_model::{Histo, LoadShape, RunResult, SeriesPoint};
 
 /// Points sampled along the spectrum.
 const SPECTRUM_SAMPLES: u32 = 250;
@@ -15,7 +15,7 @@ pub(crate) fn plots(r: &RunResult) -> Vec<Plot> {
 }
 
 fn is_open(r: &RunResult) -> bool {
-    matches!(r.config.load, LoadModel::Open { .. })
+    matches!(r.config.load, LoadShape::Open { .. })
 }
 
 fn spectrum(r: &RunResult) -> Plot {

@@ -7,7 +7,7 @@
 use loadbench_model::bench_stats::{no_interval, t_critical_95};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::resources::Bottleneck;
-use loadbench_model::{BenchCell, BenchLoad, BenchModel, BenchResult, CellPercentile, Starvation};
+use loadbench_model::{BenchCell, BenchLoad, BenchResult, CellPercentile, LoadShape, Starvation};
 use std::borrow::Cow;
 
 /// The percentiles shown per cell, a subset of the model's `CELL_PERCENTILES`.
@@ -289,10 +289,10 @@ fn relative(r: &BenchResult, c: &BenchCell) -> String {
 
 /// `closed model, GET /plaintext, 10s per round after 2s warm-up, levels c=50, c=200`.
 pub(crate) fn load_line(load: &BenchLoad) -> String {
-    let model = match load.model {
-        BenchModel::Closed => "closed model",
-        BenchModel::Open => "open model",
-        BenchModel::FindMax => "find-max search",
+    let model = match load.levels.first() {
+        Some(LoadShape::Open { .. }) => "open model",
+        Some(LoadShape::FindMax { .. }) => "find-max search",
+        Some(LoadShape::Closed { .. }) | None => "closed model",
     };
     let levels: Vec<String> = (0..load.levels.len())
         .map(|l| load.level_label(l))
@@ -305,8 +305,8 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
         units::after_warmup(load.warmup_ms),
         levels.join(", ")
     );
-    if let Some(slo) = &load.slo {
-        line += &format!(", SLO {slo}");
+    if let Some(slo) = load.slo() {
+        line += &format!(", SLO {}", slo.text);
     }
     if load.together {
         line += ", all targets loaded together";

@@ -21,7 +21,7 @@ use loadbench_model::{
     FindMaxResult, FindMaxStep, ResultKind, SearchParams, SearchPhase, Slo, SloStat, StopReason,
     Verdict, SCHEMA_VERSION,
 };
-use loadbench_plan::{Load, LoadSpec, Plan, Schedule, Stop};
+use loadbench_plan::{LoadShape, LoadSpec, Plan, Schedule, Stop};
 use recovery::Prober;
 use search::Search;
 use std::path::PathBuf;
@@ -83,11 +83,11 @@ impl FindMaxSpec {
     /// The load of one step at `rate`.
     fn step_spec(&self, rate: f64) -> LoadSpec {
         LoadSpec {
-            load: Load::Open {
+            load: LoadShape::Open {
                 schedule: Schedule::constant(rate, self.step_duration),
                 max_connections: self.max_connections,
-                pacing: self.pacing,
             },
+            pacing: self.pacing,
             stop: Stop::Duration(self.step_duration),
             ..self.base.clone()
         }

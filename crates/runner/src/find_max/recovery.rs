@@ -10,7 +10,7 @@
 
 use loadbench_engine::Engine;
 use loadbench_model::Recovery;
-use loadbench_plan::{Load, LoadSpec, Plan, PlanError, Stop};
+use loadbench_plan::{LoadShape, LoadSpec, Plan, PlanError, Stop};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,8 +31,7 @@ impl Prober {
     /// A prober for the request of `base`: one connection, one request per probe.
     pub(crate) fn new(base: &LoadSpec) -> Result<Prober, PlanError> {
         let spec = LoadSpec {
-            load: Load::Closed,
-            connections: 1,
+            load: LoadShape::Closed { connections: 1 },
             threads: Some(1),
             stop: Stop::Requests(1),
             warmup: Duration::ZERO,

@@ -82,9 +82,9 @@ fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
     vec![
         round.step.to_string(),
         opt(load.map(|l| l.name.clone())),
-        opt(load.map(|l| json_name(l.model))),
+        opt(load.map(|l| l.model_name())),
         opt(load.map(|l| l.level_label(round.level as usize))),
-        opt(load.and_then(|l| l.levels.get(round.level as usize))),
+        opt(load.and_then(|l| l.levels.get(round.level as usize)?.amount())),
         round.target.clone(),
         round.combined.to_string(),
         round.round.to_string(),

@@ -5,7 +5,7 @@
 use crate::markup::csv::{col, endpoint_columns, error_slug, latency_columns, quote};
 use crate::options::{RenderOptions, Renderer};
 use crate::view::endpoints;
-use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult};
+use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult};
 use std::io::Write;
 
 /// Header + one row, RFC 4180 quoting, `\n` line ends.
@@ -76,10 +76,11 @@ fn run_columns(r: &RunResult) -> Vec<(String, String)> {
     ]
 }
 
-fn model_name(model: &LoadModel) -> &'static str {
+fn model_name(model: &LoadShape) -> &'static str {
     match model {
-        LoadModel::Closed => "closed",
-        LoadModel::Open { .. } => "open",
+        LoadShape::Closed { .. } => "closed",
+        LoadShape::Open { .. } => "open",
+        LoadShape::FindMax { .. } => "find_max",
     }
 }
 

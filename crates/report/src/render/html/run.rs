@@ -13,7 +13,7 @@ use crate::options::{RenderOptions, Renderer};
 use crate::view::run::request_phases;
 use crate::words::{host_facts, pacing_text, schedule_text};
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Stats, Summary};
+use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -64,7 +64,7 @@ pub(crate) fn run_page(r: &RunResult, opts: &RenderOptions, charts: &[Chart]) ->
 }
 
 fn is_open(r: &RunResult) -> bool {
-    matches!(r.config.load, LoadModel::Open { .. })
+    matches!(r.config.load, LoadShape::Open { .. })
 }
 
 /// `GET http://…`.
@@ -106,10 +106,11 @@ fn header(r: &RunResult) -> String {
     )
 }
 
-fn model_name(load: &LoadModel) -> String {
+fn model_name(load: &LoadShape) -> String {
     match load {
-        LoadModel::Closed => "closed model".to_string(),
-        LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::Closed { .. } => "closed model".to_string(),
+        LoadShape::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::FindMax { slo, .. } => format!("find-max search, {}", slo.text),
     }
 }
 
@@ -211,10 +212,10 @@ fn generator_alert(s: &Stats, sum: &Summary) -> Option<Alert> {
     ))
 }
 
-fn model_note(load: &LoadModel) -> &'static str {
+fn model_note(load: &LoadShape) -> &'static str {
     match load {
-        LoadModel::Closed => "Closed model: each connection waits for its response before sending the next, so stalls are understated (coordinated omission); --rate runs the open model.",
-        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
+        LoadShape::Closed { .. } => "Closed model: each connection waits for its response before sending the next, so stalls are understated (coordinated omission); --rate runs the open model.",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
     }
 }
 
@@ -510,7 +511,7 @@ pub(crate) mod tests {
     /// The busy fixture as an open-model run: a target per second, service time, late sends.
     fn open_run() -> RunResult {
         let mut r = fixtures::busy();
-        r.config.load = LoadModel::Open {
+        r.config.load = LoadShape::Open {
             schedule: vec![RateSegment {
                 duration_ms: 10_000,
                 from_rate: 4_000.0,

@@ -9,7 +9,7 @@ use crate::options::{RenderOptions, Renderer};
 use crate::view::run::request_phases;
 use crate::words::{counted as plural, document_length, pacing_text, schedule_text};
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{Histo, LoadModel, RunResult, Starvation, Stats, Summary};
+use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
 use std::io::Write;
 
 /// The percentiles of the summary table; the full table follows `--percentiles`.
@@ -110,10 +110,10 @@ fn errors_cell(errors: u64, attempts: u64) -> String {
     format!("{errors} ({share})")
 }
 
-fn model_note(load: &LoadModel) -> &'static str {
+fn model_note(load: &LoadShape) -> &'static str {
     match load {
-        LoadModel::Closed => "Closed model: each connection waits for its response, so latency under overload is understated (coordinated omission).",
-        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission).",
+        LoadShape::Closed { .. } => "Closed model: each connection waits for its response, so latency under overload is understated (coordinated omission).",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission).",
     }
 }
 
@@ -209,7 +209,7 @@ fn connection_reuse(r: &RunResult) -> String {
         s.keepalive_requests,
         document_length(&s.body)
     );
-    if let (LoadModel::Closed, Some(us)) =
+    if let (LoadShape::Closed { .. }, Some(us)) =
         (&r.config.load, s.time_per_request_us(r.config.connections))
     {
         line += &format!(
@@ -305,11 +305,11 @@ fn load_text(r: &RunResult) -> String {
         keepalive += &format!(", {p}");
     }
     match &c.load {
-        LoadModel::Closed => format!(
+        LoadShape::Closed { .. } => format!(
             "closed model, {}, {threads}, {keepalive}",
             plural(u64::from(c.connections), "connection")
         ),
-        LoadModel::Open {
+        LoadShape::Open {
             schedule,
             max_connections,
             ..
@@ -322,6 +322,9 @@ fn load_text(r: &RunResult) -> String {
                 text += &format!(", {pacing}");
             }
             text
+        }
+        LoadShape::FindMax { slo, .. } => {
+            format!("find-max search, {}, {threads}, {keepalive}", slo.text)
         }
     }
 }
@@ -395,7 +398,7 @@ mod tests {
     /// The busy run as an open-model run at 3,500 req/s for 10 s that sent `sent`.
     fn open_run(sent: u64) -> RunResult {
         let mut r = fixtures::busy();
-        r.config.load = LoadModel::Open {
+        r.config.load = LoadShape::Open {
             schedule: vec![loadbench_model::RateSegment {
                 duration_ms: 10_000,
                 from_rate: 3_500.0,

@@ -9,7 +9,7 @@ use crate::view::distribution::{self, Bar};
 use crate::view::run::request_phases;
 use crate::words::{document_length, pacing_text, plural, schedule_text};
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{ErrorKind, Histo, LoadModel, RunResult, Starvation, Summary};
+use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult, Starvation, Summary};
 use std::io::Write;
 
 /// Longest bar of the response-time histogram, in characters.
@@ -166,8 +166,9 @@ fn run_length(rep: &Report) -> String {
 fn shape(rep: &Report) -> String {
     let c = &rep.r.config;
     let model = match &c.load {
-        LoadModel::Closed => "closed model".to_string(),
-        LoadModel::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::Closed { .. } => "closed model".to_string(),
+        LoadShape::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::FindMax { slo, .. } => format!("find-max search, {}", slo.text),
     };
     let mut keepalive = if c.keepalive {
         "keep-alive"
@@ -180,7 +181,7 @@ fn shape(rep: &Report) -> String {
     }
     let threads = u64::from(c.threads);
     let conns = u64::from(c.connections);
-    let up_to = if matches!(c.load, LoadModel::Open { .. }) {
+    let up_to = if matches!(c.load, LoadShape::Open { .. }) {
         "up to "
     } else {
         ""
@@ -386,8 +387,8 @@ fn open_model_pairs(
 /// How latency was measured, so nobody mistakes a closed-model figure for an open one.
 fn model_note(rep: &Report) -> String {
     match rep.r.config.load {
-        LoadModel::Closed => "Closed model: each connection waits for its response, so stalls are understated (coordinated omission); --rate runs the open model.".to_string(),
-        LoadModel::Open { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time is in Phases.".to_string(),
+        LoadShape::Closed { .. } => "Closed model: each connection waits for its response, so stalls are understated (coordinated omission); --rate runs the open model.".to_string(),
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time is in Phases.".to_string(),
     }
 }
 
@@ -416,7 +417,7 @@ fn time_per_user(rep: &Report) -> Option<String> {
         &rep.r.config.load,
         s.time_per_request_us(rep.r.config.connections),
     ) {
-        (LoadModel::Closed, Some(us)) => Some(units::duration_us(us)),
+        (LoadShape::Closed { .. }, Some(us)) => Some(units::duration_us(us)),
         _ => None,
     }
 }
@@ -646,7 +647,7 @@ fn phases(rep: &Report) -> Vec<String> {
     }
     rows.push(("first byte", &s.first_byte.hist));
     rows.extend(request_phases(s));
-    if matches!(rep.r.config.load, LoadModel::Open { .. }) {
+    if matches!(rep.r.config.load, LoadShape::Open { .. }) {
         rows.push(("send lag", &s.send_lag.hist));
         rows.push(("service", &s.service.hist));
     }

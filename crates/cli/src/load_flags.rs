@@ -1,13 +1,22 @@
-//! `run`'s load flags, already parsed by the CLI's value parsers, combined into a load and a
+//! `run`'s load flags, already parsed by the value parsers, combined into a schedule and a
 //! stop: `-d`/`-n` for the closed model; `--rate` (a rate or a range), `--ramp` and `--stages`
-//! for the open model. Only the combinations are checked here; every value is typed already.
+//! for the open model. Only the combinations are checked here (each message names the flags
+//! to change); every value is typed already. `run` builds the load's shape from the result.
 
-use crate::{invalid, Load, PlanError, Schedule, Segment, Shard, Stop};
-use loadbench_units as units;
+use crate::UserError;
+use loadbench_plan::{Schedule, Segment, Shard, Stop};
 use std::time::Duration;
 
+/// A mistake in how the flags combine: one line naming the fix.
+fn invalid(msg: impl Into<String>) -> UserError {
+    UserError(msg.into())
+}
+
 /// The closed model's stop: `-d` or `-n` (not both), 10 s when neither is given.
-pub fn closed_stop(duration: Option<Duration>, requests: Option<u64>) -> Result<Stop, PlanError> {
+pub(crate) fn closed_stop(
+    duration: Option<Duration>,
+    requests: Option<u64>,
+) -> Result<Stop, UserError> {
     match (duration, requests) {
         (Some(_), Some(_)) => Err(both_d_and_n()),
         (None, Some(0)) => Err(invalid("-n 0 sends nothing: give -n 1 or more")),
@@ -20,30 +29,30 @@ pub fn closed_stop(duration: Option<Duration>, requests: Option<u64>) -> Result<
     }
 }
 
-fn both_d_and_n() -> PlanError {
+fn both_d_and_n() -> UserError {
     invalid("-d/--duration and -n/--requests both given: use one of them")
 }
 
 /// The open model's flags as given (each already parsed).
 #[derive(Debug, Clone, Default)]
-pub struct OpenFlags {
+pub(crate) struct OpenFlags {
     /// `--rate`: one rate, or a range for `--ramp`.
-    pub rate: Option<(f64, Option<f64>)>,
+    pub(crate) rate: Option<(f64, Option<f64>)>,
     /// `--ramp`.
-    pub ramp: Option<Duration>,
+    pub(crate) ramp: Option<Duration>,
     /// `--stages`.
-    pub stages: Option<Schedule>,
+    pub(crate) stages: Option<Schedule>,
     /// `-d`.
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// `-n`.
-    pub requests: Option<u64>,
+    pub(crate) requests: Option<u64>,
     /// `--max-connections`.
-    pub max_connections: u32,
+    pub(crate) max_connections: u32,
 }
 
-/// The open model's load and stop from its flags; `None` when no open-model flag is given
+/// The open model's schedule and stop from its flags; `None` when no open-model flag is given
 /// (the closed model).
-pub fn open_load(f: &OpenFlags) -> Result<Option<(Load, Stop)>, PlanError> {
+pub(crate) fn open_schedule(f: &OpenFlags) -> Result<Option<(Schedule, Stop)>, UserError> {
     let schedule = match (&f.rate, &f.stages) {
         (None, None) if f.ramp.is_some() => {
             return Err(invalid(
@@ -66,15 +75,10 @@ pub fn open_load(f: &OpenFlags) -> Result<Option<(Load, Stop)>, PlanError> {
         Some(n) if f.rate.is_some() => Stop::Requests(n),
         _ => Stop::Duration(schedule.duration()),
     };
-    let load = Load::Open {
-        schedule,
-        max_connections: f.max_connections,
-        pacing: crate::OpenPacing::default(),
-    };
-    Ok(Some((load, stop)))
+    Ok(Some((schedule, stop)))
 }
 
-fn stages_schedule(f: &OpenFlags, stages: &Schedule) -> Result<Schedule, PlanError> {
+fn stages_schedule(f: &OpenFlags, stages: &Schedule) -> Result<Schedule, UserError> {
     if f.duration.is_some() || f.requests.is_some() || f.ramp.is_some() {
         return Err(invalid(
             "--stages sets the duration itself: drop -d, -n and --ramp",
@@ -83,7 +87,7 @@ fn stages_schedule(f: &OpenFlags, stages: &Schedule) -> Result<Schedule, PlanErr
     Ok(stages.clone())
 }
 
-fn rate_schedule(f: &OpenFlags, (from, to): (f64, Option<f64>)) -> Result<Schedule, PlanError> {
+fn rate_schedule(f: &OpenFlags, (from, to): (f64, Option<f64>)) -> Result<Schedule, UserError> {
     if from == 0.0 && to.is_none_or(|t| t == 0.0) {
         return Err(invalid(
             "--rate 0 sends nothing: give a positive rate such as 1000",
@@ -102,7 +106,7 @@ fn rate_schedule(f: &OpenFlags, (from, to): (f64, Option<f64>)) -> Result<Schedu
     }
 }
 
-fn constant_schedule(f: &OpenFlags, rate: f64) -> Result<Schedule, PlanError> {
+fn constant_schedule(f: &OpenFlags, rate: f64) -> Result<Schedule, UserError> {
     let duration = match (f.duration, f.requests) {
         (Some(_), Some(_)) => return Err(both_d_and_n()),
         (_, Some(0)) => return Err(invalid("-n 0 sends nothing: give -n 1 or more")),
@@ -118,7 +122,7 @@ fn constant_schedule(f: &OpenFlags, rate: f64) -> Result<Schedule, PlanError> {
     Ok(Schedule::constant(rate, duration))
 }
 
-fn ramp_schedule(f: &OpenFlags, from: f64, to: f64, ramp: Duration) -> Result<Schedule, PlanError> {
+fn ramp_schedule(f: &OpenFlags, from: f64, to: f64, ramp: Duration) -> Result<Schedule, UserError> {
     if f.requests.is_some() {
         return Err(invalid(
             "-n does not combine with --ramp: give -d (or nothing: the ramp's length)",
@@ -157,31 +161,6 @@ fn units_text(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
 }
 
-/// Parses `--stages '10s@1000,30s@5000,10s@0'`: each stage holds its rate for its duration.
-pub fn parse_stages(text: &str) -> Result<Schedule, PlanError> {
-    let bad = |item: &str| {
-        invalid(format!(
-            "'{item}' is not DURATION@RATE: write stages like '10s@1000,30s@5000,10s@0'"
-        ))
-    };
-    let mut segments = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (d, r) = item.split_once('@').ok_or_else(|| bad(item))?;
-        segments.push(Segment {
-            duration: units::duration(d).map_err(|_| bad(item))?,
-            from: units::rate(r).map_err(|_| bad(item))?,
-            to: units::rate(r).map_err(|_| bad(item))?,
-        });
-    }
-    if segments.is_empty() || segments.iter().all(|s| s.duration.is_zero()) {
-        return Err(bad(text));
-    }
-    Ok(Schedule {
-        segments,
-        shard: Shard::WHOLE,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,20 +174,8 @@ mod tests {
     }
 
     #[test]
-    fn stages_parse_with_clear_errors() {
-        let st = parse_stages("10s@1000,30s@5k,10s@0").unwrap();
-        assert_eq!(st.duration(), Duration::from_secs(50));
-        assert_eq!(st.rate_at(15.0), 5000.0);
-        assert!(parse_stages("10s")
-            .unwrap_err()
-            .to_string()
-            .contains("DURATION@RATE"));
-        assert!(parse_stages("").is_err());
-    }
-
-    #[test]
     fn no_open_flag_is_the_closed_model() {
-        assert!(open_load(&open(None)).unwrap().is_none());
+        assert!(open_schedule(&open(None)).unwrap().is_none());
         let e = closed_stop(Some(Duration::from_secs(1)), Some(5)).unwrap_err();
         assert!(e.to_string().contains("use one of them"));
         assert_eq!(
@@ -221,15 +188,12 @@ mod tests {
     fn rate_with_n_sizes_the_schedule_and_ranges_need_a_ramp() {
         let mut f = open(Some((100.0, None)));
         f.requests = Some(50);
-        let (load, stop) = open_load(&f).unwrap().unwrap();
+        let (schedule, stop) = open_schedule(&f).unwrap().unwrap();
         assert_eq!(stop, Stop::Requests(50));
-        let Load::Open { schedule, .. } = load else {
-            panic!("open")
-        };
         assert_eq!(schedule.duration(), Duration::from_millis(500));
-        let range = open_load(&open(Some((1.0, Some(2.0))))).unwrap_err();
+        let range = open_schedule(&open(Some((1.0, Some(2.0))))).unwrap_err();
         assert!(range.to_string().contains("add --ramp"));
-        let zero = open_load(&open(Some((0.0, None)))).unwrap_err();
+        let zero = open_schedule(&open(Some((0.0, None)))).unwrap_err();
         assert!(zero.to_string().contains("--rate 0"));
     }
 
@@ -240,9 +204,7 @@ mod tests {
             duration: Some(Duration::from_secs(5)),
             ..open(Some((10.0, Some(20.0))))
         };
-        let (Load::Open { schedule, .. }, stop) = open_load(&f).unwrap().unwrap() else {
-            panic!("open")
-        };
+        let (schedule, stop) = open_schedule(&f).unwrap().unwrap();
         assert_eq!(stop, Stop::Duration(Duration::from_secs(5)));
         assert_eq!(schedule.segments.len(), 2);
         assert_eq!(schedule.rate_at(4.0), 20.0);

@@ -1,0 +1,121 @@
+//! A scenario load at one of its levels, as the plan's typed [`LoadSpec`]: the level's shape
+//! as it is, the load's request (or mix), keep-alive, TLS, transport and pacing settings, and
+//! the target's URL with the load's path. Nothing is turned back into text on the way.
+
+use super::{RequestSpec as ScenarioRequest, ScenarioLoad};
+use loadbench_plan::{Body, EndpointSpec, LoadShape, LoadSpec, RequestSpec, Schedule};
+
+impl ScenarioLoad {
+    /// The plan's load of `level` (one of [`ScenarioLoad::levels`]) against the target at
+    /// `base_url`, measured for the load's `duration` after its `warmup`; threads are the
+    /// plan's default (one per core) until the caller sets them.
+    pub fn spec(&self, level: &LoadShape<Schedule>, base_url: &str) -> LoadSpec {
+        let req = &self.request;
+        let mut spec = LoadSpec {
+            load: level.clone(),
+            pacing: self.pacing,
+            warmup: self.warmup,
+            keepalive: self.keepalive,
+            source_addrs: self.source_addrs.clone(),
+            request: request_spec(req),
+            mix: self
+                .requests
+                .iter()
+                .map(|r| EndpointSpec {
+                    url: join_url(base_url, &r.path),
+                    request: request_spec(&r.request()),
+                    weight: r.weight,
+                })
+                .collect(),
+            ..LoadSpec::closed(&join_url(base_url, &req.path), 1, self.duration)
+        };
+        let t = &mut spec.transport;
+        t.insecure = self.tls.insecure;
+        t.cacert = self.tls.cacert.clone();
+        t.tls_resume = self.tls.resume;
+        if let Some((cert, key)) = &self.tls.client {
+            t.cert = Some(cert.clone());
+            t.key = Some(key.clone());
+        }
+        t.pipeline = self.pipeline;
+        t.http2 = self.http2.is_some();
+        t.streams = self.http2;
+        spec
+    }
+}
+
+/// A scenario's request as the plan's.
+fn request_spec(req: &ScenarioRequest) -> RequestSpec {
+    RequestSpec {
+        method: req.method.clone(),
+        headers: req
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        body: req
+            .body
+            .clone()
+            .map_or(Body::None, |b| Body::Bytes(b.into_bytes())),
+    }
+}
+
+/// `http://host:port` + `/path` without doubling or dropping the slash.
+fn join_url(base: &str, path: &str) -> String {
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    format!("{}{path}", base.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use loadbench_plan::Stop;
+    use std::path::Path;
+    use std::time::Duration;
+
+    #[test]
+    fn urls_join_with_one_slash() {
+        assert_eq!(join_url("http://h:1", "/x"), "http://h:1/x");
+        assert_eq!(join_url("http://h:1/", "x"), "http://h:1/x");
+        assert_eq!(join_url("http://h:1/", "/"), "http://h:1/");
+    }
+
+    #[test]
+    fn each_level_is_the_specs_shape() {
+        let text = r#"
+name = "s"
+[[target]]
+name = "a"
+kind = "upstream"
+[[load]]
+model = "open"
+targets = ["a"]
+rate = [100, 250]
+max_connections = 40
+duration = "3s"
+send_window = "2ms"
+[load.request]
+path = "x"
+"#;
+        let s = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        let load = &s.loads[0];
+        let spec = load.spec(&load.levels[1], "http://127.0.0.1:9/");
+        assert_eq!(spec.url, "http://127.0.0.1:9/x");
+        assert_eq!(spec.stop, Stop::Duration(Duration::from_secs(3)));
+        assert_eq!(spec.pacing.send_window, Duration::from_millis(2));
+        let LoadShape::Open {
+            schedule,
+            max_connections,
+        } = &spec.load
+        else {
+            panic!("an open level: {:?}", spec.load)
+        };
+        assert_eq!((schedule.rate_at(1.0), *max_connections), (250.0, 40));
+        assert_eq!(schedule.duration(), Duration::from_secs(3));
+    }
+}

@@ -11,6 +11,7 @@
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
 mod flags;
+mod import;
 mod mix;
 mod pacing;
 mod pipeline;
@@ -23,6 +24,7 @@ mod target;
 mod transport;
 
 pub use flags::{closed_stop, open_load, parse_stages, OpenFlags};
+pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
 pub use loadbench_units as units;
 pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,

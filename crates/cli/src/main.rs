@@ -8,6 +8,7 @@ mod compare_cmd;
 mod demo;
 mod dist;
 mod find_max;
+mod imports;
 mod live;
 mod manual;
 mod output;

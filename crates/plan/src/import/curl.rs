@@ -311,8 +311,41 @@ fn urlencoded(v: &str) -> Result<String, String> {
     })
 }
 
+/// The headers curl adds for `-u`, `-A`, `-e`, `-b` and `--compressed`.
+fn derived_headers(p: &Parsed) -> Result<Vec<(&'static str, String)>, String> {
+    let mut derived = Vec::new();
+    if let Some(user) = &p.user {
+        if !user.contains(':') {
+            return Err(format!(
+                "-u '{user}' has no password (curl would ask for it): write -u user:password"
+            ));
+        }
+        let token = base64::engine::general_purpose::STANDARD.encode(user);
+        derived.push(("Authorization", format!("Basic {token}")));
+    }
+    if let Some(agent) = p.agent.clone() {
+        derived.push(("User-Agent", agent));
+    }
+    if let Some(referer) = &p.referer {
+        derived.push(("Referer", referer.trim_end_matches(";auto").to_string()));
+    }
+    if let Some(cookie) = p.cookie.clone() {
+        if !cookie.contains('=') {
+            return Err(format!(
+                "-b '{cookie}' names a cookie file, which --curl does not read: give the cookies as -b 'name=value; name2=value2'"
+            ));
+        }
+        derived.push(("Cookie", cookie));
+    }
+    if p.compressed {
+        derived.push(("Accept-Encoding", "deflate, gzip".to_string()));
+    }
+    Ok(derived)
+}
+
 /// The request curl would send.
 fn build(p: Parsed) -> Result<CurlRequest, String> {
+    let mut derived = derived_headers(&p)?;
     let mut url = p
         .url
         .ok_or("no URL: write e.g. --curl 'curl http://127.0.0.1:8080/'")?;
@@ -324,33 +357,6 @@ fn build(p: Parsed) -> Result<CurlRequest, String> {
     let mut headers = p.headers;
     let has =
         |hs: &[(String, String)], name: &str| hs.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let mut derived = Vec::new();
-    if let Some(user) = &p.user {
-        if !user.contains(':') {
-            return Err(format!(
-                "-u '{user}' has no password (curl would ask for it): write -u user:password"
-            ));
-        }
-        let token = base64::engine::general_purpose::STANDARD.encode(user);
-        derived.push(("Authorization", format!("Basic {token}")));
-    }
-    if let Some(agent) = p.agent {
-        derived.push(("User-Agent", agent));
-    }
-    if let Some(referer) = p.referer {
-        derived.push(("Referer", referer.trim_end_matches(";auto").to_string()));
-    }
-    if let Some(cookie) = p.cookie {
-        if !cookie.contains('=') {
-            return Err(format!(
-                "-b '{cookie}' names a cookie file, which --curl does not read: give the cookies as -b 'name=value; name2=value2'"
-            ));
-        }
-        derived.push(("Cookie", cookie));
-    }
-    if p.compressed {
-        derived.push(("Accept-Encoding", "deflate, gzip".to_string()));
-    }
     let mut body = p.data.join("&");
     if let Some(json) = p.json {
         if !body.is_empty() {

@@ -394,6 +394,20 @@ pub(crate) struct RequestArgs {
     /// apply to every request (a line's method and body replace them, its headers add to them).
     #[arg(long = "requests-file", value_name = "FILE")]
     pub requests_file: Option<PathBuf>,
+    /// A request of the mix as a curl command line (repeatable), e.g.
+    /// --curl "curl -X POST -H 'Content-Type: application/json' -d @order.json http://127.0.0.1:8080/orders":
+    /// its URL, method, headers, data, -u, -A, -e, -b, --compressed, -k and --http2; an option
+    /// that may change the request and is not read is refused (docs/request-mix.md).
+    #[arg(long = "curl", value_name = "'curl …'")]
+    pub curls: Vec<String>,
+    /// A request mix from a HAR 1.2 file (a browser's "Save all as HAR"): every entry's
+    /// method, URL, headers and postData, in order, weight 1 each.
+    #[arg(long = "har", value_name = "FILE")]
+    pub har: Option<PathBuf>,
+    /// A request mix from a vegeta targets file, http format ('METHOD URL' lines, header
+    /// lines, '@body-file' lines) or JSON lines, weight 1 each.
+    #[arg(long = "targets", value_name = "FILE")]
+    pub targets: Option<PathBuf>,
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,

@@ -9,6 +9,7 @@ mod deliver;
 mod demo;
 mod dist;
 mod find_max;
+mod imports;
 mod live;
 mod load_flags;
 mod manual;

@@ -106,13 +106,15 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
         headers: r.headers.clone(),
         body,
     };
-    let mix = mix(url, r, &request)?;
+    let imported = crate::imports::read(url, r, &request)?;
+    let transport = imported.transport(transport_spec(&r.transport));
+    let mix = mix(url, r, &request, imported.endpoints)?;
     let url = match (url, mix.first()) {
         (Some(u), _) => u.to_string(),
         (None, Some(e)) => e.url.clone(),
         (None, None) => {
             return Err(UserError(
-                "no URL to load: give one (loadbench run http://127.0.0.1:8080/), or a mix with -u or --requests-file".into(),
+                "no URL to load: give one (loadbench run http://127.0.0.1:8080/), or a mix with -u, --requests-file, --curl, --har or --targets".into(),
             ))
         }
     };
@@ -123,19 +125,21 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
         source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
-        transport: transport_spec(&r.transport),
+        transport,
         ..LoadSpec::closed(&url, 50, std::time::Duration::from_secs(10))
     })
 }
 
 /// The requests of a mix, in order: the URL argument, each `-u`, each line of the requests
-/// file. Empty without `-u` and a requests file (the URL argument alone is no mix).
+/// file, then the `imported` ones (`--curl`, `--har`, `--targets`). Empty without any of them
+/// but the URL argument (which alone is no mix).
 fn mix(
     url: Option<&str>,
     r: &RequestArgs,
     defaults: &RequestSpec,
+    imported: Vec<EndpointSpec>,
 ) -> Result<Vec<EndpointSpec>, UserError> {
-    if r.urls.is_empty() && r.requests_file.is_none() {
+    if r.urls.is_empty() && r.requests_file.is_none() && imported.is_empty() {
         return Ok(Vec::new());
     }
     let here = std::path::Path::new("");
@@ -157,6 +161,7 @@ fn mix(
             .map_err(|e| UserError(e.to_string()))?;
         out.extend(lines);
     }
+    out.extend(imported);
     Ok(out)
 }
 

@@ -23,6 +23,7 @@ mod h2_load;
 mod h2_open;
 mod headline;
 mod help;
+mod imports;
 mod kubernetes;
 mod library;
 mod live;

@@ -11,6 +11,7 @@
 //! split a load exactly into N parts; [`parse_start_at`] reads the shards' common start.
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
+mod import;
 mod mix;
 mod pacing;
 mod pipeline;
@@ -22,6 +23,7 @@ mod start_at;
 mod target;
 mod transport;
 
+pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
 pub use loadbench_model::LoadShape;
 pub use loadbench_units as units;
 pub use mix::{

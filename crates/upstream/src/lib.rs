@@ -23,7 +23,7 @@
 //! | `/chunked/{size}` | `size` bytes with chunked transfer encoding, in four or more chunks |
 //! | `/delay/{spec}` | `hello world` after `200ms`, `uniform:10ms..50ms`, `exp:20ms`, `normal:50ms,10ms` |
 //! | `/status/{code}` | that status (200..=599) with its reason phrase as the body |
-//! | `/echo` | the request as JSON: method, path, query, version, headers, body, body_len |
+//! | `/echo` | the request as JSON: method, path, query, version, headers, body, body_len (the first 256 are also kept: `Server::echoed`) |
 //! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued` and `abandoned_completed` |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
@@ -78,6 +78,7 @@
 mod abandon;
 mod body;
 mod conn;
+mod echoed;
 mod error;
 mod h2;
 mod hiccup;
@@ -90,6 +91,7 @@ mod stats;
 mod tls;
 mod units;
 
+pub use echoed::{Echoed, ECHOED_KEPT};
 pub use error::UpstreamError;
 pub use hiccup::{parse_hiccup, Hiccup};
 pub use routes::MAX_BODY;

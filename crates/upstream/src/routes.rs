@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::abandon::Abandoned;
 use crate::body::ResponseBody;
 use crate::conn::Fault;
+use crate::echoed::{EchoLog, Echoed};
 use crate::hiccup::{parse_hiccup, Hiccup};
 use crate::limit::Limit;
 use crate::rng::{Rng, DEFAULT_SEED};
@@ -156,6 +157,8 @@ pub(crate) struct App {
     abandoned: Option<Arc<Abandoned>>,
     /// Server start: hiccup windows are counted from here.
     pub(crate) epoch: Instant,
+    /// The first requests `/echo` received (`Server::echoed`).
+    pub(crate) echoed: Arc<EchoLog>,
 }
 
 /// The server options that shape answers (see `ServerConfig`).
@@ -287,6 +290,7 @@ impl App {
             abandoned: options.keep_abandoned.then(Arc::default),
             options,
             epoch: Instant::now(),
+            echoed: Arc::default(),
         }
     }
 
@@ -333,7 +337,10 @@ impl App {
         match self.prepare(route, param, req.uri().query()) {
             Ok((wait, Work::Done(outcome))) if wait.passes_now() => Reply::Ready(Some(outcome)),
             Ok((wait, Work::Done(outcome))) => wait.then(async { outcome }),
-            Ok((wait, Work::Echo)) => wait.then(async { Ok(echo(req).await) }),
+            Ok((wait, Work::Echo)) => {
+                let log = Arc::clone(&self.echoed);
+                wait.then(async move { Ok(echo(req, &log).await) })
+            }
             Err(message) => Reply::Ready(Some(Ok(text(StatusCode::BAD_REQUEST, message)))),
         }
     }
@@ -508,12 +515,26 @@ fn with_type(
 
 /// `/echo`: the request as JSON — `method`, `path`, `query` (or null), `version`, `headers`
 /// (an object; repeated headers joined with `, `), `body` (UTF-8, lossy) and `body_len`.
-async fn echo(req: Request<Incoming>) -> Response<ResponseBody> {
+async fn echo(req: Request<Incoming>, log: &EchoLog) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let body = match read_body(body).await {
         Ok(body) => body,
         Err(e) => return text(StatusCode::PAYLOAD_TOO_LARGE, e),
     };
+    log.keep(|| Echoed {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().map(str::to_string),
+        headers: (parts.headers.iter())
+            .map(|(n, v)| {
+                (
+                    n.to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: body.clone(),
+    });
     let mut headers = serde_json::Map::new();
     for (name, value) in &parts.headers {
         let value = String::from_utf8_lossy(value.as_bytes());

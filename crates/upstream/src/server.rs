@@ -172,6 +172,12 @@ impl Server {
         self.app.snapshot()
     }
 
+    /// The first requests `/echo` received (at most [`crate::ECHOED_KEPT`]), in arrival order:
+    /// what a test checks the client sent.
+    pub fn echoed(&self) -> Vec<crate::Echoed> {
+        self.app.echoed.snapshot()
+    }
+
     /// Zeroes the statistics and returns what they held (same as `POST /stats/reset`).
     pub fn reset_stats(&self) -> Stats {
         self.app.reset()

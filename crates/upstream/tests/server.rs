@@ -282,6 +282,33 @@ fn echo_returns_method_path_headers_and_body_as_json() {
         (json["body"].as_str(), json["body_len"].as_u64()),
         (Some("ping"), Some(4))
     );
+    let kept = s.echoed();
+    assert_eq!(kept.len(), 1);
+    let e = &kept[0];
+    assert_eq!((e.method.as_str(), e.path.as_str()), ("POST", "/echo"));
+    assert_eq!(
+        (e.query.as_deref(), e.body.as_slice()),
+        (Some("x=1"), &b"ping"[..])
+    );
+    assert_eq!(e.header("X-Test"), ["a", "b"]);
+}
+
+#[test]
+fn echo_keeps_only_its_first_requests() {
+    let s = server();
+    let mut stream = connect(s.local_addr());
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let n = loadbench_upstream::ECHOED_KEPT + 3;
+    for i in 0..n {
+        let request = format!("GET /echo?i={i} HTTP/1.1\r\nHost: test\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        assert_eq!(read_response(&mut reader).json()["query"], format!("i={i}"));
+    }
+    let kept = s.echoed();
+    assert_eq!(kept.len(), loadbench_upstream::ECHOED_KEPT);
+    assert_eq!(kept[0].query.as_deref(), Some("i=0"));
+    let last = format!("i={}", loadbench_upstream::ECHOED_KEPT - 1);
+    assert_eq!(kept.last().unwrap().query.as_deref(), Some(last.as_str()));
 }
 
 #[test]

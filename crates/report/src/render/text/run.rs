@@ -270,6 +270,7 @@ fn summary(rep: &Report) -> Vec<String> {
             "Non-2xx/3xx responses",
             paint.alarm(sum.non_success_responses),
         ),
+        ("Success ratio", success_ratio(rep)),
         ("Connections opened", s.connections_opened.to_string()),
     ];
     if s.body.responses == s.requests {
@@ -436,6 +437,17 @@ fn errors_total(rep: &Report) -> String {
         Some(share) => format!("{count} ({share} of attempts)"),
         None => count,
     }
+}
+
+/// vegeta's "Success": the share of attempts that got a 2xx/3xx response, `-` without any.
+fn success_ratio(rep: &Report) -> String {
+    let attempts = rep.r.stats.attempts();
+    let ok = (rep.r.stats.requests).saturating_sub(rep.summary.non_success_responses);
+    if attempts == 0 {
+        return MISSING.to_string();
+    }
+    let share = units::percent(ok as f64 / attempts as f64);
+    format!("{share} ({ok} of {attempts} attempts got a 2xx/3xx response)")
 }
 
 fn latency(rep: &Report) -> Vec<String> {

@@ -167,6 +167,27 @@ fn a_run_where_every_request_failed_exits_1_and_keeps_its_result() {
     }
 }
 
+/// No silent zero (issue 33): a run that completed nothing and counted no error (every request
+/// still in flight at the end: a server that never answers within the run) exits 1 with one
+/// line saying why, in the closed and the open model, and still saves its result.
+#[test]
+fn a_run_that_completed_nothing_without_errors_exits_1_and_says_why() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Stall).unwrap();
+    let closed = ["-c", "2", "-d", "1s", "--timeout", "10s"];
+    let open = ["--rate", "10", "-d", "1s", "--timeout", "10s"];
+    for args in [&closed[..], &open[..]] {
+        let ran = Run::new(&server.url("/")).args(args).json();
+        let (_, stderr) = ran.text();
+        assert_eq!(ran.code(), Some(1), "{args:?}: {stderr}");
+        let why: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(why.len(), 1, "{args:?}: {stderr}");
+        assert!(why[0].contains("was answered"), "{args:?}: {stderr}");
+        let r = ran.saved.expect("the result is still saved");
+        assert_eq!(r.stats.requests, 0, "{args:?}");
+        assert!(r.stats.sent > 0 && r.stats.errors.total() == 0, "{args:?}");
+    }
+}
+
 #[test]
 fn target_dying_mid_run_is_counted_not_fatal() {
     let _machine = crate::support::loading();

@@ -86,6 +86,19 @@ impl Stream {
         }
     }
 
+    /// Registers the stream again with the same interests, so that data still waiting raises
+    /// a new (edge-triggered) event: a connection that stopped reading before it drained its
+    /// socket, to let the others have a turn, resumes on a later poll. A cold path.
+    #[cold]
+    pub fn rearm(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        match self {
+            Stream::Tcp(s) => registry.reregister(s, token, interest),
+            Stream::Tls(t) => registry.reregister(t.socket_mut(), token, interest),
+            Stream::Unix(s) => registry.reregister(s, token, interest),
+        }
+    }
+
     /// `Ok(true)` once connected, `Ok(false)` while still connecting, `Err` if the connect failed.
     pub fn connect_status(&self) -> io::Result<bool> {
         match self {

@@ -5,6 +5,7 @@
 mod connections;
 mod h2_flow;
 mod hostile;
+mod hostile_h2;
 mod merge;
 mod pipeline;
 mod pulse;

@@ -38,7 +38,8 @@ impl ProtocolCounts {
     }
 }
 
-/// How an HTTP/2 run's streams went.
+/// How an HTTP/2 run's streams went. Its `goaway_retries` are a term of the accounting
+/// identity (docs/result-schema.md): each refused send is in `sent`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct H2Stats {
     /// The most streams in flight at once on one connection (at most `--streams`, and at most
@@ -55,6 +56,10 @@ pub struct H2Stats {
     /// sent again on a new connection (not errors; their first send is taken back from `sent`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub goaway_retries: u64,
+    /// Connections on which the server announced `SETTINGS_MAX_CONCURRENT_STREAMS` 0 (no
+    /// request can go until it raises it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub zero_streams: u64,
 }
 
 impl H2Stats {
@@ -73,6 +78,7 @@ impl H2Stats {
         };
         self.goaways += o.goaways;
         self.goaway_retries += o.goaway_retries;
+        self.zero_streams += o.zero_streams;
     }
 }
 
@@ -87,16 +93,18 @@ mod tests {
             server_max_streams: 0,
             goaways: 1,
             goaway_retries: 3,
+            zero_streams: 1,
         };
         a.merge(&H2Stats {
             max_streams_in_flight: 1,
             server_max_streams: 100,
             goaways: 2,
             goaway_retries: 0,
+            zero_streams: 0,
         });
         assert_eq!(a.max_streams_in_flight, 2);
         assert_eq!(a.server_max_streams, 100);
-        assert_eq!((a.goaways, a.goaway_retries), (3, 3));
+        assert_eq!((a.goaways, a.goaway_retries, a.zero_streams), (3, 3, 1));
         let mut p = ProtocolCounts { h1: 0, h2: 2 };
         p.merge(&ProtocolCounts { h1: 0, h2: 3 });
         assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"h2":5}"#);

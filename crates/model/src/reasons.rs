@@ -199,11 +199,23 @@ pub enum ErrorReason {
     /// GOAWAY with an unknown code.
     #[serde(rename = "goaway_other")]
     GoawayOther,
+    /// Connect error: an HTTP/2 connection broke the framing rules before it opened (a bad
+    /// SETTINGS frame, a frame out of order during the preface).
+    #[serde(rename = "h2_bad_preface")]
+    H2BadPreface,
+    /// Connect error: the server sent GOAWAY on a connection before any request could be
+    /// opened on it (it refuses connections at the HTTP/2 level).
+    #[serde(rename = "h2_goaway_at_open")]
+    H2GoawayAtOpen,
+    /// Connect error: the server's SETTINGS_MAX_CONCURRENT_STREAMS stayed 0 for `--timeout`
+    /// after the connection opened: no request could be sent on it.
+    #[serde(rename = "h2_zero_streams")]
+    H2ZeroStreams,
 }
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 39] = [
+    pub const ALL: [ErrorReason; 42] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -243,6 +255,9 @@ impl ErrorReason {
         ErrorReason::GoawayInadequateSecurity,
         ErrorReason::GoawayHttp11Required,
         ErrorReason::GoawayOther,
+        ErrorReason::H2BadPreface,
+        ErrorReason::H2GoawayAtOpen,
+        ErrorReason::H2ZeroStreams,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -253,7 +268,9 @@ impl ErrorReason {
     /// The error class this reason explains.
     pub fn kind(self) -> ErrorKind {
         let i = self.index();
-        if i >= ErrorReason::GOAWAY_FIRST {
+        if i >= ErrorReason::CONNECT_FIRST {
+            ErrorKind::ConnectError
+        } else if i >= ErrorReason::GOAWAY_FIRST {
             ErrorKind::H2Goaway
         } else if i >= ErrorReason::RST_FIRST {
             ErrorKind::H2RstStream
@@ -266,6 +283,8 @@ impl ErrorReason {
     const RST_FIRST: usize = ErrorReason::RstNoError as usize;
     /// Index of the first GOAWAY code.
     const GOAWAY_FIRST: usize = ErrorReason::GoawayNoError as usize;
+    /// Index of the first reason under `connect_error` (after the GOAWAY codes).
+    const CONNECT_FIRST: usize = ErrorReason::H2BadPreface as usize;
 
     /// The reason for an HTTP/2 error `code` under RST_STREAM (`goaway` false) or GOAWAY.
     pub fn h2_code(goaway: bool, code: u32) -> ErrorReason {
@@ -321,6 +340,13 @@ impl ErrorReason {
             ErrorReason::GoawayInadequateSecurity => "INADEQUATE_SECURITY",
             ErrorReason::GoawayHttp11Required => "HTTP_1_1_REQUIRED",
             ErrorReason::GoawayOther => "unknown code",
+            ErrorReason::H2BadPreface => "bad HTTP/2 frame before the connection opened",
+            ErrorReason::H2GoawayAtOpen => {
+                "GOAWAY before any request (the server refused the connection)"
+            }
+            ErrorReason::H2ZeroStreams => {
+                "SETTINGS_MAX_CONCURRENT_STREAMS 0 (no request could be sent)"
+            }
         }
     }
 }
@@ -438,6 +464,12 @@ mod tests {
             ErrorReason::RstHttp11Required
         );
         assert_eq!(ErrorReason::H2Frame.kind(), ErrorKind::MalformedResponse);
+        assert_eq!(
+            ErrorReason::h2_code(true, u32::MAX),
+            ErrorReason::GoawayOther
+        );
+        assert_eq!(ErrorReason::H2BadPreface.kind(), ErrorKind::ConnectError);
+        assert_eq!(ErrorReason::H2ZeroStreams.kind(), ErrorKind::ConnectError);
         let json = serde_json::to_string(&ErrorReason::RstRefusedStream).unwrap();
         assert_eq!(json, r#""rst_stream_refused_stream""#);
     }

@@ -31,6 +31,13 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 /// Longest wait between reconnects after failed connects.
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Full reads (of the worker's 64 KiB buffer) one event may take before the connection
+/// yields to the others: a server sending without pause cannot hold the worker.
+const READS_PER_TURN: usize = 16;
+/// The largest response header block (HEADERS and its CONTINUATIONs) read: as HTTP/1.1's
+/// head limit. A larger one fails the connection (`malformed_response`, `head_over_64_kib`),
+/// so a server that sends CONTINUATION frames without end cannot grow the generator's memory.
+pub const MAX_HEADER_BLOCK: usize = 64 * 1024;
 
 /// Where a connection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +81,8 @@ struct Slot {
     window: i64,
     /// Its body is not all sent: the slot is in the connection's `sending` queue.
     sending: bool,
+    /// It was sent before and refused by a GOAWAY: a second refusal is an error.
+    resend: bool,
 }
 
 impl Slot {
@@ -112,6 +121,7 @@ impl Slot {
             body_sent: 0,
             window: 0,
             sending: false,
+            resend: false,
         }
     }
 }
@@ -129,6 +139,15 @@ impl From<FrameError> for ConnError {
 /// A protocol error in the server's frames.
 fn protocol() -> ConnError {
     FrameError::TooLarge.into()
+}
+
+/// A response header block over [`MAX_HEADER_BLOCK`].
+#[cold]
+fn block_too_large() -> ConnError {
+    ConnError(
+        ErrorKind::MalformedResponse,
+        Some(ErrorReason::HeadOver64KiB),
+    )
 }
 
 /// One HTTP/2 connection slot of a worker.
@@ -172,7 +191,7 @@ pub struct H2Conn {
     /// When a backed-off slot may connect again.
     pub wake_at: Instant,
     /// Open model: why the last connect failed, until the worker takes it.
-    failed: Option<ErrorKind>,
+    failed: Option<(ErrorKind, Option<ErrorReason>)>,
     /// Open model: what a connection opened before the measured window has not recorded yet
     /// (see `open.rs`).
     deferred: open::Deferred,
@@ -218,7 +237,9 @@ impl H2Conn {
     /// Closed model: opens the connection if it has none, else fills its free streams.
     pub fn begin(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
         match self.phase {
-            H2Phase::Idle if ctx.wants_more(now) => self.connect(ctx, now),
+            H2Phase::Idle if ctx.wants_more(now) || !sh.requeue.is_empty() => {
+                self.connect(ctx, now)
+            }
             H2Phase::Open => self.fill_and_flush(ctx, sh, now),
             _ => {}
         }
@@ -276,7 +297,6 @@ impl H2Conn {
         match stream.connect_status() {
             Ok(false) => {}
             Ok(true) => {
-                self.backoff = Duration::ZERO;
                 let took = now.saturating_duration_since(self.since);
                 ctx.growth.connected(took);
                 if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
@@ -361,7 +381,7 @@ impl H2Conn {
         buf: &mut [u8],
         read_closed: bool,
     ) -> Result<bool, ConnError> {
-        loop {
+        for _ in 0..READS_PER_TURN {
             let Some(stream) = self.stream.as_mut() else {
                 return Ok(true);
             };
@@ -378,6 +398,12 @@ impl H2Conn {
                 Err(e) => return Err(ConnError(read_error_kind(&e), None)),
             }
         }
+        // A server that never stops sending: the others (and the timeouts) get their turn,
+        // and a new event resumes this one.
+        if let Some(stream) = self.stream.as_mut() {
+            let _ = stream.rearm(&ctx.registry, self.token);
+        }
+        Ok(true)
     }
 
     /// Feeds the frame reader; each frame is handled as it completes.
@@ -413,8 +439,7 @@ impl H2Conn {
                 if self.block_stream != 0 {
                     return Err(protocol());
                 }
-                self.on_data(ctx, stream, flow, body, end, now);
-                Ok(())
+                self.on_data(ctx, stream, flow, body, end, now)
             }
             Event::Frame(head, payload) => {
                 if self.block_stream != 0 && head.kind != kind::CONTINUATION {
@@ -435,22 +460,28 @@ impl H2Conn {
         body: u32,
         end: bool,
         now: Instant,
-    ) {
+    ) -> Result<(), ConnError> {
         self.unacked += flow;
         let Some(i) = self.slot_of(stream) else {
-            return;
+            return Ok(());
         };
         let s = &mut self.slots[i];
+        if s.status == 0 {
+            // DATA before the response's final HEADERS: a frame out of order.
+            return Err(protocol());
+        }
         s.body += u64::from(body);
         s.read_bytes += u64::from(flow);
         s.unacked += flow;
         if end {
-            return self.complete(ctx, i, now);
+            self.complete(ctx, i, now);
+            return Ok(());
         }
         if s.unacked >= OUR_WINDOW / 2 {
             frame::window_update(&mut self.out, stream, s.unacked);
             s.unacked = 0;
         }
+        Ok(())
     }
 
     /// Every frame but DATA.
@@ -468,6 +499,9 @@ impl H2Conn {
                     return Err(protocol());
                 }
                 let fragment = frame::headers_fragment(head, payload)?;
+                if fragment.len() > MAX_HEADER_BLOCK {
+                    return Err(block_too_large());
+                }
                 self.block.clear();
                 self.block.extend_from_slice(fragment);
                 self.block_stream = head.stream;
@@ -477,6 +511,9 @@ impl H2Conn {
             kind::CONTINUATION => {
                 if head.stream != self.block_stream || head.stream == 0 {
                     return Err(protocol());
+                }
+                if self.block.len() + payload.len() > MAX_HEADER_BLOCK {
+                    return Err(block_too_large());
                 }
                 self.block.extend_from_slice(payload);
                 self.header_fragment_end(ctx, head, now)
@@ -565,6 +602,9 @@ impl H2Conn {
                 setting::MAX_CONCURRENT_STREAMS => {
                     self.limit = value.min(self.slots.len() as u32);
                     sh.server_max_streams(value);
+                    if value == 0 && ctx.in_window(Instant::now()) {
+                        sh.stats.zero_streams += 1;
+                    }
                 }
                 setting::INITIAL_WINDOW_SIZE if value > frame::MAX_WINDOW => return Err(protocol()),
                 setting::INITIAL_WINDOW_SIZE => self.initial_window(value),
@@ -580,6 +620,7 @@ impl H2Conn {
             self.left_connect(ctx);
             self.phase = H2Phase::Open;
             let now = Instant::now();
+            self.since = now;
             if ctx.recorder.measuring(self.since) && ctx.in_window(now) {
                 sh.protocols.h2 += 1;
             } else if ctx.open {
@@ -590,7 +631,10 @@ impl H2Conn {
     }
 
     /// GOAWAY: no new streams here; those above its last stream id were never processed, so
-    /// they are taken back (their budget and their send) and go again on a new connection.
+    /// they go again on a new connection (`sh.requeue`, before any new request), once: their
+    /// send stays counted (each send is one in `sent`, the refused one also in
+    /// `goaway_retries`), and a request refused a second time fails as `h2_goaway` with the
+    /// GOAWAY's code, so a server that refuses every stream cannot make a run re-send forever.
     #[cold]
     fn on_goaway(&mut self, ctx: &mut Ctx, sh: &mut Shared, payload: &[u8], now: Instant) {
         let last = frame::be32(payload, 0) & frame::MAX_WINDOW;
@@ -605,14 +649,19 @@ impl H2Conn {
             if s.id == 0 || s.id <= last {
                 continue;
             }
-            if s.measured {
-                ctx.recorder.unsend(s.sent_at, now);
+            if s.resend {
+                let reason = Some(ErrorReason::h2_code(true, code));
+                self.fail_stream(ctx, i, ErrorKind::H2Goaway, reason, now);
+                continue;
+            }
+            if s.measured && ctx.in_window(now) {
                 sh.stats.goaway_retries += 1;
             }
-            if ctx.open {
+            if ctx.in_window(now) {
                 sh.requeue.push((s.since, s.endpoint));
-            } else {
-                ctx.unclaim(s.measured);
+            } else if s.measured {
+                // Past the deadline it will not go again: counted as abandoned.
+                ctx.records(true, s.since, now);
             }
             self.release(i, now);
         }
@@ -668,6 +717,7 @@ impl H2Conn {
             );
         }
         self.served = true;
+        self.backoff = Duration::ZERO;
         self.release(i, now);
     }
 
@@ -708,15 +758,49 @@ impl H2Conn {
     /// A drained connection (after GOAWAY, out of stream ids, or its one request answered
     /// with `--no-keepalive`) says GOAWAY and is closed; the slot connects anew on the next
     /// loop turn.
+    ///
+    /// A connection the server sent GOAWAY on before it answered anything is a refusal: if
+    /// no stream was ever opened on it, it fails like a connect (`connect_error`,
+    /// `h2_goaway_at_open`); else its refused streams go again. Either way the slot backs off
+    /// (10 ms doubling to 1 s, as after a failed connect) before it connects again, so a
+    /// server that refuses every connection cannot make the generator reconnect in a loop.
     #[cold]
-    fn reopen(&mut self, ctx: &mut Ctx, _now: Instant) {
+    fn reopen(&mut self, ctx: &mut Ctx, now: Instant) {
         frame::goaway(&mut self.out, code::NO_ERROR);
         if let Some(s) = self.stream.as_mut() {
             let _ = s.write(&self.out[self.out_pos..]);
         }
+        let refused = self.goaway.is_some() && !self.served;
+        if refused && self.next_id == 1 {
+            if self.phase == H2Phase::Open {
+                // Counted as a connect again, so failing it as one leaves the count right.
+                self.phase = H2Phase::Preface;
+                ctx.connecting += 1;
+            }
+            let reason = Some(ErrorReason::H2GoawayAtOpen);
+            return self.fail_connect_for(ctx, ErrorKind::ConnectError, reason, now);
+        }
         self.close();
         self.phase = H2Phase::Idle;
+        if refused {
+            self.back_off(ctx, now);
+            if !ctx.open {
+                return ctx.backoff.push(self.token.0);
+            }
+        }
         ctx.retry.push(self.token.0);
+    }
+
+    /// The slot waits before it connects again: 10 ms, doubling per failure to 1 s, until a
+    /// response completes.
+    #[cold]
+    fn back_off(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.backoff = (self.backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX);
+        self.wake_at = now + self.backoff;
+        if !ctx.open && ctx.recorder.measuring(now) && ctx.in_window(now) {
+            let end = ctx.window_end().unwrap_or(self.wake_at).min(self.wake_at);
+            ctx.recorder.backoff(end.saturating_duration_since(now));
+        }
     }
 
     /// Sends the bodies the windows now take, opens streams up to the limits, then writes.
@@ -743,10 +827,20 @@ impl H2Conn {
                 self.draining = true;
                 return;
             }
-            if !ctx.claim(now) {
-                return;
-            }
-            let endpoint = ctx.pick();
+            // A request a GOAWAY refused goes again first, on its own claim.
+            let again = if ctx.in_window(now) && !ctx.stopping() {
+                sh.requeue.pop()
+            } else {
+                None
+            };
+            let (endpoint, since) = match again {
+                Some((since, endpoint)) => (endpoint, since),
+                None if ctx.claim(now) => {
+                    let since = if ctx.keepalive { now } else { self.opened_at };
+                    (ctx.pick(), since)
+                }
+                None => return,
+            };
             while self.slots[free].id != 0 {
                 free += 1;
             }
@@ -754,13 +848,17 @@ impl H2Conn {
             let before = self.out.len();
             let (id, bodyless) = (self.next_id, req.body.is_empty());
             frame::headers(&mut self.out, id, &req.block, bodyless, self.peer_max_frame);
-            let since = if ctx.keepalive { now } else { self.opened_at };
             let measured = ctx.recorder.measuring(since) && ctx.in_window(since);
             if measured {
-                ctx.recorder.sent(now, now);
+                if again.is_some() {
+                    ctx.recorder.resent(now);
+                } else {
+                    ctx.recorder.sent(now, now);
+                }
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }
-            let slot = Slot::stream(id, endpoint, measured, since, self.peer_window, now);
+            let mut slot = Slot::stream(id, endpoint, measured, since, self.peer_window, now);
+            slot.resend = again.is_some();
             self.occupy(ctx, sh, free, slot, now);
             if !ctx.keepalive {
                 self.draining = true;
@@ -827,12 +925,15 @@ impl H2Conn {
     fn fail_conn(&mut self, ctx: &mut Ctx, sh: &mut Shared, e: ConnError, now: Instant) {
         let _ = sh;
         if self.phase != H2Phase::Open {
-            let kind = if e.0.before_send() {
-                e.0
-            } else {
-                ErrorKind::ConnectError
+            return match e {
+                ConnError(kind, _) if kind.before_send() => self.fail_connect(ctx, kind, now),
+                // The server broke the framing before the connection opened (a bad SETTINGS).
+                ConnError(_, Some(_)) => {
+                    let reason = Some(ErrorReason::H2BadPreface);
+                    self.fail_connect_for(ctx, ErrorKind::ConnectError, reason, now)
+                }
+                ConnError(..) => self.fail_connect(ctx, ErrorKind::ConnectError, now),
             };
-            return self.fail_connect(ctx, kind, now);
         }
         if let Some(r) = e.1 {
             let code = match r {
@@ -867,25 +968,35 @@ impl H2Conn {
     /// again.
     #[cold]
     fn fail_connect(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        self.fail_connect_for(ctx, kind, None, now);
+    }
+
+    /// [`H2Conn::fail_connect`] with the reason below the class, if any.
+    #[cold]
+    fn fail_connect_for(
+        &mut self,
+        ctx: &mut Ctx,
+        kind: ErrorKind,
+        reason: Option<ErrorReason>,
+        now: Instant,
+    ) {
         self.left_connect(ctx);
         if ctx.open {
-            return self.fail_open_connect(ctx, kind, now);
+            return self.fail_open_connect(ctx, (kind, reason), now);
         }
         if ctx.claim(now) {
             let measured = ctx.recorder.measuring(now) && ctx.in_window(now);
             if ctx.records(measured, now, now) {
                 ctx.recorder.error(now, kind, 0);
+                if let Some(r) = reason {
+                    ctx.recorder.reason(r);
+                }
                 ctx.recorder.endpoint_error(0, kind);
             }
         }
         self.close();
         self.phase = H2Phase::Idle;
-        self.backoff = (self.backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX);
-        self.wake_at = now + self.backoff;
-        if ctx.recorder.measuring(now) && ctx.in_window(now) {
-            let end = ctx.window_end().unwrap_or(self.wake_at).min(self.wake_at);
-            ctx.recorder.backoff(end.saturating_duration_since(now));
-        }
+        self.back_off(ctx, now);
         ctx.backoff.push(self.token.0);
     }
 
@@ -907,6 +1018,14 @@ impl H2Conn {
             }
             H2Phase::Handshaking if age > connect_timeout => {
                 return self.fail_connect(ctx, ErrorKind::TlsHandshake, now)
+            }
+            // Open, but the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0) and
+            // has not raised it within `--timeout`: no request can go; fails like a connect.
+            H2Phase::Open if self.limit == 0 && self.active == 0 && age > timeout => {
+                self.phase = H2Phase::Preface;
+                ctx.connecting += 1;
+                let reason = Some(ErrorReason::H2ZeroStreams);
+                return self.fail_connect_for(ctx, ErrorKind::ConnectError, reason, now);
             }
             H2Phase::Open => {}
             _ => return,

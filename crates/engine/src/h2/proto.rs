@@ -13,7 +13,7 @@ use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
 use crate::worker::{Connection, Due, Protocol};
 use crate::WorkerLimits;
-use loadbench_model::{ErrorKind, Stats};
+use loadbench_model::{ErrorKind, ErrorReason, Stats};
 use mio::Token;
 use std::time::Instant;
 
@@ -122,7 +122,7 @@ impl<'a> Http2<'a> {
         &mut self,
         ctx: &mut Ctx,
         pacer: &mut Pacer<'a>,
-        kind: ErrorKind,
+        (kind, reason): (ErrorKind, Option<ErrorReason>),
         now: Instant,
     ) {
         if let Some((intended, again)) = self.next_waiting(pacer, now) {
@@ -130,6 +130,9 @@ impl<'a> Http2<'a> {
             let measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
             if measured && ctx.in_window(now) {
                 ctx.recorder.error(now, kind, 0);
+                if let Some(r) = reason {
+                    ctx.recorder.reason(r);
+                }
                 ctx.recorder.endpoint_error(endpoint, kind);
             }
         }
@@ -163,8 +166,8 @@ impl<'a> Protocol<'a> for Http2<'a> {
     /// again when the pool grows. A failed connect fails the oldest waiting request, as
     /// HTTP/1.1's open model fails the request whose connect failed.
     fn lost(&mut self, ctx: &mut Ctx<'a>, pacer: &mut Pacer<'a>, i: usize, now: Instant) {
-        if let Some(kind) = self.conns[i].take_failure() {
-            self.fail_waiting(ctx, pacer, kind, now);
+        if let Some(failure) = self.conns[i].take_failure() {
+            self.fail_waiting(ctx, pacer, failure, now);
         }
         if !self.closed.contains(&i) {
             self.closed.push(i);
@@ -249,6 +252,11 @@ impl<'a> Protocol<'a> for Http2<'a> {
     /// Every request a GOAWAY took back and never sent again is counted as waiting, at its
     /// age, as in HTTP/1.1's open model.
     fn account_waiting(&mut self, ctx: &mut Ctx<'a>, end: Instant) {
+        if !ctx.open {
+            // The closed model's refused requests not sent again: each is in `sent` and in
+            // `goaway_retries` already.
+            return self.sh.requeue.clear();
+        }
         for (intended, _) in std::mem::take(&mut self.sh.requeue) {
             if ctx.recorder.measuring(intended) && intended < end {
                 ctx.recorder.waited(end.saturating_duration_since(intended));

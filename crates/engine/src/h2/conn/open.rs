@@ -10,7 +10,7 @@
 use super::{H2Conn, H2Phase, Slot, LAST_STREAM_ID};
 use crate::ctx::Ctx;
 use crate::h2::{frame, Shared};
-use loadbench_model::ErrorKind;
+use loadbench_model::{ErrorKind, ErrorReason};
 use std::time::{Duration, Instant};
 
 /// What a connection opened before the measured window (the initial pool, or during the
@@ -74,7 +74,8 @@ impl H2Conn {
             }
             ctx.recorder.wrote(now, (self.out.len() - before) as u64);
         }
-        let slot = Slot::stream(id, endpoint, measured, intended, self.peer_window, now);
+        let mut slot = Slot::stream(id, endpoint, measured, intended, self.peer_window, now);
+        slot.resend = resend;
         self.occupy(ctx, sh, free, slot, now);
     }
 
@@ -128,17 +129,21 @@ impl H2Conn {
     /// fails the request whose connect failed). The slot waits out a backoff before the pool
     /// may connect it again.
     #[cold]
-    pub(super) fn fail_open_connect(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+    pub(super) fn fail_open_connect(
+        &mut self,
+        ctx: &mut Ctx,
+        failure: (ErrorKind, Option<ErrorReason>),
+        now: Instant,
+    ) {
         self.close();
         self.phase = H2Phase::Idle;
-        self.backoff = (self.backoff * 2).clamp(super::BACKOFF_MIN, super::BACKOFF_MAX);
-        self.wake_at = now + self.backoff;
-        self.failed = Some(kind);
+        self.back_off(ctx, now);
+        self.failed = Some(failure);
         ctx.retry.push(self.token.0);
     }
 
-    /// The connect failure this slot has not handed to the worker yet.
-    pub fn take_failure(&mut self) -> Option<ErrorKind> {
+    /// The connect failure (class and reason) this slot has not handed to the worker yet.
+    pub fn take_failure(&mut self) -> Option<(ErrorKind, Option<ErrorReason>)> {
         self.failed.take()
     }
 }

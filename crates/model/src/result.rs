@@ -268,6 +268,41 @@ pub struct Stats {
 impl Stats {
     /// Combines two measurements of the same window (workers) or of aligned windows (shards):
     /// counts add, histograms add, series add second by second, the window is the longer one.
+    ///
+    /// Two workers' measurements of the same second merged into one:
+    ///
+    /// ```
+    /// use loadbench_model::{ErrorKind, Stats};
+    ///
+    /// // 3 responses (200, 200, 503) after 1, 2 and 3 ms, and one connect refused.
+    /// let mut a = Stats { elapsed_us: 1_000_000, requests: 3, sent: 3, ..Stats::default() };
+    /// a.status.add(200, 2);
+    /// a.status.add(503, 1);
+    /// [1, 2, 3].iter().for_each(|ms| a.latency.hist.record_ns(ms * 1_000_000));
+    /// a.errors.add(ErrorKind::ConnectRefused, 1);
+    /// // 2 responses (200) after 10 and 20 ms, over a slightly shorter window.
+    /// let mut b = Stats { elapsed_us: 990_000, requests: 2, sent: 2, ..Stats::default() };
+    /// b.status.add(200, 2);
+    /// [10, 20].iter().for_each(|ms| b.latency.hist.record_ns(ms * 1_000_000));
+    ///
+    /// let mut merged = a.clone();
+    /// merged.merge(&b);
+    /// assert_eq!(merged.requests, a.requests + b.requests);
+    /// assert_eq!(merged.sent, 5);
+    /// assert_eq!(merged.status.0.get(&200), Some(&4));
+    /// assert_eq!(merged.status.non_success(), 1);
+    /// assert_eq!(merged.errors.total(), 1);
+    /// assert_eq!(merged.elapsed_us, 1_000_000, "the longer window");
+    /// // The histograms add: every value of both, so the extremes are b's max and a's min.
+    /// let hist = &merged.latency.hist;
+    /// assert_eq!(hist.len(), 5);
+    /// assert_eq!(hist.min_ns(), a.latency.hist.min_ns());
+    /// assert_eq!(hist.max_ns(), b.latency.hist.max_ns());
+    /// // Merging is associative and order-free: b then a gives the same result.
+    /// let mut other_way = b.clone();
+    /// other_way.merge(&a);
+    /// assert_eq!(other_way, merged);
+    /// ```
     pub fn merge(&mut self, o: &Stats) {
         self.elapsed_us = self.elapsed_us.max(o.elapsed_us);
         self.requests += o.requests;

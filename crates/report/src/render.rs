@@ -260,6 +260,40 @@ pub fn formats_for(kind: ResultKind) -> &'static [Format] {
 }
 
 /// Renders any saved result in `format`; `opts` chooses the percentiles of a run's tables.
+///
+/// A run of 120 requests against the reference backend, as text and as Markdown:
+///
+/// ```
+/// use loadbench_model::SavedResult;
+/// use loadbench_plan::Stop;
+/// use loadbench_report::{render, Format, RenderOptions};
+/// use loadbench_runner::{Control, LoadSpec, Quiet};
+/// use loadbench_upstream::{Server, ServerConfig};
+/// use std::sync::atomic::AtomicBool;
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let server = Server::start(ServerConfig::ephemeral())?;
+/// let url = format!("http://{}/", server.local_addr());
+/// let spec = LoadSpec {
+///     stop: Stop::Requests(120),
+///     threads: Some(1),
+///     ..LoadSpec::closed(&url, 2, Duration::from_secs(10))
+/// };
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let run = loadbench_runner::run(&spec, Control { stop: &stop, observer: &Quiet })?;
+/// let saved = SavedResult::Run(Box::new(run));
+///
+/// let text = render(&saved, Format::Text, &RenderOptions::default())?.text;
+/// let markdown = render(&saved, Format::Markdown, &RenderOptions::default())?.text;
+/// let completed = text.lines().find(|l| l.trim_start().starts_with("Requests completed:"));
+/// assert!(completed.is_some_and(|l| l.ends_with(" 120")), "{text}");
+/// assert!(text.contains("[200] 120 responses"), "{text}");
+/// // The headline table's row starts with the request count.
+/// assert!(markdown.lines().any(|l| l.starts_with("| 120 | ")), "{markdown}");
+/// assert!(markdown.contains("| 200 | 120 | "), "{markdown}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn render(
     result: &SavedResult,
     format: Format,

@@ -87,6 +87,34 @@ impl Control<'_> {
 }
 
 /// Resolves `spec`, checks the target, runs the load and builds its result.
+///
+/// A closed-model load of exactly 50 requests on 2 connections, against the reference backend
+/// started in this process:
+///
+/// ```
+/// use loadbench_plan::Stop;
+/// use loadbench_runner::{Control, LoadSpec, Quiet};
+/// use loadbench_upstream::{Server, ServerConfig};
+/// use std::sync::atomic::AtomicBool;
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let server = Server::start(ServerConfig::ephemeral())?;
+/// let url = format!("http://{}/", server.local_addr());
+/// let spec = LoadSpec {
+///     stop: Stop::Requests(50),
+///     threads: Some(1),
+///     ..LoadSpec::closed(&url, 2, Duration::from_secs(10))
+/// };
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let result = loadbench_runner::run(&spec, Control { stop: &stop, observer: &Quiet })?;
+///
+/// assert_eq!(result.stats.requests, 50);
+/// assert_eq!(result.stats.status.0.get(&200), Some(&50));
+/// assert_eq!(result.config.requests, Some(50));
+/// assert_eq!(server.stats().route("/"), 50, "the backend answered each one");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn run(spec: &LoadSpec, ctl: Control<'_>) -> Result<RunResult, RunError> {
     let plan = Plan::resolve(spec)?;
     run_plan(&plan, ctl)

@@ -134,6 +134,50 @@ impl FindMaxError {
 }
 
 /// Runs the search to its end (or until the stop flag), saving after every step when asked.
+///
+/// A short search against the reference backend set up with a known capacity: one request
+/// served at a time, each taking 100 ms, is 10 requests per second. Three steps of one second
+/// from 5/s (5/s, 10/s, then 20/s or a bisection below 10/s): the rate found is at most the
+/// capacity, a rate above it fails, and the search stops at its step limit.
+///
+/// ```
+/// use loadbench_model::{StopReason, Verdict};
+/// use loadbench_runner::find_max::{search, FindMaxSpec};
+/// use loadbench_runner::{Control, LoadSpec, Quiet};
+/// use loadbench_upstream::{parse_delay, Server, ServerConfig};
+/// use std::sync::atomic::AtomicBool;
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let server = Server::start(ServerConfig {
+///     max_concurrency: Some(1),
+///     delay: Some(parse_delay("100ms")?),
+///     ..ServerConfig::ephemeral()
+/// })?;
+/// let url = format!("http://{}/", server.local_addr());
+/// let base = LoadSpec {
+///     threads: Some(1),
+///     ..LoadSpec::closed(&url, 1, Duration::from_secs(1))
+/// };
+/// let spec = FindMaxSpec {
+///     start_rate: 5.0,
+///     step_duration: Duration::from_secs(1),
+///     max_steps: 3,
+///     max_connections: 100,
+///     recovery_timeout: Duration::from_secs(5),
+///     ..FindMaxSpec::new(base, loadbench_plan::parse_slo("p99<400ms")?)
+/// };
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let result = search(&spec, Control { stop: &stop, observer: &Quiet })?;
+///
+/// assert_eq!(result.steps.len(), 3);
+/// assert_eq!(result.stop_reason, Some(StopReason::MaxSteps));
+/// let max = result.max_rate.expect("5/s is half the capacity: it passes");
+/// assert!((5.0..=10.0).contains(&max), "max {max}/s");
+/// // 20/s, like any rate above 10/s, cannot be served: a step failed.
+/// assert!(result.steps.iter().any(|s| s.verdict == Verdict::Fail));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn search(spec: &FindMaxSpec, ctl: Control<'_>) -> Result<FindMaxResult, FindMaxError> {
     spec.check().map_err(FindMaxError::Invalid)?;
     let first = Plan::resolve(&spec.step_spec(spec.start_rate)).map_err(RunError::from)?;

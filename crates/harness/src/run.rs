@@ -65,6 +65,85 @@ pub enum BenchError {
 }
 
 /// Runs the whole scenario and returns its result, saved as `<run folder>/result.json`.
+///
+/// A `[target.upstream]` target is started as `<upstream_exe> serve --listen 127.0.0.1:PORT`
+/// followed by its settings' flags ([`loadbench_upstream::ServeSettings::to_args`]). The
+/// `loadbench` binary gives its own path; any program that answers `serve` with the reference
+/// backend will do, and this example is one: when the harness starts it again with `serve`, it
+/// serves (until the harness stops it) instead of running the scenario. One closed load of
+/// 200 ms on 2 connections, one round, against a backend answering `202 Accepted`:
+///
+/// ```standalone_crate
+/// use clap::Parser;
+/// use loadbench_harness::run::{run_scenario, BenchObserver, RunOptions};
+/// use loadbench_harness::scenario::Scenario;
+/// use loadbench_runner::Observer;
+/// use loadbench_upstream::{run_until_signal, ServeSettings, ServerConfig};
+/// use std::sync::atomic::AtomicBool;
+/// use std::sync::Arc;
+///
+/// const SCENARIO: &str = r#"
+/// name = "doc"
+/// [generator]
+/// threads = 1
+/// [[target]]
+/// name = "backend"
+/// kind = "upstream"
+/// [target.upstream]
+/// status = 202
+/// threads = 1
+/// [[load]]
+/// model = "closed"
+/// targets = ["backend"]
+/// connections = [2]
+/// duration = "200ms"
+/// "#;
+///
+/// /// `loadbench serve`'s arguments: where to listen, and the backend's settings.
+/// #[derive(Parser)]
+/// struct Serve {
+///     #[arg(long)]
+///     listen: std::net::SocketAddr,
+///     #[command(flatten)]
+///     settings: ServeSettings,
+/// }
+///
+/// /// Sees nothing of the run (every method has a default).
+/// struct Unseen;
+/// impl Observer for Unseen {}
+/// impl BenchObserver for Unseen {}
+///
+/// fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     if std::env::args().nth(1).as_deref() == Some("serve") {
+///         let serve = Serve::parse_from(std::env::args().skip(1));
+///         let config = ServerConfig { listen: serve.listen, ..ServerConfig::default() };
+///         run_until_signal(config.with_settings(&serve.settings))?;
+///         return Ok(());
+///     }
+///     let dir = std::env::temp_dir().join(format!("loadbench-doc-{}", std::process::id()));
+///     let file = dir.join("doc.toml");
+///     let scenario = Scenario::parse(SCENARIO, &file)?;
+///     let opts = RunOptions {
+///         file,
+///         text: Some(SCENARIO.to_string()),
+///         results: dir.join("results"),
+///         upstream_exe: std::env::current_exe()?,
+///     };
+///     let stop = Arc::new(AtomicBool::new(false));
+///     let result = run_scenario(&scenario, &opts, &stop, &Unseen)?;
+///
+///     assert_eq!((result.steps_done, result.rounds.len()), (1, 1));
+///     let run = result.rounds[0].result.as_ref().expect("the round measured");
+///     assert!(run.stats.requests > 0);
+///     assert_eq!(run.stats.errors.total(), 0);
+///     // Every response came from the target as `[target.upstream]` set it up.
+///     assert_eq!(run.stats.status.0.get(&202), Some(&run.stats.requests));
+///     let saved = std::path::Path::new(&result.run_dir).join("result.json");
+///     assert!(std::fs::read_to_string(saved)?.contains("\"steps_done\": 1"));
+///     std::fs::remove_dir_all(&dir)?;
+///     Ok(())
+/// }
+/// ```
 pub fn run_scenario(
     scenario: &Scenario,
     opts: &RunOptions,

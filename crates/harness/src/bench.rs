@@ -16,7 +16,7 @@ use crate::generator::GeneratorWatch;
 use crate::sampler::Sampler;
 use crate::scenario::{self, LoadModel, Scenario};
 use crate::targets::{Running, Targets};
-use loadbench_model::diagnose::{diagnose, verdict, CpuView, Inputs};
+use loadbench_model::diagnose::{diagnose, judge, CpuView, Inputs};
 use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
     KernelEvidence, ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
@@ -460,7 +460,6 @@ impl Matrix<'_> {
             other_used: samples.other_cpu_mean(r.window),
             host_cores: samples.host_cores() as f64,
         };
-        r.bottleneck = verdict(&cpu, &own, Some(generator));
         let of_run = r.measured_run().map(Inputs::of_run).unwrap_or_default();
         r.why = diagnose(&Inputs {
             kernel: Some(kernel),
@@ -469,6 +468,8 @@ impl Matrix<'_> {
             cpu: Some(cpu),
             ..of_run
         });
+        // One judgement: the verdict is the strongest finding's side.
+        r.bottleneck = judge(&r.why);
         r.evidence = Some(StepEvidence {
             kernel: Some(kernel.clone()),
             targets: own,

@@ -6,9 +6,13 @@
 
 use crate::evidence::{KernelEvidence, TargetEvidence, ThreadShare};
 use crate::histogram::Histo;
+use crate::human as units;
+use crate::queueing::Little;
 use crate::resources::{Bottleneck, SATURATION_SHARE};
 use crate::result::RunResult;
+use crate::starved::{Starvation, StarvedCause};
 use crate::why::{Finding, FindingKind, Why};
+use crate::LoadModel;
 use std::collections::BTreeMap;
 
 /// A thread at or above this share of a core counts as saturated (a single-threaded target
@@ -38,6 +42,15 @@ pub const RTO_MIN_US: f64 = 200_000.0;
 pub const BUSY_HOST_CORES: f64 = 0.5;
 /// Share of the host's cores used by other processes from which the host counts as busy.
 pub const BUSY_HOST_SHARE: f64 = 0.25;
+/// A request must take at least this long on average (µs) for a wait to be named as what
+/// set the rate: below it, loopback, the generator and the scheduler make up the latency.
+pub const WAIT_MIN_US: f64 = 5_000.0;
+/// Requests in service (Little's law) must be at least this share of the connections: every
+/// connection always had a request waiting at the target, none held back by the generator.
+pub const WAIT_IN_SERVICE_SHARE: f64 = 0.8;
+/// The targets' CPU must stay under this share of their cores for a wait, not CPU, to be
+/// what set the rate.
+pub const WAIT_MAX_CPU_SHARE: f64 = 0.5;
 
 /// CPU used and allowed, in cores, over the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -75,6 +88,13 @@ pub struct Inputs<'a> {
     /// Requests of the load that failed (connect errors, resets, timeouts); `Some(0)` silences
     /// the host-wide reset counters, which then counted someone else's connections.
     pub failed_requests: Option<u64>,
+    /// Connections the target left without an answer for at least half the run.
+    pub starvation: Option<Starvation>,
+    /// Little's law over the run (throughput, mean latency and service time).
+    pub little: Option<Little>,
+    /// The connections of a closed load (`None` for an open one): with [`Inputs::little`],
+    /// whether a fixed wait set the rate.
+    pub closed_connections: Option<u32>,
 }
 
 impl Inputs<'_> {
@@ -85,6 +105,10 @@ impl Inputs<'_> {
             connect_max_us: max_us(&run.stats.connect.hist),
             latency_max_us: max_us(&run.stats.service.hist),
             failed_requests: Some(run.stats.errors.total()),
+            starvation: Starvation::of(&run.stats),
+            little: Little::of(run),
+            closed_connections: (run.config.load == LoadModel::Closed)
+                .then_some(run.config.connections),
             ..Inputs::default()
         }
     }
@@ -97,6 +121,22 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
     if let Some(k) = inputs.kernel {
         findings.extend(kernel_findings(k, inputs));
     }
+    let overflowed = findings
+        .iter()
+        .any(|f| f.kind == FindingKind::AcceptQueueOverflow);
+    if let Some(s) = &inputs.starvation {
+        findings.extend(connection_limit(s, s.cause(overflowed)));
+        let accept = findings
+            .iter_mut()
+            .find(|f| f.kind == FindingKind::AcceptQueueOverflow);
+        if let Some(f) = accept {
+            f.text += &format!(
+                "; {} of {} connections were still waiting to be served at the end",
+                s.starved, s.connections
+            );
+            f.figures.insert("starved".into(), s.starved as f64);
+        }
+    }
     for t in inputs.targets {
         findings.extend(target_findings(t));
     }
@@ -105,9 +145,128 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
     }
     let looked_at = looked_at(inputs);
     if findings.iter().all(|f| f.kind == FindingKind::BusyHost) {
-        findings.push(no_clear_bottleneck(&looked_at));
+        match latency_bound(inputs) {
+            Some(f) => findings.push(f),
+            None => findings.push(no_clear_bottleneck(&looked_at)),
+        }
     }
     Why::new(findings, looked_at)
+}
+
+/// The one judgement of a step, read from its ranked findings so the verdict column, the why
+/// section and the warnings never disagree: the strongest finding that names a side decides
+/// (a connection limit, a quota, a hot thread, the target's CPU or its queues: the target; the
+/// generator's CPU or ports: the generator); findings that name no side (a busy host, host-wide
+/// counters, a fixed wait, nothing found) leave it `neither`.
+pub fn judge(why: &Why) -> Bottleneck {
+    why.findings
+        .iter()
+        .find_map(|f| side(f.kind))
+        .unwrap_or(Bottleneck::Neither)
+}
+
+/// The side a finding of this kind blames, if any.
+pub fn side(kind: FindingKind) -> Option<Bottleneck> {
+    use FindingKind as K;
+    match kind {
+        K::AcceptQueueOverflow
+        | K::CpuThrottled
+        | K::MemoryPressure
+        | K::HotThread
+        | K::FdLimit
+        | K::WorkerPool
+        | K::ConnectionLimit
+        | K::TargetBound => Some(Bottleneck::TargetBound),
+        K::GeneratorBound | K::EphemeralPorts => Some(Bottleneck::GeneratorBound),
+        K::SynRetransmits
+        | K::Retransmits
+        | K::Resets
+        | K::Knee
+        | K::Scalability
+        | K::LatencyBound
+        | K::BusyHost
+        | K::NoClearBottleneck => None,
+    }
+}
+
+/// Starved connections behind a fixed limit: the limit's size by Little's law and the fix.
+/// Starvation with another cause (the accept queue, slow answers) is not a limit: the accept
+/// queue's finding explains the first, the warning the second.
+fn connection_limit(s: &Starvation, cause: StarvedCause) -> Option<Finding> {
+    if cause != StarvedCause::ConnectionLimit {
+        return None;
+    }
+    let text = format!(
+        "the target serves about {:.0} connections at once: {} of {} got no response in {} while {} were served, and by Little's law {:.0} req/s × {} mean = {:.1} requests in service",
+        s.in_service,
+        s.starved,
+        s.connections,
+        units::duration_us(s.window_us as f64),
+        s.served,
+        s.rate,
+        units::duration_us(s.mean_service_us),
+        s.in_service
+    );
+    let fix = format!(
+        "raise the target's connection or worker limit (threads, a pool, max connections) to the {} connections it gets, or send at most {} at once: the others only wait",
+        s.connections, s.served
+    );
+    let figures = [
+        ("pool_size", s.in_service),
+        ("served", s.served as f64),
+        ("starved", s.starved as f64),
+        ("connections", s.connections as f64),
+        ("requests_per_sec", s.rate),
+        ("mean_service_us", s.mean_service_us),
+    ];
+    Some(finding(
+        FindingKind::ConnectionLimit,
+        0.9,
+        text,
+        Some(&fix),
+        &figures,
+    ))
+}
+
+/// A closed load whose every connection always had a request at the target, each waiting at
+/// least [`WAIT_MIN_US`] on average, while the targets' CPU stayed under
+/// [`WAIT_MAX_CPU_SHARE`] of their cores and the generator was not saturated: a fixed wait
+/// set the rate. Needs the targets' CPU (a bench step): `run` cannot tell a wait from a busy
+/// target.
+fn latency_bound(inputs: &Inputs<'_>) -> Option<Finding> {
+    let cpu = inputs.cpu?;
+    let l = inputs.little?;
+    let n = f64::from(inputs.closed_connections?);
+    let idle = cpu.target_cores > 0.0 && cpu.targets_used < WAIT_MAX_CPU_SHARE * cpu.target_cores;
+    let all_in = l.in_target() >= WAIT_IN_SERVICE_SHARE * n;
+    if !idle || !all_in || l.mean_service_us < WAIT_MIN_US || inputs.starvation.is_some() {
+        return None;
+    }
+    let text = format!(
+        "the wait sets the rate: each request took {} while the targets used {:.2} of their {} cores, so throughput = {n:.0} connections ÷ {} = {:.0} req/s (Little's law; measured {:.0} req/s)",
+        units::duration_us(l.mean_service_us),
+        cpu.targets_used,
+        cores_label(cpu.target_cores),
+        units::duration_us(l.mean_service_us),
+        n * 1e6 / l.mean_service_us,
+        l.requests_per_sec
+    );
+    let figures = [
+        ("connections", n),
+        ("mean_service_us", l.mean_service_us),
+        ("requests_per_sec", l.requests_per_sec),
+        ("in_service", l.in_target()),
+        ("targets_cores", cpu.targets_used),
+        ("target_cores", cpu.target_cores),
+    ];
+    let fix = "more concurrency is the lever, not CPU: more connections (or a shorter wait: what the target waits on, a sleep, a downstream call)";
+    Some(finding(
+        FindingKind::LatencyBound,
+        0.5,
+        text,
+        Some(fix),
+        &figures,
+    ))
 }
 
 /// The verdict of a step: [`Bottleneck`] from CPU shares, where a target counts as saturated

@@ -66,7 +66,7 @@ pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};
 pub use shard::{merge_shards, MergeError, ShardRun, ShardStart};
 pub use shortfall::{Cause, GeneratorTime, Shortfall};
-pub use starved::{PerConnection, Starvation};
+pub use starved::{PerConnection, Starvation, StarvedCause};
 pub use stats::{Spread, Welch};
 pub use tls::{TlsSettings, TlsStats};
 pub use why::{Finding, FindingKind, Why};

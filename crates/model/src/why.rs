@@ -33,6 +33,12 @@ pub enum FindingKind {
     FdLimit,
     /// The target behaved like a fixed pool of workers (Little's law).
     WorkerPool,
+    /// The target served a fixed number of connections at once and left the others without
+    /// an answer (starved connections; the size by Little's law).
+    ConnectionLimit,
+    /// A fixed wait set the rate: throughput = connections ÷ latency, the CPU idle; more
+    /// concurrency is the lever.
+    LatencyBound,
     /// Throughput stopped growing while latency climbed (a sweep's knee).
     Knee,
     /// A Universal Scalability Law fit over a sweep.

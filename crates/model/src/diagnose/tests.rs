@@ -386,3 +386,185 @@ fn a_saturated_target_thread_still_wins_over_a_saturated_generator_thread() {
         Bottleneck::TargetBound
     );
 }
+
+/// 24 of 32 connections starved over 4 s by a server serving 8, 50 ms per request.
+fn starved_by_a_limit() -> Starvation {
+    Starvation {
+        starved: 24,
+        connections: 32,
+        window_us: 4_000_000,
+        served: 8,
+        in_service: 7.9,
+        rate: 158.0,
+        mean_service_us: 50_000.0,
+        served_median: 80,
+    }
+}
+
+#[test]
+fn starved_connections_behind_a_limit_are_a_connection_limit_and_the_target_is_the_limit() {
+    let why = diagnose(&Inputs {
+        starvation: Some(starved_by_a_limit()),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::ConnectionLimit]);
+    let f = &why.findings[0];
+    assert_eq!(f.figures["pool_size"], 7.9);
+    assert_eq!(f.figures["served"], 8.0);
+    assert!(
+        f.text
+            .starts_with("the target serves about 8 connections at once: 24 of 32"),
+        "{}",
+        f.text
+    );
+    assert!(f.fix.as_deref().unwrap().contains("send at most 8 at once"));
+    assert_eq!(judge(&why), Bottleneck::TargetBound);
+}
+
+#[test]
+fn starved_connections_behind_an_overflowing_accept_queue_are_the_queues() {
+    let tcp = TcpCounters {
+        listen_overflows: 900,
+        syn_retransmits: 400,
+        ..Default::default()
+    };
+    let sockets = PortSockets {
+        backlog: 1,
+        accept_queue_peak: 2,
+        readings: 10,
+        ..Default::default()
+    };
+    let k = kernel(tcp, sockets);
+    let s = Starvation {
+        starved: 184,
+        connections: 200,
+        served: 16,
+        ..starved_by_a_limit()
+    };
+    let why = diagnose(&Inputs {
+        kernel: Some(&k),
+        starvation: Some(s),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::AcceptQueueOverflow]);
+    let f = &why.findings[0];
+    assert_eq!(f.figures["starved"], 184.0);
+    assert!(f
+        .text
+        .ends_with("184 of 200 connections were still waiting to be served at the end"));
+    assert_eq!(s.cause_in(&why), StarvedCause::AcceptQueue);
+    assert!(s
+        .explain(StarvedCause::AcceptQueue)
+        .contains("not a connection limit"));
+}
+
+#[test]
+fn slow_answers_on_a_busy_host_are_not_a_connection_limit() {
+    // 11 of 32 served, each a request or two, requests taking seconds.
+    let slow = Starvation {
+        starved: 21,
+        served: 11,
+        in_service: 10.5,
+        rate: 5.0,
+        mean_service_us: 2_100_000.0,
+        served_median: 1,
+        ..starved_by_a_limit()
+    };
+    assert_eq!(slow.cause(false), StarvedCause::SlowAnswers);
+    let why = diagnose(&Inputs {
+        starvation: Some(slow),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::NoClearBottleneck]);
+    let said = slow.explain(slow.cause_in(&why));
+    assert!(
+        said.contains("answers were slow") && !said.contains("serves at most"),
+        "{said}"
+    );
+}
+
+#[test]
+fn one_judgement_a_throttled_target_is_target_bound_whatever_its_cpu_share() {
+    let t = TargetEvidence {
+        target: "nginx".into(),
+        cpu_cores: 0.3,
+        allowed_cores: 0.5,
+        cgroup: Some(CgroupEvidence {
+            nr_periods: 100,
+            nr_throttled: 60,
+            throttled_usec: 900_000,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // CPU shares alone say neither side is saturated (0.3 of 2 host cores counted).
+    let cpu = CpuView {
+        generator_used: 0.4,
+        generator_cores: 2.0,
+        targets_used: 0.3,
+        target_cores: 2.0,
+        host_cores: 2.0,
+        ..Default::default()
+    };
+    let targets = [t];
+    assert_eq!(verdict(&cpu, &targets, None), Bottleneck::Neither);
+    let why = diagnose(&Inputs {
+        targets: &targets,
+        cpu: Some(cpu),
+        ..Default::default()
+    });
+    assert_eq!(why.findings[0].kind, FindingKind::CpuThrottled);
+    assert_eq!(judge(&why), Bottleneck::TargetBound);
+}
+
+#[test]
+fn a_fixed_wait_with_idle_cpus_sets_the_rate_and_blames_no_side() {
+    let cpu = CpuView {
+        generator_used: 0.05,
+        generator_cores: 2.0,
+        targets_used: 0.02,
+        target_cores: 2.0,
+        host_cores: 2.0,
+        ..Default::default()
+    };
+    let little = Little {
+        requests_per_sec: 318.0,
+        mean_latency_us: 50_300.0,
+        mean_service_us: 50_300.0,
+    };
+    let inputs = Inputs {
+        cpu: Some(cpu),
+        little: Some(little),
+        closed_connections: Some(16),
+        ..Default::default()
+    };
+    let why = diagnose(&inputs);
+    assert_eq!(kinds(&why), [FindingKind::LatencyBound]);
+    let f = &why.findings[0];
+    assert!(f.text.starts_with("the wait sets the rate"), "{}", f.text);
+    assert!(
+        f.text.contains("16 connections ÷ 50.30ms = 318 req/s"),
+        "{}",
+        f.text
+    );
+    assert_eq!(judge(&why), Bottleneck::Neither);
+    // A fast target (0.3 ms) is no wait; a busy one is CPU, not a wait.
+    let fast = Little {
+        mean_service_us: 300.0,
+        ..little
+    };
+    let why = diagnose(&Inputs {
+        little: Some(fast),
+        ..inputs
+    });
+    assert_eq!(kinds(&why), [FindingKind::NoClearBottleneck]);
+    let busy = CpuView {
+        targets_used: 1.9,
+        ..cpu
+    };
+    let why = diagnose(&Inputs {
+        cpu: Some(busy),
+        ..inputs
+    });
+    assert!(!kinds(&why).contains(&FindingKind::LatencyBound));
+}

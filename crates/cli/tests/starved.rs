@@ -6,7 +6,8 @@
 
 use crate::support::nginx::Nginx;
 use crate::support::{bin, have, tempdir, text, Run};
-use loadbench_model::{BenchResult, RunResult, Starvation};
+use loadbench_model::diagnose::side;
+use loadbench_model::{BenchResult, Bottleneck, Finding, FindingKind, RunResult, Starvation, Why};
 use loadbench_upstream::{parse_delay, Server, ServerConfig};
 
 /// A thread-per-connection server: 8 served connections, 50 ms per request.
@@ -22,6 +23,15 @@ fn eight_served() -> Server {
 
 fn url(s: &Server) -> String {
     format!("http://{}/", s.local_addr())
+}
+
+/// The strongest finding that blames a side (a busy host, ranked first on a loaded machine,
+/// blames none).
+fn blamed(why: &Why) -> &Finding {
+    why.findings
+        .iter()
+        .find(|f| side(f.kind).is_some())
+        .unwrap_or_else(|| panic!("no finding blames a side: {why:#?}"))
 }
 
 /// `loadbench report FILE -f FORMAT` of a saved result.
@@ -88,6 +98,28 @@ fn connections_a_server_never_serves_are_counted_censored_and_named() {
         stdout.contains("including the 32 requests still in flight"),
         "{stdout}"
     );
+    // The same judgement reaches why: a connection limit sized by Little's law, with its fix,
+    // and nothing that contradicts it.
+    let kinds: Vec<FindingKind> = r.why.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds[0], FindingKind::ConnectionLimit, "{:#?}", r.why);
+    assert!(
+        !kinds.contains(&FindingKind::NoClearBottleneck),
+        "{kinds:?}"
+    );
+    let limit = &r.why.findings[0];
+    assert!(
+        (6.0..=10.0).contains(&limit.figures["pool_size"]),
+        "{limit:?}"
+    );
+    assert_eq!(limit.figures["served"], 8.0);
+    assert_eq!(limit.figures["starved"], 24.0);
+    assert!(limit
+        .fix
+        .as_deref()
+        .unwrap()
+        .contains("send at most 8 at once"));
+    assert!(stdout.contains("the target serves about"), "{stdout}");
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
     let md = report(&r, "markdown");
     assert!(md.contains("24 of 32 connections got no response"), "{md}");
     assert!(md.contains("incl. in flight (lower bound)"), "{md}");
@@ -265,5 +297,104 @@ fn a_bench_step_names_the_starved_connections_in_its_verdict_and_json() {
         "{stdout}"
     );
     assert!(!row("c=8").contains("no response"), "{stdout}");
+    // One judgement: the starved step's why names the limit and its verdict blames the target.
+    let starved = r.rounds.iter().find(|x| x.level == 1).unwrap();
+    let first = blamed(&starved.why);
+    assert_eq!(
+        first.kind,
+        FindingKind::ConnectionLimit,
+        "{:#?}",
+        starved.why
+    );
+    assert!(
+        (6.0..=10.0).contains(&first.figures["pool_size"]),
+        "{first:?}"
+    );
+    assert_eq!(starved.bottleneck, Bottleneck::TargetBound);
+    assert!(row("c=32").contains("target-bound"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Five levels from c=8 against the 8-slot backend, one round each.
+const SWEEP_SCENARIO: &str = r#"
+name = "sweep8"
+rounds = 1
+
+[[target]]
+name = "pool8"
+kind = "upstream"
+[target.upstream]
+threads = 2
+delay = "50ms"
+max_served_conns = 8
+
+[[load]]
+name = "sweep"
+model = "closed"
+targets = ["pool8"]
+connections = [8, 16, 24, 32, 48]
+"#;
+
+#[test]
+fn a_sweep_against_eight_slots_finds_a_pool_of_about_eight_from_the_starved_levels() {
+    let _machine = crate::support::measuring();
+    let dir = tempdir("sweep-starved");
+    let file = dir.join("sweep.toml");
+    std::fs::write(&file, SWEEP_SCENARIO).unwrap();
+    let results = dir.join("results");
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .args([
+            "--duration",
+            "2s",
+            "--warmup",
+            "300ms",
+            "--cooldown",
+            "0s",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = BenchResult::from_json(&saved_bench(&results)).unwrap();
+    let a = r.queueing_of(0, "pool8").expect("the sweep is analysed");
+    let pool = a.pool.expect("a pool from the starved levels");
+    assert!((6..=10).contains(&pool.workers), "{pool:?}");
+    assert!(pool.starved_levels >= 3, "{pool:?}");
+    let f = &a.findings[0];
+    assert_eq!(f.kind, FindingKind::WorkerPool, "{:#?}", a.findings);
+    assert!(
+        f.text.contains("behaves like a pool of about"),
+        "{}",
+        f.text
+    );
+    // No contradicting reading: not "grew at every level", no contention or coherency fit.
+    assert!(
+        !stdout.contains("throughput grew at every level"),
+        "{stdout}"
+    );
+    assert!(
+        a.findings
+            .iter()
+            .all(|f| f.kind != FindingKind::Scalability),
+        "{:#?}",
+        a.findings
+    );
+    assert!(stdout.contains("behaves like a pool of about"), "{stdout}");
+    // Every starved step names the same limit and blames the target.
+    for round in r.rounds.iter().filter(|x| x.level > 0) {
+        assert_eq!(
+            blamed(&round.why).kind,
+            FindingKind::ConnectionLimit,
+            "c={}: {:#?}",
+            r.loads[0].levels[round.level as usize],
+            round.why
+        );
+        assert_eq!(round.bottleneck, Bottleneck::TargetBound);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

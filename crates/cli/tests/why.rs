@@ -6,7 +6,7 @@
 //! finding's figures are checked against the evidence recorded beside it.
 
 use crate::support::{bin, have, tempdir, text};
-use loadbench_model::diagnose::generator_hot_thread;
+use loadbench_model::diagnose::{generator_hot_thread, side};
 use loadbench_model::{BenchResult, BenchRound, Bottleneck, Finding, FindingKind};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -190,7 +190,7 @@ fn a_half_core_quota_under_load_is_named_as_throttling() {
          [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [8]\n\
          duration = \"2s\"\nwarmup = \"300ms\"\n"
     );
-    let (r, _) = bench("why-quota", &scenario);
+    let (r, stdout) = bench("why-quota", &scenario);
     if r.targets[0].limits.cpu_quota_cores.is_none() {
         // Not enforced (the result's warnings say why): nothing to throttle. Where the quota
         // is enforced, CI included, the checks below must hold.
@@ -215,6 +215,19 @@ fn a_half_core_quota_under_load_is_named_as_throttling() {
     assert!(share >= 0.1, "{cgroup:?}");
     let percent = format!("in {:.0}% of periods", share * 100.0);
     assert!(throttled.text.contains(&percent), "{}", throttled.text);
+    // One judgement: the verdict blames the target the quota limited, never `neither`.
+    // (Only a generator-bound finding ranked above the quota's could blame the generator.)
+    let blamed = round.why.findings.iter().find_map(|f| side(f.kind));
+    assert_eq!(Some(round.bottleneck), blamed, "{:#?}", round.why);
+    assert_ne!(round.bottleneck, Bottleneck::Neither, "{:#?}", round.why);
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("backend") && l.contains("c=8"))
+        .unwrap_or_else(|| panic!("no row:\n{stdout}"));
+    assert!(!row.contains("neither"), "{row}");
+    if round.bottleneck == Bottleneck::TargetBound {
+        assert!(row.contains("target-bound"), "{row}");
+    }
 }
 
 /// nginx serving plaintext from two workers on any core (each its own listener, so the 64

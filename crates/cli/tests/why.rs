@@ -437,3 +437,45 @@ fn the_socket_watch_of_run_can_be_switched_off_for_measuring_its_cost() {
     assert!(readings(false) >= 1);
     assert_eq!(readings(true), 0);
 }
+
+/// The backend answering every request after a fixed 50 ms (no pool, no CPU), swept over four
+/// levels of connections.
+const FIXED_WAIT: &str = "name = \"wait\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+     [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [2, 4, 8, 16]\n\
+     duration = \"1500ms\"\nwarmup = \"300ms\"\n[load.request]\npath = \"/delay/50ms\"\n";
+
+#[test]
+fn a_fixed_wait_is_named_as_what_sets_the_rate_and_no_fit_claims_a_limit() {
+    let _machine = crate::support::measuring();
+    let (r, stdout) = bench("why-wait", FIXED_WAIT);
+    let a = r.queueing_of(0, "backend").expect("the sweep is analysed");
+    let sweep: Vec<FindingKind> = a.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(sweep, [FindingKind::LatencyBound], "{:#?}", a);
+    let f = &a.findings[0];
+    let service = f.figures["mean_service_us"];
+    assert!((50_000.0..150_000.0).contains(&service), "{f:?}");
+    assert!(
+        f.text.contains("throughput = connections ÷ latency"),
+        "{}",
+        f.text
+    );
+    assert!(f
+        .fix
+        .as_deref()
+        .unwrap()
+        .starts_with("more concurrency is the lever"));
+    // The fit proposes no "serial part" its limit never came near: not enough evidence.
+    assert!(a.usl.is_none(), "{:?}", a.usl);
+    let note = a.usl_note.as_deref().unwrap();
+    assert!(note.starts_with("not enough evidence"), "{note}");
+    assert!(stdout.contains("the wait sets the rate"), "{stdout}");
+    assert!(!stdout.contains("serial part"), "{stdout}");
+    // Each step: the wait, neither side blamed, never "no clear bottleneck".
+    for round in &r.rounds {
+        let ks = kinds(round);
+        assert!(ks.contains(&FindingKind::LatencyBound), "{:#?}", round.why);
+        assert!(!ks.contains(&FindingKind::NoClearBottleneck), "{ks:?}");
+        assert_eq!(round.bottleneck, Bottleneck::Neither, "{:#?}", round.why);
+    }
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+}

@@ -398,3 +398,126 @@ fn a_sweep_against_eight_slots_finds_a_pool_of_about_eight_from_the_starved_leve
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A listener with a backlog of 1 that accepts one connection every `gap` (for at most 30 s),
+/// answering each accepted connection's requests on its own thread: a burst of connects
+/// overflows its accept queue and waits for SYN retries. Stops on drop.
+struct SlowAccept {
+    addr: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SlowAccept {
+    fn start(gap: std::time::Duration) -> SlowAccept {
+        use socket2::{Domain, Socket, Type};
+        use std::sync::atomic::Ordering;
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        socket
+            .bind(
+                &"127.0.0.1:0"
+                    .parse::<std::net::SocketAddr>()
+                    .unwrap()
+                    .into(),
+            )
+            .unwrap();
+        socket.listen(1).unwrap();
+        let listener: std::net::TcpListener = socket.into();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let halt = stop.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !halt.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+                std::thread::sleep(gap);
+                if let Ok((conn, _)) = listener.accept() {
+                    let halt = halt.clone();
+                    std::thread::spawn(move || answer(conn, &halt));
+                }
+            }
+        });
+        SlowAccept { addr, stop }
+    }
+}
+
+impl Drop for SlowAccept {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Answers each request with a 2-byte 200 until EOF, an error or `stop`.
+fn answer(mut conn: std::net::TcpStream, stop: &std::sync::atomic::AtomicBool) {
+    use std::io::{Read, Write};
+    conn.set_nonblocking(false).unwrap();
+    let _ = conn.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+    let (mut pending, mut buf) = (Vec::new(), [0u8; 4096]);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match conn.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+            Err(_) => return,
+        }
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            pending.drain(..end + 4);
+            if conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn connections_waiting_behind_an_overflowing_accept_queue_are_not_called_a_connection_limit() {
+    let _machine = crate::support::measuring();
+    let server = SlowAccept::start(std::time::Duration::from_millis(300));
+    let url = format!("http://{}/", server.addr);
+    let ran = Run::new(&url)
+        .args([
+            "-c",
+            "32",
+            "-d",
+            "3s",
+            "-t",
+            "1",
+            "--connect-timeout",
+            "20s",
+        ])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let starved = Starvation::of(&r.stats).expect("connections still connecting at the end");
+    let k = r.evidence.as_ref().expect("kernel evidence");
+    assert_eq!(k.sockets.backlog, 1, "{k:?}");
+    assert!(k.tcp.listen_overflows > 0, "{k:?}");
+    let kinds: Vec<FindingKind> = r.why.findings.iter().map(|f| f.kind).collect();
+    assert!(
+        !kinds.contains(&FindingKind::ConnectionLimit),
+        "{:#?}",
+        r.why
+    );
+    let accept = r
+        .why
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::AcceptQueueOverflow)
+        .unwrap_or_else(|| panic!("{:#?}", r.why));
+    assert_eq!(accept.figures["starved"], starved.starved as f64);
+    assert!(
+        accept.text.contains("were still waiting to be served"),
+        "{}",
+        accept.text
+    );
+    // The warning names the same cause and no limit that is not there.
+    assert!(
+        stdout.contains("waiting for SYN retries behind the target's overflowing accept queue"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("serves at most"), "{stdout}");
+}

@@ -479,3 +479,59 @@ fn a_fixed_wait_is_named_as_what_sets_the_rate_and_no_fit_claims_a_limit() {
     }
     assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
 }
+
+#[test]
+fn run_names_a_generator_that_shares_its_core_with_a_busy_loop() {
+    use loadbench_model::RunResult;
+    use loadbench_upstream::{Server, ServerConfig};
+    let _machine = crate::support::measuring();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let url = format!("http://{}/", server.local_addr());
+    // A busy loop and the generator on core 0 only: the scheduler splits the core between them.
+    let _busy = BusyLoop(
+        Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset"),
+    );
+    let save = tempdir("shared-core").join("run.json");
+    let out = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_loadbench")])
+        .args(["run", &url, "-c", "8", "-t", "1", "-d", "2s", "--save"])
+        .arg(&save)
+        .output()
+        .expect("loadbench runs");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let f = r
+        .why
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::GeneratorBound)
+        .unwrap_or_else(|| panic!("{:#?}", r.why));
+    let waiting = f.figures["generator_thread_waiting"];
+    assert!(waiting >= 0.25, "{f:?}");
+    let (on_cpu, runnable) = (
+        f.figures["generator_thread_cores"],
+        f.figures["generator_thread_runnable"],
+    );
+    assert!((runnable - on_cpu - waiting).abs() < 1e-9, "{f:?}");
+    assert!(
+        f.text.contains("something else shares its core"),
+        "{}",
+        f.text
+    );
+    assert!(f.fix.as_deref().unwrap().contains("cores of its own"));
+    assert_eq!(
+        r.why.findings[0].kind,
+        FindingKind::GeneratorBound,
+        "{:#?}",
+        r.why
+    );
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+    assert!(
+        stdout.contains("something else shares its core"),
+        "{stdout}"
+    );
+}

@@ -42,6 +42,9 @@ pub const RTO_MIN_US: f64 = 200_000.0;
 pub const BUSY_HOST_CORES: f64 = 0.5;
 /// Share of the host's cores used by other processes from which the host counts as busy.
 pub const BUSY_HOST_SHARE: f64 = 0.25;
+/// A generator thread runnable but off a CPU at least this share of the time shared its core:
+/// something else ran where it wanted to.
+pub const SHARED_CORE_WAIT: f64 = 0.25;
 /// A request must take at least this long on average (µs) for a wait to be named as what
 /// set the rate: below it, loopback, the generator and the scheduler make up the latency.
 pub const WAIT_MIN_US: f64 = 5_000.0;
@@ -308,12 +311,15 @@ pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
 }
 
 /// The generator's busiest saturated thread (≥ [`HOT_THREAD_SHARE`] of a core, or runnable
-/// ≥ [`RUNNABLE_SHARE`] of the time), if any. Unlike a target's, it needs neither idle
+/// ≥ [`RUNNABLE_SHARE`] of the time), or one that shared its core (runnable yet off a CPU at
+/// least [`SHARED_CORE_WAIT`] of the time), if any. Unlike a target's, it needs neither idle
 /// siblings nor spare cores: a generator thread that never waits for the network cannot send
 /// its connections' requests sooner, whatever else the host has free; and runnable time counts
 /// on a shared host where that thread got less than a whole core.
 pub fn generator_hot_thread(g: &TargetEvidence) -> Option<&ThreadShare> {
-    g.busiest.iter().find(|t| thread_saturated(t))
+    g.busiest
+        .iter()
+        .find(|t| thread_saturated(t) || t.runnable - t.cores >= SHARED_CORE_WAIT)
 }
 
 fn thread_saturated(t: &ThreadShare) -> bool {
@@ -701,9 +707,18 @@ fn busy_host(cpu: &CpuView) -> Option<Finding> {
 /// thread's CPU and runnable shares (the figures that made it the limit on a shared host).
 fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding {
     let hot = generator.and_then(|g| generator_hot_thread(g).map(|t| (g, t)));
+    let shared = hot.is_some_and(|(_, t)| t.runnable - t.cores >= SHARED_CORE_WAIT);
     let thread = hot.map_or(String::new(), |(_, t)| {
+        let waited = if shared {
+            format!(
+                " (it waited for a CPU {:.0}% of the time: something else shares its core)",
+                (t.runnable - t.cores) * 100.0
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "; its busiest thread ({}) was on a CPU {:.0}% and runnable {:.0}% of the time",
+            "; its busiest thread ({}) was on a CPU {:.0}% and runnable {:.0}% of the time{waited}",
             t.name,
             t.cores * 100.0,
             t.runnable * 100.0
@@ -724,9 +739,14 @@ fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding
             ("generator_thread_cores", t.cores),
             ("generator_thread_runnable", t.runnable),
             ("generator_threads", f64::from(g.threads)),
+            ("generator_thread_waiting", (t.runnable - t.cores).max(0.0)),
         ]);
     }
-    let fix = "give the generator more cores (-t, its cpuset) or run it on another host";
+    let fix = if shared {
+        "give the generator cores of its own (stop or move what runs beside it, pin it with taskset or a cpuset) or run it on another host"
+    } else {
+        "give the generator more cores (-t, its cpuset) or run it on another host"
+    };
     finding(FindingKind::GeneratorBound, 0.8, text, Some(fix), &figures)
 }
 

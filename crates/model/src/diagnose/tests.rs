@@ -337,8 +337,15 @@ fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
     let f = &why.findings[0];
     assert_eq!(
         f.text,
-        "the generator used 70% of its 1 cores; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time: these numbers are loadbench's limit, not the target's"
+        "the generator used 70% of its 1 cores; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time (it waited for a CPU 28% of the time: something else shares its core): these numbers are loadbench's limit, not the target's"
     );
+    assert!((f.figures["generator_thread_waiting"] - 0.28).abs() < 1e-9);
+    // Runnable only 80% yet off a CPU 30% of it: still a shared core, still the limit.
+    let shared = generator_threads(0.5, 0.8);
+    assert_eq!(verdict(&cpu, &[], Some(&shared)), Bottleneck::GeneratorBound);
+    // A thread that waits for the network and gets a CPU whenever it wants one is not.
+    let idle = generator_threads(0.3, 0.35);
+    assert_eq!(verdict(&cpu, &[], Some(&idle)), Bottleneck::Neither);
     assert_eq!(f.figures["generator_thread_runnable"], 0.98);
     assert_eq!(f.figures["generator_thread_cores"], 0.7);
     assert_eq!(f.figures["generator_threads"], 4.0);

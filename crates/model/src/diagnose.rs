@@ -35,6 +35,9 @@ pub const FDS_SHARE: f64 = 0.8;
 pub const RESETS_MIN: u64 = 10;
 /// Retransmitted segments (SYNs aside) from which they are reported.
 pub const RETRANSMITS_MIN: u64 = 10;
+/// Host-wide retransmits are the load's only when the window's count is at least this many
+/// times the host's background over as long (and [`RETRANSMITS_MIN`] above it).
+pub const RETRANSMITS_OVER_BACKGROUND: f64 = 3.0;
 /// The kernel's minimum retransmission timeout (200 ms), µs.
 pub const RTO_MIN_US: f64 = 200_000.0;
 /// CPU used by other processes, in cores, from which the host counts as busy (and at least
@@ -484,21 +487,33 @@ fn syn_retransmits(k: &KernelEvidence) -> Option<Finding> {
     })
 }
 
+/// Retransmitted segments (SYNs aside), host-wide: reported from [`RETRANSMITS_MIN`], and when
+/// the host's background was read, only above [`RETRANSMITS_OVER_BACKGROUND`] times it (plus
+/// [`RETRANSMITS_MIN`]): a busy host retransmits for others too.
 fn retransmits(k: &KernelEvidence) -> Option<Finding> {
     let n = k
         .tcp
         .retransmitted_segments
         .saturating_sub(k.tcp.syn_retransmits);
-    (n >= RETRANSMITS_MIN).then(|| {
+    let background = k.background_retransmits.unwrap_or(0.0);
+    let above = n as f64 >= RETRANSMITS_OVER_BACKGROUND * background + RETRANSMITS_MIN as f64;
+    (n >= RETRANSMITS_MIN && above).then(|| {
+        let against = k
+            .background_retransmits
+            .map(|b| format!(", against {b:.0} at the host's background over as long"))
+            .unwrap_or_default();
         finding(
             FindingKind::Retransmits,
             0.3,
             format!(
-                "{} segments were retransmitted (host-wide): packets were lost or late",
+                "{} segments were retransmitted (host-wide{against}): packets were lost or late",
                 count(n)
             ),
             Some("check the network path (loss, a full queue, a rate limit)"),
-            &[("retransmitted_segments", n as f64)],
+            &[
+                ("retransmitted_segments", n as f64),
+                ("background_retransmits", background),
+            ],
         )
     })
 }

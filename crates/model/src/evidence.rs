@@ -135,6 +135,11 @@ pub struct KernelEvidence {
     /// The generator's side: ephemeral ports toward the target.
     #[serde(default)]
     pub ephemeral: EphemeralPorts,
+    /// The host's background: segments retransmitted (SYNs aside) host-wide at the rate seen
+    /// right after the window, with the load stopped, scaled to the window's length. Read only
+    /// when the window's count was worth judging; `None` when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_retransmits: Option<f64>,
 }
 
 /// One thread of a target and its CPU over the window.

@@ -12,6 +12,7 @@ fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
             range_low: 32768,
             range_high: 60999,
         },
+        background_retransmits: None,
     }
 }
 
@@ -278,6 +279,41 @@ fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
 }
 
 #[test]
+fn retransmits_at_the_hosts_background_blame_nothing() {
+    // A busy host: 600 retransmits in the window, 250 over as long at its background; some
+    // request took 410 ms (on a busy host one always does).
+    let tcp = TcpCounters {
+        retransmitted_segments: 600,
+        ..Default::default()
+    };
+    let mut k = kernel(tcp, PortSockets::default());
+    k.background_retransmits = Some(250.0);
+    let inputs = Inputs {
+        kernel: Some(&k),
+        latency_max_us: Some(410_000.0),
+        ..Default::default()
+    };
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
+    // Well above it (3× + 10), they are the load's.
+    let quiet = KernelEvidence {
+        background_retransmits: Some(20.0),
+        ..k.clone()
+    };
+    let why = diagnose(&Inputs {
+        kernel: Some(&quiet),
+        ..inputs
+    });
+    assert_eq!(kinds(&why), [FindingKind::Retransmits]);
+    let f = &why.findings[0];
+    assert_eq!(f.figures["background_retransmits"], 20.0);
+    assert!(
+        f.text.contains("against 20 at the host's background"),
+        "{}",
+        f.text
+    );
+}
+
+#[test]
 fn a_saturated_thread_is_not_the_limit_when_no_core_was_left_to_use() {
     // Under a half-core quota, the busy thread waits for the quota, not for a second thread.
     let mut t = single_threaded(0.39, 0.45);
@@ -342,7 +378,10 @@ fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
     assert!((f.figures["generator_thread_waiting"] - 0.28).abs() < 1e-9);
     // Runnable only 80% yet off a CPU 30% of it: still a shared core, still the limit.
     let shared = generator_threads(0.5, 0.8);
-    assert_eq!(verdict(&cpu, &[], Some(&shared)), Bottleneck::GeneratorBound);
+    assert_eq!(
+        verdict(&cpu, &[], Some(&shared)),
+        Bottleneck::GeneratorBound
+    );
     // A thread that waits for the network and gets a CPU whenever it wants one is not.
     let idle = generator_threads(0.3, 0.35);
     assert_eq!(verdict(&cpu, &[], Some(&idle)), Bottleneck::Neither);

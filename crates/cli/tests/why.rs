@@ -535,3 +535,73 @@ fn run_names_a_generator_that_shares_its_core_with_a_busy_loop() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
+    let _machine = crate::support::measuring();
+    // The backend as the target's main process, first in line for the OOM killer
+    // (oom_score_adj 1000), beside a pipe that fills the 64 MiB limit 2.5 s after the start:
+    // the kernel kills the backend mid-step.
+    let serve = format!(
+        "(sleep 2.5; head -c 400M /dev/zero | tail) & echo 1000 > /proc/self/oom_score_adj; exec {} serve --listen 127.0.0.1:{{port}} --threads 1",
+        env!("CARGO_BIN_EXE_loadbench")
+    );
+    let scenario = format!(
+        "name = \"oom\"\n[[target]]\nname = \"backend\"\ncommand = \"/bin/sh\"\n\
+         args = [\"-c\", \"{serve}\"]\n[target.limits]\nmemory = \"64MiB\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [4, 8]\n\
+         duration = \"4s\"\nwarmup = \"300ms\"\n"
+    );
+    let dir = tempdir("why-oom");
+    let file = dir.join("oom.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(dir.join("results"))
+        .arg("--quiet")
+        .output()
+        .expect("loadbench runs");
+    let (stdout, stderr) = text(&out);
+    let r = saved(&dir.join("results"));
+    if r.targets[0].limits.memory_bytes.is_none() {
+        eprintln!(
+            "skipping: cgroup memory limits are not usable here ({:?})",
+            r.warnings
+        );
+        return;
+    }
+    let first = &r.rounds[0];
+    let died = finding(first, FindingKind::TargetDied)
+        .unwrap_or_else(|| panic!("{:#?}\n{stdout}\n{stderr}", first.why));
+    assert!(died.figures["oom_kills"] >= 1.0, "{died:?}");
+    assert_eq!(died.figures["signal"], 9.0, "{died:?}");
+    assert!(
+        died.text.starts_with(
+            "'backend' died during the step (killed by SIGKILL): the kernel's OOM killer killed"
+        ),
+        "{}",
+        died.text
+    );
+    assert!(died
+        .fix
+        .as_deref()
+        .unwrap()
+        .starts_with("raise the target's memory limit"));
+    assert_eq!(first.why.findings[0].kind, FindingKind::TargetDied);
+    assert_eq!(first.bottleneck, Bottleneck::TargetBound);
+    let cgroup = first.evidence.as_ref().unwrap().targets[0].cgroup.unwrap();
+    assert_eq!(died.figures["oom_kills"], cgroup.oom_kills as f64);
+    // The memory finding names only the counters that moved (v1 keeps the limit's at 0).
+    if let Some(m) = finding(first, FindingKind::MemoryPressure) {
+        assert!(!m.text.contains(" 0 "), "{}", m.text);
+        assert!(m.text.contains("OOM kills"), "{}", m.text);
+    }
+    // The next step has no figures of a target that is not running: it failed, and says why.
+    let second = &r.rounds[1];
+    assert!(second.result.is_none(), "{second:#?}");
+    let error = second.error.as_deref().unwrap_or_default();
+    assert!(error.contains("no longer running"), "{error}");
+    assert!(stdout.contains("died during the step"), "{stdout}");
+}

@@ -19,7 +19,8 @@ use crate::targets::{Running, Targets};
 use loadbench_model::diagnose::{diagnose, judge, CpuView, Inputs};
 use loadbench_model::{
     AppliedLimits, BenchLoad, BenchModel, BenchResult, BenchRound, Bottleneck, FindMaxResult,
-    KernelEvidence, ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
+    KernelEvidence, ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, TargetExit,
+    Window,
 };
 use loadbench_plan::{Body, EndpointSpec, Load, LoadSpec, OpenPacing, RequestSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
@@ -200,7 +201,17 @@ impl Matrix<'_> {
             self.load(load, level, &step.targets)
         };
         self.sampler.mark(&end);
-        let evidence = self.evidence(watch);
+        let mut evidence = self.evidence(watch);
+        // A target whose main process ended during the step: how, for its finding.
+        for t in evidence.1.iter_mut().filter(|t| !dead.contains(&t.target)) {
+            t.exited = self.targets.exit_status(&t.target).map(|s| {
+                use std::os::unix::process::ExitStatusExt;
+                TargetExit {
+                    code: s.code(),
+                    signal: s.signal(),
+                }
+            });
+        }
         let samples = self.sampler.snapshot();
         let window = measured_window(&samples, &start, &end, load.warmup);
         let mut rounds: Vec<BenchRound> = step

@@ -176,6 +176,7 @@ pub fn side(kind: FindingKind) -> Option<Bottleneck> {
     use FindingKind as K;
     match kind {
         K::AcceptQueueOverflow
+        | K::TargetDied
         | K::CpuThrottled
         | K::MemoryPressure
         | K::HotThread
@@ -567,6 +568,7 @@ fn ephemeral_ports(k: &KernelEvidence) -> Option<Finding> {
 
 fn target_findings(t: &TargetEvidence) -> Vec<Finding> {
     [
+        died(t),
         throttled(t),
         memory_pressure(t),
         fd_limit(t),
@@ -601,24 +603,76 @@ fn throttled(t: &TargetEvidence) -> Option<Finding> {
     })
 }
 
+/// The target's main process ended during the step: when the kernel's OOM killer killed
+/// processes of its cgroup in the window, that is named as the cause.
+fn died(t: &TargetEvidence) -> Option<Finding> {
+    let exit = t.exited?;
+    let kills = t.cgroup.map_or(0, |c| c.oom_kills);
+    let cause = if kills > 0 {
+        format!(
+            ": the kernel's OOM killer killed {} process{} of its cgroup at its memory limit",
+            count(kills),
+            if kills == 1 { "" } else { "es" }
+        )
+    } else {
+        String::new()
+    };
+    let text = format!(
+        "'{}' died during the step ({exit}){cause}; the figures from then on are of a target that was not running, and later steps fail until it is restarted",
+        t.target
+    );
+    let figures = [
+        ("oom_kills", kills as f64),
+        ("exit_code", exit.code.map_or(-1.0, f64::from)),
+        ("signal", exit.signal.map_or(0.0, f64::from)),
+    ];
+    let fix = if kills > 0 {
+        "raise the target's memory limit, or lower its memory use (caches, pools, per-connection buffers)"
+    } else {
+        "see the target's log under logs/ for why it ended"
+    };
+    Some(finding(
+        FindingKind::TargetDied,
+        1.0,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
 fn memory_pressure(t: &TargetEvidence) -> Option<Finding> {
     let c = t.cgroup?;
-    if c.memory_high + c.memory_max + c.memory_oom == 0 {
+    if c.memory_high + c.memory_max + c.memory_oom + c.oom_kills == 0 {
         return None;
     }
+    // Only the counters that moved: on cgroup v1 with both limits set, the limit counters
+    // stay at 0 even at an OOM kill.
+    let said: Vec<String> = [
+        (c.memory_high, "over memory.high"),
+        (c.memory_max, "at memory.max"),
+        (c.memory_oom, "out-of-memory"),
+        (c.oom_kills, "OOM kills"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", count(*n)))
+    .collect();
     let text = format!(
-        "'{}' hit its cgroup's memory limit: {} over memory.high, {} at memory.max, {} out-of-memory",
+        "'{}' hit its cgroup's memory limit: {}",
         t.target,
-        count(c.memory_high),
-        count(c.memory_max),
-        count(c.memory_oom)
+        said.join(", ")
     );
     let figures = [
         ("memory_high", c.memory_high as f64),
         ("memory_max", c.memory_max as f64),
         ("memory_oom", c.memory_oom as f64),
+        ("oom_kills", c.oom_kills as f64),
     ];
-    let strength = if c.memory_oom > 0 { 0.9 } else { 0.6 };
+    let strength = if c.memory_oom + c.oom_kills > 0 {
+        0.9
+    } else {
+        0.6
+    };
     let fix = "raise the memory limit or lower the target's caches and pools";
     Some(finding(
         FindingKind::MemoryPressure,

@@ -43,7 +43,7 @@ pub use endpoints::{merge_endpoints, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use evidence::{
     CgroupEvidence, EphemeralPorts, KernelEvidence, PortSockets, StepEvidence, TargetEvidence,
-    TcpCounters, ThreadShare,
+    TargetExit, TcpCounters, ThreadShare,
 };
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,

@@ -27,6 +27,8 @@ pub enum FindingKind {
     CpuThrottled,
     /// The target's cgroup reported memory pressure (high, max or OOM events).
     MemoryPressure,
+    /// The target's main process ended during the step (an OOM kill, a crash, an exit).
+    TargetDied,
     /// One thread of the target used nearly a whole core.
     HotThread,
     /// The target's open file descriptors neared their limit.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::evidence::{CgroupEvidence, EphemeralPorts, PortSockets, TcpCounters};
+use crate::evidence::{CgroupEvidence, EphemeralPorts, PortSockets, TargetExit, TcpCounters};
 
 fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
     KernelEvidence {
@@ -613,4 +613,54 @@ fn a_fixed_wait_with_idle_cpus_sets_the_rate_and_blames_no_side() {
         ..inputs
     });
     assert!(!kinds(&why).contains(&FindingKind::LatencyBound));
+}
+
+#[test]
+fn a_target_killed_for_memory_died_and_the_memory_finding_names_only_what_moved() {
+    // cgroup v1 with both limits set: the limit counters stay at 0 at an OOM kill.
+    let mut t = single_threaded(0.1, 0.1);
+    t.cgroup = Some(CgroupEvidence {
+        oom_kills: 1,
+        ..Default::default()
+    });
+    t.exited = Some(TargetExit {
+        code: None,
+        signal: Some(9),
+    });
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert_eq!(
+        kinds(&why),
+        [FindingKind::TargetDied, FindingKind::MemoryPressure]
+    );
+    let died = &why.findings[0];
+    assert!(
+        died.text.starts_with("'app' died during the step (killed by SIGKILL): the kernel's OOM killer killed 1 process of its cgroup"),
+        "{}",
+        died.text
+    );
+    assert_eq!(died.figures["oom_kills"], 1.0);
+    assert_eq!(
+        why.findings[1].text,
+        "'app' hit its cgroup's memory limit: 1 OOM kills"
+    );
+    assert_eq!(judge(&why), Bottleneck::TargetBound);
+    // An exit of its own: no OOM named, the log is the place to look.
+    t.cgroup = None;
+    t.exited = Some(TargetExit {
+        code: Some(3),
+        signal: None,
+    });
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::TargetDied]);
+    assert!(
+        why.findings[0].text.contains("(exit code 3);"),
+        "{}",
+        why.findings[0].text
+    );
 }

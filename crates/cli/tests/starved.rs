@@ -34,6 +34,40 @@ fn blamed(why: &Why) -> &Finding {
         .unwrap_or_else(|| panic!("no finding blames a side: {why:#?}"))
 }
 
+/// The same judgement as the warning reaches why: a connection limit of about 8 sized by
+/// Little's law, with its fix, and nothing that contradicts it.
+fn assert_limit_of_eight_is_named(why: &Why, stdout: &str) {
+    let kinds: Vec<FindingKind> = why.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds[0], FindingKind::ConnectionLimit, "{why:#?}");
+    assert!(
+        !kinds.contains(&FindingKind::NoClearBottleneck),
+        "{kinds:?}"
+    );
+    let limit = &why.findings[0];
+    assert!(
+        (6.0..=10.0).contains(&limit.figures["pool_size"]),
+        "{limit:?}"
+    );
+    assert_eq!(limit.figures["served"], 8.0);
+    assert_eq!(limit.figures["starved"], 24.0);
+    let fix = limit.fix.as_deref().unwrap();
+    assert!(fix.contains("send at most 8 at once"), "{fix}");
+    assert!(stdout.contains("the target serves about"), "{stdout}");
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+}
+
+/// One judgement in a bench step: its strongest finding that blames a side is the connection
+/// limit (about 8 by Little's law), and its verdict blames the target.
+fn assert_limit_blamed(why: &Why, bottleneck: Bottleneck) {
+    let first = blamed(why);
+    assert_eq!(first.kind, FindingKind::ConnectionLimit, "{why:#?}");
+    assert!(
+        (6.0..=10.0).contains(&first.figures["pool_size"]),
+        "{first:?}"
+    );
+    assert_eq!(bottleneck, Bottleneck::TargetBound);
+}
+
 /// `loadbench report FILE -f FORMAT` of a saved result.
 fn report(r: &RunResult, format: &str) -> String {
     let dir = tempdir("starved-report");
@@ -98,28 +132,7 @@ fn connections_a_server_never_serves_are_counted_censored_and_named() {
         stdout.contains("including the 32 requests still in flight"),
         "{stdout}"
     );
-    // The same judgement reaches why: a connection limit sized by Little's law, with its fix,
-    // and nothing that contradicts it.
-    let kinds: Vec<FindingKind> = r.why.findings.iter().map(|f| f.kind).collect();
-    assert_eq!(kinds[0], FindingKind::ConnectionLimit, "{:#?}", r.why);
-    assert!(
-        !kinds.contains(&FindingKind::NoClearBottleneck),
-        "{kinds:?}"
-    );
-    let limit = &r.why.findings[0];
-    assert!(
-        (6.0..=10.0).contains(&limit.figures["pool_size"]),
-        "{limit:?}"
-    );
-    assert_eq!(limit.figures["served"], 8.0);
-    assert_eq!(limit.figures["starved"], 24.0);
-    assert!(limit
-        .fix
-        .as_deref()
-        .unwrap()
-        .contains("send at most 8 at once"));
-    assert!(stdout.contains("the target serves about"), "{stdout}");
-    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+    assert_limit_of_eight_is_named(&r.why, &stdout);
     let md = report(&r, "markdown");
     assert!(md.contains("24 of 32 connections got no response"), "{md}");
     assert!(md.contains("incl. in flight (lower bound)"), "{md}");
@@ -299,18 +312,7 @@ fn a_bench_step_names_the_starved_connections_in_its_verdict_and_json() {
     assert!(!row("c=8").contains("no response"), "{stdout}");
     // One judgement: the starved step's why names the limit and its verdict blames the target.
     let starved = r.rounds.iter().find(|x| x.level == 1).unwrap();
-    let first = blamed(&starved.why);
-    assert_eq!(
-        first.kind,
-        FindingKind::ConnectionLimit,
-        "{:#?}",
-        starved.why
-    );
-    assert!(
-        (6.0..=10.0).contains(&first.figures["pool_size"]),
-        "{first:?}"
-    );
-    assert_eq!(starved.bottleneck, Bottleneck::TargetBound);
+    assert_limit_blamed(&starved.why, starved.bottleneck);
     assert!(row("c=32").contains("target-bound"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -387,14 +389,7 @@ fn a_sweep_against_eight_slots_finds_a_pool_of_about_eight_from_the_starved_leve
     assert!(stdout.contains("behaves like a pool of about"), "{stdout}");
     // Every starved step names the same limit and blames the target.
     for round in r.rounds.iter().filter(|x| x.level > 0) {
-        assert_eq!(
-            blamed(&round.why).kind,
-            FindingKind::ConnectionLimit,
-            "c={}: {:#?}",
-            r.loads[0].levels[round.level as usize],
-            round.why
-        );
-        assert_eq!(round.bottleneck, Bottleneck::TargetBound);
+        assert_limit_blamed(&round.why, round.bottleneck);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

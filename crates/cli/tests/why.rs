@@ -605,3 +605,31 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
     assert!(error.contains("no longer running"), "{error}");
     assert!(stdout.contains("died during the step"), "{stdout}");
 }
+
+/// The reference backend at 200 requests a second: both sides mostly idle.
+const IDLE_BACKEND: &str = "name = \"idle\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+     [[load]]\nmodel = \"open\"\ntargets = [\"backend\"]\nrate = [200]\nmax_connections = 8\n\
+     duration = \"2s\"\nwarmup = \"300ms\"\n";
+
+#[test]
+fn a_healthy_target_on_a_busy_host_gets_only_the_busy_host_warning() {
+    let _machine = crate::support::measuring();
+    let _busy = BusyLoop::start();
+    let (r, stdout) = bench("why-idle", IDLE_BACKEND);
+    let round = &r.rounds[0];
+    assert!(
+        finding(round, FindingKind::BusyHost).is_some(),
+        "{:#?}",
+        round.why
+    );
+    // Nothing else is blamed: no limit, no host-wide counter, no verdict.
+    let ks = kinds(round);
+    assert!(
+        ks.iter()
+            .all(|k| matches!(k, FindingKind::BusyHost | FindingKind::NoClearBottleneck)),
+        "{:#?}",
+        round.why
+    );
+    assert_eq!(round.bottleneck, Bottleneck::Neither);
+    assert!(!stdout.contains("generator-bound"), "{stdout}");
+}

@@ -29,10 +29,14 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let (web, shown) = args.out.start("run", &opts)?;
     let quiet = args.out.quiet;
-    let result = crate::progress::controlled_as(shown, |ctl| match &shard {
+    // The generator's own threads over the run: one runnable but off a CPU shared its core.
+    let generator = loadbench_harness::generator::GeneratorWatch::start();
+    let mut result = crate::progress::controlled_as(shown, |ctl| match &shard {
         Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
         None => loadbench_runner::run(&spec, ctl).map_err(run_error),
     })??;
+    let threads = generator.finish(loadbench_runner::generator_cores(&result));
+    loadbench_runner::explain_with_generator(&mut result, Some(&threads));
     // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
     let mut in_place = true;
     let json = || loadbench_report::render_to_string(Format::Json, &result, &Default::default());

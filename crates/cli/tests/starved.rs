@@ -6,7 +6,8 @@
 
 use crate::support::nginx::Nginx;
 use crate::support::{bin, have, tempdir, text, Run};
-use loadbench_model::{BenchResult, RunResult, Starvation};
+use loadbench_model::diagnose::side;
+use loadbench_model::{BenchResult, Bottleneck, Finding, FindingKind, RunResult, Starvation, Why};
 use loadbench_upstream::{parse_delay, Server, ServerConfig};
 
 /// A thread-per-connection server: 8 served connections, 50 ms per request.
@@ -22,6 +23,49 @@ fn eight_served() -> Server {
 
 fn url(s: &Server) -> String {
     format!("http://{}/", s.local_addr())
+}
+
+/// The strongest finding that blames a side (a busy host, ranked first on a loaded machine,
+/// blames none).
+fn blamed(why: &Why) -> &Finding {
+    why.findings
+        .iter()
+        .find(|f| side(f.kind).is_some())
+        .unwrap_or_else(|| panic!("no finding blames a side: {why:#?}"))
+}
+
+/// The same judgement as the warning reaches why: a connection limit of about 8 sized by
+/// Little's law, with its fix, and nothing that contradicts it.
+fn assert_limit_of_eight_is_named(why: &Why, stdout: &str) {
+    let kinds: Vec<FindingKind> = why.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds[0], FindingKind::ConnectionLimit, "{why:#?}");
+    assert!(
+        !kinds.contains(&FindingKind::NoClearBottleneck),
+        "{kinds:?}"
+    );
+    let limit = &why.findings[0];
+    assert!(
+        (6.0..=10.0).contains(&limit.figures["pool_size"]),
+        "{limit:?}"
+    );
+    assert_eq!(limit.figures["served"], 8.0);
+    assert_eq!(limit.figures["starved"], 24.0);
+    let fix = limit.fix.as_deref().unwrap();
+    assert!(fix.contains("send at most 8 at once"), "{fix}");
+    assert!(stdout.contains("the target serves about"), "{stdout}");
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+}
+
+/// One judgement in a bench step: its strongest finding that blames a side is the connection
+/// limit (about 8 by Little's law), and its verdict blames the target.
+fn assert_limit_blamed(why: &Why, bottleneck: Bottleneck) {
+    let first = blamed(why);
+    assert_eq!(first.kind, FindingKind::ConnectionLimit, "{why:#?}");
+    assert!(
+        (6.0..=10.0).contains(&first.figures["pool_size"]),
+        "{first:?}"
+    );
+    assert_eq!(bottleneck, Bottleneck::TargetBound);
 }
 
 /// `loadbench report FILE -f FORMAT` of a saved result.
@@ -88,6 +132,7 @@ fn connections_a_server_never_serves_are_counted_censored_and_named() {
         stdout.contains("including the 32 requests still in flight"),
         "{stdout}"
     );
+    assert_limit_of_eight_is_named(&r.why, &stdout);
     let md = report(&r, "markdown");
     assert!(md.contains("24 of 32 connections got no response"), "{md}");
     assert!(md.contains("incl. in flight (lower bound)"), "{md}");
@@ -265,5 +310,209 @@ fn a_bench_step_names_the_starved_connections_in_its_verdict_and_json() {
         "{stdout}"
     );
     assert!(!row("c=8").contains("no response"), "{stdout}");
+    // One judgement: the starved step's why names the limit and its verdict blames the target.
+    let starved = r.rounds.iter().find(|x| x.level == 1).unwrap();
+    assert_limit_blamed(&starved.why, starved.bottleneck);
+    assert!(row("c=32").contains("target-bound"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Five levels from c=8 against the 8-slot backend, one round each.
+const SWEEP_SCENARIO: &str = r#"
+name = "sweep8"
+rounds = 1
+
+[[target]]
+name = "pool8"
+kind = "upstream"
+[target.upstream]
+threads = 2
+delay = "50ms"
+max_served_conns = 8
+
+[[load]]
+name = "sweep"
+model = "closed"
+targets = ["pool8"]
+connections = [8, 16, 24, 32, 48]
+"#;
+
+#[test]
+fn a_sweep_against_eight_slots_finds_a_pool_of_about_eight_from_the_starved_levels() {
+    let _machine = crate::support::measuring();
+    let dir = tempdir("sweep-starved");
+    let file = dir.join("sweep.toml");
+    std::fs::write(&file, SWEEP_SCENARIO).unwrap();
+    let results = dir.join("results");
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .args([
+            "--duration",
+            "2s",
+            "--warmup",
+            "300ms",
+            "--cooldown",
+            "0s",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = BenchResult::from_json(&saved_bench(&results)).unwrap();
+    let a = r.queueing_of(0, "pool8").expect("the sweep is analysed");
+    let pool = a.pool.expect("a pool from the starved levels");
+    assert!((6..=10).contains(&pool.workers), "{pool:?}");
+    assert!(pool.starved_levels >= 3, "{pool:?}");
+    let f = &a.findings[0];
+    assert_eq!(f.kind, FindingKind::WorkerPool, "{:#?}", a.findings);
+    assert!(
+        f.text.contains("behaves like a pool of about"),
+        "{}",
+        f.text
+    );
+    // No contradicting reading: not "grew at every level", no contention or coherency fit.
+    assert!(
+        !stdout.contains("throughput grew at every level"),
+        "{stdout}"
+    );
+    assert!(
+        a.findings
+            .iter()
+            .all(|f| f.kind != FindingKind::Scalability),
+        "{:#?}",
+        a.findings
+    );
+    assert!(stdout.contains("behaves like a pool of about"), "{stdout}");
+    // Every starved step names the same limit and blames the target.
+    for round in r.rounds.iter().filter(|x| x.level > 0) {
+        assert_limit_blamed(&round.why, round.bottleneck);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A listener with a backlog of 1 that accepts one connection every `gap` (for at most 30 s),
+/// answering each accepted connection's requests on its own thread: a burst of connects
+/// overflows its accept queue and waits for SYN retries. Stops on drop.
+struct SlowAccept {
+    addr: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SlowAccept {
+    fn start(gap: std::time::Duration) -> SlowAccept {
+        use socket2::{Domain, Socket, Type};
+        use std::sync::atomic::Ordering;
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        socket
+            .bind(
+                &"127.0.0.1:0"
+                    .parse::<std::net::SocketAddr>()
+                    .unwrap()
+                    .into(),
+            )
+            .unwrap();
+        socket.listen(1).unwrap();
+        let listener: std::net::TcpListener = socket.into();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let halt = stop.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !halt.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+                std::thread::sleep(gap);
+                if let Ok((conn, _)) = listener.accept() {
+                    let halt = halt.clone();
+                    std::thread::spawn(move || answer(conn, &halt));
+                }
+            }
+        });
+        SlowAccept { addr, stop }
+    }
+}
+
+impl Drop for SlowAccept {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Answers each request with a 2-byte 200 until EOF, an error or `stop`.
+fn answer(mut conn: std::net::TcpStream, stop: &std::sync::atomic::AtomicBool) {
+    use std::io::{Read, Write};
+    conn.set_nonblocking(false).unwrap();
+    let _ = conn.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+    let (mut pending, mut buf) = (Vec::new(), [0u8; 4096]);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match conn.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+            Err(_) => return,
+        }
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            pending.drain(..end + 4);
+            if conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn connections_waiting_behind_an_overflowing_accept_queue_are_not_called_a_connection_limit() {
+    let _machine = crate::support::measuring();
+    let server = SlowAccept::start(std::time::Duration::from_millis(300));
+    let url = format!("http://{}/", server.addr);
+    let ran = Run::new(&url)
+        .args([
+            "-c",
+            "32",
+            "-d",
+            "3s",
+            "-t",
+            "1",
+            "--connect-timeout",
+            "20s",
+        ])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let starved = Starvation::of(&r.stats).expect("connections still connecting at the end");
+    let k = r.evidence.as_ref().expect("kernel evidence");
+    assert_eq!(k.sockets.backlog, 1, "{k:?}");
+    assert!(k.tcp.listen_overflows > 0, "{k:?}");
+    let kinds: Vec<FindingKind> = r.why.findings.iter().map(|f| f.kind).collect();
+    assert!(
+        !kinds.contains(&FindingKind::ConnectionLimit),
+        "{:#?}",
+        r.why
+    );
+    let accept = r
+        .why
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::AcceptQueueOverflow)
+        .unwrap_or_else(|| panic!("{:#?}", r.why));
+    assert_eq!(accept.figures["starved"], starved.starved as f64);
+    assert!(
+        accept.text.contains("were still waiting to be served"),
+        "{}",
+        accept.text
+    );
+    // The warning names the same cause and no limit that is not there.
+    assert!(
+        stdout.contains("waiting for SYN retries behind the target's overflowing accept queue"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("serves at most"), "{stdout}");
 }

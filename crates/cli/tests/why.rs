@@ -6,13 +6,14 @@
 //! finding's figures are checked against the evidence recorded beside it.
 
 use crate::support::{bin, have, tempdir, text};
-use loadbench_model::diagnose::generator_hot_thread;
+use loadbench_model::diagnose::{generator_hot_thread, side};
 use loadbench_model::{BenchResult, BenchRound, Bottleneck, Finding, FindingKind};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-/// Runs `loadbench bench` on `scenario` and returns the saved result and the printed report.
-fn bench(name: &str, scenario: &str) -> (BenchResult, String) {
+/// Runs `loadbench bench` on `scenario`, whatever its exit code: the process's output and the
+/// saved result.
+fn bench_whatever_the_exit(name: &str, scenario: &str) -> (BenchResult, std::process::Output) {
     let dir = tempdir(name);
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, scenario).unwrap();
@@ -25,8 +26,17 @@ fn bench(name: &str, scenario: &str) -> (BenchResult, String) {
         .output()
         .expect("loadbench runs");
     let (stdout, stderr) = text(&out);
+    let results = dir.join("results");
+    assert!(results.exists(), "no result saved:\n{stdout}\n{stderr}");
+    (saved(&results), out)
+}
+
+/// Runs `loadbench bench` on `scenario` and returns the saved result and the printed report.
+fn bench(name: &str, scenario: &str) -> (BenchResult, String) {
+    let (r, out) = bench_whatever_the_exit(name, scenario);
+    let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    (saved(&dir.join("results")), stdout)
+    (r, stdout)
 }
 
 fn saved(results: &Path) -> BenchResult {
@@ -190,7 +200,7 @@ fn a_half_core_quota_under_load_is_named_as_throttling() {
          [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [8]\n\
          duration = \"2s\"\nwarmup = \"300ms\"\n"
     );
-    let (r, _) = bench("why-quota", &scenario);
+    let (r, stdout) = bench("why-quota", &scenario);
     if r.targets[0].limits.cpu_quota_cores.is_none() {
         // Not enforced (the result's warnings say why): nothing to throttle. Where the quota
         // is enforced, CI included, the checks below must hold.
@@ -215,6 +225,19 @@ fn a_half_core_quota_under_load_is_named_as_throttling() {
     assert!(share >= 0.1, "{cgroup:?}");
     let percent = format!("in {:.0}% of periods", share * 100.0);
     assert!(throttled.text.contains(&percent), "{}", throttled.text);
+    // One judgement: the verdict blames the target the quota limited, never `neither`.
+    // (Only a generator-bound finding ranked above the quota's could blame the generator.)
+    let blamed = round.why.findings.iter().find_map(|f| side(f.kind));
+    assert_eq!(Some(round.bottleneck), blamed, "{:#?}", round.why);
+    assert_ne!(round.bottleneck, Bottleneck::Neither, "{:#?}", round.why);
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("backend") && l.contains("c=8"))
+        .unwrap_or_else(|| panic!("no row:\n{stdout}"));
+    assert!(!row.contains("neither"), "{row}");
+    if round.bottleneck == Bottleneck::TargetBound {
+        assert!(row.contains("target-bound"), "{row}");
+    }
 }
 
 /// nginx serving plaintext from two workers on any core (each its own listener, so the 64
@@ -423,4 +446,190 @@ fn the_socket_watch_of_run_can_be_switched_off_for_measuring_its_cost() {
     // On: one reading at the start at least. Off: none, the counters still read.
     assert!(readings(false) >= 1);
     assert_eq!(readings(true), 0);
+}
+
+/// The backend answering every request after a fixed 50 ms (no pool, no CPU), swept over four
+/// levels of connections.
+const FIXED_WAIT: &str = "name = \"wait\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+     [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [2, 4, 8, 16]\n\
+     duration = \"1500ms\"\nwarmup = \"300ms\"\n[load.request]\npath = \"/delay/50ms\"\n";
+
+#[test]
+fn a_fixed_wait_is_named_as_what_sets_the_rate_and_no_fit_claims_a_limit() {
+    let _machine = crate::support::measuring();
+    let (r, stdout) = bench("why-wait", FIXED_WAIT);
+    let a = r.queueing_of(0, "backend").expect("the sweep is analysed");
+    let sweep: Vec<FindingKind> = a.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(sweep, [FindingKind::LatencyBound], "{:#?}", a);
+    let f = &a.findings[0];
+    let service = f.figures["mean_service_us"];
+    assert!((50_000.0..150_000.0).contains(&service), "{f:?}");
+    assert!(
+        f.text.contains("throughput = connections ÷ latency"),
+        "{}",
+        f.text
+    );
+    assert!(f
+        .fix
+        .as_deref()
+        .unwrap()
+        .starts_with("more concurrency is the lever"));
+    // The fit proposes no "serial part" its limit never came near: not enough evidence.
+    assert!(a.usl.is_none(), "{:?}", a.usl);
+    let note = a.usl_note.as_deref().unwrap();
+    assert!(note.starts_with("not enough evidence"), "{note}");
+    assert!(stdout.contains("the wait sets the rate"), "{stdout}");
+    assert!(!stdout.contains("serial part"), "{stdout}");
+    // Each step: the wait, neither side blamed, never "no clear bottleneck".
+    for round in &r.rounds {
+        let ks = kinds(round);
+        assert!(ks.contains(&FindingKind::LatencyBound), "{:#?}", round.why);
+        assert!(!ks.contains(&FindingKind::NoClearBottleneck), "{ks:?}");
+        assert_eq!(round.bottleneck, Bottleneck::Neither, "{:#?}", round.why);
+    }
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+}
+
+#[test]
+fn run_names_a_generator_that_shares_its_core_with_a_busy_loop() {
+    use loadbench_model::RunResult;
+    use loadbench_upstream::{Server, ServerConfig};
+    let _machine = crate::support::measuring();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let url = format!("http://{}/", server.local_addr());
+    // A busy loop and the generator on core 0 only: the scheduler splits the core between them.
+    let _busy = BusyLoop(
+        Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset"),
+    );
+    let save = tempdir("shared-core").join("run.json");
+    let out = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_loadbench")])
+        .args(["run", &url, "-c", "8", "-t", "1", "-d", "2s", "--save"])
+        .arg(&save)
+        .output()
+        .expect("loadbench runs");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let f = r
+        .why
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::GeneratorBound)
+        .unwrap_or_else(|| panic!("{:#?}", r.why));
+    let waiting = f.figures["generator_thread_waiting"];
+    assert!(waiting >= 0.25, "{f:?}");
+    let (on_cpu, runnable) = (
+        f.figures["generator_thread_cores"],
+        f.figures["generator_thread_runnable"],
+    );
+    assert!((runnable - on_cpu - waiting).abs() < 1e-9, "{f:?}");
+    assert!(
+        f.text.contains("something else shares its core"),
+        "{}",
+        f.text
+    );
+    assert!(f.fix.as_deref().unwrap().contains("cores of its own"));
+    assert_eq!(
+        r.why.findings[0].kind,
+        FindingKind::GeneratorBound,
+        "{:#?}",
+        r.why
+    );
+    assert!(!stdout.contains("no clear bottleneck"), "{stdout}");
+    assert!(
+        stdout.contains("something else shares its core"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
+    let _machine = crate::support::measuring();
+    // The backend as the target's main process, first in line for the OOM killer
+    // (oom_score_adj 1000), beside a pipe that fills the 64 MiB limit 2.5 s after the start:
+    // the kernel kills the backend mid-step.
+    let serve = format!(
+        "(sleep 2.5; head -c 400M /dev/zero | tail) & echo 1000 > /proc/self/oom_score_adj; exec {} serve --listen 127.0.0.1:{{port}} --threads 1",
+        env!("CARGO_BIN_EXE_loadbench")
+    );
+    let scenario = format!(
+        "name = \"oom\"\n[[target]]\nname = \"backend\"\ncommand = \"/bin/sh\"\n\
+         args = [\"-c\", \"{serve}\"]\n[target.limits]\nmemory = \"64MiB\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [4, 8]\n\
+         duration = \"4s\"\nwarmup = \"300ms\"\n"
+    );
+    // A step fails (the target is gone): the exit code is not the point, the result is.
+    let (r, out) = bench_whatever_the_exit("why-oom", &scenario);
+    let (stdout, stderr) = text(&out);
+    if r.targets[0].limits.memory_bytes.is_none() {
+        eprintln!(
+            "skipping: cgroup memory limits are not usable here ({:?})",
+            r.warnings
+        );
+        return;
+    }
+    let first = &r.rounds[0];
+    let died = finding(first, FindingKind::TargetDied)
+        .unwrap_or_else(|| panic!("{:#?}\n{stdout}\n{stderr}", first.why));
+    assert!(died.figures["oom_kills"] >= 1.0, "{died:?}");
+    assert_eq!(died.figures["signal"], 9.0, "{died:?}");
+    assert!(
+        died.text.starts_with(
+            "'backend' died during the step (killed by SIGKILL): the kernel's OOM killer killed"
+        ),
+        "{}",
+        died.text
+    );
+    assert!(died
+        .fix
+        .as_deref()
+        .unwrap()
+        .starts_with("raise the target's memory limit"));
+    assert_eq!(first.why.findings[0].kind, FindingKind::TargetDied);
+    assert_eq!(first.bottleneck, Bottleneck::TargetBound);
+    let cgroup = first.evidence.as_ref().unwrap().targets[0].cgroup.unwrap();
+    assert_eq!(died.figures["oom_kills"], cgroup.oom_kills as f64);
+    // The memory finding names only the counters that moved (v1 keeps the limit's at 0).
+    if let Some(m) = finding(first, FindingKind::MemoryPressure) {
+        assert!(!m.text.contains(" 0 "), "{}", m.text);
+        assert!(m.text.contains("OOM kills"), "{}", m.text);
+    }
+    // The next step has no figures of a target that is not running: it failed, and says why.
+    let second = &r.rounds[1];
+    assert!(second.result.is_none(), "{second:#?}");
+    let error = second.error.as_deref().unwrap_or_default();
+    assert!(error.contains("no longer running"), "{error}");
+    assert!(stdout.contains("died during the step"), "{stdout}");
+}
+
+/// The reference backend at 200 requests a second: both sides mostly idle.
+const IDLE_BACKEND: &str = "name = \"idle\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+     [[load]]\nmodel = \"open\"\ntargets = [\"backend\"]\nrate = [200]\nmax_connections = 8\n\
+     duration = \"2s\"\nwarmup = \"300ms\"\n";
+
+#[test]
+fn a_healthy_target_on_a_busy_host_gets_only_the_busy_host_warning() {
+    let _machine = crate::support::measuring();
+    let _busy = BusyLoop::start();
+    let (r, stdout) = bench("why-idle", IDLE_BACKEND);
+    let round = &r.rounds[0];
+    assert!(
+        finding(round, FindingKind::BusyHost).is_some(),
+        "{:#?}",
+        round.why
+    );
+    // Nothing else is blamed: no limit, no host-wide counter, no verdict.
+    let ks = kinds(round);
+    assert!(
+        ks.iter()
+            .all(|k| matches!(k, FindingKind::BusyHost | FindingKind::NoClearBottleneck)),
+        "{:#?}",
+        round.why
+    );
+    assert_eq!(round.bottleneck, Bottleneck::Neither);
+    assert!(!stdout.contains("generator-bound"), "{stdout}");
 }

@@ -16,10 +16,10 @@ use crate::generator::GeneratorWatch;
 use crate::sampler::Sampler;
 use crate::scenario::{Scenario, ScenarioLoad};
 use crate::targets::{Running, Targets};
-use loadbench_model::diagnose::{diagnose, verdict, CpuView, Inputs};
+use loadbench_model::diagnose::{diagnose, judge, CpuView, Inputs};
 use loadbench_model::{
     AppliedLimits, BenchLoad, BenchResult, BenchRound, Bottleneck, FindMaxResult, KernelEvidence,
-    ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, Window,
+    ResourceSummary, RunResult, Samples, StepEvidence, TargetEvidence, TargetExit, Window,
 };
 use loadbench_plan::{LoadShape, LoadSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
@@ -179,7 +179,17 @@ impl Matrix<'_> {
             self.load(load, level, &step.targets)
         };
         self.sampler.mark(&end);
-        let evidence = self.evidence(watch);
+        let mut evidence = self.evidence(watch);
+        // A target whose main process ended during the step: how, for its finding.
+        for t in evidence.1.iter_mut().filter(|t| !dead.contains(&t.target)) {
+            t.exited = self.targets.exit_status(&t.target).map(|s| {
+                use std::os::unix::process::ExitStatusExt;
+                TargetExit {
+                    code: s.code(),
+                    signal: s.signal(),
+                }
+            });
+        }
         let samples = self.sampler.snapshot();
         let window = measured_window(&samples, &start, &end, load.warmup);
         let mut rounds: Vec<BenchRound> = step
@@ -393,7 +403,6 @@ impl Matrix<'_> {
             other_used: samples.other_cpu_mean(r.window),
             host_cores: samples.host_cores() as f64,
         };
-        r.bottleneck = verdict(&cpu, &own, Some(generator));
         let of_run = r.measured_run().map(Inputs::of_run).unwrap_or_default();
         r.why = diagnose(&Inputs {
             kernel: Some(kernel),
@@ -402,6 +411,8 @@ impl Matrix<'_> {
             cpu: Some(cpu),
             ..of_run
         });
+        // One judgement: the verdict is the strongest finding's side.
+        r.bottleneck = judge(&r.why);
         r.evidence = Some(StepEvidence {
             kernel: Some(kernel.clone()),
             targets: own,

@@ -154,6 +154,7 @@ pub fn target_evidence(
             (Some(a), Some(b)) => Some(b.since(a)),
             _ => None,
         },
+        exited: None,
     }
 }
 
@@ -170,9 +171,10 @@ fn cgroup_counters(dirs: &[PathBuf]) -> CgroupEvidence {
         c.memory_high += value(&events, "high");
         c.memory_max += value(&events, "max");
         c.memory_oom += value(&events, "oom");
+        c.oom_kills += value(&events, "oom_kill");
         // v1: hits of the limit, and OOM kills.
         c.memory_max += read_number(&dir.join("memory.failcnt"));
-        c.memory_oom += value(&read_keyed(&dir.join("memory.oom_control")), "oom_kill");
+        c.oom_kills += value(&read_keyed(&dir.join("memory.oom_control")), "oom_kill");
     }
     c
 }
@@ -210,13 +212,16 @@ mod tests {
             "cpu.stat",
             "usage_usec 10\nnr_periods 50\nnr_throttled 19\nthrottled_usec 700\n",
         );
-        write("memory.events", "low 0\nhigh 2\nmax 1\noom 0\noom_kill 0\n");
+        write("memory.events", "low 0\nhigh 2\nmax 1\noom 1\noom_kill 1\n");
         let c = cgroup_counters(std::slice::from_ref(&dir));
         assert_eq!(
             (c.nr_periods, c.nr_throttled, c.throttled_usec),
             (50, 19, 700)
         );
-        assert_eq!((c.memory_high, c.memory_max, c.memory_oom), (2, 1, 0));
+        assert_eq!(
+            (c.memory_high, c.memory_max, c.memory_oom, c.oom_kills),
+            (2, 1, 1, 1)
+        );
         write(
             "cpu.stat",
             "nr_periods 5\nnr_throttled 1\nthrottled_time 3000000\n",
@@ -229,7 +234,7 @@ mod tests {
         );
         let c = cgroup_counters(std::slice::from_ref(&dir));
         assert_eq!((c.nr_throttled, c.throttled_usec), (1, 3000));
-        assert_eq!((c.memory_max, c.memory_oom), (4, 1));
+        assert_eq!((c.memory_max, c.memory_oom, c.oom_kills), (4, 0, 1));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -302,6 +302,11 @@ impl TargetProcess {
         matches!(self.try_status(), Ok(None))
     }
 
+    /// How the direct child ended, once it has (reaped without blocking); `None` while it runs.
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.try_status().ok().flatten()
+    }
+
     /// Pids of the live (non-zombie) processes of the target's group, read from `/proc`.
     pub fn group_pids(&self) -> Vec<u32> {
         live_group_members(self.pgid)

@@ -89,6 +89,14 @@ impl Targets {
             .collect()
     }
 
+    /// How the named target's main process ended, if it has.
+    pub fn exit_status(&mut self, name: &str) -> Option<std::process::ExitStatus> {
+        self.running
+            .iter_mut()
+            .find(|r| r.info.name == name)
+            .and_then(|r| r.process.exit_status())
+    }
+
     /// Names of targets whose main process has exited.
     pub fn exited(&mut self) -> Vec<String> {
         self.running

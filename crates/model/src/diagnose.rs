@@ -6,9 +6,13 @@
 
 use crate::evidence::{KernelEvidence, TargetEvidence, ThreadShare};
 use crate::histogram::Histo;
+use crate::human as units;
+use crate::queueing::Little;
 use crate::resources::{Bottleneck, SATURATION_SHARE};
 use crate::result::RunResult;
+use crate::starved::{Starvation, StarvedCause};
 use crate::why::{Finding, FindingKind, Why};
+use crate::LoadShape;
 use std::collections::BTreeMap;
 
 /// A thread at or above this share of a core counts as saturated (a single-threaded target
@@ -31,6 +35,9 @@ pub const FDS_SHARE: f64 = 0.8;
 pub const RESETS_MIN: u64 = 10;
 /// Retransmitted segments (SYNs aside) from which they are reported.
 pub const RETRANSMITS_MIN: u64 = 10;
+/// Host-wide retransmits are the load's only when the window's count is at least this many
+/// times the host's background over as long (and [`RETRANSMITS_MIN`] above it).
+pub const RETRANSMITS_OVER_BACKGROUND: f64 = 3.0;
 /// The kernel's minimum retransmission timeout (200 ms), µs.
 pub const RTO_MIN_US: f64 = 200_000.0;
 /// CPU used by other processes, in cores, from which the host counts as busy (and at least
@@ -38,6 +45,18 @@ pub const RTO_MIN_US: f64 = 200_000.0;
 pub const BUSY_HOST_CORES: f64 = 0.5;
 /// Share of the host's cores used by other processes from which the host counts as busy.
 pub const BUSY_HOST_SHARE: f64 = 0.25;
+/// A generator thread runnable but off a CPU at least this share of the time shared its core:
+/// something else ran where it wanted to.
+pub const SHARED_CORE_WAIT: f64 = 0.25;
+/// A request must take at least this long on average (µs) for a wait to be named as what
+/// set the rate: below it, loopback, the generator and the scheduler make up the latency.
+pub const WAIT_MIN_US: f64 = 5_000.0;
+/// Requests in service (Little's law) must be at least this share of the connections: every
+/// connection always had a request waiting at the target, none held back by the generator.
+pub const WAIT_IN_SERVICE_SHARE: f64 = 0.8;
+/// The targets' CPU must stay under this share of their cores for a wait, not CPU, to be
+/// what set the rate.
+pub const WAIT_MAX_CPU_SHARE: f64 = 0.5;
 
 /// CPU used and allowed, in cores, over the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -75,6 +94,13 @@ pub struct Inputs<'a> {
     /// Requests of the load that failed (connect errors, resets, timeouts); `Some(0)` silences
     /// the host-wide reset counters, which then counted someone else's connections.
     pub failed_requests: Option<u64>,
+    /// Connections the target left without an answer for at least half the run.
+    pub starvation: Option<Starvation>,
+    /// Little's law over the run (throughput, mean latency and service time).
+    pub little: Option<Little>,
+    /// The connections of a closed load (`None` for an open one): with [`Inputs::little`],
+    /// whether a fixed wait set the rate.
+    pub closed_connections: Option<u32>,
 }
 
 impl Inputs<'_> {
@@ -85,6 +111,10 @@ impl Inputs<'_> {
             connect_max_us: max_us(&run.stats.connect.hist),
             latency_max_us: max_us(&run.stats.service.hist),
             failed_requests: Some(run.stats.errors.total()),
+            starvation: Starvation::of(&run.stats),
+            little: Little::of(run),
+            closed_connections: matches!(run.config.load, LoadShape::Closed { .. })
+                .then_some(run.config.connections),
             ..Inputs::default()
         }
     }
@@ -97,6 +127,22 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
     if let Some(k) = inputs.kernel {
         findings.extend(kernel_findings(k, inputs));
     }
+    let overflowed = findings
+        .iter()
+        .any(|f| f.kind == FindingKind::AcceptQueueOverflow);
+    if let Some(s) = &inputs.starvation {
+        findings.extend(connection_limit(s, s.cause(overflowed)));
+        let accept = findings
+            .iter_mut()
+            .find(|f| f.kind == FindingKind::AcceptQueueOverflow);
+        if let Some(f) = accept {
+            f.text += &format!(
+                "; {} of {} connections were still waiting to be served at the end",
+                s.starved, s.connections
+            );
+            f.figures.insert("starved".into(), s.starved as f64);
+        }
+    }
     for t in inputs.targets {
         findings.extend(target_findings(t));
     }
@@ -105,9 +151,129 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
     }
     let looked_at = looked_at(inputs);
     if findings.iter().all(|f| f.kind == FindingKind::BusyHost) {
-        findings.push(no_clear_bottleneck(&looked_at));
+        match latency_bound(inputs) {
+            Some(f) => findings.push(f),
+            None => findings.push(no_clear_bottleneck(&looked_at)),
+        }
     }
     Why::new(findings, looked_at)
+}
+
+/// The one judgement of a step, read from its ranked findings so the verdict column, the why
+/// section and the warnings never disagree: the strongest finding that names a side decides
+/// (a connection limit, a quota, a hot thread, the target's CPU or its queues: the target; the
+/// generator's CPU or ports: the generator); findings that name no side (a busy host, host-wide
+/// counters, a fixed wait, nothing found) leave it `neither`.
+pub fn judge(why: &Why) -> Bottleneck {
+    why.findings
+        .iter()
+        .find_map(|f| side(f.kind))
+        .unwrap_or(Bottleneck::Neither)
+}
+
+/// The side a finding of this kind blames, if any.
+pub fn side(kind: FindingKind) -> Option<Bottleneck> {
+    use FindingKind as K;
+    match kind {
+        K::AcceptQueueOverflow
+        | K::TargetDied
+        | K::CpuThrottled
+        | K::MemoryPressure
+        | K::HotThread
+        | K::FdLimit
+        | K::WorkerPool
+        | K::ConnectionLimit
+        | K::TargetBound => Some(Bottleneck::TargetBound),
+        K::GeneratorBound | K::EphemeralPorts => Some(Bottleneck::GeneratorBound),
+        K::SynRetransmits
+        | K::Retransmits
+        | K::Resets
+        | K::Knee
+        | K::Scalability
+        | K::LatencyBound
+        | K::BusyHost
+        | K::NoClearBottleneck => None,
+    }
+}
+
+/// Starved connections behind a fixed limit: the limit's size by Little's law and the fix.
+/// Starvation with another cause (the accept queue, slow answers) is not a limit: the accept
+/// queue's finding explains the first, the warning the second.
+fn connection_limit(s: &Starvation, cause: StarvedCause) -> Option<Finding> {
+    if cause != StarvedCause::ConnectionLimit {
+        return None;
+    }
+    let text = format!(
+        "the target serves about {:.0} connections at once: {} of {} got no response in {} while {} were served, and by Little's law {:.0} req/s × {} mean = {:.1} requests in service",
+        s.in_service,
+        s.starved,
+        s.connections,
+        units::duration_us(s.window_us as f64),
+        s.served,
+        s.rate,
+        units::duration_us(s.mean_service_us),
+        s.in_service
+    );
+    let fix = format!(
+        "raise the target's connection or worker limit (threads, a pool, max connections) to the {} connections it gets, or send at most {} at once: the others only wait",
+        s.connections, s.served
+    );
+    let figures = [
+        ("pool_size", s.in_service),
+        ("served", s.served as f64),
+        ("starved", s.starved as f64),
+        ("connections", s.connections as f64),
+        ("requests_per_sec", s.rate),
+        ("mean_service_us", s.mean_service_us),
+    ];
+    Some(finding(
+        FindingKind::ConnectionLimit,
+        0.9,
+        text,
+        Some(&fix),
+        &figures,
+    ))
+}
+
+/// A closed load whose every connection always had a request at the target, each waiting at
+/// least [`WAIT_MIN_US`] on average, while the targets' CPU stayed under
+/// [`WAIT_MAX_CPU_SHARE`] of their cores and the generator was not saturated: a fixed wait
+/// set the rate. Needs the targets' CPU (a bench step): `run` cannot tell a wait from a busy
+/// target.
+fn latency_bound(inputs: &Inputs<'_>) -> Option<Finding> {
+    let cpu = inputs.cpu?;
+    let l = inputs.little?;
+    let n = f64::from(inputs.closed_connections?);
+    let idle = cpu.target_cores > 0.0 && cpu.targets_used < WAIT_MAX_CPU_SHARE * cpu.target_cores;
+    let all_in = l.in_target() >= WAIT_IN_SERVICE_SHARE * n;
+    if !idle || !all_in || l.mean_service_us < WAIT_MIN_US || inputs.starvation.is_some() {
+        return None;
+    }
+    let text = format!(
+        "the wait sets the rate: each request took {} while the targets used {:.2} of their {} cores, so throughput = {n:.0} connections ÷ {} = {:.0} req/s (Little's law; measured {:.0} req/s)",
+        units::duration_us(l.mean_service_us),
+        cpu.targets_used,
+        cores_label(cpu.target_cores),
+        units::duration_us(l.mean_service_us),
+        n * 1e6 / l.mean_service_us,
+        l.requests_per_sec
+    );
+    let figures = [
+        ("connections", n),
+        ("mean_service_us", l.mean_service_us),
+        ("requests_per_sec", l.requests_per_sec),
+        ("in_service", l.in_target()),
+        ("targets_cores", cpu.targets_used),
+        ("target_cores", cpu.target_cores),
+    ];
+    let fix = "more concurrency is the lever, not CPU: more connections (or a shorter wait: what the target waits on, a sleep, a downstream call)";
+    Some(finding(
+        FindingKind::LatencyBound,
+        0.5,
+        text,
+        Some(fix),
+        &figures,
+    ))
 }
 
 /// The verdict of a step: [`Bottleneck`] from CPU shares, where a target counts as saturated
@@ -149,12 +315,15 @@ pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
 }
 
 /// The generator's busiest saturated thread (≥ [`HOT_THREAD_SHARE`] of a core, or runnable
-/// ≥ [`RUNNABLE_SHARE`] of the time), if any. Unlike a target's, it needs neither idle
+/// ≥ [`RUNNABLE_SHARE`] of the time), or one that shared its core (runnable yet off a CPU at
+/// least [`SHARED_CORE_WAIT`] of the time), if any. Unlike a target's, it needs neither idle
 /// siblings nor spare cores: a generator thread that never waits for the network cannot send
 /// its connections' requests sooner, whatever else the host has free; and runnable time counts
 /// on a shared host where that thread got less than a whole core.
 pub fn generator_hot_thread(g: &TargetEvidence) -> Option<&ThreadShare> {
-    g.busiest.iter().find(|t| thread_saturated(t))
+    g.busiest
+        .iter()
+        .find(|t| thread_saturated(t) || t.runnable - t.cores >= SHARED_CORE_WAIT)
 }
 
 fn thread_saturated(t: &ThreadShare) -> bool {
@@ -319,21 +488,33 @@ fn syn_retransmits(k: &KernelEvidence) -> Option<Finding> {
     })
 }
 
+/// Retransmitted segments (SYNs aside), host-wide: reported from [`RETRANSMITS_MIN`], and when
+/// the host's background was read, only above [`RETRANSMITS_OVER_BACKGROUND`] times it (plus
+/// [`RETRANSMITS_MIN`]): a busy host retransmits for others too.
 fn retransmits(k: &KernelEvidence) -> Option<Finding> {
     let n = k
         .tcp
         .retransmitted_segments
         .saturating_sub(k.tcp.syn_retransmits);
-    (n >= RETRANSMITS_MIN).then(|| {
+    let background = k.background_retransmits.unwrap_or(0.0);
+    let above = n as f64 >= RETRANSMITS_OVER_BACKGROUND * background + RETRANSMITS_MIN as f64;
+    (n >= RETRANSMITS_MIN && above).then(|| {
+        let against = k
+            .background_retransmits
+            .map(|b| format!(", against {b:.0} at the host's background over as long"))
+            .unwrap_or_default();
         finding(
             FindingKind::Retransmits,
             0.3,
             format!(
-                "{} segments were retransmitted (host-wide): packets were lost or late",
+                "{} segments were retransmitted (host-wide{against}): packets were lost or late",
                 count(n)
             ),
             Some("check the network path (loss, a full queue, a rate limit)"),
-            &[("retransmitted_segments", n as f64)],
+            &[
+                ("retransmitted_segments", n as f64),
+                ("background_retransmits", background),
+            ],
         )
     })
 }
@@ -387,6 +568,7 @@ fn ephemeral_ports(k: &KernelEvidence) -> Option<Finding> {
 
 fn target_findings(t: &TargetEvidence) -> Vec<Finding> {
     [
+        died(t),
         throttled(t),
         memory_pressure(t),
         fd_limit(t),
@@ -421,24 +603,76 @@ fn throttled(t: &TargetEvidence) -> Option<Finding> {
     })
 }
 
+/// The target's main process ended during the step: when the kernel's OOM killer killed
+/// processes of its cgroup in the window, that is named as the cause.
+fn died(t: &TargetEvidence) -> Option<Finding> {
+    let exit = t.exited?;
+    let kills = t.cgroup.map_or(0, |c| c.oom_kills);
+    let cause = if kills > 0 {
+        format!(
+            ": the kernel's OOM killer killed {} process{} of its cgroup at its memory limit",
+            count(kills),
+            if kills == 1 { "" } else { "es" }
+        )
+    } else {
+        String::new()
+    };
+    let text = format!(
+        "'{}' died during the step ({exit}){cause}; the figures from then on are of a target that was not running, and later steps fail until it is restarted",
+        t.target
+    );
+    let figures = [
+        ("oom_kills", kills as f64),
+        ("exit_code", exit.code.map_or(-1.0, f64::from)),
+        ("signal", exit.signal.map_or(0.0, f64::from)),
+    ];
+    let fix = if kills > 0 {
+        "raise the target's memory limit, or lower its memory use (caches, pools, per-connection buffers)"
+    } else {
+        "see the target's log under logs/ for why it ended"
+    };
+    Some(finding(
+        FindingKind::TargetDied,
+        1.0,
+        text,
+        Some(fix),
+        &figures,
+    ))
+}
+
 fn memory_pressure(t: &TargetEvidence) -> Option<Finding> {
     let c = t.cgroup?;
-    if c.memory_high + c.memory_max + c.memory_oom == 0 {
+    if c.memory_high + c.memory_max + c.memory_oom + c.oom_kills == 0 {
         return None;
     }
+    // Only the counters that moved: on cgroup v1 with both limits set, the limit counters
+    // stay at 0 even at an OOM kill.
+    let said: Vec<String> = [
+        (c.memory_high, "over memory.high"),
+        (c.memory_max, "at memory.max"),
+        (c.memory_oom, "out-of-memory"),
+        (c.oom_kills, "OOM kills"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", count(*n)))
+    .collect();
     let text = format!(
-        "'{}' hit its cgroup's memory limit: {} over memory.high, {} at memory.max, {} out-of-memory",
+        "'{}' hit its cgroup's memory limit: {}",
         t.target,
-        count(c.memory_high),
-        count(c.memory_max),
-        count(c.memory_oom)
+        said.join(", ")
     );
     let figures = [
         ("memory_high", c.memory_high as f64),
         ("memory_max", c.memory_max as f64),
         ("memory_oom", c.memory_oom as f64),
+        ("oom_kills", c.oom_kills as f64),
     ];
-    let strength = if c.memory_oom > 0 { 0.9 } else { 0.6 };
+    let strength = if c.memory_oom + c.oom_kills > 0 {
+        0.9
+    } else {
+        0.6
+    };
     let fix = "raise the memory limit or lower the target's caches and pools";
     Some(finding(
         FindingKind::MemoryPressure,
@@ -542,9 +776,18 @@ fn busy_host(cpu: &CpuView) -> Option<Finding> {
 /// thread's CPU and runnable shares (the figures that made it the limit on a shared host).
 fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding {
     let hot = generator.and_then(|g| generator_hot_thread(g).map(|t| (g, t)));
+    let shared = hot.is_some_and(|(_, t)| t.runnable - t.cores >= SHARED_CORE_WAIT);
     let thread = hot.map_or(String::new(), |(_, t)| {
+        let waited = if shared {
+            format!(
+                " (it waited for a CPU {:.0}% of the time: something else shares its core)",
+                (t.runnable - t.cores) * 100.0
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "; its busiest thread ({}) was on a CPU {:.0}% and runnable {:.0}% of the time",
+            "; its busiest thread ({}) was on a CPU {:.0}% and runnable {:.0}% of the time{waited}",
             t.name,
             t.cores * 100.0,
             t.runnable * 100.0
@@ -565,9 +808,14 @@ fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding
             ("generator_thread_cores", t.cores),
             ("generator_thread_runnable", t.runnable),
             ("generator_threads", f64::from(g.threads)),
+            ("generator_thread_waiting", (t.runnable - t.cores).max(0.0)),
         ]);
     }
-    let fix = "give the generator more cores (-t, its cpuset) or run it on another host";
+    let fix = if shared {
+        "give the generator cores of its own (stop or move what runs beside it, pin it with taskset or a cpuset) or run it on another host"
+    } else {
+        "give the generator more cores (-t, its cpuset) or run it on another host"
+    };
     finding(FindingKind::GeneratorBound, 0.8, text, Some(fix), &figures)
 }
 

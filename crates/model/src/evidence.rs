@@ -135,6 +135,11 @@ pub struct KernelEvidence {
     /// The generator's side: ephemeral ports toward the target.
     #[serde(default)]
     pub ephemeral: EphemeralPorts,
+    /// The host's background: segments retransmitted (SYNs aside) host-wide at the rate seen
+    /// right after the window, with the load stopped, scaled to the window's length. Read only
+    /// when the window's count was worth judging; `None` when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_retransmits: Option<f64>,
 }
 
 /// One thread of a target and its CPU over the window.
@@ -174,6 +179,10 @@ pub struct CgroupEvidence {
     /// `memory.events oom`: times the group ran out of memory.
     #[serde(default)]
     pub memory_oom: u64,
+    /// Processes of the group the kernel's OOM killer killed: `memory.events oom_kill` (v2),
+    /// `memory.oom_control oom_kill` (v1, where the limit counters may stay at 0 even then).
+    #[serde(default)]
+    pub oom_kills: u64,
 }
 
 impl CgroupEvidence {
@@ -186,6 +195,7 @@ impl CgroupEvidence {
             memory_high: self.memory_high.saturating_sub(earlier.memory_high),
             memory_max: self.memory_max.saturating_sub(earlier.memory_max),
             memory_oom: self.memory_oom.saturating_sub(earlier.memory_oom),
+            oom_kills: self.oom_kills.saturating_sub(earlier.oom_kills),
         }
     }
 }
@@ -224,6 +234,31 @@ pub struct TargetEvidence {
     /// The cgroup's counters, when the harness put the target in one with a limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<CgroupEvidence>,
+    /// How the target's main process ended, when it ended during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited: Option<TargetExit>,
+}
+
+/// How a target's main process ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetExit {
+    /// Its exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did (9: SIGKILL, as the OOM killer sends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+impl std::fmt::Display for TargetExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (_, Some(9)) => write!(f, "killed by SIGKILL"),
+            (_, Some(s)) => write!(f, "killed by signal {s}"),
+            (Some(c), None) => write!(f, "exit code {c}"),
+            (None, None) => write!(f, "gone"),
+        }
+    }
 }
 
 /// Threads kept in [`TargetEvidence::busiest`].

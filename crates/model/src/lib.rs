@@ -45,7 +45,7 @@ pub use endpoints::{merge_endpoints, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use evidence::{
     CgroupEvidence, EphemeralPorts, KernelEvidence, PortSockets, StepEvidence, TargetEvidence,
-    TcpCounters, ThreadShare,
+    TargetExit, TcpCounters, ThreadShare,
 };
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
@@ -69,7 +69,7 @@ pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};
 pub use shard::{merge_shards, MergeError, ShardRun, ShardStart};
 pub use shortfall::{Cause, GeneratorTime, Shortfall};
-pub use starved::{PerConnection, Starvation};
+pub use starved::{PerConnection, Starvation, StarvedCause};
 pub use stats::{Spread, Welch};
 pub use tls::{TlsSettings, TlsStats};
 pub use why::{Finding, FindingKind, Why};

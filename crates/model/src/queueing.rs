@@ -13,7 +13,7 @@ pub mod usl;
 
 use crate::bench::{BenchLoad, BenchResult, BenchRound};
 use crate::why::{Finding, FindingKind};
-use crate::{LoadShape, RunResult, Stats};
+use crate::{LoadShape, RunResult, Starvation, StarvedCause, Stats};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 pub use usl::UslFit;
@@ -42,6 +42,23 @@ pub const MIN_R_SQUARED: f64 = 0.5;
 /// After the knee, throughput staying within this share of its median is "levelled off", the
 /// mark of a fixed pool (a falling throughput is coherency, not a pool).
 pub const POOL_SPREAD: f64 = 0.20;
+
+/// A fit whose limit (its predicted peak, or the ceiling it approaches) lies more than this
+/// many times beyond the largest level (or throughput) measured is not evidence: the levels
+/// never came near it, so "not enough evidence" is said instead of a finding.
+pub const FIT_REACH: f64 = 4.0;
+
+/// Levels with connections left without an answer by a connection limit needed to size a
+/// pool from them.
+pub const STARVED_LEVELS: usize = 2;
+
+/// The served connections of the starved levels must agree within this ratio (max ÷ min) to
+/// be one pool.
+pub const SERVED_AGREE: f64 = 1.25;
+
+/// A sweep is bound by a fixed wait when its mean service time stays within this ratio
+/// (max ÷ min) over the levels while every connection is in service.
+pub const WAIT_SPREAD: f64 = 1.3;
 
 /// Little's law over one measured window.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,6 +151,13 @@ pub struct LevelPoint {
     /// Requests in the generator at once (req/s × mean latency): the connections in the closed
     /// model, the requests in flight or waiting for a connection in the open one.
     pub in_generator: f64,
+    /// Connections a connection limit left without an answer (median over the rounds; 0:
+    /// none). Only served requests complete, so their latency never shows these.
+    #[serde(default)]
+    pub starved: f64,
+    /// Connections served at once when some starved (median over the rounds; 0: none starved).
+    #[serde(default)]
+    pub served: f64,
 }
 
 impl LevelPoint {
@@ -149,6 +173,8 @@ impl LevelPoint {
             mean_service_us: m(|l| l.mean_service_us)?,
             in_target: m(Little::in_target)?,
             in_generator: m(Little::in_generator)?,
+            starved: 0.0,
+            served: 0.0,
         })
     }
 }
@@ -209,6 +235,9 @@ pub struct WorkerPool {
     pub low_load_value: f64,
     /// Spread of the throughput from the knee on, `(max − min) / median`.
     pub spread: f64,
+    /// Levels whose starved connections sized the pool (0: found from the knee).
+    #[serde(default)]
+    pub starved_levels: u32,
 }
 
 /// Worker-pool detection: the knee is above the lowest level, which scaled to the next one
@@ -241,7 +270,62 @@ pub fn worker_pool(points: &[LevelPoint], knee: &Knee) -> Option<WorkerPool> {
         low_load_service_us: low.mean_service_us,
         low_load_value: low.value,
         spread,
+        starved_levels: 0,
     })
+}
+
+/// A pool sized from the levels where a connection limit left connections without an answer
+/// (at least [`STARVED_LEVELS`], their served connections agreeing within [`SERVED_AGREE`]):
+/// the completed requests' latency never rises there, so no knee shows it. Its size is
+/// Little's law at those levels: throughput × mean service time, the median over them.
+pub fn starved_pool(points: &[LevelPoint]) -> Option<WorkerPool> {
+    let starved: Vec<&LevelPoint> = points.iter().filter(|p| p.starved > 0.0).collect();
+    if starved.len() < STARVED_LEVELS {
+        return None;
+    }
+    let served: Vec<f64> = starved.iter().map(|p| p.served).collect();
+    let (lo, hi) = min_max(&served);
+    if lo <= 0.0 || hi / lo > SERVED_AGREE {
+        return None;
+    }
+    let estimate = median(&starved.iter().map(|p| p.in_target).collect::<Vec<_>>())?;
+    let rates: Vec<f64> = starved.iter().map(|p| p.requests_per_sec).collect();
+    let x = median(&rates)?;
+    let (rlo, rhi) = min_max(&rates);
+    let service = median(
+        &starved
+            .iter()
+            .map(|p| p.mean_service_us)
+            .collect::<Vec<_>>(),
+    )?;
+    (estimate >= 0.5).then_some(WorkerPool {
+        workers: estimate.round() as u32,
+        estimate,
+        requests_per_sec: x,
+        low_load_service_us: service,
+        low_load_value: starved[0].value,
+        spread: (rhi - rlo) / x,
+        starved_levels: starved.len() as u32,
+    })
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)))
+}
+
+/// A closed sweep bound by a fixed wait: no knee, every connection in service at every level
+/// (Little's law: requests in the target ≥ the diagnosis's share of the connections), the
+/// mean service time within [`WAIT_SPREAD`] over the levels and at least the diagnosis's
+/// minimum wait: throughput = connections ÷ latency.
+pub fn wait_bound(points: &[LevelPoint]) -> bool {
+    use crate::diagnose::{WAIT_IN_SERVICE_SHARE, WAIT_MIN_US};
+    let services: Vec<f64> = points.iter().map(|p| p.mean_service_us).collect();
+    let (lo, hi) = min_max(&services);
+    let all_in = points
+        .iter()
+        .all(|p| p.starved == 0.0 && p.in_target >= WAIT_IN_SERVICE_SHARE * p.value);
+    !points.is_empty() && all_in && lo >= WAIT_MIN_US && hi / lo <= WAIT_SPREAD
 }
 
 /// The queueing view of one target over one load's levels.
@@ -294,13 +378,41 @@ pub fn analyse(r: &BenchResult) -> Vec<SweepAnalysis> {
 fn level_points(r: &BenchResult, li: u32, load: &BenchLoad, target: &str) -> Vec<LevelPoint> {
     let mut points: Vec<LevelPoint> = (0..load.levels.len() as u32)
         .filter_map(|level| {
-            let rounds: Vec<Little> = r
+            let measured: Vec<&BenchRound> = r
                 .rounds_of(li, level, target)
-                .filter(|x| !x.combined)
-                .filter_map(BenchRound::measured_run)
+                .filter(|x| !x.combined && x.measured_run().is_some())
+                .collect();
+            let rounds: Vec<Little> = measured
+                .iter()
+                .filter_map(|x| x.measured_run())
                 .filter_map(Little::of)
                 .collect();
-            LevelPoint::of(level, load.levels[level as usize].amount()?, &rounds)
+            let mut point = LevelPoint::of(level, load.levels[level as usize].amount()?, &rounds)?;
+            // A connection limit's starved connections, as each round's findings judged them.
+            let limited: Vec<(f64, f64)> = measured
+                .iter()
+                .map(|x| {
+                    let s = x.measured_run().and_then(|run| Starvation::of(&run.stats));
+                    match s {
+                        Some(s) if s.cause_in(&x.why) == StarvedCause::ConnectionLimit => {
+                            (s.starved as f64, s.served as f64)
+                        }
+                        _ => (0.0, 0.0),
+                    }
+                })
+                .collect();
+            point.starved = median(&limited.iter().map(|p| p.0).collect::<Vec<_>>()).unwrap_or(0.0);
+            if point.starved > 0.0 {
+                point.served = median(
+                    &limited
+                        .iter()
+                        .filter(|p| p.0 > 0.0)
+                        .map(|p| p.1)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap_or(0.0);
+            }
+            Some(point)
         })
         .collect();
     points.sort_by(|a, b| a.value.total_cmp(&b.value));
@@ -311,10 +423,11 @@ fn level_points(r: &BenchResult, li: u32, load: &BenchLoad, target: &str) -> Vec
 pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>) -> SweepAnalysis {
     let knee = knee(&points);
     let closed = matches!(spec.levels.first(), Some(LoadShape::Closed { .. }));
-    let pool = knee
-        .as_ref()
-        .filter(|_| closed)
-        .and_then(|k| worker_pool(&points, k));
+    let pool = if closed {
+        starved_pool(&points).or_else(|| knee.as_ref().and_then(|k| worker_pool(&points, k)))
+    } else {
+        None
+    };
     let fit = if closed {
         usl::fit(
             &points
@@ -329,9 +442,14 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
         if f.r_squared >= MIN_R_SQUARED {
             Ok(f)
         } else {
-            Err(format!("the fit was poor (R² {:.3}, under {MIN_R_SQUARED}): these levels' throughput does not follow the law (noise, or a limit it does not model)", f.r_squared))
+            Err(format!("not enough evidence: the fit was poor (R² {:.3}, under {MIN_R_SQUARED}): these levels' throughput does not follow the law (noise, or a limit it does not model)", f.r_squared))
         }
     });
+    let fit = fit.and_then(|f| within_reach(&f, &points, closed));
+    let fit = match pool {
+        Some(p) if p.starved_levels > 0 => Err(format!("not enough evidence: a limit of about {} connections left the others without an answer, so throughput counts only the served ones and the curve is that limit, not contention or coherency", p.workers)),
+        _ => fit,
+    };
     let mut a = SweepAnalysis {
         load,
         target: target.to_string(),
@@ -345,6 +463,32 @@ pub fn sweep(load: u32, spec: &BenchLoad, target: &str, points: Vec<LevelPoint>)
     };
     a.findings = findings(&a);
     a
+}
+
+/// A fit is evidence only when its limit lies within [`FIT_REACH`] times what was measured:
+/// its predicted peak near the levels, or the ceiling it approaches near the throughput seen.
+/// A fit with neither (throughput in proportion to concurrency) predicts no limit at all.
+pub fn within_reach(f: &UslFit, points: &[LevelPoint], closed: bool) -> Result<UslFit, String> {
+    let top_n = points
+        .iter()
+        .map(|p| usl_concurrency(closed, p))
+        .fold(0.0, f64::max);
+    let top_x = points
+        .iter()
+        .map(|p| p.requests_per_sec)
+        .fold(0.0, f64::max);
+    let beyond = |limit: f64, top: f64, what: &str| {
+        Err(format!(
+            "not enough evidence: the fitted {what} ({limit:.0}) lies {:.0}× beyond the largest measured ({top:.0}); the levels never came near a limit, so the fit says nothing about one",
+            limit / top
+        ))
+    };
+    match (f.peak_concurrency, f.ceiling()) {
+        (Some(n), _) if n > FIT_REACH * top_n => beyond(n, top_n, "peak concurrency"),
+        (None, Some(c)) if c > FIT_REACH * top_x => beyond(c, top_x, "throughput ceiling"),
+        (None, None) => Err("not enough evidence: throughput grew in proportion to concurrency, no limit within the measured levels".to_string()),
+        _ => Ok(*f),
+    }
 }
 
 /// The concurrency `N` a level stands for in the scalability fit: the connections in the
@@ -370,6 +514,9 @@ pub fn level_label(closed: bool, value: f64) -> String {
 pub fn findings(a: &SweepAnalysis) -> Vec<Finding> {
     let mut list = Vec::new();
     list.extend(a.pool.map(|p| pool_finding(a, &p)));
+    if a.closed && a.pool.is_none() && a.knee.is_none() && wait_bound(&a.levels) {
+        list.push(wait_finding(a));
+    }
     list.extend(a.knee.map(|k| knee_finding(a, &k)));
     list.extend(a.usl.map(|f| usl_finding(a, &f)));
     crate::Why::new(list, Vec::new()).findings
@@ -379,8 +526,38 @@ fn figures<const N: usize>(pairs: [(&str, f64); N]) -> BTreeMap<String, f64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
+fn wait_finding(a: &SweepAnalysis) -> Finding {
+    let (first, last) = (&a.levels[0], &a.levels[a.levels.len() - 1]);
+    let services: Vec<f64> = a.levels.iter().map(|p| p.mean_service_us).collect();
+    let service = median(&services).unwrap_or(first.mean_service_us);
+    Finding {
+        kind: FindingKind::LatencyBound,
+        strength: 0.55,
+        text: format!(
+            "{}: the wait sets the rate: a request took about {} at every level from {} to {} and throughput grew with the connections ({:.0} → {:.0} req/s): throughput = connections ÷ latency (Little's law)",
+            a.target,
+            ms(service),
+            level_label(a.closed, first.value),
+            level_label(a.closed, last.value),
+            first.requests_per_sec,
+            last.requests_per_sec
+        ),
+        fix: Some("more concurrency is the lever, not CPU: more connections, or a shorter wait (what the target waits on: a sleep, a downstream call)".to_string()),
+        figures: figures([
+            ("mean_service_us", service),
+            ("first_level", first.value),
+            ("last_level", last.value),
+            ("first_requests_per_sec", first.requests_per_sec),
+            ("last_requests_per_sec", last.requests_per_sec),
+        ]),
+    }
+}
+
 fn pool_finding(a: &SweepAnalysis, p: &WorkerPool) -> Finding {
     let low = level_label(a.closed, p.low_load_value);
+    if p.starved_levels > 0 {
+        return starved_pool_finding(a, p, &low);
+    }
     Finding {
         kind: FindingKind::WorkerPool,
         strength: 0.8 - p.spread,
@@ -405,6 +582,44 @@ fn pool_finding(a: &SweepAnalysis, p: &WorkerPool) -> Finding {
             ("requests_per_sec", p.requests_per_sec),
             ("low_load_service_us", p.low_load_service_us),
             ("low_load_level", p.low_load_value),
+        ]),
+    }
+}
+
+fn starved_pool_finding(a: &SweepAnalysis, p: &WorkerPool, from: &str) -> Finding {
+    let served: Vec<f64> = a
+        .levels
+        .iter()
+        .filter(|l| l.starved > 0.0)
+        .map(|l| l.served)
+        .collect();
+    let served = median(&served).unwrap_or(0.0);
+    Finding {
+        kind: FindingKind::WorkerPool,
+        strength: 0.9,
+        text: format!(
+            "{} behaves like a pool of about {}: from {from} on ({} levels) it served {:.0} connections at once and left the others without an answer, and throughput stayed at about {:.0} req/s (Little's law: {:.0} req/s × {} ≈ {:.1} requests in service); the answered requests' latency hides this, the starved connections show it",
+            a.target,
+            p.workers,
+            p.starved_levels,
+            served,
+            p.requests_per_sec,
+            p.requests_per_sec,
+            ms(p.low_load_service_us),
+            p.estimate
+        ),
+        fix: Some(format!(
+            "raise the target's limit of about {} (threads per connection, a worker or connection pool, max connections), or add instances: more connections only wait",
+            p.workers
+        )),
+        figures: figures([
+            ("workers", f64::from(p.workers)),
+            ("estimate", p.estimate),
+            ("served", served),
+            ("requests_per_sec", p.requests_per_sec),
+            ("mean_service_us", p.low_load_service_us),
+            ("first_starved_level", p.low_load_value),
+            ("starved_levels", f64::from(p.starved_levels)),
         ]),
     }
 }

@@ -125,7 +125,7 @@ impl<'de> Deserialize<'de> for PerConnection {
 
 /// Connections a server left waiting for at least half the run: the finding, and the
 /// server's concurrency estimated from the data.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Starvation {
     /// Connections that never completed a request.
     pub starved: u64,
@@ -141,7 +141,30 @@ pub struct Starvation {
     pub rate: f64,
     /// Mean service time of completed requests, µs.
     pub mean_service_us: f64,
+    /// Requests completed by the median connection among those that completed any.
+    pub served_median: u64,
 }
+
+/// What left connections without an answer, as the evidence reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StarvedCause {
+    /// The server serves a fixed number of connections at once (thread-per-connection, a pool
+    /// or connection limit): the served ones completed many requests each, the others none,
+    /// though a request takes far less than the starved ones waited.
+    ConnectionLimit,
+    /// The connections were still connecting: SYN retries behind an overflowing accept queue.
+    AcceptQueue,
+    /// Answers were slow (a busy host, a slow target): the served connections completed only
+    /// a few requests each, no sign of a fixed limit.
+    SlowAnswers,
+}
+
+/// A served connection must have completed at least this many requests (the median one) for
+/// the starvation to read as a connection limit.
+pub const LIMIT_MIN_SERVED_REQUESTS: u64 = 3;
+/// ... and a request must take at most this share of the window (the starved ones waited at
+/// least half of it): answers far shorter than the wait.
+pub const LIMIT_MAX_SERVICE_SHARE: f64 = 0.05;
 
 impl Starvation {
     /// The finding of `stats`, or `None` when no connection waited for half the window.
@@ -161,7 +184,69 @@ impl Starvation {
             in_service: rate * mean_service_us / 1e6,
             rate,
             mean_service_us,
+            served_median: c.completed.percentile_ns(50.0),
         })
+    }
+
+    /// What left the connections waiting: the accept queue when it overflowed (the kernel's
+    /// own count, `accept_queue_overflowed`), a connection limit when the served connections
+    /// completed at least [`LIMIT_MIN_SERVED_REQUESTS`] each and a request took at most
+    /// [`LIMIT_MAX_SERVICE_SHARE`] of the window, else slow answers.
+    pub fn cause(&self, accept_queue_overflowed: bool) -> StarvedCause {
+        let quick = self.mean_service_us <= LIMIT_MAX_SERVICE_SHARE * self.window_us as f64;
+        if accept_queue_overflowed {
+            StarvedCause::AcceptQueue
+        } else if self.served > 0 && self.served_median >= LIMIT_MIN_SERVED_REQUESTS && quick {
+            StarvedCause::ConnectionLimit
+        } else {
+            StarvedCause::SlowAnswers
+        }
+    }
+
+    /// The cause as the run's findings judged it (see [`Starvation::cause`]).
+    pub fn cause_in(&self, why: &crate::Why) -> StarvedCause {
+        let overflowed = why
+            .findings
+            .iter()
+            .any(|f| f.kind == crate::FindingKind::AcceptQueueOverflow);
+        self.cause(overflowed)
+    }
+
+    /// The warning, worded for its cause: the connection limit with Little's law, or what
+    /// else kept them waiting.
+    pub fn explain(&self, cause: StarvedCause) -> String {
+        let head = format!(
+            "{} of {} connections got no response in {}",
+            self.starved,
+            self.connections,
+            units::duration_us(self.window_us as f64)
+        );
+        match cause {
+            StarvedCause::ConnectionLimit => self.to_string(),
+            StarvedCause::AcceptQueue => format!(
+                "{head}: they were still connecting, waiting for SYN retries behind the target's overflowing accept queue (see why), not a connection limit"
+            ),
+            StarvedCause::SlowAnswers => format!(
+                "{head}: answers were slow ({} mean, {} per served connection at the median), not a connection limit",
+                units::duration_us(self.mean_service_us),
+                self.served_median
+            ),
+        }
+    }
+
+    /// The short form for a table cell, worded for its cause.
+    pub fn short_for(&self, cause: StarvedCause) -> String {
+        match cause {
+            StarvedCause::ConnectionLimit => self.short(),
+            StarvedCause::AcceptQueue => format!(
+                "{} of {} conns got no response: accept queue overflowed",
+                self.starved, self.connections
+            ),
+            StarvedCause::SlowAnswers => format!(
+                "{} of {} conns got no response: slow answers",
+                self.starved, self.connections
+            ),
+        }
     }
 
     /// The short form for a table cell: `24 of 32 conns starved: serves ≤8 at once`.

@@ -27,12 +27,20 @@ pub enum FindingKind {
     CpuThrottled,
     /// The target's cgroup reported memory pressure (high, max or OOM events).
     MemoryPressure,
+    /// The target's main process ended during the step (an OOM kill, a crash, an exit).
+    TargetDied,
     /// One thread of the target used nearly a whole core.
     HotThread,
     /// The target's open file descriptors neared their limit.
     FdLimit,
     /// The target behaved like a fixed pool of workers (Little's law).
     WorkerPool,
+    /// The target served a fixed number of connections at once and left the others without
+    /// an answer (starved connections; the size by Little's law).
+    ConnectionLimit,
+    /// A fixed wait set the rate: throughput = connections ÷ latency, the CPU idle; more
+    /// concurrency is the lever.
+    LatencyBound,
     /// Throughput stopped growing while latency climbed (a sweep's knee).
     Knee,
     /// A Universal Scalability Law fit over a sweep.

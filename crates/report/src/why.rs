@@ -93,11 +93,69 @@ pub fn bench_rounds(r: &BenchResult) -> impl Iterator<Item = &BenchRound> {
     r.rounds.iter().filter(|round| !round.why.is_empty())
 }
 
+/// A round's findings without the busy host, which the bench reports say once at the top
+/// ([`bench_busy_host`]) instead of on every step.
+pub fn without_busy_host(why: &Why) -> Why {
+    Why {
+        findings: why
+            .findings
+            .iter()
+            .filter(|f| f.kind != FindingKind::BusyHost)
+            .cloned()
+            .collect(),
+        looked_at: why.looked_at.clone(),
+    }
+}
+
+/// The busy-host findings of a bench said once: the steps where the host was busy and the
+/// busiest one's sentence and fix; `None` when no step found it.
+pub fn bench_busy_host(r: &BenchResult) -> Option<String> {
+    let busy: Vec<(&BenchRound, &Finding)> = r
+        .rounds
+        .iter()
+        .filter_map(|round| {
+            let f = round
+                .why
+                .findings
+                .iter()
+                .find(|f| f.kind == FindingKind::BusyHost)?;
+            Some((round, f))
+        })
+        .collect();
+    let other = |f: &Finding| f.figures.get("other_cores").copied().unwrap_or(0.0);
+    let (_, worst) = busy
+        .iter()
+        .max_by(|a, b| other(a.1).total_cmp(&other(b.1)))?;
+    let steps: Vec<String> = busy
+        .iter()
+        .map(|(round, _)| round.step.to_string())
+        .collect();
+    Some(format!(
+        "busy host in {} of {} steps (step {}); at its busiest, {}",
+        busy.len(),
+        r.rounds.len(),
+        steps.join(", "),
+        finding_text(worst)
+    ))
+}
+
 /// A bench's "why" lines for the terminal, kept short: one line per kind of finding that
 /// names a limit, the text of its strongest round with that round's step and the other steps
 /// where it was found; the steps where nothing stood out share one line. The per-round detail
 /// and the fixes are in the Markdown, HTML and JSON.
 pub fn bench_text_lines(r: &BenchResult) -> Vec<String> {
+    let mut lines = grouped(r, false, |_| true);
+    if !lines.is_empty() {
+        lines.insert(
+            0,
+            "why (per round, with fixes: the Markdown and HTML reports):".to_string(),
+        );
+    }
+    lines
+}
+
+/// One line per kind of finding that `keep` keeps (see [`bench_text_lines`]).
+fn grouped(r: &BenchResult, with_fix: bool, keep: impl Fn(&Finding) -> bool) -> Vec<String> {
     let mut groups: Vec<(&Finding, Vec<u32>)> = Vec::new();
     let mut unclear = Vec::new();
     for round in bench_rounds(r) {
@@ -106,7 +164,7 @@ pub fn bench_text_lines(r: &BenchResult) -> Vec<String> {
             .why
             .findings
             .iter()
-            .filter(|f| f.kind != FindingKind::NoClearBottleneck)
+            .filter(|f| f.kind != FindingKind::NoClearBottleneck && keep(f))
         {
             named = true;
             match groups.iter_mut().find(|(g, _)| g.kind == f.kind) {
@@ -127,7 +185,7 @@ pub fn bench_text_lines(r: &BenchResult) -> Vec<String> {
     groups.sort_by(|a, b| b.0.strength.total_cmp(&a.0.strength));
     let mut lines: Vec<String> = groups
         .iter()
-        .map(|(f, steps)| group_line(f, steps))
+        .map(|(f, steps)| group_line(f, steps, with_fix))
         .collect();
     if !unclear.is_empty() {
         lines.push(format!(
@@ -135,34 +193,40 @@ pub fn bench_text_lines(r: &BenchResult) -> Vec<String> {
             unclear.join(", ")
         ));
     }
-    if !lines.is_empty() {
-        lines.insert(
-            0,
-            "why (per round, with fixes: the Markdown and HTML reports):".to_string(),
-        );
-    }
     lines
 }
 
 /// `  step 3 (also 1, 5): TEXT`: the first step is the one whose text is shown.
-fn group_line(f: &Finding, steps: &[u32]) -> String {
+fn group_line(f: &Finding, steps: &[u32], with_fix: bool) -> String {
     let also: Vec<String> = steps.iter().skip(1).map(u32::to_string).collect();
     let also = if also.is_empty() {
         String::new()
     } else {
         format!(" (also {})", also.join(", "))
     };
-    format!("  step {}{also}: {}", steps[0], f.text)
+    let text = if with_fix {
+        finding_text(f)
+    } else {
+        f.text.clone()
+    };
+    format!("  step {}{also}: {text}", steps[0])
 }
 
 /// A bench's "why" section in Markdown (empty when no round has findings).
 pub fn bench_markdown(r: &BenchResult) -> String {
     let mut out = String::new();
+    if let Some(busy) = bench_busy_host(r) {
+        out += &format!("\n> **Warning:** {}.\n", escape_text(&busy));
+    }
     for round in bench_rounds(r) {
+        let why = without_busy_host(&round.why);
+        if why.is_empty() {
+            continue;
+        }
         out += &format!(
             "\n**{}**\n\n{}",
             escape_text(&round_label(r, round)),
-            markdown_list(&round.why)
+            markdown_list(&why)
         );
     }
     if out.is_empty() {
@@ -171,17 +235,31 @@ pub fn bench_markdown(r: &BenchResult) -> String {
     format!("\n### Why\n{out}")
 }
 
-/// A bench's "why" section body in HTML (empty when no round has findings).
+/// A bench's "why" section body in HTML (empty when no round has findings): first one line
+/// per kind of finding with the steps it was found in (as the terminal shows), then each
+/// round's findings with their fixes, folded. The busy host is left out: the page says it once
+/// at the top.
 pub fn bench_html(r: &BenchResult) -> String {
-    bench_rounds(r)
-        .map(|round| {
-            format!(
-                "<h3>{}</h3>\n{}",
-                esc(&round_label(r, round)),
-                html_list(&round.why)
-            )
-        })
-        .collect()
+    let rounds: Vec<(&BenchRound, Why)> = bench_rounds(r)
+        .map(|round| (round, without_busy_host(&round.why)))
+        .filter(|(_, why)| !why.is_empty())
+        .collect();
+    if rounds.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<ul class=\"why-summary\">\n");
+    for line in grouped(r, true, |f| f.kind != FindingKind::BusyHost) {
+        out += &format!("<li>{}</li>\n", esc(line.trim_start()));
+    }
+    out += "</ul>\n<details class=\"why-rounds\"><summary>Every round's findings, with fixes</summary>\n";
+    for (round, why) in rounds {
+        out += &format!(
+            "<h3>{}</h3>\n{}",
+            esc(&round_label(r, round)),
+            html_list(&why)
+        );
+    }
+    out + "</details>\n"
 }
 
 /// The kind's JSON identifier (`accept_queue_overflow`).

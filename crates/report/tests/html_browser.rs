@@ -200,6 +200,13 @@ const PROBE: &str = r#"<script>
                       wrap_overflow_x: getComputedStyle(wrap).overflowX,
                       headers: heads });
   });
+  // Where the why section and its first finding lie on the page (from the top of the page).
+  var why = document.getElementById('why');
+  if (why) {
+    var first = why.querySelector('li');
+    out.why = { top: why.getBoundingClientRect().top,
+                first_bottom: first ? first.getBoundingClientRect().bottom : null };
+  }
   out.alerts = Array.prototype.map.call(document.querySelectorAll('.alert'),
                                         function (a) { return a.className; });
   out.text = document.body.innerText;
@@ -1101,4 +1108,82 @@ fn a_sweep_shows_its_queueing_table_findings_and_fit_chart_in_the_browser() {
         screenshot(&chromium, &path, width, height, shot);
     }
     assert!(a.findings.len() >= 2, "{a:?}");
+}
+
+/// The bench fixture as a busy host and an 8-connection server would leave it: every round
+/// starved (24 of 32 connections got no response), its why naming the connection limit, and a
+/// busy host found in every step.
+fn bench_busy_and_starved() -> BenchResult {
+    use loadbench_model::{Finding, FindingKind, PerConnection, Why};
+    let mut r = bench();
+    let finding = |kind, strength, text: &str, fix: &str| Finding {
+        kind,
+        strength,
+        text: text.to_string(),
+        fix: Some(fix.to_string()),
+        figures: Default::default(),
+    };
+    for round in &mut r.rounds {
+        if let Some(run) = round.result.as_mut() {
+            let elapsed = run.stats.elapsed_us;
+            let mut c = PerConnection::default();
+            (0..8).for_each(|_| c.add(80, Some(10)));
+            (0..24).for_each(|_| c.add(0, Some(elapsed)));
+            run.stats.per_connection = c;
+        }
+        round.why = Why::new(
+            vec![
+                finding(
+                    FindingKind::BusyHost,
+                    0.95,
+                    "other processes used 1.90 of the host's 2 cores: every figure is unreliable",
+                    "run on a quiet host",
+                ),
+                finding(
+                    FindingKind::ConnectionLimit,
+                    0.9,
+                    "the target serves about 8 connections at once: 24 of 32 got no response in 10.00s while 8 were served, and by Little's law 160 req/s × 50.00ms mean = 8.0 requests in service",
+                    "raise the target's connection or worker limit to the 32 connections it gets, or send at most 8 at once: the others only wait",
+                ),
+            ],
+            vec![],
+        );
+    }
+    r.recompute();
+    r
+}
+
+#[test]
+fn at_1280_by_800_the_why_section_shows_first_the_busy_host_once_and_the_summary_never_scrolls() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let r = bench_busy_and_starved();
+    let page = html::render_bench(&r);
+    let v = inspect(&chromium, "bench-why-first", &page, 1280);
+    // The first finding of the why section lies within the first 800 pixels: seen on opening.
+    let why = &v["why"];
+    let bottom = why["first_bottom"]
+        .as_f64()
+        .expect("a finding in the why section");
+    assert!(
+        bottom <= 800.0,
+        "the why section's first finding ends at {bottom}px: {why}"
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("the target serves about 8 connections at once"),
+        "{text}"
+    );
+    // The busy host is said once, at the top, however many steps found it.
+    assert_eq!(text.matches("other processes used").count(), 1, "{text}");
+    assert!(
+        text.contains(&format!("busy host in {0} of {0} steps", r.rounds.len())),
+        "{text}"
+    );
+    // The summary table, long starved verdicts included, does not scroll sideways.
+    summary_table_fits(&v, 1280);
+    assert!(text.contains("serves at most 8 at once"), "{text}");
+    let shot = save("bench-why-first", &page);
+    screenshot(&chromium, &shot, 1280, 800, "bench-why-first-1280x800.png");
 }

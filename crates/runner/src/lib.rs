@@ -19,7 +19,7 @@ pub mod shard;
 
 pub use loadbench_engine::Live;
 pub use loadbench_plan::{LoadSpec, Plan};
-pub use result::{build_result, run_config};
+pub use result::{build_result, explain_with_generator, generator_cores, run_config};
 pub use shard::{run_shard, ShardRunError, ShardSpec};
 
 use loadbench_engine::{Engine, EngineError};

@@ -5,7 +5,7 @@ use crate::host;
 use loadbench_engine::Outcome;
 use loadbench_model::diagnose::{diagnose, CpuView, Inputs};
 use loadbench_model::{
-    KernelEvidence, ResultKind, RunConfig, RunResult, TlsSettings, SCHEMA_VERSION,
+    KernelEvidence, ResultKind, RunConfig, RunResult, TargetEvidence, TlsSettings, SCHEMA_VERSION,
 };
 use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use std::net::IpAddr;
@@ -34,20 +34,32 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
 /// Records the kernel's evidence of the run and the findings drawn from it and from the
 /// generator's CPU (the target is not known to `run`: its CPU is judged by the bench).
 pub(crate) fn explain(r: &mut RunResult, evidence: KernelEvidence) {
+    r.evidence = Some(evidence);
+    explain_with_generator(r, None);
+}
+
+/// Draws the run's findings again from its kernel evidence, its own figures and, when the
+/// caller watched them (the CLI's `run`), the generator's threads: a generator thread that was
+/// runnable yet off a CPU shared its core, and the run is then the generator's limit.
+pub fn explain_with_generator(r: &mut RunResult, generator: Option<&TargetEvidence>) {
     let g = r.stats.generator;
     let threads = f64::from(r.config.threads.max(1));
     let cpu = (g.worker_us > 0).then(|| CpuView {
         generator_used: g.cpu_share() * threads,
-        generator_cores: threads.min(f64::from(r.host.cores.max(1))),
+        generator_cores: generator_cores(r),
         ..CpuView::default()
     });
-    let why = diagnose(&Inputs {
-        kernel: Some(&evidence),
+    r.why = diagnose(&Inputs {
+        kernel: r.evidence.as_ref(),
+        generator,
         cpu,
         ..Inputs::of_run(r)
     });
-    r.evidence = Some(evidence);
-    r.why = why;
+}
+
+/// Cores the run's generator could use: its threads, at most the host's cores.
+pub fn generator_cores(r: &RunResult) -> f64 {
+    f64::from(r.config.threads.max(1)).min(f64::from(r.host.cores.max(1)))
 }
 
 /// The configuration a plan runs with, as the result records it.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::evidence::{CgroupEvidence, EphemeralPorts, PortSockets, TcpCounters};
+use crate::evidence::{CgroupEvidence, EphemeralPorts, PortSockets, TargetExit, TcpCounters};
 
 fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
     KernelEvidence {
@@ -12,6 +12,7 @@ fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
             range_low: 32768,
             range_high: 60999,
         },
+        background_retransmits: None,
     }
 }
 
@@ -278,6 +279,41 @@ fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
 }
 
 #[test]
+fn retransmits_at_the_hosts_background_blame_nothing() {
+    // A busy host: 600 retransmits in the window, 250 over as long at its background; some
+    // request took 410 ms (on a busy host one always does).
+    let tcp = TcpCounters {
+        retransmitted_segments: 600,
+        ..Default::default()
+    };
+    let mut k = kernel(tcp, PortSockets::default());
+    k.background_retransmits = Some(250.0);
+    let inputs = Inputs {
+        kernel: Some(&k),
+        latency_max_us: Some(410_000.0),
+        ..Default::default()
+    };
+    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
+    // Well above it (3× + 10), they are the load's.
+    let quiet = KernelEvidence {
+        background_retransmits: Some(20.0),
+        ..k.clone()
+    };
+    let why = diagnose(&Inputs {
+        kernel: Some(&quiet),
+        ..inputs
+    });
+    assert_eq!(kinds(&why), [FindingKind::Retransmits]);
+    let f = &why.findings[0];
+    assert_eq!(f.figures["background_retransmits"], 20.0);
+    assert!(
+        f.text.contains("against 20 at the host's background"),
+        "{}",
+        f.text
+    );
+}
+
+#[test]
 fn a_saturated_thread_is_not_the_limit_when_no_core_was_left_to_use() {
     // Under a half-core quota, the busy thread waits for the quota, not for a second thread.
     let mut t = single_threaded(0.39, 0.45);
@@ -337,8 +373,18 @@ fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
     let f = &why.findings[0];
     assert_eq!(
         f.text,
-        "the generator used 70% of its 1 cores; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time: these numbers are loadbench's limit, not the target's"
+        "the generator used 70% of its 1 cores; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time (it waited for a CPU 28% of the time: something else shares its core): these numbers are loadbench's limit, not the target's"
     );
+    assert!((f.figures["generator_thread_waiting"] - 0.28).abs() < 1e-9);
+    // Runnable only 80% yet off a CPU 30% of it: still a shared core, still the limit.
+    let shared = generator_threads(0.5, 0.8);
+    assert_eq!(
+        verdict(&cpu, &[], Some(&shared)),
+        Bottleneck::GeneratorBound
+    );
+    // A thread that waits for the network and gets a CPU whenever it wants one is not.
+    let idle = generator_threads(0.3, 0.35);
+    assert_eq!(verdict(&cpu, &[], Some(&idle)), Bottleneck::Neither);
     assert_eq!(f.figures["generator_thread_runnable"], 0.98);
     assert_eq!(f.figures["generator_thread_cores"], 0.7);
     assert_eq!(f.figures["generator_threads"], 4.0);
@@ -384,5 +430,237 @@ fn a_saturated_target_thread_still_wins_over_a_saturated_generator_thread() {
     assert_eq!(
         verdict(&cpu, std::slice::from_ref(&t), Some(&g)),
         Bottleneck::TargetBound
+    );
+}
+
+/// 24 of 32 connections starved over 4 s by a server serving 8, 50 ms per request.
+fn starved_by_a_limit() -> Starvation {
+    Starvation {
+        starved: 24,
+        connections: 32,
+        window_us: 4_000_000,
+        served: 8,
+        in_service: 7.9,
+        rate: 158.0,
+        mean_service_us: 50_000.0,
+        served_median: 80,
+    }
+}
+
+#[test]
+fn starved_connections_behind_a_limit_are_a_connection_limit_and_the_target_is_the_limit() {
+    let why = diagnose(&Inputs {
+        starvation: Some(starved_by_a_limit()),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::ConnectionLimit]);
+    let f = &why.findings[0];
+    assert_eq!(f.figures["pool_size"], 7.9);
+    assert_eq!(f.figures["served"], 8.0);
+    assert!(
+        f.text
+            .starts_with("the target serves about 8 connections at once: 24 of 32"),
+        "{}",
+        f.text
+    );
+    assert!(f.fix.as_deref().unwrap().contains("send at most 8 at once"));
+    assert_eq!(judge(&why), Bottleneck::TargetBound);
+}
+
+#[test]
+fn starved_connections_behind_an_overflowing_accept_queue_are_the_queues() {
+    let tcp = TcpCounters {
+        listen_overflows: 900,
+        syn_retransmits: 400,
+        ..Default::default()
+    };
+    let sockets = PortSockets {
+        backlog: 1,
+        accept_queue_peak: 2,
+        readings: 10,
+        ..Default::default()
+    };
+    let k = kernel(tcp, sockets);
+    let s = Starvation {
+        starved: 184,
+        connections: 200,
+        served: 16,
+        ..starved_by_a_limit()
+    };
+    let why = diagnose(&Inputs {
+        kernel: Some(&k),
+        starvation: Some(s),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::AcceptQueueOverflow]);
+    let f = &why.findings[0];
+    assert_eq!(f.figures["starved"], 184.0);
+    assert!(f
+        .text
+        .ends_with("184 of 200 connections were still waiting to be served at the end"));
+    assert_eq!(s.cause_in(&why), StarvedCause::AcceptQueue);
+    assert!(s
+        .explain(StarvedCause::AcceptQueue)
+        .contains("not a connection limit"));
+}
+
+#[test]
+fn slow_answers_on_a_busy_host_are_not_a_connection_limit() {
+    // 11 of 32 served, each a request or two, requests taking seconds.
+    let slow = Starvation {
+        starved: 21,
+        served: 11,
+        in_service: 10.5,
+        rate: 5.0,
+        mean_service_us: 2_100_000.0,
+        served_median: 1,
+        ..starved_by_a_limit()
+    };
+    assert_eq!(slow.cause(false), StarvedCause::SlowAnswers);
+    let why = diagnose(&Inputs {
+        starvation: Some(slow),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::NoClearBottleneck]);
+    let said = slow.explain(slow.cause_in(&why));
+    assert!(
+        said.contains("answers were slow") && !said.contains("serves at most"),
+        "{said}"
+    );
+}
+
+#[test]
+fn one_judgement_a_throttled_target_is_target_bound_whatever_its_cpu_share() {
+    let t = TargetEvidence {
+        target: "nginx".into(),
+        cpu_cores: 0.3,
+        allowed_cores: 0.5,
+        cgroup: Some(CgroupEvidence {
+            nr_periods: 100,
+            nr_throttled: 60,
+            throttled_usec: 900_000,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // CPU shares alone say neither side is saturated (0.3 of 2 host cores counted).
+    let cpu = CpuView {
+        generator_used: 0.4,
+        generator_cores: 2.0,
+        targets_used: 0.3,
+        target_cores: 2.0,
+        host_cores: 2.0,
+        ..Default::default()
+    };
+    let targets = [t];
+    assert_eq!(verdict(&cpu, &targets, None), Bottleneck::Neither);
+    let why = diagnose(&Inputs {
+        targets: &targets,
+        cpu: Some(cpu),
+        ..Default::default()
+    });
+    assert_eq!(why.findings[0].kind, FindingKind::CpuThrottled);
+    assert_eq!(judge(&why), Bottleneck::TargetBound);
+}
+
+#[test]
+fn a_fixed_wait_with_idle_cpus_sets_the_rate_and_blames_no_side() {
+    let cpu = CpuView {
+        generator_used: 0.05,
+        generator_cores: 2.0,
+        targets_used: 0.02,
+        target_cores: 2.0,
+        host_cores: 2.0,
+        ..Default::default()
+    };
+    let little = Little {
+        requests_per_sec: 318.0,
+        mean_latency_us: 50_300.0,
+        mean_service_us: 50_300.0,
+    };
+    let inputs = Inputs {
+        cpu: Some(cpu),
+        little: Some(little),
+        closed_connections: Some(16),
+        ..Default::default()
+    };
+    let why = diagnose(&inputs);
+    assert_eq!(kinds(&why), [FindingKind::LatencyBound]);
+    let f = &why.findings[0];
+    assert!(f.text.starts_with("the wait sets the rate"), "{}", f.text);
+    assert!(
+        f.text.contains("16 connections ÷ 50.30ms = 318 req/s"),
+        "{}",
+        f.text
+    );
+    assert_eq!(judge(&why), Bottleneck::Neither);
+    // A fast target (0.3 ms) is no wait; a busy one is CPU, not a wait.
+    let fast = Little {
+        mean_service_us: 300.0,
+        ..little
+    };
+    let why = diagnose(&Inputs {
+        little: Some(fast),
+        ..inputs
+    });
+    assert_eq!(kinds(&why), [FindingKind::NoClearBottleneck]);
+    let busy = CpuView {
+        targets_used: 1.9,
+        ..cpu
+    };
+    let why = diagnose(&Inputs {
+        cpu: Some(busy),
+        ..inputs
+    });
+    assert!(!kinds(&why).contains(&FindingKind::LatencyBound));
+}
+
+#[test]
+fn a_target_killed_for_memory_died_and_the_memory_finding_names_only_what_moved() {
+    // cgroup v1 with both limits set: the limit counters stay at 0 at an OOM kill.
+    let mut t = single_threaded(0.1, 0.1);
+    t.cgroup = Some(CgroupEvidence {
+        oom_kills: 1,
+        ..Default::default()
+    });
+    t.exited = Some(TargetExit {
+        code: None,
+        signal: Some(9),
+    });
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert_eq!(
+        kinds(&why),
+        [FindingKind::TargetDied, FindingKind::MemoryPressure]
+    );
+    let died = &why.findings[0];
+    assert!(
+        died.text.starts_with("'app' died during the step (killed by SIGKILL): the kernel's OOM killer killed 1 process of its cgroup"),
+        "{}",
+        died.text
+    );
+    assert_eq!(died.figures["oom_kills"], 1.0);
+    assert_eq!(
+        why.findings[1].text,
+        "'app' hit its cgroup's memory limit: 1 OOM kills"
+    );
+    assert_eq!(judge(&why), Bottleneck::TargetBound);
+    // An exit of its own: no OOM named, the log is the place to look.
+    t.cgroup = None;
+    t.exited = Some(TargetExit {
+        code: Some(3),
+        signal: None,
+    });
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert_eq!(kinds(&why), [FindingKind::TargetDied]);
+    assert!(
+        why.findings[0].text.contains("(exit code 3);"),
+        "{}",
+        why.findings[0].text
     );
 }

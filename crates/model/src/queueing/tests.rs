@@ -127,10 +127,84 @@ fn linear_scaling_has_no_knee_and_no_pool() {
     assert_eq!(knee(&points), None);
     let a = sweep(0, &closed_load(&LEVELS), "backend", points);
     assert_eq!(a.pool, None);
+    // A fixed 100 ms wait: the wait sets the rate, and a fit that predicts no limit within
+    // the levels is no evidence of one.
+    let kinds: Vec<FindingKind> = a.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FindingKind::LatencyBound], "{:#?}", a.findings);
+    let f = &a.findings[0];
+    assert_eq!(f.figures["mean_service_us"], 100_000.0);
+    assert!(f.text.contains("the wait sets the rate"), "{}", f.text);
+    assert!(f
+        .fix
+        .as_deref()
+        .unwrap()
+        .starts_with("more concurrency is the lever"));
+    let note = a.usl_note.unwrap();
+    assert!(note.starts_with("not enough evidence"), "{note}");
+}
+
+#[test]
+fn a_fitted_limit_far_beyond_the_levels_is_not_enough_evidence() {
+    let points = pool_sweep(&LEVELS, 1000.0, 100_000.0);
+    let far = UslFit {
+        sigma: 0.001,
+        kappa: 0.0,
+        lambda: 10.0,
+        r_squared: 0.99,
+        points: 5,
+        peak_concurrency: None,
+        peak_requests_per_sec: None,
+    };
+    let top = points
+        .iter()
+        .map(|p| p.requests_per_sec)
+        .fold(0.0, f64::max);
+    let err = within_reach(&far, &points, true).unwrap_err();
+    assert!(
+        err.starts_with("not enough evidence: the fitted throughput ceiling (10000)"),
+        "{err}"
+    );
+    assert!(10_000.0 > FIT_REACH * top);
+    let near = UslFit { sigma: 0.02, ..far };
+    assert_eq!(within_reach(&near, &points, true), Ok(near));
+}
+
+#[test]
+fn starved_levels_size_a_pool_the_completed_latency_hides() {
+    // 8 slots of 50 ms swept from 8 to 128 connections: only served requests complete, so
+    // their latency stays at 50 ms and throughput falls a little: no knee, yet a pool of 8.
+    let levels = [8.0, 16.0, 32.0, 64.0, 128.0];
+    let mut points: Vec<LevelPoint> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let x = 160.0 - 4.0 * i as f64;
+            let little = Little {
+                requests_per_sec: x,
+                mean_latency_us: 50_000.0,
+                mean_service_us: 50_000.0,
+            };
+            LevelPoint::of(i as u32, c, &[little]).unwrap()
+        })
+        .collect();
+    for p in points.iter_mut().skip(1) {
+        p.starved = p.value - 8.0;
+        p.served = 8.0;
+    }
+    assert_eq!(knee(&points), None);
+    let a = sweep(0, &closed_load(&levels), "backend", points);
+    let pool = a.pool.expect("a pool from the starved levels");
+    assert_eq!((pool.workers, pool.starved_levels), (8, 4));
+    let f = &a.findings[0];
+    assert_eq!(f.kind, FindingKind::WorkerPool);
+    assert!(f.text.contains("a pool of about 8"), "{}", f.text);
+    assert!((f.figures["estimate"] - 7.6).abs() < 0.5, "{:?}", f.figures);
+    // No contention or coherency read into the limit's curve.
     assert!(a
         .findings
         .iter()
-        .all(|f| f.kind == FindingKind::Scalability));
+        .all(|f| f.kind != FindingKind::Scalability));
+    assert!(a.usl_note.unwrap().starts_with("not enough evidence"));
 }
 
 #[test]
@@ -178,7 +252,10 @@ fn a_poor_fit_is_no_finding_and_says_why() {
     let a = sweep(0, &closed_load(&[5.0, 10.0, 15.0, 20.0]), "backend", points);
     assert_eq!(a.usl, None);
     let note = a.usl_note.unwrap();
-    assert!(note.starts_with("the fit was poor (R² "), "{note}");
+    assert!(
+        note.starts_with("not enough evidence: the fit was poor (R² "),
+        "{note}"
+    );
     assert!(a
         .findings
         .iter()

@@ -237,7 +237,11 @@ table.bench :is(th, td):nth-child(2), table.bench :is(th, td):nth-last-child(-n+
 table.bench { font-size: 0.8rem; }
 table.bench :is(th, td) { padding: 0.3em 0.25em; }
 table.bench thead th { white-space: normal; vertical-align: bottom; }
-table.bench td:is(:nth-child(5), :nth-last-child(-n+2)) { white-space: normal; }
+table.bench td:is(:nth-child(5), :nth-last-child(-n+3)) { white-space: normal; }
+/* The verdict may name starved connections and their cause: it wraps in a column of its own. */
+table.bench td:nth-last-child(3) { min-width: 11em; }
+ul.why-summary { margin: 0.3em 0 0.6em; padding-left: 1.2em; }
+details.why-rounds > summary { cursor: pointer; color: var(--muted); }
 p { margin: 0.3em 0; }
 code, .mono { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 .target { font-size: 1.05rem; word-break: break-all; }

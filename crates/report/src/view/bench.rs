@@ -7,7 +7,9 @@
 use loadbench_model::bench_stats::{no_interval, t_critical_95};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::resources::Bottleneck;
-use loadbench_model::{BenchCell, BenchLoad, BenchResult, CellPercentile, LoadShape, Starvation};
+use loadbench_model::{
+    BenchCell, BenchLoad, BenchResult, CellPercentile, LoadShape, Starvation, StarvedCause,
+};
 use std::borrow::Cow;
 
 /// The percentiles shown per cell, a subset of the model's `CELL_PERCENTILES`.
@@ -227,17 +229,17 @@ fn with_starvation(r: &BenchResult, c: &BenchCell, verdict: String) -> String {
         .rounds
         .iter()
         .filter(|x| x.load == c.load && x.level == c.level && x.target == c.target)
-        .filter_map(|x| x.measured_run())
+        .filter_map(|x| x.measured_run().map(|run| (run, &x.why)))
         .collect();
-    let found: Vec<Starvation> = rounds
+    let found: Vec<(Starvation, StarvedCause)> = rounds
         .iter()
-        .filter_map(|run| Starvation::of(&run.stats))
+        .filter_map(|(run, why)| Starvation::of(&run.stats).map(|s| (s, s.cause_in(why))))
         .collect();
-    let Some(worst) = found.iter().max_by_key(|s| s.starved) else {
+    let Some((worst, cause)) = found.iter().max_by_key(|(s, _)| s.starved) else {
         return verdict;
     };
     let share = format!("{}/{} rounds", found.len(), rounds.len());
-    format!("{} ({share}); {verdict}", worst.short())
+    format!("{} ({share}); {verdict}", worst.short_for(*cause))
 }
 
 /// The majority verdict, with the count when the rounds disagree: `target-bound (2/3)`.

@@ -83,11 +83,23 @@ pub(crate) fn sentences(r: &BenchResult, li: u32) -> Vec<Sentence> {
 
 fn absent(a: &SweepAnalysis) -> Vec<String> {
     let mut list = Vec::new();
-    if a.knee.is_none() {
-        list.push(format!(
-            "{}: no knee: throughput grew at every level measured",
-            a.target
-        ));
+    if a.knee.is_none() && a.pool.is_none() {
+        let grew = a
+            .levels
+            .windows(2)
+            .all(|w| w[1].requests_per_sec > w[0].requests_per_sec);
+        list.push(if grew {
+            format!(
+                "{}: no knee: throughput grew at every level measured",
+                a.target
+            )
+        } else {
+            let (first, last) = (&a.levels[0], &a.levels[a.levels.len() - 1]);
+            format!(
+                "{}: no knee, yet throughput did not grow at every level ({:.0} → {:.0} req/s): the answered requests' mean latency did not climb with the levels",
+                a.target, first.requests_per_sec, last.requests_per_sec
+            )
+        });
     }
     if let Some(note) = &a.usl_note {
         list.push(format!("{}: no scalability fit: {note}", a.target));

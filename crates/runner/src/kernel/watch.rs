@@ -121,10 +121,13 @@ impl KernelWatch {
                 })
         };
         let (range_low, range_high) = port_range();
+        let window_ms = self.started.elapsed().as_millis() as u64;
+        let tcp = counters.since(&self.counters);
         KernelEvidence {
-            window_ms: self.started.elapsed().as_millis() as u64,
+            window_ms,
+            background_retransmits: background(&tcp, &counters, window_ms),
             ports: std::mem::take(&mut self.ports),
-            tcp: counters.since(&self.counters),
+            tcp,
             sockets,
             ephemeral: EphemeralPorts {
                 in_use_peak: in_use,
@@ -137,6 +140,22 @@ impl KernelWatch {
 
 /// The reading thread: every interval, one dump of all the watched ports, added to each watch;
 /// it ends when no watch is left.
+/// The host's retransmits (SYNs aside) over [`BACKGROUND`] right after the window, the load
+/// stopped, scaled to the window: read only when the window counted enough to be judged
+/// (`diagnose::RETRANSMITS_MIN`), so a quiet run pays nothing.
+fn background(window: &TcpCounters, end: &TcpCounters, window_ms: u64) -> Option<f64> {
+    let resent = |c: &TcpCounters| c.retransmitted_segments.saturating_sub(c.syn_retransmits);
+    if resent(window) < loadbench_model::diagnose::RETRANSMITS_MIN || window_ms == 0 {
+        return None;
+    }
+    std::thread::sleep(BACKGROUND);
+    let after = read_counters().since(end);
+    Some(resent(&after) as f64 * window_ms as f64 / BACKGROUND.as_millis() as f64)
+}
+
+/// How long the host's background is read after a window that retransmitted.
+const BACKGROUND: std::time::Duration = std::time::Duration::from_millis(500);
+
 fn read_while_watched() {
     let mut readings = 0u64;
     let mut ipv6_seen = true;

@@ -39,13 +39,18 @@ pub fn write_bench_chart_files(result: &BenchResult, dir: &Path) -> io::Result<V
 /// The page of a bench (already recomputed) around its charts, drawn once for the page and the
 /// files beside it.
 pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
+    // The headline, then what makes every figure doubtful (a busy host, said once), then why
+    // the load was limited, and only then the other warnings and the tables.
     let mut body = header(r);
-    body += &page::alerts(&alerts(r));
-    body += &section("summary", "Summary", &summary(r));
+    if let Some(busy) = crate::why::bench_busy_host(r) {
+        body += &page::alerts(&[alert(Level::Warn, format!("{busy}."))]);
+    }
     let why = crate::why::bench_html(r);
     if !why.is_empty() {
         body += &section("why", "Why", &why);
     }
+    body += &page::alerts(&alerts(r));
+    body += &section("summary", "Summary", &summary(r));
     if !r.queueing.is_empty() {
         body += &section("queueing", "Queueing", &queueing_section(r));
     }
@@ -348,6 +353,47 @@ mod tests {
         assert!(html.find("id=\"charts\"") < html.find("id=\"scenario\""));
         assert!(html.find("id=\"scenario\"") < html.find("id=\"host\""));
         assert!(html.contains("haproxy -f results/20261122T100000Z-proxies/haproxy.cfg"));
+    }
+
+    #[test]
+    fn the_why_section_comes_first_and_a_busy_host_is_said_once() {
+        use loadbench_model::{Finding, FindingKind, Why};
+        let mut r = fixtures::bench();
+        let f = |kind, strength, text: &str| Finding {
+            kind,
+            strength,
+            text: text.to_string(),
+            fix: Some("the fix".to_string()),
+            figures: Default::default(),
+        };
+        for round in &mut r.rounds {
+            round.why = Why::new(
+                vec![
+                    f(
+                        FindingKind::BusyHost,
+                        0.95,
+                        "other processes used 1.90 of 2 cores",
+                    ),
+                    f(
+                        FindingKind::HotThread,
+                        0.85,
+                        "one thread of the target is saturated",
+                    ),
+                ],
+                vec![],
+            );
+        }
+        let html = render_bench(&r);
+        assert_eq!(html.matches("other processes used").count(), 1);
+        let why = html.find("id=\"why\"").unwrap();
+        assert!(why < html.find("alert error").unwrap());
+        assert!(why < html.find("id=\"summary\"").unwrap());
+        assert!(html.find("busy host in ").unwrap() < why);
+        // One line for the kind with every step, its fix beside it; each round folded below.
+        let fixed = html.matches("one thread of the target is saturated — the fix");
+        assert_eq!(fixed.count(), 1);
+        let said = html.matches("one thread of the target is saturated");
+        assert_eq!(said.count(), 1 + r.rounds.len());
     }
 
     #[test]

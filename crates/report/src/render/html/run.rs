@@ -126,7 +126,8 @@ fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
         ));
     }
     if let Some(starved) = Starvation::of(s) {
-        list.push(alert(Level::Error, format!("{starved}.")));
+        let said = starved.explain(starved.cause_in(&r.why));
+        list.push(alert(Level::Error, format!("{said}.")));
     }
     if let Some(note) = r.config.transport_note() {
         let level = if r.config.insecure() {

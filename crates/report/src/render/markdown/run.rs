@@ -42,7 +42,8 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
         out += &format!("> **Interrupted** after {after}: partial results.\n\n");
     }
     if let Some(starved) = Starvation::of(&r.stats) {
-        out += &format!("> **Warning:** {}.\n\n", escape_text(&starved.to_string()));
+        let said = starved.explain(starved.cause_in(&r.why));
+        out += &format!("> **Warning:** {}.\n\n", escape_text(&said));
     }
     if let Some(note) = r.config.transport_note() {
         let lead = if r.config.insecure() {

@@ -147,7 +147,8 @@ fn header(rep: &Report) -> Vec<String> {
         });
     }
     if let Some(starved) = Starvation::of(&rep.r.stats) {
-        lines.push(rep.paint.code("1;33", &format!("WARNING: {starved}")));
+        let said = starved.explain(starved.cause_in(&rep.r.why));
+        lines.push(rep.paint.code("1;33", &format!("WARNING: {said}")));
     }
     lines
 }

@@ -1,11 +1,12 @@
 //! The command line, as clap derive structs: what each subcommand and flag means.
 
 use crate::compare_cmd::CompareFormat;
-use crate::output::{FormatParser, OutputFormat};
+use crate::output::{any_format, FormatParser};
 use crate::values::{self, Percentiles, RateArg, SourceAddrs};
 use clap::{Args, Parser, Subcommand};
 use loadbench_model::Slo;
 use loadbench_plan::Schedule;
+use loadbench_report::Format;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -123,8 +124,8 @@ pub(crate) struct ReportArgs {
     /// `loadbench bench` (its `result.json`).
     pub result: PathBuf,
     /// text, md (Markdown), csv, json or html; every kind of result renders in each.
-    #[arg(short = 'f', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
-    pub format: OutputFormat,
+    #[arg(short = 'f', long, default_value = "text", value_parser = any_format())]
+    pub format: Format,
     /// Write to this file (atomically) instead of stdout; with html, the chart SVGs and PNGs
     /// (PNGs when the system has a font) are written beside it.
     #[arg(short = 'o', long)]
@@ -190,8 +191,8 @@ pub(crate) struct DemoArgs {
 #[derive(Debug, Args)]
 pub(crate) struct OutputArgs {
     /// Output format on stdout: text, json, csv, md (Markdown) or html.
-    #[arg(short = 'o', long, default_value = "text", value_parser = FormatParser::<OutputFormat>::new())]
-    pub output: OutputFormat,
+    #[arg(short = 'o', long, default_value = "text", value_parser = any_format())]
+    pub output: Format,
     /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
     #[arg(long)]
     pub html: Option<PathBuf>,

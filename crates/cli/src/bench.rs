@@ -4,7 +4,6 @@
 //! `report.html` into the run folder.
 
 use crate::args::BenchArgs;
-use crate::output::OutputFormat;
 use crate::progress::{Bar, Shown};
 use crate::UserError;
 use anyhow::Result;
@@ -15,6 +14,7 @@ use loadbench_live::heading::BenchSteps;
 use loadbench_model::{BenchResult, BenchRound, FindMaxStep};
 use loadbench_plan::Plan;
 use loadbench_report::units;
+use loadbench_report::Format;
 use loadbench_runner::{Live, Observer};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -73,7 +73,7 @@ pub(crate) fn run(
     };
     let html = PathBuf::from(&result.run_dir).join("report.html");
     let saved = result.clone().into();
-    crate::output::write(&html, &saved, OutputFormat::Html, &Default::default())?;
+    crate::output::write(&html, &saved, Format::Html, &Default::default())?;
     Ok((result, true))
 }
 

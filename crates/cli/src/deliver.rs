@@ -5,12 +5,12 @@
 //! prints the result in `-o`'s format. The exit code is the command's.
 
 use crate::args::OutputArgs;
-use crate::output::OutputFormat;
 use crate::progress::Shown;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_live::web::LiveWeb;
 use loadbench_model::SavedResult;
+use loadbench_report::Format;
 use loadbench_report::RenderOptions;
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ pub(crate) fn deliver(
         web.finish(saved);
     }
     if let Some(path) = &out.html {
-        crate::output::write(path, saved, OutputFormat::Html, opts)?;
+        crate::output::write(path, saved, Format::Html, opts)?;
         if announce_html {
             eprintln!("HTML report written to {}", path.display());
         }

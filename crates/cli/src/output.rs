@@ -1,8 +1,9 @@
 //! Where a result goes once it exists, for every command alike: the `-o`/`-f` format as a clap
-//! value ([`OutputFormat`], one list of names and one one-line error for all commands), and
-//! [`print`] to stdout or [`write`] to a file (atomically, with an HTML page's chart files
-//! beside it). `run`, `find-max`, `bench` and `report` all come through here, and here through
-//! `loadbench_report::render`, so any result kind prints in any format the same way.
+//! value ([`any_format`]: every [`Format`] of the reports, one list of names and one one-line
+//! error for all commands), and [`print`] to stdout or [`write`] to a file (atomically, with an
+//! HTML page's chart files beside it). `run`, `find-max`, `bench` and `report` all come through
+//! here, and here through `loadbench_report::render`, so any result kind prints in any format
+//! the same way.
 
 use crate::UserError;
 use anyhow::Result;
@@ -17,32 +18,44 @@ use std::io::Write;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-/// What `-o` / `-f` can ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Text,
-    Json,
-    Csv,
-    /// Markdown tables, for a pull request.
-    #[value(alias = "markdown")]
-    Md,
-    /// A self-contained page with its charts inline.
-    Html,
-}
+/// A report [`Format`] as a clap value: its name, aliases and help line are the report's own
+/// ([`Format::name`], [`Format::aliases`], [`Format::about`]), in the order of [`Format::ALL`],
+/// so a new format needs no change here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OutputFormat(Format);
 
-impl From<OutputFormat> for Format {
-    fn from(f: OutputFormat) -> Format {
-        match f {
-            OutputFormat::Text => Format::Text,
-            OutputFormat::Json => Format::Json,
-            OutputFormat::Csv => Format::Csv,
-            OutputFormat::Md => Format::Markdown,
-            OutputFormat::Html => Format::Html,
-        }
+/// Every format as a clap value.
+static FORMATS: [OutputFormat; Format::ALL.len()] = {
+    let mut all = [OutputFormat(Format::Text); Format::ALL.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = OutputFormat(Format::ALL[i]);
+        i += 1;
+    }
+    all
+};
+
+impl ValueEnum for OutputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let format = self.0;
+        let value = PossibleValue::new(format.name()).aliases(format.aliases().iter().copied());
+        Some(match format.about() {
+            Some(about) => value.help(about),
+            None => value,
+        })
     }
 }
 
-/// Parses a format flag into `T` (all of [`OutputFormat`], or a command's subset of it), with
+/// The parser of `-o`/`-f` for `run`, `find-max`, `bench` and `report`: any [`Format`].
+pub(crate) fn any_format() -> impl TypedValueParser<Value = Format> {
+    FormatParser::<OutputFormat>::new().map(|f| f.0)
+}
+
+/// Parses a format flag into `T` (all of [`Format`], or a command's subset of it), with
 /// one line naming the choices when the name is wrong, instead of clap's multi-line answer.
 #[derive(Debug)]
 pub(crate) struct FormatParser<T>(PhantomData<T>);
@@ -99,7 +112,7 @@ fn unknown<T: ValueEnum>(flag: &str, text: &str, command: &str) -> String {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => names.join(""),
     };
-    if OutputFormat::from_str(text, true).is_ok() {
+    if text.parse::<Format>().is_ok() {
         format!("{flag} {text} is not available for {command}: use {choices}")
     } else {
         format!("{flag}: unknown format '{text}': choose one of {choices}")
@@ -107,11 +120,7 @@ fn unknown<T: ValueEnum>(flag: &str, text: &str, command: &str) -> String {
 }
 
 /// Prints the result in `format` to stdout.
-pub(crate) fn print(
-    result: &SavedResult,
-    format: OutputFormat,
-    opts: &RenderOptions,
-) -> Result<()> {
+pub(crate) fn print(result: &SavedResult, format: Format, opts: &RenderOptions) -> Result<()> {
     let rendered = render(result, format, opts)?;
     stdout(&rendered.text)
 }
@@ -158,7 +167,7 @@ pub(crate) fn check_writable(flag: &str, path: Option<&Path>) -> Result<(), User
 pub(crate) fn write(
     path: &Path,
     result: &SavedResult,
-    format: OutputFormat,
+    format: Format,
     opts: &RenderOptions,
 ) -> Result<Vec<PathBuf>> {
     let rendered = render(result, format, opts)?;
@@ -178,10 +187,10 @@ pub(crate) fn write(
 
 fn render(
     result: &SavedResult,
-    format: OutputFormat,
+    format: Format,
     opts: &RenderOptions,
 ) -> Result<Rendered, UserError> {
-    loadbench_report::render(result, format.into(), opts).map_err(|e| UserError(e.to_string()))
+    loadbench_report::render(result, format, opts).map_err(|e| UserError(e.to_string()))
 }
 
 /// The directory a page's charts go to: the page's own.
@@ -196,15 +205,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_format_maps_to_the_reports() {
-        let names: Vec<String> = OutputFormat::value_variants()
+    fn every_report_format_is_a_value_with_its_names_and_help() {
+        let values: Vec<PossibleValue> = OutputFormat::value_variants()
             .iter()
-            .map(|f| Format::from(*f).to_string())
+            .filter_map(|f| f.to_possible_value())
             .collect();
+        let names: Vec<&str> = values.iter().map(|v| v.get_name()).collect();
         assert_eq!(names, ["text", "json", "csv", "md", "html"]);
+        let helps: Vec<Option<String>> = values
+            .iter()
+            .map(|v| v.get_help().map(|h| h.to_string()))
+            .collect();
+        assert_eq!(helps[..3], [None, None, None]);
         assert_eq!(
-            OutputFormat::from_str("markdown", true),
-            Ok(OutputFormat::Md)
+            helps[3].as_deref(),
+            Some("Markdown tables, for a pull request")
+        );
+        for (name, format) in [("markdown", Format::Markdown), ("HTML", Format::Html)] {
+            assert_eq!(OutputFormat::from_str(name, true), Ok(OutputFormat(format)));
+        }
+    }
+
+    #[test]
+    fn the_flag_parses_names_and_aliases_into_formats() {
+        let cmd = clap::Command::new("report").arg(
+            clap::Arg::new("format")
+                .long("format")
+                .value_parser(any_format()),
+        );
+        let parse = |v: &str| {
+            cmd.clone()
+                .try_get_matches_from(["report", "--format", v])
+                .map(|m| *m.get_one::<Format>("format").unwrap())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(parse("markdown"), Ok(Format::Markdown));
+        assert_eq!(parse(" csv "), Ok(Format::Csv));
+        assert_eq!(
+            parse("xml").unwrap_err().trim_end(),
+            "error: --format: unknown format 'xml': choose one of text, json, csv, md or html"
         );
     }
 

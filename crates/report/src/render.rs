@@ -8,7 +8,8 @@
 //! `render/csv/find_max.rs`, `render/html/bench.rs`, …), declared in the blocks below. A
 //! renderer takes what it shows from the views, the words and the markup, never from another
 //! renderer; [`Kinds`] is the dispatch. A new format is its [`Format`] variant and name, its
-//! block of three files, and one arm of [`renderers`].
+//! block of three files, and one arm of [`renderers`]; the CLI takes its
+//! names and help lines from [`Format`] (see [`Format::about`]).
 
 use crate::charts::{self, Chart, ChartFile};
 use crate::options::{RenderOptions, Renderer};
@@ -61,7 +62,9 @@ pub mod html {
     pub use run::{render_run, write_chart_files, Html};
 }
 
-/// An output format.
+/// An output format. Everything the command line says of a format comes from here (its
+/// [`name`](Format::name), [`aliases`](Format::aliases) and help line,
+/// [`about`](Format::about)), so a new format needs no change in the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// A report for a terminal, in the style of wrk, ab and hey (`text`).
@@ -70,10 +73,10 @@ pub enum Format {
     Json,
     /// Flat comma-separated rows for spreadsheets and scripts (`csv`).
     Csv,
-    /// A self-contained page with SVG charts, plus the chart files to write beside it (`html`).
-    Html,
     /// GitHub-flavoured Markdown tables, for a pull request (`md` or `markdown`).
     Markdown,
+    /// A self-contained page with SVG charts, plus the chart files to write beside it (`html`).
+    Html,
 }
 
 impl Format {
@@ -82,18 +85,35 @@ impl Format {
         Format::Text,
         Format::Json,
         Format::Csv,
-        Format::Html,
         Format::Markdown,
+        Format::Html,
     ];
 
-    /// The format's name on the command line: `text`, `json`, `csv`, `html`, `md`.
+    /// The format's name on the command line: `text`, `json`, `csv`, `md`, `html`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
             Format::Csv => "csv",
-            Format::Html => "html",
             Format::Markdown => "md",
+            Format::Html => "html",
+        }
+    }
+
+    /// Other names accepted for the format (`markdown` for `md`); never shown in a list.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Format::Markdown => &["markdown"],
+            Format::Text | Format::Json | Format::Csv | Format::Html => &[],
+        }
+    }
+
+    /// The format's line in `--help`'s list of formats, when its name alone does not say it.
+    pub fn about(self) -> Option<&'static str> {
+        match self {
+            Format::Markdown => Some("Markdown tables, for a pull request"),
+            Format::Html => Some("A self-contained page with its charts inline"),
+            Format::Text | Format::Json | Format::Csv => None,
         }
     }
 }
@@ -126,12 +146,14 @@ impl FromStr for Format {
     type Err = UnknownFormat;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.trim().eq_ignore_ascii_case("markdown") {
-            return Ok(Format::Markdown);
-        }
+        let name = s.trim();
         Format::ALL
             .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
+            .find(|f| {
+                std::iter::once(f.name())
+                    .chain(f.aliases().iter().copied())
+                    .any(|n| n.eq_ignore_ascii_case(name))
+            })
             .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }

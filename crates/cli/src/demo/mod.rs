@@ -33,7 +33,7 @@ pub(crate) fn demo(quiet: bool) -> Result<ExitCode> {
     }
     let (result, in_place) = outcome?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    let text = crate::output::OutputFormat::Text;
+    let text = loadbench_report::Format::Text;
     crate::output::print(&saved, text, &Default::default())?;
     crate::output::stdout(&format!(
         "\nrun folder: {} (report.html: open it in a browser; result.json: docs/result-schema.md)\n",

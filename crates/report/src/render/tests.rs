@@ -135,7 +135,7 @@ fn unsupported_is_one_line_naming_what_works() {
     };
     assert_eq!(
         e.to_string(),
-        "csv is not available for find-max results: use text, json, html or md"
+        "csv is not available for find-max results: use text, json, md or html"
     );
 }
 
@@ -161,6 +161,9 @@ fn the_page_and_its_chart_files_hold_the_same_charts() {
 fn formats_parse_by_name() {
     for f in Format::ALL {
         assert_eq!(f.name().parse::<Format>(), Ok(f));
+        for alias in f.aliases() {
+            assert_eq!(alias.parse::<Format>(), Ok(f), "{alias}");
+        }
     }
     assert_eq!(" JSON ".parse::<Format>(), Ok(Format::Json));
     assert_eq!("Markdown".parse::<Format>(), Ok(Format::Markdown));
@@ -171,7 +174,7 @@ fn unknown_format_names_the_choices() {
     let err = "xml".parse::<Format>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown format 'xml': choose one of text, json, csv, html, md"
+        "unknown format 'xml': choose one of text, json, csv, md, html"
     );
 }
 

@@ -100,7 +100,9 @@ fn load(a: &BenchArgs) -> Result<Scenario, UserError> {
     }
     let warmup = dur("--warmup", &a.warmup)?;
     for l in &mut s.loads {
-        l.duration = duration.unwrap_or(l.duration);
+        if let Some(d) = duration {
+            l.set_duration(d);
+        }
         l.warmup = warmup.unwrap_or(l.warmup);
     }
     Ok(s)

@@ -48,6 +48,8 @@ pub const BUSY_HOST_SHARE: f64 = 0.25;
 /// A generator thread runnable but off a CPU at least this share of the time shared its core:
 /// something else ran where it wanted to.
 pub const SHARED_CORE_WAIT: f64 = 0.25;
+/// Share of an open load's schedule sent from which the generator kept the offered rate.
+pub const ON_SCHEDULE_SHARE: f64 = 0.99;
 /// A request must take at least this long on average (µs) for a wait to be named as what
 /// set the rate: below it, loopback, the generator and the scheduler make up the latency.
 pub const WAIT_MIN_US: f64 = 5_000.0;
@@ -101,6 +103,10 @@ pub struct Inputs<'a> {
     /// The connections of a closed load (`None` for an open one): with [`Inputs::little`],
     /// whether a fixed wait set the rate.
     pub closed_connections: Option<u32>,
+    /// An open load that sent at least [`ON_SCHEDULE_SHARE`] of its schedule: the generator kept
+    /// the offered rate, so its threads' waits for a CPU delayed sends without limiting them,
+    /// and only its CPU share (not a thread that shared its core) can make it the limit.
+    pub kept_schedule: bool,
 }
 
 impl Inputs<'_> {
@@ -115,6 +121,10 @@ impl Inputs<'_> {
             little: Little::of(run),
             closed_connections: matches!(run.config.load, LoadShape::Closed { .. })
                 .then_some(run.config.connections),
+            kept_schedule: run
+                .stats
+                .scheduled
+                .is_some_and(|n| n > 0 && run.stats.sent as f64 >= ON_SCHEDULE_SHARE * n as f64),
             ..Inputs::default()
         }
     }
@@ -147,7 +157,8 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Why {
         findings.extend(target_findings(t));
     }
     if let Some(cpu) = inputs.cpu {
-        findings.extend(cpu_findings(&cpu, inputs.targets, inputs.generator));
+        let generator = inputs.generator.filter(|_| !inputs.kept_schedule);
+        findings.extend(cpu_findings(&cpu, inputs.targets, generator));
     }
     let looked_at = looked_at(inputs);
     if findings.iter().all(|f| f.kind == FindingKind::BusyHost) {
@@ -323,7 +334,12 @@ pub fn hot_thread(t: &TargetEvidence) -> Option<&ThreadShare> {
 pub fn generator_hot_thread(g: &TargetEvidence) -> Option<&ThreadShare> {
     g.busiest
         .iter()
-        .find(|t| thread_saturated(t) || t.runnable - t.cores >= SHARED_CORE_WAIT)
+        .find(|t| thread_saturated(t) || shared_core(t))
+}
+
+/// A generator thread that waited for a CPU a good part of the time.
+fn shared_core(t: &ThreadShare) -> bool {
+    t.runnable - t.cores >= SHARED_CORE_WAIT
 }
 
 fn thread_saturated(t: &ThreadShare) -> bool {
@@ -776,7 +792,7 @@ fn busy_host(cpu: &CpuView) -> Option<Finding> {
 /// thread's CPU and runnable shares (the figures that made it the limit on a shared host).
 fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding {
     let hot = generator.and_then(|g| generator_hot_thread(g).map(|t| (g, t)));
-    let shared = hot.is_some_and(|(_, t)| t.runnable - t.cores >= SHARED_CORE_WAIT);
+    let shared = hot.is_some_and(|(_, t)| shared_core(t));
     let thread = hot.map_or(String::new(), |(_, t)| {
         let waited = if shared {
             format!(

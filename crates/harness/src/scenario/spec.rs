@@ -4,8 +4,21 @@
 
 use super::{RequestSpec as ScenarioRequest, ScenarioLoad};
 use loadbench_plan::{Body, EndpointSpec, LoadShape, LoadSpec, RequestSpec, Schedule};
+use std::time::Duration;
 
 impl ScenarioLoad {
+    /// Measures each step for `duration` instead (the command line's `--duration`): the open
+    /// levels' schedules, made at load for the file's duration, are made again for the new one,
+    /// so the engine, the saved levels and the step's config all say the same length.
+    pub fn set_duration(&mut self, duration: Duration) {
+        self.duration = duration;
+        for level in &mut self.levels {
+            if let LoadShape::Open { schedule, .. } = level {
+                *schedule = Schedule::constant(schedule.rate_at(0.0), duration);
+            }
+        }
+    }
+
     /// The plan's load of `level` (one of [`ScenarioLoad::levels`]) against the target at
     /// `base_url`, measured for the load's `duration` after its `warmup`; threads are the
     /// plan's default (one per core) until the caller sets them.
@@ -73,6 +86,32 @@ fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_duration_remakes_the_open_levels_schedules() {
+        let text = "name = \"s\"\n[[target]]\nname = \"b\"\nkind = \"upstream\"\n\
+                    [[load]]\nmodel = \"open\"\ntargets = [\"b\"]\nrate = [100, 300]\n\
+                    duration = \"10s\"\n";
+        let mut s = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        let load = &mut s.loads[0];
+        load.set_duration(Duration::from_secs(1));
+        assert_eq!(load.duration, Duration::from_secs(1));
+        let rates: Vec<(f64, Duration)> = load
+            .levels
+            .iter()
+            .map(|l| match l {
+                LoadShape::Open { schedule, .. } => (schedule.rate_at(0.0), schedule.duration()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            rates,
+            [
+                (100.0, Duration::from_secs(1)),
+                (300.0, Duration::from_secs(1))
+            ]
+        );
+    }
     use crate::scenario::Scenario;
     use loadbench_plan::Stop;
     use std::path::Path;

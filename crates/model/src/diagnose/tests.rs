@@ -385,6 +385,23 @@ fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
     // A thread that waits for the network and gets a CPU whenever it wants one is not.
     let idle = generator_threads(0.3, 0.35);
     assert_eq!(verdict(&cpu, &[], Some(&idle)), Bottleneck::Neither);
+    // An open load that kept its schedule: the thread's waits for a CPU (a light load on a busy
+    // host) delayed sends without limiting them, so its threads do not make it the limit.
+    let light = generator_threads(0.01, 0.54);
+    let of = |kept_schedule| {
+        kinds(&diagnose(&Inputs {
+            cpu: Some(cpu),
+            generator: Some(&light),
+            kept_schedule,
+            ..Default::default()
+        }))
+    };
+    assert_eq!(of(false), [FindingKind::GeneratorBound]);
+    assert!(
+        !of(true).contains(&FindingKind::GeneratorBound),
+        "{:?}",
+        of(true)
+    );
     assert_eq!(f.figures["generator_thread_runnable"], 0.98);
     assert_eq!(f.figures["generator_thread_cores"], 0.7);
     assert_eq!(f.figures["generator_threads"], 4.0);

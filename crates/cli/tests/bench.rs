@@ -1005,6 +1005,9 @@ fn bad_load_values_fail_before_any_target_starts() {
             "load[0].duration",
         ),
         ("model = \"open\"\nrate = [-5]", "load[0].rate"),
+        // Issue 33: above what the engine can schedule (it once passed and started the target).
+        ("model = \"open\"\nrate = [1e300]", "load[0].rate"),
+        ("model = \"open\"\nrate = [100, 2e7]", "load[0].rate"),
         (
             "model = \"open\"\nrate = [5]\nsend_window = \"1s\"",
             "load[0].send_window",

@@ -582,3 +582,105 @@ fn unusable_source_addrs_are_refused_before_any_load() {
     assert_eq!(ok.stats.requests, 10);
     assert_eq!(server.requests(), 10);
 }
+
+/// Issue 33, point 5: a rate above the 10M req/s the engine can schedule (a constant rate, a
+/// ramp's end) is refused before the load: exit 2, one line with the figure, nothing sent.
+#[test]
+fn a_rate_above_what_the_engine_can_schedule_is_refused_up_front() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let url = server.url("/");
+    let cases: [&[&str]; 3] = [
+        &["--rate", "1e8", "-d", "1s"],
+        &["--rate", "1e300", "-n", "10"],
+        &["--rate", "100..2e7", "--ramp", "1s", "-d", "1s"],
+    ];
+    for args in cases {
+        let out = bin().arg("run").arg(&url).args(args).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let line = stderr.trim_end();
+        assert_eq!(line.lines().count(), 1, "{args:?}: {line}");
+        assert!(line.contains("10,000,000 req/s"), "{args:?}: {line}");
+    }
+    assert_eq!(server.requests(), 0);
+}
+
+/// `loadbench run` at the highest rate allowed (10M req/s) against a counting server.
+fn max_rate_run(url: &str, duration: &str, save: &std::path::Path) -> std::process::Command {
+    let mut cmd = bin();
+    cmd.args([
+        "run",
+        url,
+        "--rate",
+        "10M",
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "--timeout",
+        "1s",
+    ])
+    .args(["-q", "-d", duration, "--save"])
+    .arg(save);
+    cmd
+}
+
+fn saved(path: &std::path::Path) -> loadbench_model::RunResult {
+    loadbench_model::RunResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Issue 33, point 5: at the highest rate allowed a run ends by itself within its duration +
+/// timeout + 1 s (before: `--rate 1e7 -d 1s` took up to 4.9 s accounting for its unsent
+/// requests one by one), with every scheduled request sent or counted as waiting.
+#[test]
+fn the_highest_allowed_rate_ends_by_itself() {
+    let _machine = crate::support::loading();
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let save = tempdir("max-rate").join("timed.json");
+    let started = Instant::now();
+    let out = max_rate_run(&server.url("/"), "1s", &save)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let (_, stderr) = text(&out);
+    // Duration + timeout + 1 s, and half a second for the process to start on a busy host.
+    assert!(
+        took < Duration::from_millis(3500),
+        "took {took:?}: {stderr}"
+    );
+    let s = saved(&save).stats;
+    assert!(s.requests > 0, "{stderr}");
+    let unsent = s.errors.before_send();
+    let answered = s.requests + s.errors.total() - unsent + s.abandoned;
+    assert_eq!(answered, s.sent, "{s:?}");
+    assert_eq!(s.scheduled, Some(10_000_000), "{s:?}");
+    assert_eq!(s.sent + s.waiting + unsent, 10_000_000, "{s:?}");
+}
+
+/// Issue 33, point 5: SIGTERM ends a run at the highest rate allowed within 1 s, with its
+/// result saved (before: 1.5 s and more, growing with the rate).
+#[test]
+fn sigterm_ends_a_run_at_the_highest_allowed_rate_within_a_second() {
+    let _machine = crate::support::loading();
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let save = tempdir("max-rate-term").join("sigterm.json");
+    let child = max_rate_run(&server.url("/"), "60s", &save)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    let pid = i32::try_from(child.id()).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid has no memory-safety implications.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    let stopped = sent.elapsed();
+    assert!(stopped < Duration::from_secs(1), "stopped in {stopped:?}");
+    assert_eq!(out.status.code(), Some(130));
+    let r = saved(&save);
+    assert!(r.interrupted);
+    assert!(r.stats.requests > 0);
+}

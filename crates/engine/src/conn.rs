@@ -224,12 +224,23 @@ impl Conn {
         }
     }
 
-    /// The request went into a keep-alive connection the peer had already closed (EOF or
-    /// reset before any response byte): it never reached the server, so it is sent once more
-    /// on a new connection, keeping its intended time. Counted as a stale retry, not an error.
+    /// The request went into a keep-alive connection the peer had already closed: it never
+    /// reached the server, so it is sent once more on a new connection, keeping its intended
+    /// time. Counted as a stale retry, not an error (and in `sent` once: the server never
+    /// read the first send). Only when it cannot have reached the server: a reused
+    /// connection, no byte of the answer, and the close arrived before or while the request
+    /// was written — the write failed, or the peer reset it, or discarded it unread (see
+    /// `Stream::discarded_unread`). A clean close after the server read the request (a server
+    /// that reads it and hangs up) is its failure: `closed_before_response_complete`.
     /// Returns false when this is not such a case (then the caller counts the failure).
-    fn retry_stale(&mut self, ctx: &mut Ctx, now: Instant) -> bool {
+    fn retry_stale(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) -> bool {
         if !self.reused || self.retried || self.parser.started() {
+            return false;
+        }
+        let unread = self.phase == Phase::Writing
+            || kind == ErrorKind::Reset
+            || self.stream.as_ref().is_some_and(Stream::discarded_unread);
+        if !unread {
             return false;
         }
         if self.measured {
@@ -251,9 +262,22 @@ impl Conn {
             }
             Phase::Connecting => self.on_connect_ready(ctx),
             Phase::Handshaking => self.drive_handshake(ctx),
-            Phase::Writing => self.write_rest(ctx, Instant::now()),
+            Phase::Writing => self.on_writing_event(ctx, read_closed),
             Phase::Reading => self.on_readable(ctx, read_closed),
             Phase::Idle => self.on_idle_event(ctx, read_closed),
+        }
+    }
+
+    /// An event while the request was still being written (a large body): writes what the
+    /// socket takes, then reads what arrived, because the server may answer before it read
+    /// the whole body (after the head: legal), and that edge would not come again. An answer
+    /// that completes first ends the write there (see `Conn::complete`). A cold path: small
+    /// requests are written whole by `send`.
+    #[cold]
+    fn on_writing_event(&mut self, ctx: &mut Ctx, read_closed: bool) {
+        self.write_rest(ctx, Instant::now());
+        if matches!(self.phase, Phase::Writing | Phase::Reading) {
+            self.on_readable(ctx, read_closed);
         }
     }
 
@@ -415,6 +439,10 @@ impl Conn {
     #[inline]
     fn first_byte(&mut self, ctx: &mut Ctx, now: Instant) {
         self.first_byte_at = now;
+        if self.phase == Phase::Writing {
+            // Answered before the body was all written: the write ends here.
+            self.wrote_at = now;
+        }
         if self.measured && ctx.in_window(now) {
             ctx.recorder
                 .first_byte(now.saturating_duration_since(self.since));
@@ -424,7 +452,7 @@ impl Conn {
     /// A written request failed: retried once if its reused connection was dead, else counted.
     #[cold]
     fn fail_sent(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        if !self.retry_stale(ctx, now) {
+        if !self.retry_stale(ctx, kind, now) {
             self.fail(ctx, kind, now);
         }
     }
@@ -461,9 +489,12 @@ impl Conn {
                 now.saturating_duration_since(self.first_byte_at),
             );
         }
-        if !(tail == Tail::Clean && ctx.keepalive && self.parser.keep_alive()) {
+        // Answered before the whole request was written: the rest is not sent, and the
+        // connection cannot carry another request (the server still expects the body's end).
+        let cut_short = self.phase == Phase::Writing;
+        if cut_short || !(tail == Tail::Clean && ctx.keepalive && self.parser.keep_alive()) {
             if records && ctx.keepalive {
-                ctx.recorder.reopened(self.reopen_reason(tail));
+                ctx.recorder.reopened(self.reopen_reason(tail, cut_short));
             }
             self.close();
         }
@@ -476,10 +507,13 @@ impl Conn {
     }
 
     /// Why the server ended this connection after a complete response (`tail`: what followed
-    /// it): bytes after the body first, then what the response said, then a bare close.
+    /// it; `cut_short`: it came before the request was all written): that first, bytes after
+    /// the body next, then what the response said, then a bare close.
     #[cold]
-    fn reopen_reason(&self, tail: Tail) -> ReopenReason {
-        if tail == Tail::Extra {
+    fn reopen_reason(&self, tail: Tail, cut_short: bool) -> ReopenReason {
+        if cut_short {
+            ReopenReason::AnsweredBeforeBody
+        } else if tail == Tail::Extra {
             ReopenReason::ExtraBytes
         } else if self.parser.connection_close() {
             ReopenReason::ConnectionClose

@@ -85,6 +85,12 @@ impl<'a> Walk<'a> {
         self.due = self.compute();
     }
 
+    /// Moves `k` requests on at once (`k` ≥ 1): those `k` are accounted for by the caller.
+    pub fn skip(&mut self, k: u64) {
+        self.next += k * self.pacing.stride;
+        self.due = self.compute();
+    }
+
     /// When a request due at `due` may leave: the end of its send window (windows are
     /// counted from the origin), or `due` itself with a zero window or in a window that
     /// reaches the run's end (the worker stops there, so a later release would never come).
@@ -166,6 +172,11 @@ impl<'a> Pacer<'a> {
     /// See [`Walk::peek`].
     pub fn peek(&self, k: u64) -> Option<Instant> {
         self.walk.peek(k)
+    }
+
+    /// See [`Walk::skip`].
+    pub fn skip(&mut self, k: u64) {
+        self.walk.skip(k);
     }
 
     /// See [`Walk::delay`].

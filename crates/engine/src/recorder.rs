@@ -392,6 +392,14 @@ impl Recorder {
         self.waiting += 1;
     }
 
+    /// Open model: `n` requests due about `age` ago (the oldest of them) never sent, at once:
+    /// at the end of a run that fell far behind its schedule.
+    #[cold]
+    pub fn waited_n(&mut self, age: Duration, n: u64) {
+        self.censored.record_ns_n(Self::nanos(age), n);
+        self.waiting += n;
+    }
+
     /// One connection at the end: its completed requests and, if one is still in flight,
     /// that request's age (which is censored too).
     pub fn connection_end(&mut self, completed: u32, in_flight: Option<Duration>) {

@@ -113,7 +113,7 @@ impl TlsClient {
                 addr,
                 "none: the server refused it with a no_application_protocol alert",
             ),
-            _ => handshake_refusal(&self.name, addr, &e),
+            _ => handshake_refusal(&self.name, addr, &e, timeout),
         };
         let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
         sock.set_read_timeout(Some(timeout)).map_err(fail)?;
@@ -150,9 +150,25 @@ impl TlsClient {
 }
 
 /// The preflight's one line: an untrusted certificate names `--cacert` and `--insecure`.
-fn handshake_refusal(name: &ServerName<'_>, addr: SocketAddr, e: &io::Error) -> String {
+fn handshake_refusal(
+    name: &ServerName<'_>,
+    addr: SocketAddr,
+    e: &io::Error,
+    timeout: Duration,
+) -> String {
     let name = name.to_str();
     let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    // A blocking socket's timeout reads as EAGAIN ("Resource temporarily unavailable").
+    let timed_out = matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    );
+    if tls.is_none() && timed_out {
+        return format!(
+            "the TLS handshake with {name} ({addr}) timed out: no answer within --connect-timeout {} (the server took the connection but never answered the ClientHello): check that the target speaks TLS on this port, or raise --connect-timeout",
+            humantime(timeout)
+        );
+    }
     match tls {
         Some(rustls::Error::InvalidCertificate(why)) => format!(
             "the TLS certificate of {name} ({addr}) is not trusted ({}): pass --cacert FILE with the CA that signed it, or --insecure to skip verification",
@@ -164,6 +180,17 @@ fn handshake_refusal(name: &ServerName<'_>, addr: SocketAddr, e: &io::Error) -> 
         None => format!(
             "the TLS handshake with {name} ({addr}) failed ({e}): check that the target speaks TLS on this port (or use http://)"
         ),
+    }
+}
+
+/// A timeout as a user would write it: `3s`, `500ms`, `1.5s`.
+fn humantime(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs_f64())
     }
 }
 

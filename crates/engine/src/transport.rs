@@ -114,6 +114,33 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// After the peer closed the connection with no byte of an answer: whether the bytes
+    /// written last were discarded by the peer's kernel rather than read by the server. The
+    /// peer reset them (a reset is pending: `ECONNRESET`, or `EPIPE` after its FIN), or some
+    /// are still unacknowledged in the send queue (the peer closed before they arrived; its
+    /// close after reading them carries their ACK, and a close with unread data is a reset).
+    /// A cold path: only a failed request on a reused connection asks.
+    #[cold]
+    #[allow(unsafe_code)]
+    pub fn discarded_unread(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let (fd, pending) = match self {
+            Stream::Tcp(s) => (s.as_raw_fd(), s.take_error()),
+            Stream::Tls(t) => (t.socket().as_raw_fd(), t.socket().take_error()),
+            Stream::Unix(s) => (s.as_raw_fd(), s.take_error()),
+        };
+        let reset = matches!(
+            pending.ok().flatten().map(|e| e.kind()),
+            Some(io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe)
+        );
+        let mut unacked: libc::c_int = 0;
+        // SAFETY: `fd` is this stream's open socket; TIOCOUTQ (SIOCOUTQ) writes one int.
+        let ok = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut unacked) } == 0;
+        reset || (ok && unacked > 0)
+    }
+}
+
 fn tcp_status(s: &TcpStream) -> io::Result<bool> {
     if let Some(e) = s.take_error()? {
         return Err(e);

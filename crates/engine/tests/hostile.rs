@@ -9,7 +9,7 @@
 
 use loadbench_engine::Engine;
 use loadbench_model::{ErrorKind, ReopenReason, Stats};
-use loadbench_plan::{LoadSpec, Plan, Stop};
+use loadbench_plan::{Body, LoadSpec, Plan, RequestSpec, Stop};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +38,12 @@ enum Hostile {
     CloseEach,
     HugeBody,
     Mix,
+    /// Answers the first request of a connection, reads the second and closes without an
+    /// answer, and so on (issue 33, point 4): the close comes after the request was read.
+    EverySecond,
+    /// Answers right after the head of a request with a 4 MiB body, then reads and discards
+    /// the body (issue 33, point 6; not in the matrix, whose requests have no body).
+    AnswerAfterHead,
     /// Correct but costly: `Connection: close` on every answer (not in the matrix).
     ConnClose,
 }
@@ -54,6 +60,11 @@ struct Server {
 impl Server {
     fn start(mode: Hostile) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        if mode == Hostile::AnswerAfterHead {
+            // A small receive buffer (inherited by accepted sockets), so that a 4 MiB body
+            // cannot vanish into loopback's buffers before the answer comes.
+            let _ = socket2::SockRef::from(&listener).set_recv_buffer_size(64 << 10);
+        }
         let addr = listener.local_addr().unwrap();
         let count = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -127,6 +138,7 @@ fn serve(mut conn: TcpStream, mode: Hostile, nth: usize, count: &AtomicU64, stop
     match mode {
         Hostile::RstAtAccept => return reset(conn),
         Hostile::NeverRead => return park(stop),
+        Hostile::AnswerAfterHead => return answer_after_head(conn, count, stop),
         Hostile::Early => {
             let _ = conn.write_all(OK);
         }
@@ -138,6 +150,9 @@ fn serve(mut conn: TcpStream, mode: Hostile, nth: usize, count: &AtomicU64, stop
             return;
         }
         count.fetch_add(1, Ordering::SeqCst);
+        if mode == Hostile::EverySecond && i % 2 == 1 {
+            return;
+        }
         let mode = if mode == Hostile::Mix {
             MIX[(nth * 7 + i * 3) % MIX.len()]
         } else {
@@ -201,7 +216,7 @@ fn answer(conn: &mut TcpStream, mode: Hostile, stop: &AtomicBool) -> bool {
             let head = b"HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n";
             w(conn, head) && w(conn, &vec![b'x'; 4 << 20])
         }
-        Hostile::Early => w(conn, OK),
+        Hostile::Early | Hostile::EverySecond | Hostile::AnswerAfterHead => w(conn, OK),
         // Idle keep-alive close: answer, then close the connection after 100 ms idle.
         _ => {
             let _ = conn.set_read_timeout(Some(Duration::from_millis(100)));
@@ -226,6 +241,43 @@ fn endless_chunks(conn: &mut TcpStream, stop: &AtomicBool) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
     false
+}
+
+/// The body the early-answer test sends.
+const BIG_BODY: usize = 4 << 20;
+
+/// Point 6: reads a head (byte by byte, so no body byte is taken with it), answers at once,
+/// waits a little (the answer lands while the generator is still writing) and then reads and
+/// discards the `BIG_BODY` bytes of body, for as long as the generator sends requests on the
+/// connection.
+fn answer_after_head(mut conn: TcpStream, count: &AtomicU64, stop: &AtomicBool) {
+    loop {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match conn.read(&mut byte) {
+                _ if stop.load(Ordering::Relaxed) => return,
+                Err(e) if is_timeout(&e) => continue,
+                Ok(0) | Err(_) => return,
+                Ok(_) => head.push(byte[0]),
+            }
+        }
+        count.fetch_add(1, Ordering::SeqCst);
+        if conn.write_all(OK).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let mut left = BIG_BODY;
+        let mut buf = vec![0u8; 64 << 10];
+        while left > 0 {
+            match conn.read(&mut buf[..left.min(64 << 10)]) {
+                _ if stop.load(Ordering::Relaxed) => return,
+                Err(e) if is_timeout(&e) => continue,
+                Ok(0) | Err(_) => return,
+                Ok(n) => left -= n,
+            }
+        }
+    }
 }
 
 fn reset(conn: TcpStream) {
@@ -342,6 +394,9 @@ fn expect(mode: Hostile) -> Expect {
             true,
             true,
         ),
+        // The server read the request it hung up on: its failure, not a stale connection.
+        Hostile::EverySecond => e(&[ClosedBeforeResponseComplete], true, true),
+        Hostile::AnswerAfterHead => e(&[], true, true),
     }
 }
 
@@ -391,7 +446,7 @@ fn check(ok: bool, what: &str, detail: &str) -> Result<(), String> {
     }
 }
 
-const MODES: [Hostile; 19] = [
+const MODES: [Hostile; 20] = [
     Hostile::Garbage,
     Hostile::HugeHead,
     Hostile::NoColon,
@@ -411,6 +466,7 @@ const MODES: [Hostile; 19] = [
     Hostile::CloseEach,
     Hostile::HugeBody,
     Hostile::Mix,
+    Hostile::EverySecond,
 ];
 
 #[test]
@@ -589,4 +645,106 @@ fn reopened_connections_are_counted_by_reason() {
 
     let (s, _server) = run_stats(Hostile::CloseEach, Model::NoKeepalive);
     assert!(s.requests > 0 && s.reopen_reasons.is_empty(), "{s:?}");
+}
+
+/// Issue 33, point 4: a server that answers a connection's first request, reads the second
+/// and hangs up. The hang-up came after the request was read, so it is not a stale keep-alive
+/// connection: every second request is `closed_before_response_complete`, none is resent,
+/// and `sent` is exactly what the server read (before the fix: 0 errors, the server read more
+/// requests than were sent). Closed `-n` and timed runs; the matrix covers the others.
+#[test]
+fn a_server_that_reads_every_second_request_and_hangs_up_is_counted_not_retried() {
+    for stop in [Stop::Requests(40), Stop::Duration(WINDOW)] {
+        let server = Server::start(Hostile::EverySecond);
+        let spec = LoadSpec {
+            timeout: TIMEOUT,
+            threads: Some(2),
+            stop,
+            ..LoadSpec::closed(&format!("http://{}/", server.addr), 4, WINDOW)
+        };
+        let s = Engine::new(Plan::resolve(&spec).unwrap())
+            .run()
+            .unwrap()
+            .stats;
+        let failed = s.errors.get(ErrorKind::ClosedBeforeResponseComplete);
+        let what = format!("{stop:?}: {:?} {s:?}", s.errors);
+        assert_eq!(s.errors.total(), failed, "{what}");
+        assert_eq!(s.stale_retries, 0, "{what}");
+        assert_eq!(s.requests + failed + s.abandoned, s.sent, "{what}");
+        // Each connection alternates answered / hung up: about half fail (± one per
+        // connection at the end).
+        assert!(failed > 0 && failed.abs_diff(s.requests) <= 4, "{what}");
+        let read = server.settled_count();
+        assert!(
+            read <= s.sent && read + s.abandoned >= s.sent,
+            "server {read}: {what}"
+        );
+        if matches!(stop, Stop::Requests(_)) {
+            assert_eq!((s.sent, read), (40, 40), "{what}");
+        }
+    }
+}
+
+/// Issue 33, point 6: a server that answers right after the head of a request with a 4 MiB
+/// body, then drains the body. The answer lands while the body is still being written: it is
+/// counted, the rest of the body is not sent and the connection is closed (re-open reason
+/// `answered_before_body`), never a phantom `read_timeout` (before the fix nearly every
+/// request of `-c 1 -n 60 --timeout 2s` timed out). `-n`, timed closed, open and open
+/// `--pipeline 4` models.
+#[test]
+fn an_answer_before_the_body_is_written_is_counted_without_a_timeout() {
+    let server = Server::start(Hostile::AnswerAfterHead);
+    let url = format!("http://{}/", server.addr);
+    let request = RequestSpec {
+        method: "POST".into(),
+        body: Body::Bytes(vec![b'b'; BIG_BODY]),
+        ..RequestSpec::default()
+    };
+    let timeout = Duration::from_secs(2);
+    let count = LoadSpec {
+        stop: Stop::Requests(60),
+        ..LoadSpec::closed(&url, 1, WINDOW)
+    };
+    let closed = LoadSpec::closed(&url, 2, WINDOW);
+    let open = LoadSpec::open(&url, 20.0, WINDOW, 4);
+    let mut pipelined = open.clone();
+    pipelined.transport.pipeline = 4;
+    let cases = [
+        ("-n 60", count),
+        ("closed", closed),
+        ("open", open),
+        ("open --pipeline 4", pipelined),
+    ];
+    for (what, spec) in cases {
+        let spec = LoadSpec {
+            request: request.clone(),
+            timeout,
+            threads: Some(1),
+            ..spec
+        };
+        let before = server.settled_count();
+        let started = Instant::now();
+        let s = Engine::new(Plan::resolve(&spec).unwrap())
+            .run()
+            .unwrap()
+            .stats;
+        let took = started.elapsed();
+        let read = server.settled_count() - before;
+        let what = format!("{what}: {took:?} server {read} {:?} {s:?}", s.errors);
+        assert_eq!(s.errors.total(), 0, "{what}");
+        assert!(s.requests > 0, "{what}");
+        assert_eq!(s.requests + s.abandoned, s.sent, "{what}");
+        assert!(read <= s.sent && read + s.abandoned >= s.sent, "{what}");
+        let early = s.reopen_reasons.0.get(&ReopenReason::AnsweredBeforeBody);
+        if spec.transport.pipeline == 1 {
+            assert!(early.is_some_and(|&n| n > 0), "{what}");
+        } else {
+            // Pipelined, the body is written to its end (requests behind it are queued in the
+            // same stream) and the connection kept: the answer is read as it comes either way.
+            assert!(s.reopen_reasons.is_empty(), "{what}");
+        }
+        if spec.stop == Stop::Requests(60) {
+            assert_eq!((s.requests, s.sent, read), (60, 60, 60), "{what}");
+        }
+    }
 }

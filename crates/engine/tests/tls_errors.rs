@@ -66,3 +66,24 @@ fn a_server_that_never_answers_the_client_hello_times_out_as_a_handshake_failure
     assert_eq!(s.errors.get(ErrorKind::TlsHandshake), 3, "{:?}", s.errors);
     assert_eq!((s.requests, s.sent), (0, 0));
 }
+
+/// Issue 33, point 8: the preflight against a server that takes the connection and never
+/// answers the ClientHello says the handshake timed out within `--connect-timeout` (before:
+/// "Resource temporarily unavailable (os error 11)").
+#[test]
+fn the_preflight_names_the_connect_timeout_when_the_client_hello_is_never_answered() {
+    let addr = serve(None, 2);
+    let mut spec = LoadSpec {
+        stop: Stop::Requests(1),
+        connect_timeout: Duration::from_millis(300),
+        ..LoadSpec::closed(&format!("https://{addr}/"), 1, Duration::from_secs(1))
+    };
+    spec.transport.insecure = true;
+    let engine = Engine::new(Plan::resolve(&spec).expect("the spec is valid"));
+    let started = std::time::Instant::now();
+    let e = engine.preflight().expect_err("no handshake").to_string();
+    assert!(started.elapsed() < Duration::from_secs(2), "{e}");
+    assert!(e.contains("timed out"), "{e}");
+    assert!(e.contains("--connect-timeout 300ms"), "{e}");
+    assert!(!e.contains("os error"), "{e}");
+}

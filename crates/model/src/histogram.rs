@@ -79,6 +79,12 @@ impl Histo {
         self.0.saturating_record(ns.clamp(LOWEST_NS, HIGHEST_NS));
     }
 
+    /// Records one duration `n` times (clamped as [`Histo::record_ns`]).
+    pub fn record_ns_n(&mut self, ns: u64, n: u64) {
+        self.0
+            .saturating_record_n(ns.clamp(LOWEST_NS, HIGHEST_NS), n);
+    }
+
     /// Adds every count of `other` to this histogram (the associative merge).
     pub fn merge(&mut self, other: &Histo) {
         self.0

@@ -391,17 +391,21 @@ pub enum ReopenReason {
     /// A request was written into a keep-alive connection the server had already closed and
     /// was sent again on a new one (`stale_retries`).
     StaleRetry,
+    /// The response came before the request's body was all written (a server that answers
+    /// after the head): the rest was not sent, so the connection could not be reused.
+    AnsweredBeforeBody,
 }
 
 impl ReopenReason {
     /// Every reason, in the order of [`ReopenReason::index`].
-    pub const ALL: [ReopenReason; 6] = [
+    pub const ALL: [ReopenReason; 7] = [
         ReopenReason::ConnectionClose,
         ReopenReason::NotReusable,
         ReopenReason::ClosedAfterResponse,
         ReopenReason::ExtraBytes,
         ReopenReason::ClosedWhileIdle,
         ReopenReason::StaleRetry,
+        ReopenReason::AnsweredBeforeBody,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -422,6 +426,7 @@ impl ReopenReason {
             }
             ReopenReason::ClosedWhileIdle => "closed while idle",
             ReopenReason::StaleRetry => "request resent after writing into a closed connection",
+            ReopenReason::AnsweredBeforeBody => "answered before the request body was all sent",
         }
     }
 }

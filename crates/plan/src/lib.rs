@@ -32,7 +32,10 @@ pub use mix::{
 pub use pacing::{OpenPacing, DEFAULT_CONNECT_LIMIT, DEFAULT_SEND_WINDOW, MAX_SEND_WINDOW};
 pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
-pub use schedule::{parse_stages, Cursor, Schedule, Segment};
+pub use schedule::{
+    check_max_rate, parse_stages, rate_over_max, Cursor, Schedule, Segment, MAX_RATE,
+    RATE_LIMIT_WHY,
+};
 pub use shard::{Shard, ShardError};
 pub use slo::parse_slo;
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
@@ -231,8 +234,10 @@ impl Plan {
         let connections = match &spec.load {
             LoadShape::Closed { connections } => check_connections(*connections, spec.stop)?,
             LoadShape::Open {
-                max_connections, ..
+                max_connections,
+                schedule,
             } => {
+                check_max_rate(schedule, "--rate")?;
                 spec.pacing.check(*max_connections)?;
                 check_open(*max_connections, spec.stop)?
             }

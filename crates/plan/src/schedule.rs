@@ -10,6 +10,41 @@ use loadbench_model::RateSegment;
 use loadbench_units as units;
 use std::time::Duration;
 
+/// The highest rate, requests per second of the whole load, the engine schedules: 10 million.
+/// The pacer walks the schedule one request at a time (each request gets its own due instant
+/// and, at the end, each one due but never sent is accounted for), about 100 ns of a core per
+/// request: above 10M/s walking the schedule alone cannot keep up with the clock, and a run
+/// would spend longer accounting for its unsent requests than it ran. Rates above it are
+/// refused before the load starts ([`check_max_rate`]).
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// Refuses a schedule whose rate anywhere (a shard's share of it) is above [`MAX_RATE`] (or
+/// not a number); `what` names the setting in the message (`--rate`, `rate`).
+pub fn check_max_rate(schedule: &Schedule, what: &str) -> Result<(), PlanError> {
+    match rate_over_max(schedule) {
+        None => Ok(()),
+        Some(r) => Err(crate::invalid(format!(
+            "{what} {r} req/s {RATE_LIMIT_WHY}: give 10M or less, and spread a higher load \
+             over several generators (--shard)"
+        ))),
+    }
+}
+
+/// Why a rate above [`MAX_RATE`] is refused, for messages: "… req/s {RATE_LIMIT_WHY}".
+pub const RATE_LIMIT_WHY: &str = "is above the 10,000,000 req/s (10M) the engine can schedule \
+    (its pacer spends about 100 ns per request, so it cannot keep up with the clock above that)";
+
+/// The first rate of `schedule` (a shard's share of it) above [`MAX_RATE`] or not a number.
+pub fn rate_over_max(schedule: &Schedule) -> Option<f64> {
+    // A shard schedules its share of the whole load's rates.
+    let shards = f64::from(schedule.shard.total());
+    schedule
+        .segments
+        .iter()
+        .flat_map(|s| [s.from, s.to])
+        .find(|r| r.is_nan() || *r / shards > MAX_RATE)
+}
+
 /// One piece of a schedule: the rate goes linearly from `from` to `to` req/s over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Segment {
@@ -220,6 +255,34 @@ mod tests {
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn rates_above_what_the_engine_can_schedule_are_refused_and_a_shard_checks_its_share() {
+        let d = Duration::from_secs(1);
+        assert!(check_max_rate(&Schedule::constant(MAX_RATE, d), "--rate").is_ok());
+        let over = Schedule::constant(MAX_RATE * 1.5, d);
+        let e = check_max_rate(&over, "--rate").unwrap_err().to_string();
+        assert!(
+            e.contains("15000000 req/s") && e.contains("10,000,000"),
+            "{e}"
+        );
+        assert!(rate_over_max(&Schedule::constant(f64::NAN, d)).is_some());
+        assert!(rate_over_max(&Schedule::constant(1e300, d)).is_some());
+        let ramp = Schedule {
+            segments: vec![Segment {
+                duration: d,
+                from: 100.0,
+                to: 2e7,
+            }],
+            shard: Shard::WHOLE,
+        };
+        assert_eq!(rate_over_max(&ramp), Some(2e7));
+        let halves = Schedule {
+            shard: Shard::new(0, 2).unwrap(),
+            ..ramp
+        };
+        assert_eq!(rate_over_max(&halves), None);
     }
 
     #[test]

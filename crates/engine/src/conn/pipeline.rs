@@ -25,6 +25,7 @@
 use super::{read_error_kind, write_error_kind, Conn, Phase};
 use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, Progress};
+use crate::transport::Stream;
 use loadbench_model::{ErrorKind, ReopenReason};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -400,10 +401,15 @@ impl Conn {
     }
 
     /// The connection failed with `kind`. When no byte of the front response had arrived on
-    /// a connection that had already answered (the server closed it at a request boundary),
+    /// a connection that had already answered and the server cannot have read what was
+    /// written (a failed write, a reset, bytes discarded unread: see `Conn::retry_stale`),
     /// the front request is resent like those behind it; otherwise it takes the error.
     fn pipe_lost(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        let stale = self.reused && !self.retried && !self.parser.started();
+        let stale = self.reused
+            && !self.retried
+            && !self.parser.started()
+            && (matches!(kind, ErrorKind::Reset | ErrorKind::WriteError)
+                || self.stream.as_ref().is_some_and(Stream::discarded_unread));
         self.pipe_broken(ctx, (!stale).then_some(kind), now);
     }
 

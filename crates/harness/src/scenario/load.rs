@@ -424,6 +424,11 @@ fn check_levels(
                     let fix = "give requests per second above zero, e.g. rate = [1000, 5000]";
                     return Err(bad("rate", format!("{r} is not a rate above zero"), fix));
                 }
+                if let Some(r) = loadbench_plan::rate_over_max(schedule) {
+                    let why = loadbench_plan::RATE_LIMIT_WHY;
+                    let fix = "give 10M (10,000,000) req/s or less";
+                    return Err(bad("rate", format!("{r} req/s {why}"), fix));
+                }
                 cap = Some(*max_connections);
             }
             LoadShape::FindMax {

@@ -97,6 +97,8 @@ impl FindMaxSpec {
     pub fn check(&self) -> Result<(), String> {
         let problem = if !(self.start_rate > 0.0 && self.max_rate.is_finite()) {
             "the start rate must be above 0 and the max rate finite: give rates such as 100 and 1M"
+        } else if self.max_rate > loadbench_plan::MAX_RATE {
+            "the max rate is above the 10,000,000 req/s (10M) the engine can schedule (its pacer spends about 100 ns per request): give 10M or less"
         } else if self.start_rate > self.max_rate {
             "the start rate is above the max rate: lower the start rate or raise the max rate"
         } else if self.max_steps == 0 {

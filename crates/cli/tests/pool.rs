@@ -69,8 +69,16 @@ fn sampled(server: &Server, path: &str, args: &[&str]) -> (RunResult, String, us
     let ran = Run::new(&url).args(args).json();
     let peak = sampler.peak();
     let (stdout, stderr) = ran.text();
-    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
-    (ran.result(), stdout, peak)
+    let code = ran.code();
+    let r = ran.result();
+    if r.stats.requests == 0 {
+        // No silent zero: a run that completed nothing exits 1 and says why, in one line.
+        assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+        assert!(stderr.contains("none of the"), "{stderr}");
+    } else {
+        assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    }
+    (r, stdout, peak)
 }
 
 /// 1000 req/s of 20 ms each needs about 20 connections: the run opens at most twice what it

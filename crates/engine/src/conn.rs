@@ -94,6 +94,9 @@ pub struct Conn {
     opened: Option<(Duration, Option<(Duration, bool)>)>,
     /// `--pipeline N` (N > 1): the requests in flight on this connection; `None` at depth 1.
     pipe: Option<Box<Pipe>>,
+    /// The current request assembled with its values (empty: it is fixed bytes, written
+    /// from the context). Kept until the next request, so a resend writes the same values.
+    out: Vec<u8>,
 }
 
 impl Conn {
@@ -121,6 +124,7 @@ impl Conn {
             fresh: false,
             opened: None,
             pipe: None,
+            out: Vec::new(),
         }
     }
 
@@ -183,6 +187,10 @@ impl Conn {
         }
         self.intended = intended;
         self.endpoint = ctx.pick();
+        self.out.clear();
+        if let Some(draw) = ctx.draw(self.endpoint) {
+            ctx.assemble(self.endpoint, draw, self.token.0, &mut self.out);
+        }
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
         self.reused = self.stream.is_some() && !self.fresh;
         self.retried = false;
@@ -376,10 +384,17 @@ impl Conn {
         let Some(stream) = self.stream.as_mut() else {
             return;
         };
-        let request = ctx.request_of(self.endpoint);
-        while self.written < request.len() {
+        let request = if self.out.is_empty() {
+            ctx.request_of(self.endpoint)
+        } else {
+            &self.out[..]
+        };
+        let failed = loop {
+            if self.written >= request.len() {
+                break None;
+            }
             match stream.write(&request[self.written..]) {
-                Ok(0) => return self.fail_sent(ctx, ErrorKind::WriteError, Instant::now()),
+                Ok(0) => break Some(ErrorKind::WriteError),
                 Ok(n) => {
                     self.written += n;
                     if self.measured {
@@ -388,8 +403,11 @@ impl Conn {
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => return self.fail_sent(ctx, write_error_kind(&e), Instant::now()),
+                Err(e) => break Some(write_error_kind(&e)),
             }
+        };
+        if let Some(kind) = failed {
+            return self.fail_sent(ctx, kind, Instant::now());
         }
         // The one clock read the split adds: `now` is from before the write calls.
         self.wrote_at = Instant::now();

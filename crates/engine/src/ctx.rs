@@ -10,7 +10,9 @@ use crate::recorder::Recorder;
 use crate::tls::TlsClient;
 use crate::transport::{Dest, Sources};
 use crate::WorkerLimits;
+use loadbench_plan::{Draw, Source, Values};
 use mio::Registry;
+use std::sync::atomic::AtomicU64;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -34,6 +36,8 @@ pub struct Ctx<'a> {
     pub head: bool,
     /// A request mix: which request each send writes (`None`: always `request`).
     pub mix: Option<Mix<'a>>,
+    /// Per-request values: requests assembled per request (`None`: all fixed bytes).
+    pub values: Option<Source<'a>>,
     /// Connections are reused; without keep-alive each request opens one.
     pub keepalive: bool,
     /// The worker's one read buffer, shared by its connections.
@@ -98,6 +102,22 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn pick(&mut self) -> u16 {
         self.mix.as_mut().map_or(0, Mix::pick)
+    }
+
+    /// A claimed request's values: its draw, when request `endpoint` is assembled per request
+    /// (`None`: it is fixed bytes, written from [`Ctx::request_of`]).
+    #[inline]
+    pub fn draw(&mut self, endpoint: u16) -> Option<Draw> {
+        let v = self.values.as_mut()?;
+        v.templated(endpoint).then(|| v.draw())
+    }
+
+    /// Assembles request `endpoint` for `draw` on connection `conn` into `out`.
+    #[inline]
+    pub fn assemble(&mut self, endpoint: u16, draw: Draw, conn: usize, out: &mut Vec<u8>) {
+        if let Some(v) = self.values.as_mut() {
+            v.assemble(endpoint, draw, conn as u32, out);
+        }
     }
 
     /// Claims the next request, if the run wants one more.
@@ -257,6 +277,9 @@ impl<'a> Ctx<'a> {
             request: cfg.request,
             head: cfg.head,
             mix: Mix::new(cfg.mix),
+            values: cfg
+                .values
+                .map(|(v, counter)| Source::new(v, counter, cfg.first_source as u32)),
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             recorder: Recorder::new(cfg.t0, cfg.pacing.is_some())
@@ -301,6 +324,8 @@ pub struct WorkerConfig<'a> {
     pub head: bool,
     /// A request mix (two requests or more; otherwise empty and `request` is sent).
     pub mix: &'a [loadbench_plan::Endpoint],
+    /// Per-request values and the process's sequence counter (shared by the workers).
+    pub values: Option<(&'a Values, &'a AtomicU64)>,
     /// Reuse connections between requests.
     pub keepalive: bool,
     /// `--pipeline`: requests each connection keeps in flight (1: one at a time).

@@ -33,7 +33,7 @@ use pacer::Pacing;
 pub use pulse::{Pulse, PulseSlot};
 use start::StartLine;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tls::TlsClient;
@@ -272,7 +272,10 @@ impl Engine {
         };
         let tls = self.tls_client()?;
         let h2 = self.h2_setup()?;
-        let configs = self.worker_configs(t0, deadline, paced.as_ref().map(|s| (s, start)), tls);
+        // Per-request values: one sequence counter for all workers of this process.
+        let counter = AtomicU64::new(0);
+        let paced_at = paced.as_ref().map(|s| (s, start));
+        let configs = self.worker_configs(t0, deadline, paced_at, tls, &counter);
         let stop: &AtomicBool = &self.live.stop;
         // Open model: every worker opens its initial pool first; then all start together.
         let line = paced
@@ -324,6 +327,7 @@ impl Engine {
         deadline: Option<Instant>,
         paced: Option<(&'a Schedule, Instant)>,
         tls: Option<&'a TlsClient>,
+        counter: &'a AtomicU64,
     ) -> Vec<WorkerConfig<'a>> {
         let plan = &self.plan;
         let threads = plan.threads.max(1) as usize;
@@ -366,6 +370,7 @@ impl Engine {
                 request: &plan.request.bytes,
                 head: plan.request.head,
                 mix: &plan.mix,
+                values: plan.values.as_ref().map(|v| (v, counter)),
                 keepalive: plan.keepalive,
                 pipeline: plan.pipeline,
                 connections: if paced.is_some() { 0 } else { c as usize },

@@ -11,6 +11,7 @@
 //! split a load exactly into N parts; [`parse_start_at`] reads the shards' common start.
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
+mod data;
 mod import;
 mod mix;
 mod pacing;
@@ -22,7 +23,9 @@ mod slo;
 mod start_at;
 mod target;
 mod transport;
+mod values;
 
+pub use data::{DataFile, DataFormat};
 pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
 pub use loadbench_model::LoadShape;
 pub use loadbench_units as units;
@@ -41,6 +44,10 @@ pub use slo::parse_slo;
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
 pub use target::{Route, Target};
 pub use transport::{ConnectTo, PemFile, TlsPlan, TransportSpec, MAX_STREAMS};
+pub use values::{
+    is_name, parse_value, Compiled, DataEnd, DataOrder, DataSpec, DataSplit, Draw, Filter,
+    NowFormat, Scratch, Slot, Source, Value, Values, ValuesSpec, BUILT_INS,
+};
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -89,6 +96,8 @@ pub struct LoadSpec {
     pub source_addrs: Vec<IpAddr>,
     /// TLS, Unix socket and `--connect-to`: how connections reach the target.
     pub transport: TransportSpec,
+    /// Per-request values: the data file, the seed, the shard (docs/request-values.md).
+    pub values: ValuesSpec,
 }
 
 impl LoadSpec {
@@ -110,6 +119,7 @@ impl LoadSpec {
             percentiles: default_percentiles(),
             source_addrs: Vec::new(),
             transport: TransportSpec::default(),
+            values: ValuesSpec::default(),
         }
     }
 
@@ -214,6 +224,9 @@ pub struct Plan {
     pub http2: Option<u32>,
     /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
     pub pipeline: u16,
+    /// Per-request values: the requests assembled per request, the data file; `None` when
+    /// every request is fixed bytes.
+    pub values: Option<Values>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -231,6 +244,16 @@ pub(crate) fn invalid(msg: impl Into<String>) -> PlanError {
 impl Plan {
     /// Checks how the spec's values combine and resolves everything the run needs.
     pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
+        let mut marks = values::Marks::default();
+        let marked = values::mark_spec(&mut marks, spec)?;
+        let mut plan = Plan::resolve_marked(&marked)?;
+        plan.values = values::compile_plan(&marks, &marked, &mut plan)?;
+        values::apply_row_budget(&mut plan, spec)?;
+        Ok(plan)
+    }
+
+    /// [`Plan::resolve`] of a spec whose values are markers (or that has none).
+    fn resolve_marked(spec: &LoadSpec) -> Result<Plan, PlanError> {
         let connections = match &spec.load {
             LoadShape::Closed { connections } => check_connections(*connections, spec.stop)?,
             LoadShape::Open {
@@ -285,6 +308,7 @@ impl Plan {
             unix_socket: t.unix_socket.clone(),
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
             pipeline: pipeline::check(spec)?,
+            values: None,
         })
     }
 }

@@ -195,6 +195,7 @@ impl LoadSpec {
                 *max_connections = shard.split("--max-connections", "connection", cap)? as u32;
             }
         }
+        out.values.shard = out.values.shard.within(shard);
         if let Stop::Requests(n) = self.stop {
             out.stop = Stop::Requests(shard.split("-n", "request", n)?);
         }

@@ -27,6 +27,7 @@ use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, Progress};
 use crate::transport::Stream;
 use loadbench_model::{ErrorKind, ReopenReason};
+use loadbench_plan::Draw;
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::Instant;
@@ -45,6 +46,9 @@ pub(crate) struct Entry {
     wrote_at: Instant,
     /// Which request of the mix (0 without one).
     endpoint: u16,
+    /// Its values' draw, when it is assembled per request (kept, so a resend writes the
+    /// same values).
+    draw: Option<Draw>,
     /// It lies in the measured window.
     measured: bool,
     /// Claimed, or taken back after a close: to be written on the next connection.
@@ -96,11 +100,13 @@ fn claimed(ctx: &mut Ctx, now: Instant) -> Entry {
 /// A request due at `intended` (open model: its scheduled time), taken at `now`: written on
 /// the next send, its latency counted from `intended`.
 fn due_entry(ctx: &mut Ctx, intended: Instant, now: Instant) -> Entry {
+    let endpoint = ctx.pick();
     Entry {
         intended,
         sent: now,
         wrote_at: now,
-        endpoint: ctx.pick(),
+        endpoint,
+        draw: ctx.draw(endpoint),
         measured: ctx.recorder.measuring(intended) && ctx.in_window(intended),
         unsent: true,
         retried: false,
@@ -195,7 +201,7 @@ impl Conn {
             }
         }
         for e in pipe.ring.iter_mut().filter(|e| e.unsent) {
-            queue(&mut pipe.out, e, ctx, now, pipe.written_here);
+            queue(&mut pipe.out, e, ctx, now, pipe.written_here, self.token.0);
             pipe.written_here += 1;
             pipe.unwritten += 1;
         }
@@ -452,8 +458,11 @@ impl Conn {
 
 /// Queues request `e` for writing at `now` and counts it sent (once: a resend's first send
 /// was taken back).
-fn queue(out: &mut Vec<u8>, e: &mut Entry, ctx: &mut Ctx, now: Instant, written_here: u32) {
-    out.extend_from_slice(ctx.request_of(e.endpoint));
+fn queue(out: &mut Vec<u8>, e: &mut Entry, ctx: &mut Ctx, now: Instant, written_here: u32, conn: usize) {
+    match e.draw {
+        Some(draw) => ctx.assemble(e.endpoint, draw, conn, out),
+        None => out.extend_from_slice(ctx.request_of(e.endpoint)),
+    }
     e.sent = now;
     e.wrote_at = now;
     e.unsent = false;

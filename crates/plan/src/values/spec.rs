@@ -1,0 +1,133 @@
+//! The values' part of resolving a plan: the spec's texts marked before the usual rendering,
+//! the rendered requests compiled after it, and `--data-end stop`'s request count.
+
+use super::{resolve, Marks};
+use crate::{invalid, read_body, Body, LoadSpec, Plan, PlanError, RequestSpec, Stop};
+
+/// A copy of `spec` with every `{{ … }}` of its URLs, header values and bodies (body files
+/// read) swapped for markers, found in `marks`.
+pub(crate) fn mark_spec(marks: &mut Marks, spec: &LoadSpec) -> Result<LoadSpec, PlanError> {
+    let mut out = spec.clone();
+    mark_request(marks, &mut out.url, &mut out.request, "")?;
+    for (i, e) in out.mix.iter_mut().enumerate() {
+        mark_request(marks, &mut e.url, &mut e.request, &format!("request {} of the mix: ", i + 1))?;
+    }
+    marks.refuse_vars()?;
+    Ok(out)
+}
+
+fn mark_request(
+    marks: &mut Marks,
+    url: &mut String,
+    req: &mut RequestSpec,
+    prefix: &str,
+) -> Result<(), PlanError> {
+    *url = marks.mark_str(url, &format!("{prefix}the URL '{url}'"))?;
+    for (name, value) in &mut req.headers {
+        *value = marks.mark_str(value, &format!("{prefix}header '{name}'"))?;
+    }
+    let place = match &req.body {
+        Body::File(p) => format!("{prefix}the body file {}", p.display()),
+        _ => format!("{prefix}the body"),
+    };
+    if let Some(bytes) = read_body(&req.body)? {
+        if let std::borrow::Cow::Owned(marked) = marks.mark(&bytes, &place)? {
+            req.body = Body::Bytes(marked);
+        }
+    }
+    Ok(())
+}
+
+/// Compiles the plan's rendered requests (after [`mark_spec`]) and resolves the values
+/// against the data file; `None` when the load has neither.
+pub(crate) fn compile_plan(
+    marks: &Marks,
+    spec: &LoadSpec,
+    plan: &mut Plan,
+) -> Result<Option<super::Values>, PlanError> {
+    if marks.has_marker_in(&plan.target.authority) {
+        return Err(invalid(format!(
+            "the URL '{}' has a value in its host: values go in the path, query, headers and body; give a fixed host",
+            spec.url
+        )));
+    }
+    let mut columns = Vec::new();
+    let requests = if plan.mix.is_empty() {
+        vec![compile_one(marks, &plan.request, &mut columns)?]
+    } else {
+        plan.mix
+            .iter()
+            .map(|e| compile_one(marks, &e.request, &mut columns))
+            .collect::<Result<_, _>>()?
+    };
+    // For the record: URLs and headers as the user wrote them.
+    plan.target.url = marks.unmark(&plan.target.url);
+    plan.target.path = marks.unmark(&plan.target.path);
+    let unmark_all = |r: &mut crate::RequestTemplate| {
+        for h in &mut r.headers {
+            *h = marks.unmark(h);
+        }
+    };
+    unmark_all(&mut plan.request);
+    for e in &mut plan.mix {
+        e.url = marks.unmark(&e.url);
+        unmark_all(&mut e.request);
+    }
+    resolve(&spec.values, requests, columns)
+}
+
+fn compile_one(
+    marks: &Marks,
+    req: &crate::RequestTemplate,
+    columns: &mut Vec<String>,
+) -> Result<Option<super::Compiled>, PlanError> {
+    if marks.is_empty() {
+        return Ok(None);
+    }
+    let body_at = req.bytes.len() - req.body_len as usize;
+    let c = marks.compile(&req.bytes, body_at, columns)?;
+    if c.as_ref().is_some_and(|c| c.body.is_some())
+        && req
+            .headers
+            .iter()
+            .any(|h| h.to_ascii_lowercase().starts_with("content-length:"))
+    {
+        return Err(invalid(
+            "a body with values changes its length per request: leave the Content-Length header out (loadbench writes it)",
+        ));
+    }
+    Ok(c)
+}
+
+/// `--data-end stop`: the run is each of this shard's rows once, so its request count is
+/// their number; refuses what would break "each row exactly once".
+pub(crate) fn apply_row_budget(plan: &mut Plan, spec: &LoadSpec) -> Result<(), PlanError> {
+    let Some(rows) = plan.values.as_ref().and_then(super::Values::row_budget) else {
+        return Ok(());
+    };
+    let file = spec
+        .values
+        .data
+        .as_ref()
+        .map(|d| d.path.display().to_string())
+        .unwrap_or_default();
+    if let Stop::Requests(n) = spec.stop {
+        return Err(invalid(format!(
+            "-n {n} and --data-end stop both set the request count (--data {file} gives {rows}): leave -n out"
+        )));
+    }
+    if !spec.warmup.is_zero() {
+        return Err(invalid(format!(
+            "--data-end stop sends each row of --data {file} once, but a warm-up would take rows too: leave --warmup out"
+        )));
+    }
+    if let crate::LoadShape::Closed { connections } = spec.load {
+        if rows < u64::from(connections) {
+            return Err(invalid(format!(
+                "--data {file} has {rows} rows for this load and --data-end stop sends each once: fewer than -c {connections}; lower -c to {rows} or below"
+            )));
+        }
+    }
+    plan.stop = Stop::Requests(rows);
+    Ok(())
+}

@@ -9,6 +9,7 @@
 //! [`parse_slo`] an SLO into the model's typed [`loadbench_model::Slo`] (how `run`'s flags
 //! combine into a load is the CLI's business). [`Shard`] and [`LoadSpec::shard`]
 //! split a load exactly into N parts; [`parse_start_at`] reads the shards' common start.
+//! [`DataFile`] reads a `--data` file (CSV or JSON Lines) whose rows feed per-request values.
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
 mod data;

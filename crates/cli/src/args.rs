@@ -438,6 +438,111 @@ pub(crate) struct RequestArgs {
     /// TLS, Unix socket and --connect-to.
     #[command(flatten)]
     pub transport: TransportArgs,
+    /// Where per-request values come from: --data, --seed.
+    #[command(flatten)]
+    pub values: ValuesArgs,
+}
+
+/// What per-request values (`{{seq}}`, `{{row.id}}`, … in the URL, headers and body) draw
+/// from (docs/request-values.md).
+#[derive(Debug, Args)]
+pub(crate) struct ValuesArgs {
+    /// Rows for {{row.COLUMN}} in the URL, headers and body: a CSV file with a header row
+    /// (.csv) or JSON Lines (.jsonl, .ndjson); each request takes the next row.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// --data: take the rows in file order, or in a random order fixed before the run
+    /// (each row once per pass; --seed repeats it).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "ORDER",
+        default_value = "in-order",
+        requires = "data"
+    )]
+    pub data_order: DataOrderArg,
+    /// --data with --shard: split (shard I of N takes rows I, I+N, …) or copy (every shard
+    /// takes every row).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SPLIT",
+        default_value = "split",
+        requires = "data"
+    )]
+    pub data_split: DataSplitArg,
+    /// --data: at the last row, wrap to the first, or stop: the run is each row once (its
+    /// request count is the rows; no -n, -d or --warmup with it).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "END",
+        default_value = "wrap",
+        requires = "data"
+    )]
+    pub data_end: DataEndArg,
+    /// Seed of the random values ({{int(…)}}, {{pick(…)}}, {{uuid}}) and of --data-order
+    /// random, so a run repeats them; without it each run draws new ones.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// `--data-order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DataOrderArg {
+    /// First row to last.
+    InOrder,
+    /// A random order fixed before the run.
+    Random,
+}
+
+/// `--data-split`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DataSplitArg {
+    /// Shard I of N takes rows I, I+N, ….
+    Split,
+    /// Every shard takes every row.
+    Copy,
+}
+
+/// `--data-end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DataEndArg {
+    /// Start again at the first row.
+    Wrap,
+    /// Each row once: the run's request count is the rows.
+    Stop,
+}
+
+impl ValuesArgs {
+    /// The typed values spec (whole load: `--shard` stripes it later).
+    pub(crate) fn spec(&self) -> loadbench_plan::ValuesSpec {
+        use loadbench_plan::{DataEnd, DataOrder, DataSpec, DataSplit};
+        loadbench_plan::ValuesSpec {
+            data: self.data.as_ref().map(|path| DataSpec {
+                path: path.clone(),
+                order: match self.data_order {
+                    DataOrderArg::InOrder => DataOrder::InOrder,
+                    DataOrderArg::Random => DataOrder::Random,
+                },
+                split: match self.data_split {
+                    DataSplitArg::Split => DataSplit::Split,
+                    DataSplitArg::Copy => DataSplit::Copy,
+                },
+                end: match self.data_end {
+                    DataEndArg::Wrap => DataEnd::Wrap,
+                    DataEndArg::Stop => DataEnd::Stop,
+                },
+            }),
+            seed: self.seed,
+            ..Default::default()
+        }
+    }
+
+    /// `--data-end stop`: the rows set the run's length.
+    pub(crate) fn stops_at_end(&self) -> bool {
+        self.data.is_some() && self.data_end == DataEndArg::Stop
+    }
 }
 
 /// How connections reach the target (docs/transport.md).

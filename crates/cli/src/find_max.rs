@@ -33,6 +33,11 @@ fn spec(a: &FindMaxArgs) -> Result<FindMaxSpec, UserError> {
     let slo = a.slo.clone().ok_or_else(|| {
         UserError("--slo is required: give conditions such as --slo 'p99<50ms'".into())
     })?;
+    if a.request.values.stops_at_end() {
+        return Err(UserError(
+            "--data-end stop runs each row once, but find-max runs many steps: give --data-end wrap".into(),
+        ));
+    }
     let base = loadbench_plan::LoadSpec {
         threads: a.threads,
         warmup: a.warmup,

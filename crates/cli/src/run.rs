@@ -130,6 +130,7 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
         connect_timeout: r.connect_timeout,
         source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
         transport,
+        values: r.values.spec(),
         ..LoadSpec::closed(&url, 50, std::time::Duration::from_secs(10))
     })
 }
@@ -190,6 +191,11 @@ pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
     if a.request.body.is_some() && a.request.body_file.is_some() {
         return Err(UserError(
             "--body and --body-file both given: use one of them".into(),
+        ));
+    }
+    if a.request.values.stops_at_end() && (a.duration.is_some() || a.requests.is_some()) {
+        return Err(UserError(
+            "--data-end stop runs each row of --data once (the rows are the request count): leave -d/-n out, or give --data-end wrap".into(),
         ));
     }
     let open = OpenFlags {

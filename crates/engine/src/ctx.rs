@@ -12,8 +12,8 @@ use crate::transport::{Dest, Sources};
 use crate::WorkerLimits;
 use loadbench_plan::{Draw, Source, Values};
 use mio::Registry;
-use std::sync::atomic::AtomicU64;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 /// Size of the worker's one read buffer, shared by all its connections: responses are parsed

@@ -458,7 +458,14 @@ impl Conn {
 
 /// Queues request `e` for writing at `now` and counts it sent (once: a resend's first send
 /// was taken back).
-fn queue(out: &mut Vec<u8>, e: &mut Entry, ctx: &mut Ctx, now: Instant, written_here: u32, conn: usize) {
+fn queue(
+    out: &mut Vec<u8>,
+    e: &mut Entry,
+    ctx: &mut Ctx,
+    now: Instant,
+    written_here: u32,
+    conn: usize,
+) {
     match e.draw {
         Some(draw) => ctx.assemble(e.endpoint, draw, conn, out),
         None => out.extend_from_slice(ctx.request_of(e.endpoint)),

@@ -10,12 +10,13 @@
 //! each batch of reads; the request frames are copied from blocks encoded before the run.
 
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
-use super::hpack::{BadBlock, ResponseDecoder};
-use super::Shared;
+use super::hpack::{self, BadBlock, ResponseDecoder};
+use super::{Req, Shared};
 use crate::conn::{connect_error_kind, open_registered, read_error_kind, write_error_kind};
 use crate::ctx::Ctx;
 use crate::transport::Stream;
 use loadbench_model::{ErrorKind, ErrorReason};
+use loadbench_plan::Draw;
 use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -60,6 +61,11 @@ pub enum H2Phase {
 struct Slot {
     id: u32,
     endpoint: u16,
+    /// Its values' draw, when it is assembled per request (a GOAWAY's resend keeps it).
+    draw: Option<Draw>,
+    /// Its body is the connection's `bodies[slot]` (a request with values), not the fixed
+    /// request's.
+    own_body: bool,
     measured: bool,
     /// When the request was due, latency counts from here: when its HEADERS were queued and
     /// written, or with `--no-keepalive` when its connection began to connect (as HTTP/1.1).
@@ -86,10 +92,10 @@ struct Slot {
 }
 
 impl Slot {
-    /// A new stream `id` for request `endpoint`, due `since`, with the send window `window`.
+    /// A new stream `id` for request `req`, due `since`, with the send window `window`.
     fn stream(
         id: u32,
-        endpoint: u16,
+        req: Req,
         measured: bool,
         since: Instant,
         window: i64,
@@ -97,7 +103,9 @@ impl Slot {
     ) -> Slot {
         Slot {
             id,
-            endpoint,
+            endpoint: req.endpoint,
+            draw: req.draw,
+            own_body: req.draw.is_some(),
             measured,
             since,
             window,
@@ -109,6 +117,8 @@ impl Slot {
         Slot {
             id: 0,
             endpoint: 0,
+            draw: None,
+            own_body: false,
             measured: false,
             since: now,
             sent_at: now,
@@ -167,6 +177,8 @@ pub struct H2Conn {
     block_end: bool,
     decoder: ResponseDecoder,
     slots: Vec<Slot>,
+    /// Requests with values: each slot's assembled body (reused from stream to stream).
+    bodies: Vec<Vec<u8>>,
     active: u32,
     limit: u32,
     next_id: u32,
@@ -214,6 +226,7 @@ impl H2Conn {
             block_end: false,
             decoder: ResponseDecoder::default(),
             slots: vec![Slot::free(now); streams as usize],
+            bodies: Vec::new(),
             active: 0,
             limit: streams,
             next_id: 1,
@@ -658,7 +671,11 @@ impl H2Conn {
                 sh.stats.goaway_retries += 1;
             }
             if ctx.in_window(now) {
-                sh.requeue.push((s.since, s.endpoint));
+                let req = Req {
+                    endpoint: s.endpoint,
+                    draw: s.draw,
+                };
+                sh.requeue.push((s.since, req));
             } else if s.measured {
                 // Past the deadline it will not go again: counted as abandoned.
                 ctx.records(true, s.since, now);
@@ -833,21 +850,20 @@ impl H2Conn {
             } else {
                 None
             };
-            let (endpoint, since) = match again {
-                Some((since, endpoint)) => (endpoint, since),
+            let (req, since) = match again {
+                Some((since, req)) => (req, since),
                 None if ctx.claim(now) => {
                     let since = if ctx.keepalive { now } else { self.opened_at };
-                    (ctx.pick(), since)
+                    (Req::claim(ctx), since)
                 }
                 None => return,
             };
             while self.slots[free].id != 0 {
                 free += 1;
             }
-            let req = &sh.requests[usize::from(endpoint)];
             let before = self.out.len();
-            let (id, bodyless) = (self.next_id, req.body.is_empty());
-            frame::headers(&mut self.out, id, &req.block, bodyless, self.peer_max_frame);
+            let id = self.next_id;
+            self.queue_headers(ctx, sh, free, id, req);
             let measured = ctx.recorder.measuring(since) && ctx.in_window(since);
             if measured {
                 if again.is_some() {
@@ -857,7 +873,7 @@ impl H2Conn {
                 }
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }
-            let mut slot = Slot::stream(id, endpoint, measured, since, self.peer_window, now);
+            let mut slot = Slot::stream(id, req, measured, since, self.peer_window, now);
             slot.resend = again.is_some();
             self.occupy(ctx, sh, free, slot, now);
             if !ctx.keepalive {
@@ -870,7 +886,11 @@ impl H2Conn {
     /// Slot `free` holds a new stream (its HEADERS queued): one more in flight, and its body
     /// goes as far as the windows let it (`send.rs`).
     fn occupy(&mut self, ctx: &mut Ctx, sh: &mut Shared, free: usize, slot: Slot, now: Instant) {
-        let bodyless = sh.requests[usize::from(slot.endpoint)].body.is_empty();
+        let bodyless = if slot.own_body {
+            self.bodies[free].is_empty()
+        } else {
+            sh.requests[usize::from(slot.endpoint)].body.is_empty()
+        };
         self.slots[free] = slot;
         self.next_id += 2;
         self.active += 1;
@@ -878,6 +898,37 @@ impl H2Conn {
         if !bodyless {
             self.start_body(ctx, sh, free, now);
         }
+    }
+
+    /// Queues the HEADERS of stream `id` carrying `req` on slot `free`: the fixed request's
+    /// block, or (with values) the request assembled as HTTP/1.1, encoded, its body kept in
+    /// the slot's `bodies` entry.
+    fn queue_headers(&mut self, ctx: &mut Ctx, sh: &mut Shared, free: usize, id: u32, req: Req) {
+        let Some(draw) = req.draw else {
+            let fixed = &sh.requests[usize::from(req.endpoint)];
+            let bodyless = fixed.body.is_empty();
+            return frame::headers(
+                &mut self.out,
+                id,
+                &fixed.block,
+                bodyless,
+                self.peer_max_frame,
+            );
+        };
+        sh.scratch.clear();
+        ctx.assemble(req.endpoint, draw, self.token.0, &mut sh.scratch);
+        let https = ctx.tls.is_some();
+        // The plan rendered this request's shape; its values cannot break the head's end.
+        let body_at =
+            hpack::encode_http1(&sh.scratch, https, &mut sh.block).unwrap_or(sh.scratch.len());
+        if self.bodies.len() < self.slots.len() {
+            self.bodies.resize_with(self.slots.len(), Vec::new);
+        }
+        let body = &mut self.bodies[free];
+        body.clear();
+        body.extend_from_slice(&sh.scratch[body_at..]);
+        let bodyless = body.is_empty();
+        frame::headers(&mut self.out, id, &sh.block, bodyless, self.peer_max_frame);
     }
 
     /// Writes the queued frames until done or the socket is full (the writable edge resumes).

@@ -31,37 +31,49 @@ impl H2Request {
     /// Re-encodes a rendered HTTP/1.1 request (`https`: the `:scheme`). `Err` names what is
     /// missing; the plan renders every request in the shape read here.
     pub fn from_http1(bytes: &[u8], https: bool) -> Result<H2Request, String> {
-        let end = memmem::find(bytes, b"\r\n\r\n").ok_or("the request has no end of head")?;
-        let head =
-            std::str::from_utf8(&bytes[..end]).map_err(|_| "the request head is not UTF-8")?;
-        let mut lines = head.split("\r\n");
-        let first = lines.next().unwrap_or_default();
-        let mut parts = first.split(' ');
-        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        if method.is_empty() || path.is_empty() {
-            return Err(format!("the request line '{first}' has no method or path"));
-        }
-        let headers: Vec<(String, &str)> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim()))
-            .collect();
-        let authority = headers.iter().find(|(n, _)| n == "host").map(|(_, v)| *v);
-        let mut block = Vec::with_capacity(end);
-        pseudo_headers(&mut block, method, path, https, authority);
-        for (name, value) in &headers {
-            let te_ok = name == "te" && value.eq_ignore_ascii_case("trailers");
-            if DROPPED.contains(&name.as_str()) || (name == "te" && !te_ok) {
-                continue;
-            }
-            block.push(0x00);
-            string(&mut block, name.as_bytes());
-            string(&mut block, value.as_bytes());
-        }
+        let mut block = Vec::new();
+        let body_at = encode_http1(bytes, https, &mut block)?;
         Ok(H2Request {
             block,
-            body: bytes[end + 4..].to_vec(),
+            body: bytes[body_at..].to_vec(),
         })
     }
+}
+
+/// Encodes a rendered HTTP/1.1 request's head as an HTTP/2 header block into `block`
+/// (cleared first) with no allocation; returns where its body starts in `bytes`. A request
+/// with values is assembled as HTTP/1.1 and encoded here, per request.
+pub fn encode_http1(bytes: &[u8], https: bool, block: &mut Vec<u8>) -> Result<usize, String> {
+    block.clear();
+    let end = memmem::find(bytes, b"\r\n\r\n").ok_or("the request has no end of head")?;
+    let head = std::str::from_utf8(&bytes[..end]).map_err(|_| "the request head is not UTF-8")?;
+    let mut lines = head.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let mut parts = first.split(' ');
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if method.is_empty() || path.is_empty() {
+        return Err(format!("the request line '{first}' has no method or path"));
+    }
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim(), v.trim()));
+    let authority = headers
+        .clone()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v);
+    pseudo_headers(block, method, path, https, authority);
+    for (name, value) in headers {
+        let is = |h: &str| name.eq_ignore_ascii_case(h);
+        let te_ok = is("te") && value.eq_ignore_ascii_case("trailers");
+        if DROPPED.iter().any(|d| is(d)) || (is("te") && !te_ok) {
+            continue;
+        }
+        block.push(0x00);
+        integer(block, 7, 0x00, name.len());
+        block.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
+        string(block, value.as_bytes());
+    }
+    Ok(end + 4)
 }
 
 /// `:method`, `:scheme`, `:path`, `:authority`: fully indexed where the static table has the

@@ -16,6 +16,7 @@ pub(crate) use proto::Http2;
 
 use hpack::H2Request;
 use loadbench_model::{H2Stats, ProtocolCounts};
+use loadbench_plan::Draw;
 
 /// The run's HTTP/2 requests, encoded once (shared by all workers).
 #[derive(Debug, Clone)]
@@ -53,9 +54,35 @@ pub struct Shared<'a> {
     pub stats: H2Stats,
     /// Connections by protocol (all h2 here).
     pub protocols: ProtocolCounts,
-    /// Open model: requests a GOAWAY took back unprocessed (intended time, endpoint), to be
+    /// Open model: requests a GOAWAY took back unprocessed (intended time, request), to be
     /// sent again before the next due one.
-    pub requeue: Vec<(std::time::Instant, u16)>,
+    pub requeue: Vec<(std::time::Instant, Req)>,
+    /// A request with values assembled as HTTP/1.1 (then encoded into `block`).
+    pub scratch: Vec<u8>,
+    /// A request with values: its header block.
+    pub block: Vec<u8>,
+}
+
+/// Which request a stream carries: the mix's index, and its values' draw when it is
+/// assembled per request (kept, so a request a GOAWAY took back carries the same values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Req {
+    /// Which request of the mix (0 without one).
+    pub endpoint: u16,
+    /// Its values' draw (`None`: fixed bytes).
+    pub draw: Option<Draw>,
+}
+
+impl Req {
+    /// A newly claimed request: the mix's pick and, with values, its draw.
+    #[inline]
+    pub(crate) fn claim(ctx: &mut crate::ctx::Ctx) -> Req {
+        let endpoint = ctx.pick();
+        Req {
+            endpoint,
+            draw: ctx.draw(endpoint),
+        }
+    }
 }
 
 impl<'a> Shared<'a> {
@@ -66,6 +93,8 @@ impl<'a> Shared<'a> {
             stats: H2Stats::default(),
             protocols: ProtocolCounts::default(),
             requeue: Vec::new(),
+            scratch: Vec::new(),
+            block: Vec::new(),
         }
     }
 

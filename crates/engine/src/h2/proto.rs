@@ -8,7 +8,7 @@
 //! ([`covered`]); a closed slot past its backoff connects again before a new one is added.
 
 use super::conn::{H2Conn, H2Phase};
-use super::{H2Setup, Shared};
+use super::{H2Setup, Req, Shared};
 use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
 use crate::worker::{Connection, Due, Protocol};
@@ -59,23 +59,23 @@ impl<'a> Http2<'a> {
 
     /// The next waiting request: one a GOAWAY took back first, else the pacer's if due.
     /// `(intended, Some(endpoint))` for one taken back, `(intended, None)` for the pacer's.
-    fn next_waiting(&self, pacer: &Pacer<'a>, now: Instant) -> Option<(Instant, Option<u16>)> {
+    fn next_waiting(&self, pacer: &Pacer<'a>, now: Instant) -> Option<(Instant, Option<Req>)> {
         match self.sh.requeue.first() {
-            Some(&(t, e)) => Some((t, Some(e))),
+            Some(&(t, r)) => Some((t, Some(r))),
             None => pacer.due().filter(|&d| d <= now).map(|d| (d, None)),
         }
     }
 
     /// Takes the request [`Http2::next_waiting`] gave: which request of the mix it is.
-    fn take_waiting(&mut self, ctx: &mut Ctx, pacer: &mut Pacer<'a>, again: Option<u16>) -> u16 {
+    fn take_waiting(&mut self, ctx: &mut Ctx, pacer: &mut Pacer<'a>, again: Option<Req>) -> Req {
         match again {
-            Some(e) => {
+            Some(r) => {
                 self.sh.requeue.remove(0);
-                e
+                r
             }
             None => {
                 pacer.advance();
-                ctx.pick()
+                Req::claim(ctx)
             }
         }
     }
@@ -126,7 +126,7 @@ impl<'a> Http2<'a> {
         now: Instant,
     ) {
         if let Some((intended, again)) = self.next_waiting(pacer, now) {
-            let endpoint = self.take_waiting(ctx, pacer, again);
+            let endpoint = self.take_waiting(ctx, pacer, again).endpoint;
             let measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
             if measured && ctx.in_window(now) {
                 ctx.recorder.error(now, kind, 0);
@@ -198,10 +198,10 @@ impl<'a> Protocol<'a> for Http2<'a> {
                 d.grow(self);
                 break;
             };
-            let endpoint = self.take_waiting(d.ctx, d.pacer, again);
+            let req = self.take_waiting(d.ctx, d.pacer, again);
             let resend = again.is_some();
             let c = &mut self.conns[i];
-            c.open_stream(d.ctx, &mut self.sh, endpoint, intended, resend, now);
+            c.open_stream(d.ctx, &mut self.sh, req, intended, resend, now);
         }
         for i in std::mem::take(&mut self.batch) {
             self.conns[i].send_out(d.ctx, &mut self.sh, now);

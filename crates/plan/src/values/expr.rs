@@ -83,7 +83,9 @@ pub struct Slot {
 }
 
 /// The names a bare word may not take (they are values of their own).
-pub const BUILT_INS: [&str; 8] = ["seq", "int", "pick", "uuid", "now", "shard", "worker", "conn"];
+pub const BUILT_INS: [&str; 8] = [
+    "seq", "int", "pick", "uuid", "now", "shard", "worker", "conn",
+];
 
 const SYNTAX: &str = "the values are seq, seq(START, STEP), int(MIN, MAX), pick(A, B, …), uuid, now, now(ms), now(s), shard, worker, conn, row.COLUMN and 'text', with | url or | json after them (docs/request-values.md)";
 
@@ -137,7 +139,10 @@ fn parse_value(text: &str) -> Result<Value, String> {
     let (name, args) = match text.split_once('(') {
         Some((name, rest)) => {
             let inner = rest.trim_end().strip_suffix(')').ok_or_else(|| {
-                format!("'{text}' opens a ( it does not close: write {}(…)", name.trim())
+                format!(
+                    "'{text}' opens a ( it does not close: write {}(…)",
+                    name.trim()
+                )
             })?;
             (name.trim(), Some(split_args(inner)?))
         }
@@ -148,9 +153,9 @@ fn parse_value(text: &str) -> Result<Value, String> {
         args.iter()
             .take(want)
             .map(|a| {
-                a.trim().parse::<i64>().map_err(|_| {
-                    format!("'{text}': '{}' is not a whole number", a.trim())
-                })
+                a.trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("'{text}': '{}' is not a whole number", a.trim()))
             })
             .collect()
     };
@@ -257,7 +262,9 @@ fn split_args(inner: &str) -> Result<Vec<String>, String> {
     }
     out.push(cur);
     if out.iter().any(|a| a.trim().is_empty()) {
-        return Err(format!("'({inner})' has an empty argument: remove the extra comma"));
+        return Err(format!(
+            "'({inner})' has an empty argument: remove the extra comma"
+        ));
     }
     Ok(out)
 }
@@ -273,7 +280,13 @@ mod tests {
     #[test]
     fn reads_every_value() {
         assert_eq!(v("seq"), Value::Seq { start: 1, step: 1 });
-        assert_eq!(v(" seq(1000) "), Value::Seq { start: 1000, step: 1 });
+        assert_eq!(
+            v(" seq(1000) "),
+            Value::Seq {
+                start: 1000,
+                step: 1
+            }
+        );
         assert_eq!(v("seq(0, -2)"), Value::Seq { start: 0, step: -2 });
         assert_eq!(v("int(1, 100)"), Value::Int { min: 1, max: 100 });
         assert_eq!(
@@ -298,7 +311,11 @@ mod tests {
     #[test]
     fn mistakes_name_the_fix() {
         let e = |t: &str| parse(t).unwrap_err();
-        assert!(e("int(5, 1)").contains("min 5 is above its max 1"), "{}", e("int(5, 1)"));
+        assert!(
+            e("int(5, 1)").contains("min 5 is above its max 1"),
+            "{}",
+            e("int(5, 1)")
+        );
         assert!(e("int(1)").contains("wrong arguments"));
         assert!(e("int(a, 2)").contains("'a' is not a whole number"));
         assert!(e("uuid(4)").contains("wrong arguments"));

@@ -39,15 +39,21 @@ impl Marks {
 
     /// The flow variables (`{{name}}`) used, with where.
     pub(crate) fn vars(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.slots.iter().filter_map(|(s, place, _)| match &s.value {
-            Value::Var(v) => Some((v.as_str(), place.as_str())),
-            _ => None,
-        })
+        self.slots
+            .iter()
+            .filter_map(|(s, place, _)| match &s.value {
+                Value::Var(v) => Some((v.as_str(), place.as_str())),
+                _ => None,
+            })
     }
 
     /// `text` with each `{{ … }}` swapped for a marker; `place` names it in errors ("the
     /// URL", "header X-Id", "the body file orders.json"). Borrowed when it has none.
-    pub(crate) fn mark<'t>(&mut self, text: &'t [u8], place: &str) -> Result<Cow<'t, [u8]>, PlanError> {
+    pub(crate) fn mark<'t>(
+        &mut self,
+        text: &'t [u8],
+        place: &str,
+    ) -> Result<Cow<'t, [u8]>, PlanError> {
         if memchr::memmem::find(text, b"{{").is_none() {
             return Ok(Cow::Borrowed(text));
         }
@@ -153,7 +159,9 @@ impl Marks {
                 .ok()
                 .and_then(|d| d.parse().ok())
                 .filter(|&n: &usize| n < self.slots.len())
-                .ok_or_else(|| invalid("a value's marker was changed while rendering the request: report this"))?;
+                .ok_or_else(|| {
+                    invalid("a value's marker was changed while rendering the request: report this")
+                })?;
             let (slot, _, _) = &self.slots[n];
             let resolved = resolve_slot(&slot.value, c, columns);
             if slot.value.is_random() {

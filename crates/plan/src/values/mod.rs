@@ -223,7 +223,9 @@ pub(crate) fn resolve(
         for (slot, _) in &mut r.slots {
             if let Resolved::Row(i) = slot {
                 let name = &columns[*i];
-                *i = data.column(name).ok_or_else(|| invalid(data.no_such_column(name)))?;
+                *i = data
+                    .column(name)
+                    .ok_or_else(|| invalid(data.no_such_column(name)))?;
             }
         }
     }

@@ -10,7 +10,12 @@ pub(crate) fn mark_spec(marks: &mut Marks, spec: &LoadSpec) -> Result<LoadSpec, 
     let mut out = spec.clone();
     mark_request(marks, &mut out.url, &mut out.request, "")?;
     for (i, e) in out.mix.iter_mut().enumerate() {
-        mark_request(marks, &mut e.url, &mut e.request, &format!("request {} of the mix: ", i + 1))?;
+        mark_request(
+            marks,
+            &mut e.url,
+            &mut e.request,
+            &format!("request {} of the mix: ", i + 1),
+        )?;
     }
     marks.refuse_vars()?;
     Ok(out)

@@ -19,6 +19,7 @@ fn requests(p: &Plan, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| {
             let d = src.draw();
+            out.clear();
             src.assemble(0, d, 3, &mut out);
             String::from_utf8(out.clone()).unwrap()
         })
@@ -33,18 +34,34 @@ fn a_fixed_request_has_no_values() {
 
 #[test]
 fn the_sequence_fills_path_query_header_and_body_with_its_length() {
-    let p = plan("http://127.0.0.1:8080/orders/{{seq}}?w={{worker}}&c={{conn}}", |s| {
-        s.request.method = "POST".into();
-        s.request.headers.push(("X-Id".into(), "id-{{seq(100, 10)}}".into()));
-        s.request.body = crate::Body::Bytes(br#"{"id":{{seq}},"n":"{{'{{'}}"}"#.to_vec());
-    })
+    let p = plan(
+        "http://127.0.0.1:8080/orders/{{seq}}?w={{worker}}&c={{conn}}",
+        |s| {
+            s.request.method = "POST".into();
+            s.request
+                .headers
+                .push(("X-Id".into(), "id-{{seq(100, 10)}}".into()));
+            s.request.body = crate::Body::Bytes(br#"{"id":{{seq}},"n":"{{'{{'}}"}"#.to_vec());
+        },
+    )
     .unwrap();
-    assert_eq!(p.target.url, "http://127.0.0.1:8080/orders/{{seq}}?w={{worker}}&c={{conn}}");
+    assert_eq!(
+        p.target.url,
+        "http://127.0.0.1:8080/orders/{{seq}}?w={{worker}}&c={{conn}}"
+    );
     assert_eq!(p.request.headers, vec!["X-Id: id-{{seq(100, 10)}}"]);
     let r = requests(&p, 3);
-    assert!(r[0].starts_with("POST /orders/1?w=0&c=3 HTTP/1.1\r\n"), "{}", r[0]);
+    assert!(
+        r[0].starts_with("POST /orders/1?w=0&c=3 HTTP/1.1\r\n"),
+        "{}",
+        r[0]
+    );
     assert!(r[0].contains("X-Id: id-100\r\n"), "{}", r[0]);
-    assert!(r[0].ends_with("Content-Length: 17\r\n\r\n{\"id\":1,\"n\":\"{{\"}"), "{}", r[0]);
+    assert!(
+        r[0].ends_with("Content-Length: 17\r\n\r\n{\"id\":1,\"n\":\"{{\"}"),
+        "{}",
+        r[0]
+    );
     assert!(r[2].starts_with("POST /orders/3?"), "{}", r[2]);
     assert!(r[2].contains("X-Id: id-120\r\n"));
     assert_eq!(r[0].matches("Content-Length").count(), 1);
@@ -58,7 +75,9 @@ fn shards_stripe_the_sequence_and_n_covers_each_place_once() {
         s.stop = crate::Stop::Requests(10);
         let s = s.shard(Shard::new(i, 3).unwrap()).unwrap();
         let p = Plan::resolve(&s).unwrap();
-        let crate::Stop::Requests(n) = p.stop else { panic!() };
+        let crate::Stop::Requests(n) = p.stop else {
+            panic!()
+        };
         for r in requests(&p, n as usize) {
             let id: u64 = r.split(' ').nth(1).unwrap()[1..].parse().unwrap();
             seen.push(id);
@@ -71,9 +90,10 @@ fn shards_stripe_the_sequence_and_n_covers_each_place_once() {
 #[test]
 fn random_values_stay_in_their_range_and_repeat_with_a_seed() {
     let make = |seed| {
-        plan("http://127.0.0.1:1/p/{{int(-2, 2)}}/{{pick(a, 'b c')}}/{{uuid}}", |s| {
-            s.values.seed = Some(seed)
-        })
+        plan(
+            "http://127.0.0.1:1/p/{{int(-2, 2)}}/{{pick(a, 'b c')}}/{{uuid}}",
+            |s| s.values.seed = Some(seed),
+        )
         .unwrap()
     };
     let a = requests(&make(7), 400);
@@ -88,8 +108,17 @@ fn random_values_stay_in_their_range_and_repeat_with_a_seed() {
         picks.insert(parts[3].to_string());
     }
     assert_eq!(ints, (-2..=2).collect());
-    assert_eq!(picks, ["a".to_string(), "b c".to_string()].into_iter().collect());
-    let uuid = a[0][4..].split('/').nth(4).unwrap().split(' ').next().unwrap();
+    assert_eq!(
+        picks,
+        ["a".to_string(), "b c".to_string()].into_iter().collect()
+    );
+    let uuid = a[0][4..]
+        .split('/')
+        .nth(4)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
     assert_eq!(uuid.len(), 36);
     assert_eq!(&uuid[14..15], "4");
     assert!(matches!(&uuid[19..20], "8" | "9" | "a" | "b"), "{uuid}");
@@ -98,7 +127,9 @@ fn random_values_stay_in_their_range_and_repeat_with_a_seed() {
 #[test]
 fn filters_encode_for_urls_and_json() {
     let p = plan("http://127.0.0.1:1/?q={{'a b/ü' | url}}", |s| {
-        s.request.headers.push(("X-J".into(), "{{'say \"hi\"\\' | json}}".into()));
+        s.request
+            .headers
+            .push(("X-J".into(), "{{'say \"hi\"\\' | json}}".into()));
     });
     let p = p.unwrap();
     let r = &requests(&p, 1)[0];
@@ -119,12 +150,18 @@ fn the_time_is_rfc3339_utc() {
 #[test]
 fn bad_values_are_refused_with_where_and_the_fix() {
     let e = plan("http://127.0.0.1:1/{{int(9, 1)}}", |_| {}).unwrap_err();
-    assert!(e.contains("the URL") && e.contains("min 9 is above its max 1"), "{e}");
+    assert!(
+        e.contains("the URL") && e.contains("min 9 is above its max 1"),
+        "{e}"
+    );
     let e = plan("http://127.0.0.1:1/", |s| {
         s.request.body = crate::Body::Bytes(b"{\n  \"a\": {{nope}}\n}".to_vec());
     })
     .unwrap_err();
-    assert!(e.starts_with("the body, line 2 column 8: '{{nope}}' is not a value"), "{e}");
+    assert!(
+        e.starts_with("the body, line 2 column 8: '{{nope}}' is not a value"),
+        "{e}"
+    );
     let e = plan("http://127.0.0.1:1/{{seq", |_| {}).unwrap_err();
     assert!(e.contains("a {{ without its }}"), "{e}");
     let e = plan("http://{{pick(a,b)}}:1/", |_| {}).unwrap_err();
@@ -133,7 +170,9 @@ fn bad_values_are_refused_with_where_and_the_fix() {
     assert!(e.contains("give --data FILE"), "{e}");
     let e = plan("http://127.0.0.1:1/", |s| {
         s.request.method = "POST".into();
-        s.request.headers.push(("Content-Length".into(), "3".into()));
+        s.request
+            .headers
+            .push(("Content-Length".into(), "3".into()));
         s.request.body = crate::Body::Bytes(b"{{seq}}".to_vec());
     })
     .unwrap_err();

@@ -9,7 +9,7 @@
 
 use super::{H2Conn, H2Phase, Slot, LAST_STREAM_ID};
 use crate::ctx::Ctx;
-use crate::h2::{frame, Shared};
+use crate::h2::{Req, Shared};
 use loadbench_model::{ErrorKind, ErrorReason};
 use std::time::{Duration, Instant};
 
@@ -54,16 +54,15 @@ impl H2Conn {
         &mut self,
         ctx: &mut Ctx,
         sh: &mut Shared,
-        endpoint: u16,
+        req: Req,
         intended: Instant,
         resend: bool,
         now: Instant,
     ) {
         let free = self.slots.iter().position(|s| s.id == 0).unwrap_or(0);
-        let req = &sh.requests[usize::from(endpoint)];
         let before = self.out.len();
-        let (id, bodyless) = (self.next_id, req.body.is_empty());
-        frame::headers(&mut self.out, id, &req.block, bodyless, self.peer_max_frame);
+        let id = self.next_id;
+        self.queue_headers(ctx, sh, free, id, req);
         let measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
         if measured {
             self.record_deferred(ctx, sh);
@@ -74,7 +73,7 @@ impl H2Conn {
             }
             ctx.recorder.wrote(now, (self.out.len() - before) as u64);
         }
-        let mut slot = Slot::stream(id, endpoint, measured, intended, self.peer_window, now);
+        let mut slot = Slot::stream(id, req, measured, intended, self.peer_window, now);
         slot.resend = resend;
         self.occupy(ctx, sh, free, slot, now);
     }

@@ -41,7 +41,11 @@ impl H2Conn {
     /// its last byte (with END_STREAM) is queued.
     fn send_body(&mut self, ctx: &mut Ctx, sh: &Shared, i: usize, now: Instant) -> bool {
         let s = &mut self.slots[i];
-        let body = &sh.requests[usize::from(s.endpoint)].body;
+        let body = if s.own_body {
+            &self.bodies[i]
+        } else {
+            &sh.requests[usize::from(s.endpoint)].body
+        };
         let before = self.out.len();
         while s.body_sent < body.len() {
             let room = self.send_window.min(s.window);

@@ -77,6 +77,40 @@ pub(super) struct LoadFile {
     http2: bool,
     #[serde(default)]
     streams: Option<u32>,
+    #[serde(default)]
+    data: Option<std::path::PathBuf>,
+    #[serde(default)]
+    data_order: Option<DataOrderName>,
+    #[serde(default)]
+    data_split: Option<DataSplitName>,
+    #[serde(default)]
+    data_end: Option<DataEndName>,
+    #[serde(default)]
+    seed: Option<u64>,
+}
+
+/// `data_order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum DataOrderName {
+    InOrder,
+    Random,
+}
+
+/// `data_split`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum DataSplitName {
+    Split,
+    Copy,
+}
+
+/// `data_end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum DataEndName {
+    Wrap,
+    Stop,
 }
 
 /// The `model` key.
@@ -123,7 +157,8 @@ impl LoadFile {
         let pacing = self.pacing();
         let http2 = self.check_http2().map_err(|b| b.at(key, file))?;
         let client = self.client_cert().map_err(|b| b.at(key, file))?;
-        Ok(ScenarioLoad {
+        let values = self.values(file).map_err(|b| b.at(key, file))?;
+        let load = ScenarioLoad {
             name: self.name,
             levels,
             targets: self.targets,
@@ -143,6 +178,53 @@ impl LoadFile {
             pipeline: self.pipeline,
             pacing,
             http2,
+            values,
+        };
+        check_values(&load).map_err(|b| b.at(key, file))?;
+        Ok(load)
+    }
+
+    /// `data`, `data_order`, `data_split`, `data_end` and `seed` (as `--data` and its flags):
+    /// the data file relative to the scenario file; the options only with a data file.
+    fn values(&self, file: &Path) -> Result<loadbench_plan::ValuesSpec, Bad> {
+        use loadbench_plan::{DataEnd, DataOrder, DataSpec, DataSplit};
+        let options = [
+            ("data_order", self.data_order.is_some()),
+            ("data_split", self.data_split.is_some()),
+            ("data_end", self.data_end.is_some()),
+        ];
+        if let (None, Some(&(k, _))) = (&self.data, options.iter().find(|(_, given)| *given)) {
+            return Err(bad(
+                k,
+                "is an option of a data file, and this load has none",
+                "give data = \"rows.csv\" or leave it out",
+            ));
+        }
+        if self.data_end == Some(DataEndName::Stop) && self.model == ModelName::FindMax {
+            return Err(bad(
+                "data_end",
+                "\"stop\" runs each row once, but find-max runs many steps",
+                "use data_end = \"wrap\"",
+            ));
+        }
+        Ok(loadbench_plan::ValuesSpec {
+            data: self.data.as_ref().map(|p| DataSpec {
+                path: relative_to(file, p.clone()),
+                order: match self.data_order {
+                    Some(DataOrderName::Random) => DataOrder::Random,
+                    _ => DataOrder::InOrder,
+                },
+                split: match self.data_split {
+                    Some(DataSplitName::Copy) => DataSplit::Copy,
+                    _ => DataSplit::Split,
+                },
+                end: match self.data_end {
+                    Some(DataEndName::Stop) => DataEnd::Stop,
+                    _ => DataEnd::Wrap,
+                },
+            }),
+            seed: self.seed,
+            ..Default::default()
         })
     }
 
@@ -582,4 +664,36 @@ mod tests {
         let e = check(open(Some(2000)), 1, 2000).unwrap_err();
         assert!(e.problem.starts_with("2000 connections need 2064"), "{e:?}");
     }
+}
+
+/// A load with per-request values (`{{ … }}` in its requests) or a data file: its requests
+/// are compiled and its data file read now, as the plan will (against a stand-in address:
+/// the target's is not known yet), so a mistake is reported before any target starts.
+fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
+    let texts = std::iter::once(&load.request)
+        .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref()))
+        .chain(load.requests.iter().map(|r| (r.path.as_str(), &r.headers, r.body.as_deref())));
+    let mut templated = false;
+    for (path, headers, body) in texts {
+        templated |= path.contains("{{")
+            || headers.values().any(|v| v.contains("{{"))
+            || body.is_some_and(|b| b.contains("{{"));
+    }
+    if !templated && load.values.data.is_none() {
+        return Ok(());
+    }
+    let Some(level) = load.levels.first() else {
+        return Ok(());
+    };
+    let level = match level {
+        LoadShape::FindMax { .. } => LoadShape::Closed { connections: 1 },
+        l => l.clone(),
+    };
+    let mut spec = load.spec(&level, "http://127.0.0.1:9");
+    spec.transport = loadbench_plan::TransportSpec::default();
+    loadbench_plan::Plan::resolve(&spec).map(|_| ()).map_err(|e| {
+        let text = e.to_string();
+        let key = if text.contains("--data") { "data" } else { "request" };
+        bad(key, text, "see docs/request-values.md")
+    })
 }

@@ -210,6 +210,9 @@ pub struct ScenarioLoad {
     /// requests in flight per HTTP/2 connection; `None`: HTTP/1.1. Any model (open and
     /// find-max loads: with keep-alive).
     pub http2: Option<u32>,
+    /// Per-request values' sources: `data` (relative to the scenario file), `data_order`,
+    /// `data_split`, `data_end`, `seed` (docs/request-values.md).
+    pub values: loadbench_plan::ValuesSpec,
 }
 
 /// A load's TLS options, for its `https://` targets.

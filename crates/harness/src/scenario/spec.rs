@@ -30,6 +30,7 @@ impl ScenarioLoad {
             warmup: self.warmup,
             keepalive: self.keepalive,
             source_addrs: self.source_addrs.clone(),
+            values: self.values.clone(),
             request: request_spec(req),
             mix: self
                 .requests

@@ -86,6 +86,7 @@ fn every_example_parses() {
             "gateway-overhead.toml",
             "go-ping.toml",
             "openresty.toml",
+            "orders.toml",
             "php-mariadb.toml",
             "reverse-proxies.toml",
             "scale-out.toml",
@@ -366,6 +367,51 @@ fn php_mariadb_puts_nginx_and_php_fpm_before_its_own_mariadb() {
     assert_eq!(l.targets, ["php", "lua"]);
     let connections = vec![10, 100];
     assert_eq!(connections_of(l), connections);
+}
+
+#[test]
+fn orders_inserts_through_php_fpm_into_its_own_mariadb_with_per_request_values() {
+    let (file, s) = load("orders.toml");
+    assert_header(&file, "seed 000");
+    assert_eq!(names(&s), ["mariadb", "php-fpm", "orders"]);
+    assert_two_core_layout(&s);
+    let db = s.target("mariadb").unwrap();
+    assert!(db
+        .command
+        .as_deref()
+        .unwrap()
+        .ends_with("targets/php-mariadb/mariadb.sh"));
+    assert_eq!(
+        db.args,
+        ["{dir}", "{port}", "{scenario_dir}/targets/orders/init.sql"]
+    );
+    let nginx = &s.target("orders").unwrap().config[0].text;
+    assert!(nginx.contains("$realpath_root/orders.php"));
+    assert!(nginx.contains(&format!("fastcgi_pass 127.0.0.1:{{{PORT_OF}php-fpm}};")));
+    for file in ["orders.php", "init.sql", "nginx.conf"] {
+        assert!(examples_dir().join("targets/orders").join(file).is_file());
+    }
+    let [l] = &s.loads[..] else {
+        panic!("one load, not {}", s.loads.len())
+    };
+    assert_eq!(
+        (l.name.as_deref(), &l.targets[..]),
+        (Some("insert"), &["orders".to_string()][..])
+    );
+    assert_eq!(connections_of(l), [16]);
+    let r = &l.request;
+    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/orders"));
+    assert_eq!(r.headers["Content-Type"], "application/json");
+    // The loader keeps the per-request value templates as written; the engine fills them in.
+    let body = r.body.as_deref().unwrap();
+    for value in [
+        "{{seq}}",
+        "{{pick(book,pen,lamp)}}",
+        "{{int(1,5)}}",
+        "{{int(100,9999)}}",
+    ] {
+        assert!(body.contains(value), "{body}");
+    }
 }
 
 /// The JVM targets: each started by run.sh with its Maven project, ready on an HTTP route, with a

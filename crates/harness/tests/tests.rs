@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 
 mod examples;
 mod limits;
+mod orders;
 mod process;
 mod sampler;
 

@@ -24,6 +24,8 @@
 //! | `/delay/{spec}` | `hello world` after `200ms`, `uniform:10ms..50ms`, `exp:20ms`, `normal:50ms,10ms` |
 //! | `/status/{code}` | that status (200..=599) with its reason phrase as the body |
 //! | `/echo` | the request as JSON: method, path, query, version, headers, body, body_len (the first 256 are also kept: `Server::echoed`) |
+//! | `POST /login` | a fresh token: `{"token":"t1-…","user":…}` and `X-Token`; the user is a JSON body's `"user"`, a form's `user=`, else `anonymous` (other methods: 405) |
+//! | `/me` | with `Authorization: Bearer <token>` from `/login`: `{"user":…,"token":…,"requests":N}`, N counting this token's authorised requests; else 401 with `WWW-Authenticate: Bearer` (counts: `Server::logins`, the newest [`TOKENS_KEPT`] tokens kept) |
 //! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued` and `abandoned_completed` |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
@@ -83,6 +85,7 @@ mod error;
 mod h2;
 mod hiccup;
 mod limit;
+mod login;
 mod rng;
 mod routes;
 mod server;
@@ -94,6 +97,7 @@ mod units;
 pub use echoed::{Echoed, ECHOED_KEPT};
 pub use error::UpstreamError;
 pub use hiccup::{parse_hiccup, Hiccup};
+pub use login::{Logins, Session, TOKENS_KEPT};
 pub use routes::MAX_BODY;
 pub use server::{run_until_signal, Server, ServerConfig};
 pub use settings::{ServeSettings, SettingError};

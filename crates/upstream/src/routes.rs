@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
 
@@ -24,6 +24,7 @@ use crate::conn::Fault;
 use crate::echoed::{EchoLog, Echoed};
 use crate::hiccup::{parse_hiccup, Hiccup};
 use crate::limit::Limit;
+use crate::login::{user_of, Refused, Session, Sessions};
 use crate::rng::{Rng, DEFAULT_SEED};
 use crate::stats::{Counters, Stats};
 use crate::units::{parse_delay, parse_size, percent_decode, DelaySpec};
@@ -32,6 +33,8 @@ use crate::units::{parse_delay, parse_size, percent_decode, DelaySpec};
 pub const MAX_BODY: u64 = 1 << 30;
 /// `/echo` refuses request bodies larger than this with a 413.
 const ECHO_LIMIT: usize = 16 << 20;
+/// `/login` refuses request bodies larger than this with a 413.
+const LOGIN_LIMIT: usize = 64 << 10;
 const JSON_BODY: &[u8] = br#"{"message":"OK","status":200,"data":1}"#;
 
 /// A route pattern: what `/stats` counts by. `Stats` itself is not counted, so it is last and
@@ -45,6 +48,8 @@ pub(crate) enum Route {
     Status,
     Chunked,
     Echo,
+    Login,
+    Me,
     FaultReset,
     FaultClose,
     FaultStall,
@@ -56,7 +61,7 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 14] = [
+    pub(crate) const ALL: [Route; 16] = [
         Route::Root,
         Route::Json,
         Route::Bytes,
@@ -64,6 +69,8 @@ impl Route {
         Route::Status,
         Route::Chunked,
         Route::Echo,
+        Route::Login,
+        Route::Me,
         Route::FaultReset,
         Route::FaultClose,
         Route::FaultStall,
@@ -82,6 +89,8 @@ impl Route {
             Route::Status => "/status",
             Route::Chunked => "/chunked",
             Route::Echo => "/echo",
+            Route::Login => "/login",
+            Route::Me => "/me",
             Route::FaultReset => "/fault/reset",
             Route::FaultClose => "/fault/close",
             Route::FaultStall => "/fault/stall",
@@ -108,6 +117,8 @@ impl Route {
             "status" => Route::Status,
             "chunked" => Route::Chunked,
             "echo" if param.is_empty() => Route::Echo,
+            "login" if param.is_empty() => Route::Login,
+            "me" if param.is_empty() => Route::Me,
             "stats" => Route::Stats,
             "fault" => return (Self::fault_route(param), ""),
             _ => Route::Unmatched,
@@ -159,6 +170,8 @@ pub(crate) struct App {
     pub(crate) epoch: Instant,
     /// The first requests `/echo` received (`Server::echoed`).
     pub(crate) echoed: Arc<EchoLog>,
+    /// The tokens `/login` issued and their `/me` counts (`Server::logins`).
+    pub(crate) sessions: Arc<Sessions>,
 }
 
 /// The server options that shape answers (see `ServerConfig`).
@@ -197,6 +210,8 @@ impl Future for Reply {
 enum Work {
     Done(Outcome),
     Echo,
+    Login,
+    Me,
 }
 
 /// What an answer waits for, in order: a slot, the delay, then the end of a stall window.
@@ -291,6 +306,7 @@ impl App {
             options,
             epoch: Instant::now(),
             echoed: Arc::default(),
+            sessions: Arc::default(),
         }
     }
 
@@ -340,6 +356,25 @@ impl App {
             Ok((wait, Work::Echo)) => {
                 let log = Arc::clone(&self.echoed);
                 wait.then(async move { Ok(echo(req, &log).await) })
+            }
+            Ok((wait, Work::Login)) if req.method() == Method::POST => {
+                let sessions = Arc::clone(&self.sessions);
+                wait.then(async move { Ok(login(req, &sessions).await) })
+            }
+            Ok((wait, Work::Login)) => {
+                let outcome = Ok(post_only());
+                match wait.passes_now() {
+                    true => Reply::Ready(Some(outcome)),
+                    false => wait.then(async { outcome }),
+                }
+            }
+            Ok((wait, Work::Me)) => {
+                let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+                let outcome = Ok(me(self.sessions.authorise(authorization)));
+                match wait.passes_now() {
+                    true => Reply::Ready(Some(outcome)),
+                    false => wait.then(async { outcome }),
+                }
             }
             Err(message) => Reply::Ready(Some(Ok(text(StatusCode::BAD_REQUEST, message)))),
         }
@@ -406,6 +441,8 @@ impl App {
             Route::Status => status_response(param)?,
             Route::FaultSlow => slow(query)?,
             Route::Echo => return Ok(Work::Echo),
+            Route::Login => return Ok(Work::Login),
+            Route::Me => return Ok(Work::Me),
             _ => text(StatusCode::NOT_FOUND, "not found"),
         };
         Ok(Work::Done(Ok(response)))
@@ -562,14 +599,68 @@ async fn echo(req: Request<Incoming>, log: &EchoLog) -> Response<ResponseBody> {
     )
 }
 
-async fn read_body(mut body: Incoming) -> Result<Vec<u8>, String> {
+/// `POST /login`: a fresh token for the user the body names (see `login::user_of`), as
+/// `{"token":…,"user":…}` and in `X-Token`.
+async fn login(req: Request<Incoming>, sessions: &Sessions) -> Response<ResponseBody> {
+    let body = match read_limited(req.into_body(), LOGIN_LIMIT, "/login: at most 64KiB").await {
+        Ok(body) => body,
+        Err(e) => return text(StatusCode::PAYLOAD_TOO_LARGE, e),
+    };
+    let user = user_of(&body);
+    let token = sessions.login(user.clone());
+    let answer = serde_json::json!({ "token": token, "user": user });
+    let mut response = json_response(StatusCode::OK, &answer);
+    if let Ok(value) = HeaderValue::from_str(&token) {
+        response.headers_mut().insert("x-token", value);
+    }
+    response
+}
+
+/// `/login` with another method than POST: 405 naming the one it takes.
+fn post_only() -> Response<ResponseBody> {
+    let answer = serde_json::json!({ "error": "use POST /login" });
+    let mut response = json_response(StatusCode::METHOD_NOT_ALLOWED, &answer);
+    (response.headers_mut()).insert(ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+/// `/me` (any method): the token's user and its authorised requests so far, or a 401.
+fn me(authorised: Result<(String, Session), Refused>) -> Response<ResponseBody> {
+    let (challenge, error) = match authorised {
+        Ok((token, session)) => {
+            let answer = serde_json::json!({
+                "user": session.user,
+                "token": token,
+                "requests": session.requests,
+            });
+            return json_response(StatusCode::OK, &answer);
+        }
+        Err(Refused::Missing) => ("Bearer", "missing bearer token"),
+        Err(Refused::Unknown) => ("Bearer error=\"invalid_token\"", "unknown token"),
+    };
+    let answer = serde_json::json!({ "error": error });
+    let mut response = json_response(StatusCode::UNAUTHORIZED, &answer);
+    (response.headers_mut()).insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    response
+}
+
+fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<ResponseBody> {
+    with_type(status, ResponseBody::once(value.to_string().into()), json())
+}
+
+async fn read_body(body: Incoming) -> Result<Vec<u8>, String> {
+    read_limited(body, ECHO_LIMIT, "/echo: at most 16MiB").await
+}
+
+/// The whole request body, or an error once it passes `limit` bytes.
+async fn read_limited(mut body: Incoming, limit: usize, what: &str) -> Result<Vec<u8>, String> {
     use hyper::body::Body as _;
     let mut out = Vec::new();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let frame = frame.map_err(|e| format!("cannot read the request body: {e}"))?;
         if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > ECHO_LIMIT {
-                return Err("request body too large for /echo: at most 16MiB".into());
+            if out.len() + data.len() > limit {
+                return Err(format!("request body too large for {what}"));
             }
             out.extend_from_slice(&data);
         }
@@ -590,6 +681,9 @@ mod tests {
             ("/delay/uniform:1ms..2ms", Route::Delay, "uniform:1ms..2ms"),
             ("/status/418", Route::Status, "418"),
             ("/fault/reset", Route::FaultReset, ""),
+            ("/login", Route::Login, ""),
+            ("/me", Route::Me, ""),
+            ("/me/x", Route::Unmatched, "x"),
             ("/fault/nope", Route::Unmatched, ""),
             ("/stats/reset", Route::Stats, "reset"),
             ("/json/extra", Route::Unmatched, "extra"),

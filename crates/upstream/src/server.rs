@@ -178,6 +178,12 @@ impl Server {
         self.app.echoed.snapshot()
     }
 
+    /// What the login routes saw: every kept token (the newest [`crate::TOKENS_KEPT`]) with
+    /// its user and its authorised `/me` requests, and the count of 401s from `/me`.
+    pub fn logins(&self) -> crate::Logins {
+        self.app.sessions.snapshot()
+    }
+
     /// Zeroes the statistics and returns what they held (same as `POST /stats/reset`).
     pub fn reset_stats(&self) -> Stats {
         self.app.reset()

@@ -13,8 +13,8 @@ use loadbench_upstream::{
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug)]
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     /// Number of chunks when the body was chunked.
@@ -22,7 +22,7 @@ struct Resp {
 }
 
 impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         let found = self
             .headers
             .iter()
@@ -34,20 +34,20 @@ impl Resp {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
-    fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
-fn start(cfg: ServerConfig) -> Server {
+pub(crate) fn start(cfg: ServerConfig) -> Server {
     Server::start(cfg).unwrap()
 }
 
-fn server() -> Server {
+pub(crate) fn server() -> Server {
     start(ServerConfig::ephemeral())
 }
 
-fn connect(addr: SocketAddr) -> TcpStream {
+pub(crate) fn connect(addr: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
     stream
@@ -69,7 +69,7 @@ fn post(addr: SocketAddr, path: &str) -> Resp {
     read_response(&mut BufReader::new(send(addr, "POST", path)))
 }
 
-fn read_response(reader: &mut impl BufRead) -> Resp {
+pub(crate) fn read_response(reader: &mut impl BufRead) -> Resp {
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
     let status = line.split(' ').nth(1).unwrap().parse().unwrap();

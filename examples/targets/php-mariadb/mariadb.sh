@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# The MariaDB target of examples/php-mariadb.toml: `mariadb.sh DIR PORT` creates a data
+# The MariaDB target of examples/php-mariadb.toml and examples/orders.toml:
+# `mariadb.sh DIR PORT [INIT_SQL]` creates a data
 # directory under DIR (the target's folder in the run, so nothing touches the system's
 # /var/lib/mysql) on the first start, then runs mariadbd in the foreground on 127.0.0.1:PORT and
 # the Unix socket DIR/mariadb.sock (or a short name in /tmp when that path is longer than a
-# socket address allows), with no option file (--no-defaults), and loads init.sql
-# (database `bench`, table `items`, user bench/bench on 127.0.0.1, SELECT only).
+# socket address allows), with no option file (--no-defaults), and runs INIT_SQL at every start
+# (default: init.sql beside this script: database `bench`, table `items`, user bench/bench on
+# 127.0.0.1, SELECT only; examples/targets/orders/init.sql for the orders example).
 set -euo pipefail
 dir=$1 port=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+init=${3:-$here/init.sql}
+if [[ ! -f $init ]]; then
+    echo "mariadb.sh: no init file $init (the third argument, INIT_SQL)" >&2
+    exit 2
+fi
 user=$(id -un) # mariadbd refuses root unless told so; as anyone else it runs as that user
 sock=$dir/mariadb.sock
 if ((${#sock} > 100)); then
@@ -22,5 +29,5 @@ if [[ ! -d $dir/data/mysql ]]; then
 fi
 exec mariadbd --no-defaults --datadir="$dir/data" --user="$user" \
     --bind-address=127.0.0.1 --port="$port" --socket="$sock" \
-    --pid-file="$dir/mariadb.pid" --init-file="$here/init.sql" --skip-name-resolve \
+    --pid-file="$dir/mariadb.pid" --init-file="$init" --skip-name-resolve \
     --innodb-buffer-pool-size=64M --max-connections=500 --skip-log-bin "${small[@]}"

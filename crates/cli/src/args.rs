@@ -405,6 +405,12 @@ pub(crate) struct RequestArgs {
     /// method, URL, headers and postData, in order, weight 1 each.
     #[arg(long = "har", value_name = "FILE")]
     pub har: Option<PathBuf>,
+    /// A flow of steps run by every connection as one virtual user, from a TOML file: `name`
+    /// and `[[steps]]` with method, path (appended to the URL), headers, body, `capture`
+    /// (`token = "json:/token"`, `"header:X-Token"`, `"regex:id=(\d+)"`), `check` (`status`,
+    /// `body_contains`, `json`) and `think` (docs/flows.md). Closed model, HTTP/1.1.
+    #[arg(long, value_name = "FILE")]
+    pub flow: Option<PathBuf>,
     /// A request mix from a vegeta targets file, http format ('METHOD URL' lines, header
     /// lines, '@body-file' lines) or JSON lines, weight 1 each.
     #[arg(long = "targets", value_name = "FILE")]

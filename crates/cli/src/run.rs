@@ -122,9 +122,14 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
             ))
         }
     };
+    let flow = match &r.flow {
+        Some(path) => Some(read_flow(path)?),
+        None => None,
+    };
     Ok(LoadSpec {
         request,
         mix,
+        flow,
         keepalive: !r.no_keepalive,
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
@@ -133,6 +138,24 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
         values: r.values.spec(),
         ..LoadSpec::closed(&url, 50, std::time::Duration::from_secs(10))
     })
+}
+
+/// A `--flow` file, typed; a mistake is one line naming the file (and the line, for TOML).
+fn read_flow(path: &std::path::Path) -> Result<loadbench_plan::FlowSpec, UserError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UserError(format!("cannot read --flow {shown}: {e}; check the path")))?;
+    let file: loadbench_plan::FlowFile = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start].matches('\n').count() + 1)
+            .map_or(String::new(), |l| format!(" line {l}"));
+        let msg = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        UserError(format!(
+            "--flow {shown}{line}: {msg}; fix the file (docs/flows.md)"
+        ))
+    })?;
+    file.typed(&format!("--flow {shown}")).map_err(UserError)
 }
 
 /// The requests of a mix, in order: the URL argument, each `-u`, each line of the requests

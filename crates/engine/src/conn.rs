@@ -7,6 +7,7 @@ use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, ParseError, Progress, ResponseParser};
 use crate::transport::Stream;
 use loadbench_model::{ErrorKind, ReopenReason};
+use loadbench_plan::{split_answer, Answer, Draw, Flow, MAX_KEPT_RESPONSE};
 use mio::{Interest, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -97,6 +98,23 @@ pub struct Conn {
     /// The current request assembled with its values (empty: it is fixed bytes, written
     /// from the context). Kept until the next request, so a resend writes the same values.
     out: Vec<u8>,
+    /// A flow: this connection's virtual user (`None` without a flow).
+    vu: Option<Box<Vu>>,
+}
+
+/// A flow's virtual user: where it is in the flow, its iteration's draw, its variables, and
+/// the raw answer of a step that reads it.
+pub(crate) struct Vu {
+    step: u16,
+    draw: Draw,
+    /// When its iteration's first step started (its intended time).
+    started: Instant,
+    vars: Vec<Vec<u8>>,
+    /// The current step reads its answer: it is kept in `answer` (up to
+    /// [`MAX_KEPT_RESPONSE`] bytes).
+    keep: bool,
+    answer: Vec<u8>,
+    scratch: Vec<u8>,
 }
 
 impl Conn {
@@ -125,6 +143,7 @@ impl Conn {
             opened: None,
             pipe: None,
             out: Vec::new(),
+            vu: None,
         }
     }
 
@@ -186,10 +205,14 @@ impl Conn {
             return self.pipe_start(ctx, intended, now);
         }
         self.intended = intended;
-        self.endpoint = ctx.pick();
         self.out.clear();
-        if let Some(draw) = ctx.draw(self.endpoint) {
-            ctx.assemble(self.endpoint, draw, self.token.0, &mut self.out);
+        if let Some(flow) = ctx.flow {
+            self.start_step(ctx, flow, intended);
+        } else {
+            self.endpoint = ctx.pick();
+            if let Some(draw) = ctx.draw(self.endpoint) {
+                ctx.assemble(self.endpoint, draw, self.token.0, &mut self.out);
+            }
         }
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
         self.reused = self.stream.is_some() && !self.fresh;
@@ -202,6 +225,101 @@ impl Conn {
         } else {
             self.connect(ctx, now);
         }
+    }
+
+    /// A flow: the virtual user's current step is the request; a first step begins a new
+    /// iteration (its place in the sequence, its random number). The request is assembled
+    /// with the variables earlier steps captured.
+    fn start_step(&mut self, ctx: &mut Ctx, flow: &Flow, intended: Instant) {
+        let vu = self.vu.get_or_insert_with(|| {
+            Box::new(Vu {
+                step: 0,
+                draw: Draw::default(),
+                started: intended,
+                vars: vec![Vec::new(); flow.vars.len()],
+                keep: false,
+                answer: Vec::new(),
+                scratch: Vec::new(),
+            })
+        });
+        let Some(values) = ctx.values.as_mut() else {
+            return;
+        };
+        if vu.step == 0 {
+            vu.draw = values.draw();
+            vu.started = intended;
+        }
+        self.endpoint = vu.step;
+        if values.templated(vu.step) {
+            let draw = vu.draw.step(vu.step);
+            values.assemble(vu.step, draw, self.token.0 as u32, &vu.vars, &mut self.out);
+        }
+        vu.keep = flow.steps[usize::from(vu.step)].reads_answer();
+        vu.answer.clear();
+    }
+
+    /// A flow's step answered: its checks and captures judge it (`Err`: the class its
+    /// failure counts as).
+    fn judge_step(&mut self, ctx: &mut Ctx) -> Result<(), ErrorKind> {
+        let (Some(flow), Some(vu), Some(values)) =
+            (ctx.flow, self.vu.as_deref_mut(), ctx.values.as_mut())
+        else {
+            return Ok(());
+        };
+        let step = &flow.steps[usize::from(vu.step)];
+        let mut body = std::mem::take(&mut ctx.answer_body);
+        let head = if vu.keep {
+            split_answer(&vu.answer, &mut body)
+        } else {
+            body.clear();
+            &[]
+        };
+        let answer = Answer {
+            status: self.parser.status(),
+            head,
+            body: &body,
+        };
+        let draw = vu.draw.step(vu.step);
+        let conn = self.token.0 as u32;
+        let verdict = step.judge(answer, values, draw, conn, &mut vu.vars, &mut vu.scratch);
+        ctx.answer_body = body;
+        verdict
+    }
+
+    /// After a flow's step: the next step (or, after the last or a failed one, a new
+    /// iteration from the first), once the step's think time has passed.
+    fn next_step(
+        &mut self,
+        ctx: &mut Ctx,
+        verdict: Result<(), ErrorKind>,
+        records: bool,
+        now: Instant,
+    ) {
+        let (Some(flow), Some(vu)) = (ctx.flow, self.vu.as_deref_mut()) else {
+            return self.begin(ctx, now);
+        };
+        let think = flow.steps[usize::from(vu.step)].think;
+        if verdict.is_ok() {
+            vu.step += 1;
+            if usize::from(vu.step) == flow.steps.len() {
+                if records {
+                    ctx.recorder
+                        .flow_completed(now.saturating_duration_since(vu.started));
+                }
+                vu.step = 0;
+            }
+        } else {
+            if records {
+                ctx.recorder.flow_broken();
+            }
+            vu.step = 0;
+        }
+        if think.is_zero() {
+            return self.begin(ctx, now);
+        }
+        self.phase = Phase::Idle;
+        self.wake_at = now + think;
+        ctx.backoff.push(self.token.0);
     }
 
     /// The first request on a spare: its connect (and handshake) is recorded now, if both
@@ -432,8 +550,17 @@ impl Conn {
                         self.first_byte(ctx, now);
                     }
                     self.read_bytes += n as u64;
+                    if let Some(vu) = self.vu.as_deref_mut().filter(|v| v.keep) {
+                        let room = MAX_KEPT_RESPONSE.saturating_sub(vu.answer.len());
+                        vu.answer.extend_from_slice(&ctx.buf[..n.min(room)]);
+                    }
                     match self.parser.feed(&ctx.buf[..n]) {
                         Ok(Progress::Complete { consumed }) => {
+                            if let Some(vu) = self.vu.as_deref_mut().filter(|v| v.keep) {
+                                let extra = n - consumed;
+                                let keep = vu.answer.len().saturating_sub(extra);
+                                vu.answer.truncate(keep);
+                            }
                             let tail = match (consumed < n, read_closed) {
                                 (true, _) => Tail::Extra,
                                 (false, true) => Tail::Closed,
@@ -489,14 +616,22 @@ impl Conn {
     /// may be reused, or on a new one.
     #[inline]
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, tail: Tail) {
+        let verdict = if self.vu.is_some() {
+            self.judge_step(ctx)
+        } else {
+            Ok(())
+        };
         let records = ctx.records(self.measured, self.intended, now);
-        if records {
+        if let (true, Err(kind)) = (records, verdict) {
+            ctx.recorder.error(now, kind, self.read_bytes);
+            ctx.recorder.endpoint_error(self.endpoint, kind);
+        } else if records {
             self.completed = self.completed.saturating_add(1);
             let latency = now.saturating_duration_since(self.intended);
             let status = self.parser.status();
             ctx.recorder
                 .response(now, latency, self.since, status, self.read_bytes);
-            if ctx.mix.is_some() {
+            if ctx.recorder.per_endpoint() {
                 ctx.recorder
                     .endpoint_response(self.endpoint, latency, status);
             }
@@ -519,6 +654,8 @@ impl Conn {
         if ctx.open {
             self.phase = Phase::Idle;
             ctx.idle.push(self.token.0);
+        } else if self.vu.is_some() {
+            self.next_step(ctx, verdict, records, now);
         } else {
             self.begin(ctx, now);
         }
@@ -565,6 +702,13 @@ impl Conn {
         if !self.spare && !unsent_late && ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
             ctx.recorder.endpoint_error(self.endpoint, kind);
+            if self.vu.is_some() {
+                ctx.recorder.flow_broken();
+            }
+        }
+        if let Some(vu) = self.vu.as_deref_mut() {
+            // The iteration ends here: the virtual user starts over at the first step.
+            vu.step = 0;
         }
         self.left_connect(ctx);
         self.end_spare(ctx);

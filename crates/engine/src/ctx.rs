@@ -10,7 +10,7 @@ use crate::recorder::Recorder;
 use crate::tls::TlsClient;
 use crate::transport::{Dest, Sources};
 use crate::WorkerLimits;
-use loadbench_plan::{Draw, Source, Values};
+use loadbench_plan::{Draw, Flow, Source, Values};
 use mio::Registry;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicU64;
@@ -38,6 +38,10 @@ pub struct Ctx<'a> {
     pub mix: Option<Mix<'a>>,
     /// Per-request values: requests assembled per request (`None`: all fixed bytes).
     pub values: Option<Source<'a>>,
+    /// A flow: each connection is a virtual user running its steps (`None`: no flow).
+    pub flow: Option<&'a Flow>,
+    /// A flow's answers, split and de-chunked (the worker's one buffer).
+    pub answer_body: Vec<u8>,
     /// Connections are reused; without keep-alive each request opens one.
     pub keepalive: bool,
     /// The worker's one read buffer, shared by its connections.
@@ -112,11 +116,11 @@ impl<'a> Ctx<'a> {
         v.templated(endpoint).then(|| v.draw())
     }
 
-    /// Assembles request `endpoint` for `draw` on connection `conn` into `out`.
+    /// Assembles request `endpoint` for `draw` on connection `conn` at the end of `out`.
     #[inline]
     pub fn assemble(&mut self, endpoint: u16, draw: Draw, conn: usize, out: &mut Vec<u8>) {
         if let Some(v) = self.values.as_mut() {
-            v.assemble(endpoint, draw, conn as u32, out);
+            v.assemble(endpoint, draw, conn as u32, &[], out);
         }
     }
 
@@ -280,11 +284,15 @@ impl<'a> Ctx<'a> {
             values: cfg
                 .values
                 .map(|(v, counter)| Source::new(v, counter, cfg.first_source as u32)),
+            flow: cfg.flow,
+            answer_body: Vec::new(),
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            recorder: Recorder::new(cfg.t0, cfg.pacing.is_some())
-                .with_endpoints(cfg.mix.len())
-                .with_window(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
+            recorder: match cfg.flow {
+                Some(f) => Recorder::new(cfg.t0, cfg.pacing.is_some()).with_flow(f.steps.len()),
+                None => Recorder::new(cfg.t0, cfg.pacing.is_some()).with_endpoints(cfg.mix.len()),
+            }
+            .with_window(cfg.pacing.map_or(Duration::ZERO, |p| p.window)),
             retry: Vec::with_capacity(cfg.connections),
             backoff: Vec::with_capacity(cfg.connections),
             open: cfg.pacing.is_some(),
@@ -326,6 +334,8 @@ pub struct WorkerConfig<'a> {
     pub mix: &'a [loadbench_plan::Endpoint],
     /// Per-request values and the process's sequence counter (shared by the workers).
     pub values: Option<(&'a Values, &'a AtomicU64)>,
+    /// A flow: its steps' captures and checks (`mix` holds their requests).
+    pub flow: Option<&'a Flow>,
     /// Reuse connections between requests.
     pub keepalive: bool,
     /// `--pipeline`: requests each connection keeps in flight (1: one at a time).

@@ -313,6 +313,13 @@ impl Engine {
             set_targets(&mut stats, schedule, plan.stop);
         }
         label_endpoints(&mut stats, &plan.mix);
+        if let (Some(f), Some(s)) = (&plan.flow, stats.flow.as_mut()) {
+            s.name.clone_from(&f.name);
+            s.steps = f.steps.len() as u32;
+            for (e, step) in stats.endpoints.iter_mut().zip(&f.steps) {
+                e.name = Some(step.name.clone());
+            }
+        }
         Ok(Outcome {
             stats,
             started_at: wall_start + delayed + plan.warmup,
@@ -371,6 +378,7 @@ impl Engine {
                 head: plan.request.head,
                 mix: &plan.mix,
                 values: plan.values.as_ref().map(|v| (v, counter)),
+                flow: plan.flow.as_ref(),
                 keepalive: plan.keepalive,
                 pipeline: plan.pipeline,
                 connections: if paced.is_some() { 0 } else { c as usize },

@@ -3,9 +3,9 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    BodySizes, EndpointStats, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, Histo, Latency,
-    PerConnection, ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series, SeriesPoint,
-    Stats, StatusCounts, TlsStats,
+    BodySizes, EndpointStats, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, FlowStats, Histo,
+    Latency, PerConnection, ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series,
+    SeriesPoint, Stats, StatusCounts, TlsStats,
 };
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,8 @@ pub struct Recorder {
     series: Vec<SeriesPoint>,
     /// A request mix: each request's own counts (empty without a mix).
     endpoints: Vec<EndpointRecorder>,
+    /// A flow's iterations (`None` without a flow).
+    flow: Option<FlowStats>,
 }
 
 /// One request of a mix: what [`EndpointStats`] holds, in the recorder's flat arrays.
@@ -153,7 +155,39 @@ impl Recorder {
             second_latency: Histo::per_second(),
             series: Vec::new(),
             endpoints: Vec::new(),
+            flow: None,
         }
+    }
+
+    /// Keeps per-step statistics for a flow of `steps` steps (a one-step flow too) and the
+    /// flow's iterations.
+    pub fn with_flow(mut self, steps: usize) -> Self {
+        self.endpoints = (0..steps).map(|_| EndpointRecorder::new()).collect();
+        self.flow = Some(FlowStats::default());
+        self
+    }
+
+    /// A flow iteration completed every step; `took` from its first step's start.
+    #[inline]
+    pub fn flow_completed(&mut self, took: Duration) {
+        if let Some(f) = &mut self.flow {
+            f.completed += 1;
+            f.duration.hist.record_ns(Self::nanos(took));
+        }
+    }
+
+    /// A flow iteration ended at a failed step.
+    #[inline]
+    pub fn flow_broken(&mut self) {
+        if let Some(f) = &mut self.flow {
+            f.broken += 1;
+        }
+    }
+
+    /// Whether requests are counted per request of a mix or step of a flow.
+    #[inline]
+    pub fn per_endpoint(&self) -> bool {
+        !self.endpoints.is_empty()
     }
 
     /// Keeps per-request statistics for a mix of `n` requests (none for fewer than two).
@@ -565,6 +599,7 @@ impl Recorder {
                 read: Latency { hist: self.read },
             },
             endpoints,
+            flow: self.flow,
             series: Series(self.series),
         }
     }

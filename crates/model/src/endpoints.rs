@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub struct EndpointStats {
     /// Its place in the mix, from 0 (the order of `-u` flags or of the requests file's lines).
     pub index: u32,
+    /// A flow's step: its name (docs/flows.md); absent for a request of a mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// HTTP method, upper-case.
     pub method: String,
     /// The URL, normalized.
@@ -33,6 +36,7 @@ impl EndpointStats {
     /// one has none yet).
     pub fn merge(&mut self, other: &EndpointStats) {
         if self.url.is_empty() {
+            self.name.clone_from(&other.name);
             self.method.clone_from(&other.method);
             self.url.clone_from(&other.url);
             self.weight = other.weight;

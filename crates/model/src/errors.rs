@@ -38,11 +38,17 @@ pub enum ErrorKind {
     /// HTTP/2: the server sent GOAWAY and then closed the connection before this request (at
     /// or below the GOAWAY's last stream id) was answered; the reason is the GOAWAY's code.
     H2Goaway,
+    /// A flow step's check failed (its status, a text in its body, a JSON value): the answer
+    /// came, but not the one the flow expects (docs/flows.md).
+    CheckFailed,
+    /// A flow step's capture found nothing to take (no such JSON value, header or match):
+    /// the flow cannot go on with an empty value, so it starts over (docs/flows.md).
+    CaptureMissing,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -56,6 +62,8 @@ impl ErrorKind {
         ErrorKind::TlsHandshake,
         ErrorKind::H2RstStream,
         ErrorKind::H2Goaway,
+        ErrorKind::CheckFailed,
+        ErrorKind::CaptureMissing,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -84,6 +92,8 @@ impl ErrorKind {
             ErrorKind::TlsHandshake => "TLS handshake failed",
             ErrorKind::H2RstStream => "HTTP/2 stream reset by the server (RST_STREAM)",
             ErrorKind::H2Goaway => "HTTP/2 connection closed after GOAWAY",
+            ErrorKind::CheckFailed => "a flow step's check failed",
+            ErrorKind::CaptureMissing => "a flow step's capture found nothing",
         }
     }
 

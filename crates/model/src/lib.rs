@@ -15,6 +15,7 @@ pub mod endpoints;
 pub mod errors;
 pub mod evidence;
 pub mod find_max;
+pub mod flows;
 pub mod h2;
 pub mod histogram;
 pub mod hlog;
@@ -51,6 +52,7 @@ pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
+pub use flows::{merge_flow, FlowStats};
 pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;

@@ -261,6 +261,10 @@ pub struct Stats {
     /// they add up to). Absent for a single-request run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<crate::EndpointStats>,
+    /// A flow (docs/flows.md): its iterations completed and broken, and their time; each
+    /// step is one entry of `endpoints`. Absent without a flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::FlowStats>,
     /// One point per second of the measured window.
     pub series: Series,
 }
@@ -342,6 +346,7 @@ impl Stats {
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
         crate::merge_endpoints(&mut self.endpoints, &o.endpoints);
+        crate::merge_flow(&mut self.flow, &o.flow);
         self.series.merge(&o.series);
     }
 

@@ -13,6 +13,7 @@
 //! Neighbours: the runner resolves and hands the plan to the engine. Depends on units and model.
 
 mod data;
+mod flow;
 mod import;
 mod mix;
 mod pacing;
@@ -27,6 +28,10 @@ mod transport;
 mod values;
 
 pub use data::{DataFile, DataFormat};
+pub use flow::{
+    split_answer, Answer, CaptureSpec, CheckFile, Flow, FlowFile, FlowSpec, Scalar, StatusFile,
+    Step, StepFile, StepSpec, MAX_KEPT_RESPONSE, MAX_STEPS,
+};
 pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
 pub use loadbench_model::LoadShape;
 pub use loadbench_units as units;
@@ -99,6 +104,8 @@ pub struct LoadSpec {
     pub transport: TransportSpec,
     /// Per-request values: the data file, the seed, the shard (docs/request-values.md).
     pub values: ValuesSpec,
+    /// A flow (docs/flows.md): its steps replace `request` (`url` is their base).
+    pub flow: Option<FlowSpec>,
 }
 
 impl LoadSpec {
@@ -121,6 +128,7 @@ impl LoadSpec {
             source_addrs: Vec::new(),
             transport: TransportSpec::default(),
             values: ValuesSpec::default(),
+            flow: None,
         }
     }
 
@@ -228,6 +236,8 @@ pub struct Plan {
     /// Per-request values: the requests assembled per request, the data file; `None` when
     /// every request is fixed bytes.
     pub values: Option<Values>,
+    /// A flow: its steps' captures and checks (its requests are `mix`, one per step).
+    pub flow: Option<Flow>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -245,10 +255,23 @@ pub(crate) fn invalid(msg: impl Into<String>) -> PlanError {
 impl Plan {
     /// Checks how the spec's values combine and resolves everything the run needs.
     pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
+        let expanded = flow::expand(spec)?;
+        let spec = expanded.as_ref().unwrap_or(spec);
         let mut marks = values::Marks::default();
+        if let Some(f) = &spec.flow {
+            marks.vars = flow::var_names(f);
+        }
         let marked = values::mark_spec(&mut marks, spec)?;
         let mut plan = Plan::resolve_marked(&marked)?;
-        plan.values = values::compile_plan(&marks, &marked, &mut plan)?;
+        if spec.flow.is_some() && plan.mix.is_empty() {
+            // A one-step flow: its step is still a request of the per-step breakdown.
+            plan.mix.push(Endpoint {
+                url: plan.target.url.clone(),
+                weight: 1,
+                request: plan.request.clone(),
+            });
+        }
+        plan.values = values::compile_plan(&mut marks, &marked, &mut plan)?;
         values::apply_row_budget(&mut plan, spec)?;
         Ok(plan)
     }
@@ -310,6 +333,7 @@ impl Plan {
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
             pipeline: pipeline::check(spec)?,
             values: None,
+            flow: None,
         })
     }
 }

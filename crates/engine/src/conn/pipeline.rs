@@ -370,7 +370,7 @@ impl Conn {
         let status = self.parser.status();
         ctx.recorder
             .response(now, latency, e.sent, status, self.read_bytes);
-        if ctx.mix.is_some() {
+        if ctx.recorder.per_endpoint() {
             ctx.recorder.endpoint_response(e.endpoint, latency, status);
         }
         ctx.recorder.body(self.parser.body_bytes(), e.reused);

@@ -721,7 +721,7 @@ impl H2Conn {
             let sent = self.sent_from(ctx, &s);
             ctx.recorder
                 .response(now, latency, sent, s.status, s.read_bytes);
-            if ctx.mix.is_some() {
+            if ctx.recorder.per_endpoint() {
                 ctx.recorder
                     .endpoint_response(s.endpoint, latency, s.status);
             }

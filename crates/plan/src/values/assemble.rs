@@ -35,6 +35,17 @@ pub struct Draw {
     pub rand: u64,
 }
 
+impl Draw {
+    /// A flow step's draw: the iteration's place, and a random number of its own per step.
+    #[inline]
+    pub fn step(self, i: u16) -> Draw {
+        Draw {
+            k: self.k,
+            rand: mix64(self.rand ^ u64::from(i).wrapping_mul(GOLDEN)),
+        }
+    }
+}
+
 /// A worker's buffers for assembling (reused from request to request).
 #[derive(Debug, Default)]
 pub struct Scratch {
@@ -108,16 +119,38 @@ impl<'a> Source<'a> {
 
     /// Assembles request `endpoint` (it must be templated) for `draw` on connection `conn`
     /// at the end of `out`.
-    pub fn assemble(&mut self, endpoint: u16, draw: Draw, conn: u32, out: &mut Vec<u8>) {
-        let Some(c) = self.values.requests[usize::from(endpoint)].as_ref() else {
+    pub fn assemble(
+        &mut self,
+        endpoint: u16,
+        draw: Draw,
+        conn: u32,
+        vars: &[Vec<u8>],
+        out: &mut Vec<u8>,
+    ) {
+        let values = self.values;
+        let Some(c) = values.requests[usize::from(endpoint)].as_ref() else {
             return;
         };
+        self.assemble_text(c, draw, conn, vars, out);
+    }
+
+    /// Assembles a compiled text (a request, a flow's check) at the end of `out`; `vars`: a
+    /// flow's captured variables (empty outside a flow).
+    pub fn assemble_text(
+        &mut self,
+        c: &Compiled,
+        draw: Draw,
+        conn: u32,
+        vars: &[Vec<u8>],
+        out: &mut Vec<u8>,
+    ) {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut nth = 0u64;
         let env = Env {
             source: self,
             draw,
             conn,
+            vars,
         };
         match &c.body {
             None => env.pieces(c, &c.head, out, &mut scratch.value, &mut nth),
@@ -142,6 +175,7 @@ struct Env<'s, 'a> {
     source: &'s Source<'a>,
     draw: Draw,
     conn: u32,
+    vars: &'s [Vec<u8>],
 }
 
 impl Env<'_, '_> {
@@ -207,6 +241,11 @@ impl Env<'_, '_> {
                 }
             }
             Resolved::Text(a, b) => out.extend_from_slice(&c.lits[*a as usize..*b as usize]),
+            Resolved::Var(i) => {
+                if let Some(v) = self.vars.get(*i) {
+                    out.extend_from_slice(v);
+                }
+            }
         }
     }
 }

@@ -21,6 +21,8 @@ const MAX_SLOTS: usize = 10_000;
 pub(crate) struct Marks {
     /// Each value, where it was written, and its text between the braces.
     slots: Vec<(Slot, String, String)>,
+    /// A flow's variables, by index (a `{{name}}` compiles to its index).
+    pub(crate) vars: Vec<String>,
 }
 
 /// Where a `{{` sits in a text: its line and column (1-based), for texts of several lines.
@@ -35,6 +37,41 @@ impl Marks {
     /// Whether any value was found.
     pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    /// Values found so far (marking a request's texts between two calls gives its range).
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The flow variables (`{{name}}`) among the values `range`, with where.
+    pub(crate) fn vars_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (&str, &str)> {
+        self.slots[range]
+            .iter()
+            .filter_map(|(s, place, _)| match &s.value {
+                Value::Var(v) => Some((v.as_str(), place.as_str())),
+                _ => None,
+            })
+    }
+
+    /// A text with values (a flow's check), cut into pieces like a request without a body.
+    pub(crate) fn compile_text(
+        &self,
+        bytes: &[u8],
+        columns: &mut Vec<String>,
+    ) -> Result<Compiled, PlanError> {
+        let mut c = Compiled {
+            lits: Vec::new(),
+            head: Vec::new(),
+            body: None,
+            slots: Vec::new(),
+            randoms: 0,
+        };
+        c.head = self.cut(bytes, &mut c, columns)?;
+        Ok(c)
     }
 
     /// The flow variables (`{{name}}`) used, with where.
@@ -163,7 +200,7 @@ impl Marks {
                     invalid("a value's marker was changed while rendering the request: report this")
                 })?;
             let (slot, _, _) = &self.slots[n];
-            let resolved = resolve_slot(&slot.value, c, columns);
+            let resolved = resolve_slot(&slot.value, c, columns, &self.vars);
             if slot.value.is_random() {
                 c.randoms += 1;
             }
@@ -247,7 +284,12 @@ fn drop_content_length(head: &[u8]) -> Vec<u8> {
     out
 }
 
-fn resolve_slot(v: &Value, c: &mut Compiled, columns: &mut Vec<String>) -> Resolved {
+fn resolve_slot(
+    v: &Value,
+    c: &mut Compiled,
+    columns: &mut Vec<String>,
+    vars: &[String],
+) -> Resolved {
     let text = |c: &mut Compiled, s: &str| {
         let from = c.lits.len() as u32;
         c.lits.extend_from_slice(s.as_bytes());
@@ -279,7 +321,10 @@ fn resolve_slot(v: &Value, c: &mut Compiled, columns: &mut Vec<String>) -> Resol
             let (a, b) = text(c, s);
             Resolved::Text(a, b)
         }
-        // Refused before compiling (`refuse_vars`) until flows draw them.
-        Value::Var(_) => Resolved::Text(0, 0),
+        // Checked before compiling: a flow's variable (refused outside a flow).
+        Value::Var(name) => match vars.iter().position(|v| v == name) {
+            Some(i) => Resolved::Var(i),
+            None => Resolved::Text(0, 0),
+        },
     }
 }

@@ -126,8 +126,14 @@ pub(crate) enum Piece {
 /// A slot's value, resolved for the hot path (a column by index, text by its range).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Resolved {
-    Seq { start: i64, step: i64 },
-    Int { min: i64, span: u64 },
+    Seq {
+        start: i64,
+        step: i64,
+    },
+    Int {
+        min: i64,
+        span: u64,
+    },
     Pick(Vec<(u32, u32)>),
     Uuid,
     Now(NowFormat),
@@ -136,6 +142,8 @@ pub(crate) enum Resolved {
     Conn,
     Row(usize),
     Text(u32, u32),
+    /// A flow variable, by index.
+    Var(usize),
 }
 
 /// A request with values, cut into fixed pieces and slots once.
@@ -200,8 +208,9 @@ pub(crate) fn resolve(
     spec: &ValuesSpec,
     requests: Vec<Option<Compiled>>,
     columns: Vec<String>,
+    texts: &mut [&mut Compiled],
 ) -> Result<Option<Values>, PlanError> {
-    let any = requests.iter().any(Option::is_some);
+    let any = requests.iter().any(Option::is_some) || !texts.is_empty();
     let Some(d) = &spec.data else {
         if let Some(c) = columns.first() {
             return Err(invalid(format!(
@@ -218,14 +227,22 @@ pub(crate) fn resolve(
         }));
     };
     let data = DataFile::load(&d.path)?;
+    let map = columns
+        .iter()
+        .map(|name| {
+            data.column(name)
+                .ok_or_else(|| invalid(data.no_such_column(name)))
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
     let mut requests = requests;
-    for r in requests.iter_mut().flatten() {
+    let all = requests
+        .iter_mut()
+        .flatten()
+        .chain(texts.iter_mut().map(|t| &mut **t));
+    for r in all {
         for (slot, _) in &mut r.slots {
             if let Resolved::Row(i) = slot {
-                let name = &columns[*i];
-                *i = data
-                    .column(name)
-                    .ok_or_else(|| invalid(data.no_such_column(name)))?;
+                *i = map[*i];
             }
         }
     }

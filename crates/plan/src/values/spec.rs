@@ -8,16 +8,47 @@ use crate::{invalid, read_body, Body, LoadSpec, Plan, PlanError, RequestSpec, St
 /// read) swapped for markers, found in `marks`.
 pub(crate) fn mark_spec(marks: &mut Marks, spec: &LoadSpec) -> Result<LoadSpec, PlanError> {
     let mut out = spec.clone();
-    mark_request(marks, &mut out.url, &mut out.request, "")?;
+    let flow = spec.flow.as_ref();
+    let name = |i: usize| match flow {
+        Some(f) => format!("step '{}' of the flow: ", f.steps[i].name),
+        None => format!("request {} of the mix: ", i + 1),
+    };
+    let first = if flow.is_some() {
+        name(0)
+    } else {
+        String::new()
+    };
+    let from = marks.len();
+    mark_request(marks, &mut out.url, &mut out.request, &first)?;
+    let mut ranges = vec![from..marks.len()];
     for (i, e) in out.mix.iter_mut().enumerate() {
-        mark_request(
-            marks,
-            &mut e.url,
-            &mut e.request,
-            &format!("request {} of the mix: ", i + 1),
-        )?;
+        let from = marks.len();
+        mark_request(marks, &mut e.url, &mut e.request, &name(i))?;
+        ranges.push(from..marks.len());
     }
-    marks.refuse_vars()?;
+    match flow {
+        None => marks.refuse_vars()?,
+        Some(f) => {
+            // Each step's variables must come from an earlier step's captures.
+            let steps = if out.mix.is_empty() {
+                &ranges[..1]
+            } else {
+                &ranges[1..]
+            };
+            for (i, range) in steps.iter().enumerate() {
+                let known: Vec<String> = f.steps[..i]
+                    .iter()
+                    .flat_map(|s| s.captures.iter().map(|(v, _)| v.clone()))
+                    .collect();
+                if let Some((var, place)) = marks
+                    .vars_in(range.clone())
+                    .find(|(v, _)| !known.iter().any(|k| k == v))
+                {
+                    return Err(crate::flow::undefined_var(var, place, &known));
+                }
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -46,7 +77,7 @@ fn mark_request(
 /// Compiles the plan's rendered requests (after [`mark_spec`]) and resolves the values
 /// against the data file; `None` when the load has neither.
 pub(crate) fn compile_plan(
-    marks: &Marks,
+    marks: &mut Marks,
     spec: &LoadSpec,
     plan: &mut Plan,
 ) -> Result<Option<super::Values>, PlanError> {
@@ -78,7 +109,18 @@ pub(crate) fn compile_plan(
         e.url = marks.unmark(&e.url);
         unmark_all(&mut e.request);
     }
-    resolve(&spec.values, requests, columns)
+    let mut flow = match &spec.flow {
+        Some(f) => Some(crate::flow::resolve(f, marks, &mut columns)?),
+        None => None,
+    };
+    let mut texts: Vec<&mut super::Compiled> = flow
+        .iter_mut()
+        .flat_map(|f| f.steps.iter_mut())
+        .flat_map(|s| s.texts_mut())
+        .collect();
+    let values = resolve(&spec.values, requests, columns, &mut texts)?;
+    plan.flow = flow;
+    Ok(values)
 }
 
 fn compile_one(

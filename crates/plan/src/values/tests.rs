@@ -20,7 +20,7 @@ fn requests(p: &Plan, n: usize) -> Vec<String> {
         .map(|_| {
             let d = src.draw();
             out.clear();
-            src.assemble(0, d, 3, &mut out);
+            src.assemble(0, d, 3, &[], &mut out);
             String::from_utf8(out.clone()).unwrap()
         })
         .collect()

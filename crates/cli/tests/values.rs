@@ -3,9 +3,10 @@
 //! access log (`$request_uri`, `$http_x_id`, `$content_length`, `$request_body`) and the
 //! reference backend's `/echo` log. The sequence gives each number once, over HTTP/1.1,
 //! pipelined, HTTP/2, TLS, the open model and three shards; random values stay in range; a data
-//! file's rows go in order, once each with `--data-end stop`, or in a permutation that repeats
-//! with `--seed`; a templated body's Content-Length is right for each request; and bad input is
-//! one line and exit code 2 before any request is sent.
+//! file's rows (CSV or JSON Lines, `| url` encoding a cell) go in order, once each with
+//! `--data-end stop`, or in a permutation that repeats with `--seed`; a templated body's
+//! Content-Length is right for each request; and bad input is one line and exit code 2 before
+//! any request is sent.
 
 use crate::support::nginx::Nginx;
 use crate::support::{have, tempdir, Run};
@@ -143,6 +144,36 @@ fn data_rows_go_in_order_and_wrap() {
     assert_eq!(numbers(&nginx), [10, 11, 12, 10, 11, 12, 10]);
     let names: Vec<String> = logged(&nginx).into_iter().map(|(_, id)| id).collect();
     assert_eq!(names, ["n10", "n11", "n12", "n10", "n11", "n12", "n10"]);
+}
+
+#[test]
+fn json_lines_rows_and_the_url_filter_reach_the_server_encoded() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempdir("values-jsonl");
+    let data = write(
+        &dir,
+        "rows.jsonl",
+        "{\"id\":1,\"q\":\"a b/c\"}\n{\"id\":2,\"q\":\"ü&x\"}\n",
+    );
+    let nginx = serving_v("");
+    clean(
+        Run::new(&nginx.url("/v/{{row.id}}?q={{row.q | url}}")).args([
+            "--data",
+            &path(&data),
+            "-n",
+            "4",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ]),
+        4,
+    );
+    let uris: Vec<String> = logged(&nginx).into_iter().map(|(uri, _)| uri).collect();
+    let want = ["/v/1?q=a%20b%2Fc", "/v/2?q=%C3%BC%26x"];
+    assert_eq!(uris, [want[0], want[1], want[0], want[1]]);
 }
 
 #[test]

@@ -86,10 +86,19 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
     }
     let rendered = e.render().to_string();
-    let first = rendered
-        .lines()
+    let mut lines = rendered.lines();
+    let mut first = lines
         .next()
-        .unwrap_or("error: invalid arguments");
+        .unwrap_or("error: invalid arguments")
+        .to_string();
+    // "…were not provided:" lists the missing arguments on the indented lines below it.
+    if first.ends_with(':') {
+        let items: Vec<&str> = lines
+            .take_while(|l| l.starts_with(' '))
+            .map(str::trim)
+            .collect();
+        first = format!("{first} {}", items.join(", "));
+    }
     eprintln!("{first}; see `loadbench --help` or `loadbench <command> --help`");
     ExitCode::from(2)
 }

@@ -44,4 +44,5 @@ mod starved;
 mod stdout;
 mod tls;
 mod transport;
+mod values;
 mod why;

@@ -112,7 +112,7 @@ impl Marks {
             };
             let close = close_of(text, open + 2).ok_or_else(|| {
                 invalid(format!(
-                    "{at}: a {{{{ without its }}}}: close it, or write {{{{'{{{{'}}}}}} for a literal {{{{"
+                    "{at}: a {{{{ without its }}}}: close it, or write {{{{'{{{{'}}}} for a literal {{{{"
                 ))
             })?;
             let inner = std::str::from_utf8(&text[open + 2..close])

@@ -672,7 +672,11 @@ mod tests {
 fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
     let texts = std::iter::once(&load.request)
         .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref()))
-        .chain(load.requests.iter().map(|r| (r.path.as_str(), &r.headers, r.body.as_deref())));
+        .chain(
+            load.requests
+                .iter()
+                .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref())),
+        );
     let mut templated = false;
     for (path, headers, body) in texts {
         templated |= path.contains("{{")
@@ -691,9 +695,15 @@ fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
     };
     let mut spec = load.spec(&level, "http://127.0.0.1:9");
     spec.transport = loadbench_plan::TransportSpec::default();
-    loadbench_plan::Plan::resolve(&spec).map(|_| ()).map_err(|e| {
-        let text = e.to_string();
-        let key = if text.contains("--data") { "data" } else { "request" };
-        bad(key, text, "see docs/request-values.md")
-    })
+    loadbench_plan::Plan::resolve(&spec)
+        .map(|_| ())
+        .map_err(|e| {
+            let text = e.to_string();
+            let key = if text.contains("--data") {
+                "data"
+            } else {
+                "request"
+            };
+            bad(key, text, "see docs/request-values.md")
+        })
 }

@@ -42,7 +42,8 @@ fn shard_file(dir: &Path, i: u32) -> PathBuf {
     dir.join(format!("t15-shard-{i}-of-3.json"))
 }
 
-fn merge(inputs: &[PathBuf], out: &Path) -> Output {
+/// `loadbench merge INPUTS -o OUT`, whatever its exit code.
+pub(crate) fn merge(inputs: &[PathBuf], out: &Path) -> Output {
     bin()
         .arg("merge")
         .args(inputs)
@@ -52,7 +53,8 @@ fn merge(inputs: &[PathBuf], out: &Path) -> Output {
         .unwrap()
 }
 
-fn read(path: &Path) -> RunResult {
+/// A saved run result read back.
+pub(crate) fn read(path: &Path) -> RunResult {
     RunResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 

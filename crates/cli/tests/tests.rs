@@ -32,6 +32,7 @@ mod manual;
 mod mix;
 mod netns;
 mod open;
+mod orders;
 mod pipeline;
 mod pipeline_open;
 mod pool;

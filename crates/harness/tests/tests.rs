@@ -14,6 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 mod examples;
 mod limits;
 mod orders;
+mod orders_targets;
 mod process;
 mod sampler;
 

@@ -312,14 +312,7 @@ impl Engine {
         if let LoadShape::Open { schedule, .. } = &plan.load {
             set_targets(&mut stats, schedule, plan.stop);
         }
-        label_endpoints(&mut stats, &plan.mix);
-        if let (Some(f), Some(s)) = (&plan.flow, stats.flow.as_mut()) {
-            s.name.clone_from(&f.name);
-            s.steps = f.steps.len() as u32;
-            for (e, step) in stats.endpoints.iter_mut().zip(&f.steps) {
-                e.name = Some(step.name.clone());
-            }
-        }
+        label_endpoints(&mut stats, plan);
         Ok(Outcome {
             stats,
             started_at: wall_start + delayed + plan.warmup,
@@ -465,11 +458,18 @@ impl Engine {
 
 /// Names each request of a mix in the statistics: its method, URL and weight (the workers
 /// count by index only).
-fn label_endpoints(stats: &mut Stats, mix: &[loadbench_plan::Endpoint]) {
-    for (e, m) in stats.endpoints.iter_mut().zip(mix) {
+fn label_endpoints(stats: &mut Stats, plan: &Plan) {
+    for (e, m) in stats.endpoints.iter_mut().zip(&plan.mix) {
         e.method.clone_from(&m.request.method);
         e.url.clone_from(&m.url);
         e.weight = m.weight;
+    }
+    if let (Some(f), Some(s)) = (&plan.flow, stats.flow.as_mut()) {
+        s.name.clone_from(&f.name);
+        s.steps = f.steps.len() as u32;
+        for (e, step) in stats.endpoints.iter_mut().zip(&f.steps) {
+            e.name = Some(step.name.clone());
+        }
     }
 }
 

@@ -228,6 +228,7 @@ fn endpoints_of(s: &Stats) -> Vec<loadbench_model::EndpointStats> {
     (0..=(s.requests % 3) as u32)
         .map(|i| loadbench_model::EndpointStats {
             index: i,
+            name: None,
             method: "GET".into(),
             url: format!("http://127.0.0.1:8080/e{i}"),
             weight: i + 1,

@@ -510,64 +510,6 @@ pub(crate) fn undefined_var(name: &str, place: &str, defined: &[String]) -> Plan
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_split_and_dechunk() {
-        let mut body = Vec::new();
-        let raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Token: abc \r\n\r\n4\r\n{\"a\"\r\n3;x=1\r\n:1}\r\n0\r\n\r\n";
-        let head = split_answer(raw, &mut body);
-        assert_eq!(body, b"{\"a\":1}");
-        assert_eq!(header(head, "x-token"), Some(&b"abc"[..]));
-        assert!(head.starts_with(b"HTTP/1.1 200"));
-        let head = split_answer(
-            b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
-            &mut body,
-        );
-        assert_eq!(body, b"ok");
-        assert_eq!(header(head, "content-length"), Some(&b"2"[..]));
-    }
-
-    #[test]
-    fn captures_and_checks_are_checked_when_typed() {
-        assert_eq!(
-            parse_capture("json:/token").unwrap(),
-            CaptureSpec::Json("/token".into())
-        );
-        assert_eq!(
-            parse_capture("header: X-Token").unwrap(),
-            CaptureSpec::Header("X-Token".into())
-        );
-        assert!(parse_capture("json:token")
-            .unwrap_err()
-            .contains("start it with /"));
-        assert!(parse_capture("json:/a~2b")
-            .unwrap_err()
-            .contains("~0 or ~1"));
-        assert!(parse_capture("regex:id=\\d+")
-            .unwrap_err()
-            .contains("no group"));
-        assert!(parse_capture("regex:(")
-            .unwrap_err()
-            .contains("not a regular expression"));
-        assert!(parse_capture("xpath://a")
-            .unwrap_err()
-            .contains("unknown capture 'xpath:'"));
-        assert!(parse_capture("token")
-            .unwrap_err()
-            .contains("write json:/pointer"));
-    }
-
-    #[test]
-    fn step_urls_join_the_base() {
-        assert_eq!(step_url("http://h:1/", "/login"), "http://h:1/login");
-        assert_eq!(step_url("http://h:1/api", "me"), "http://h:1/api/me");
-        assert_eq!(step_url("http://h:1/?x=1", "/me"), "http://h:1/me");
-    }
-}
-
 /// A flow's variables, in the order of their first capture.
 pub(crate) fn var_names(f: &FlowSpec) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -696,5 +638,63 @@ impl Step {
         self.body_contains
             .iter_mut()
             .chain(self.json.iter_mut().map(|(_, c)| c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_split_and_dechunk() {
+        let mut body = Vec::new();
+        let raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Token: abc \r\n\r\n4\r\n{\"a\"\r\n3;x=1\r\n:1}\r\n0\r\n\r\n";
+        let head = split_answer(raw, &mut body);
+        assert_eq!(body, b"{\"a\":1}");
+        assert_eq!(header(head, "x-token"), Some(&b"abc"[..]));
+        assert!(head.starts_with(b"HTTP/1.1 200"));
+        let head = split_answer(
+            b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+            &mut body,
+        );
+        assert_eq!(body, b"ok");
+        assert_eq!(header(head, "content-length"), Some(&b"2"[..]));
+    }
+
+    #[test]
+    fn captures_and_checks_are_checked_when_typed() {
+        assert_eq!(
+            parse_capture("json:/token").unwrap(),
+            CaptureSpec::Json("/token".into())
+        );
+        assert_eq!(
+            parse_capture("header: X-Token").unwrap(),
+            CaptureSpec::Header("X-Token".into())
+        );
+        assert!(parse_capture("json:token")
+            .unwrap_err()
+            .contains("start it with /"));
+        assert!(parse_capture("json:/a~2b")
+            .unwrap_err()
+            .contains("~0 or ~1"));
+        assert!(parse_capture("regex:id=\\d+")
+            .unwrap_err()
+            .contains("no group"));
+        assert!(parse_capture("regex:(")
+            .unwrap_err()
+            .contains("not a regular expression"));
+        assert!(parse_capture("xpath://a")
+            .unwrap_err()
+            .contains("unknown capture 'xpath:'"));
+        assert!(parse_capture("token")
+            .unwrap_err()
+            .contains("write json:/pointer"));
+    }
+
+    #[test]
+    fn step_urls_join_the_base() {
+        assert_eq!(step_url("http://h:1/", "/login"), "http://h:1/login");
+        assert_eq!(step_url("http://h:1/api", "me"), "http://h:1/api/me");
+        assert_eq!(step_url("http://h:1/?x=1", "/me"), "http://h:1/me");
     }
 }

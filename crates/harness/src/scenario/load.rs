@@ -597,6 +597,48 @@ fn relative_to(file: &Path, path: std::path::PathBuf) -> std::path::PathBuf {
     }
 }
 
+/// A load with per-request values (`{{ … }}` in its requests) or a data file: its requests
+/// are compiled and its data file read now, as the plan will (against a stand-in address:
+/// the target's is not known yet), so a mistake is reported before any target starts.
+fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
+    let texts = std::iter::once(&load.request)
+        .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref()))
+        .chain(
+            load.requests
+                .iter()
+                .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref())),
+        );
+    let mut templated = false;
+    for (path, headers, body) in texts {
+        templated |= path.contains("{{")
+            || headers.values().any(|v| v.contains("{{"))
+            || body.is_some_and(|b| b.contains("{{"));
+    }
+    if !templated && load.values.data.is_none() {
+        return Ok(());
+    }
+    let Some(level) = load.levels.first() else {
+        return Ok(());
+    };
+    let level = match level {
+        LoadShape::FindMax { .. } => LoadShape::Closed { connections: 1 },
+        l => l.clone(),
+    };
+    let mut spec = load.spec(&level, "http://127.0.0.1:9");
+    spec.transport = loadbench_plan::TransportSpec::default();
+    loadbench_plan::Plan::resolve(&spec)
+        .map(|_| ())
+        .map_err(|e| {
+            let text = e.to_string();
+            let key = if text.contains("--data") {
+                "data"
+            } else {
+                "request"
+            };
+            bad(key, text, "see docs/request-values.md")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,46 +706,4 @@ mod tests {
         let e = check(open(Some(2000)), 1, 2000).unwrap_err();
         assert!(e.problem.starts_with("2000 connections need 2064"), "{e:?}");
     }
-}
-
-/// A load with per-request values (`{{ … }}` in its requests) or a data file: its requests
-/// are compiled and its data file read now, as the plan will (against a stand-in address:
-/// the target's is not known yet), so a mistake is reported before any target starts.
-fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
-    let texts = std::iter::once(&load.request)
-        .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref()))
-        .chain(
-            load.requests
-                .iter()
-                .map(|r| (r.path.as_str(), &r.headers, r.body.as_deref())),
-        );
-    let mut templated = false;
-    for (path, headers, body) in texts {
-        templated |= path.contains("{{")
-            || headers.values().any(|v| v.contains("{{"))
-            || body.is_some_and(|b| b.contains("{{"));
-    }
-    if !templated && load.values.data.is_none() {
-        return Ok(());
-    }
-    let Some(level) = load.levels.first() else {
-        return Ok(());
-    };
-    let level = match level {
-        LoadShape::FindMax { .. } => LoadShape::Closed { connections: 1 },
-        l => l.clone(),
-    };
-    let mut spec = load.spec(&level, "http://127.0.0.1:9");
-    spec.transport = loadbench_plan::TransportSpec::default();
-    loadbench_plan::Plan::resolve(&spec)
-        .map(|_| ())
-        .map_err(|e| {
-            let text = e.to_string();
-            let key = if text.contains("--data") {
-                "data"
-            } else {
-                "request"
-            };
-            bad(key, text, "see docs/request-values.md")
-        })
 }

@@ -136,72 +136,22 @@ fn parse_value(text: &str) -> Result<Value, String> {
     if let Some(t) = quoted(text) {
         return Ok(Value::Text(t?));
     }
-    let (name, args) = match text.split_once('(') {
-        Some((name, rest)) => {
-            let inner = rest.trim_end().strip_suffix(')').ok_or_else(|| {
-                format!(
-                    "'{text}' opens a ( it does not close: write {}(…)",
-                    name.trim()
-                )
-            })?;
-            (name.trim(), Some(split_args(inner)?))
-        }
-        None => (text, None),
-    };
-    let ints = |want: usize| -> Result<Vec<i64>, String> {
-        let args = args.as_deref().unwrap_or_default();
-        args.iter()
-            .take(want)
-            .map(|a| {
-                a.trim()
-                    .parse::<i64>()
-                    .map_err(|_| format!("'{text}': '{}' is not a whole number", a.trim()))
-            })
-            .collect()
-    };
+    let (name, args) = call(text)?;
+    let ints = || whole_numbers(text, args.as_deref().unwrap_or_default());
     let count = args.as_ref().map_or(0, Vec::len);
     match (name, count) {
         ("seq", 0..=2) => {
-            let n = ints(2)?;
+            let n = ints()?;
             Ok(Value::Seq {
                 start: n.first().copied().unwrap_or(1),
                 step: n.get(1).copied().unwrap_or(1),
             })
         }
-        ("int", 2) => {
-            let n = ints(2)?;
-            if n[0] > n[1] {
-                return Err(format!(
-                    "'{text}': the range's min {} is above its max {}: write int(MIN, MAX) with MIN ≤ MAX",
-                    n[0], n[1]
-                ));
-            }
-            Ok(Value::Int {
-                min: n[0],
-                max: n[1],
-            })
-        }
-        ("pick", 1..) => {
-            let items = args.unwrap_or_default();
-            let items = items
-                .iter()
-                .map(|a| match quoted(a.trim()) {
-                    Some(t) => t,
-                    None => Ok(a.trim().to_string()),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Value::Pick(items))
-        }
+        ("int", 2) => int_range(text, &ints()?),
+        ("pick", 1..) => pick_items(&args.unwrap_or_default()),
         ("uuid", 0) if args.is_none() => Ok(Value::Uuid),
         ("now", 0) if args.is_none() => Ok(Value::Now(NowFormat::Rfc3339)),
-        ("now", 1) => match args.unwrap_or_default()[0].trim() {
-            "ms" => Ok(Value::Now(NowFormat::Millis)),
-            "s" => Ok(Value::Now(NowFormat::Seconds)),
-            "rfc3339" => Ok(Value::Now(NowFormat::Rfc3339)),
-            other => Err(format!(
-                "'{text}': unknown time format '{other}': write now, now(ms), now(s) or now(rfc3339)"
-            )),
-        },
+        ("now", 1) => now_format(text, &args.unwrap_or_default()[0]),
         ("shard", 0) if args.is_none() => Ok(Value::Shard),
         ("worker", 0) if args.is_none() => Ok(Value::Worker),
         ("conn", 0) if args.is_none() => Ok(Value::Conn),
@@ -214,6 +164,67 @@ fn parse_value(text: &str) -> Result<Value, String> {
             _ if is_name(name) => Ok(Value::Var(name.to_string())),
             _ => Err(format!("unknown value '{text}': {SYNTAX}")),
         },
+    }
+}
+
+/// `name(args)` split into the name and its arguments (`None`: no parentheses).
+fn call(text: &str) -> Result<(&str, Option<Vec<String>>), String> {
+    match text.split_once('(') {
+        Some((name, rest)) => {
+            let inner = rest.trim_end().strip_suffix(')').ok_or_else(|| {
+                format!(
+                    "'{text}' opens a ( it does not close: write {}(…)",
+                    name.trim()
+                )
+            })?;
+            Ok((name.trim(), Some(split_args(inner)?)))
+        }
+        None => Ok((text, None)),
+    }
+}
+
+fn whole_numbers(text: &str, args: &[String]) -> Result<Vec<i64>, String> {
+    args.iter()
+        .map(|a| {
+            a.trim()
+                .parse::<i64>()
+                .map_err(|_| format!("'{text}': '{}' is not a whole number", a.trim()))
+        })
+        .collect()
+}
+
+fn int_range(text: &str, n: &[i64]) -> Result<Value, String> {
+    if n[0] > n[1] {
+        return Err(format!(
+            "'{text}': the range's min {} is above its max {}: write int(MIN, MAX) with MIN ≤ MAX",
+            n[0], n[1]
+        ));
+    }
+    Ok(Value::Int {
+        min: n[0],
+        max: n[1],
+    })
+}
+
+fn pick_items(args: &[String]) -> Result<Value, String> {
+    let items = args
+        .iter()
+        .map(|a| match quoted(a.trim()) {
+            Some(t) => t,
+            None => Ok(a.trim().to_string()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Value::Pick(items))
+}
+
+fn now_format(text: &str, arg: &str) -> Result<Value, String> {
+    match arg.trim() {
+        "ms" => Ok(Value::Now(NowFormat::Millis)),
+        "s" => Ok(Value::Now(NowFormat::Seconds)),
+        "rfc3339" => Ok(Value::Now(NowFormat::Rfc3339)),
+        other => Err(format!(
+            "'{text}': unknown time format '{other}': write now, now(ms), now(s) or now(rfc3339)"
+        )),
     }
 }
 

@@ -20,7 +20,8 @@ pub(crate) fn mark_spec(marks: &mut Marks, spec: &LoadSpec) -> Result<LoadSpec, 
     };
     let from = marks.len();
     mark_request(marks, &mut out.url, &mut out.request, &first)?;
-    let mut ranges = vec![from..marks.len()];
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::with_capacity(out.mix.len() + 1);
+    ranges.push(from..marks.len());
     for (i, e) in out.mix.iter_mut().enumerate() {
         let from = marks.len();
         mark_request(marks, &mut e.url, &mut e.request, &name(i))?;

@@ -87,6 +87,8 @@ pub(super) struct LoadFile {
     data_end: Option<DataEndName>,
     #[serde(default)]
     seed: Option<u64>,
+    #[serde(default)]
+    flow: Option<loadbench_plan::FlowFile>,
 }
 
 /// `data_order`.
@@ -158,6 +160,13 @@ impl LoadFile {
         let http2 = self.check_http2().map_err(|b| b.at(key, file))?;
         let client = self.client_cert().map_err(|b| b.at(key, file))?;
         let values = self.values(file).map_err(|b| b.at(key, file))?;
+        let flow = match self.flow.clone() {
+            Some(f) => Some(
+                f.typed("flow")
+                    .map_err(|e| bad("flow", e, "see docs/flows.md").at(key, file))?,
+            ),
+            None => None,
+        };
         let load = ScenarioLoad {
             name: self.name,
             levels,
@@ -179,6 +188,7 @@ impl LoadFile {
             pacing,
             http2,
             values,
+            flow,
         };
         check_values(&load).map_err(|b| b.at(key, file))?;
         Ok(load)
@@ -614,7 +624,7 @@ fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
             || headers.values().any(|v| v.contains("{{"))
             || body.is_some_and(|b| b.contains("{{"));
     }
-    if !templated && load.values.data.is_none() {
+    if !templated && load.values.data.is_none() && load.flow.is_none() {
         return Ok(());
     }
     let Some(level) = load.levels.first() else {

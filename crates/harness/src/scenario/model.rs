@@ -213,6 +213,9 @@ pub struct ScenarioLoad {
     /// Per-request values' sources: `data` (relative to the scenario file), `data_order`,
     /// `data_split`, `data_end`, `seed` (docs/request-values.md).
     pub values: loadbench_plan::ValuesSpec,
+    /// `[load.flow]`: a flow of steps each connection runs as a virtual user (docs/flows.md);
+    /// it replaces `request` and `requests`.
+    pub flow: Option<loadbench_plan::FlowSpec>,
 }
 
 /// A load's TLS options, for its `https://` targets.

@@ -31,6 +31,7 @@ impl ScenarioLoad {
             keepalive: self.keepalive,
             source_addrs: self.source_addrs.clone(),
             values: self.values.clone(),
+            flow: self.flow.clone(),
             request: request_spec(req),
             mix: self
                 .requests

@@ -12,8 +12,11 @@ pub(crate) fn endpoint_columns(
     e: &EndpointStats,
     percentiles: &[f64],
 ) -> Vec<(String, String)> {
-    let mut cols = vec![
-        col("endpoint", e.index),
+    let mut cols = vec![col("endpoint", e.index)];
+    if let Some(step) = &e.name {
+        cols.push(col("step", step));
+    }
+    cols.extend([
         col("method", &e.method),
         col("url", &e.url),
         col("weight", e.weight),
@@ -23,7 +26,7 @@ pub(crate) fn endpoint_columns(
             "requests_per_sec",
             format!("{:.2}", endpoints::per_sec(r, e.requests)),
         ),
-    ];
+    ]);
     cols.extend(latency_columns(&e.latency.hist, percentiles));
     cols.extend(
         ErrorKind::ALL

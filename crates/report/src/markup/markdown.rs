@@ -16,7 +16,13 @@ pub(crate) fn endpoint_table(r: &RunResult) -> String {
         return String::new();
     }
     let align = NUMERIC.map(|n| if n { Align::Right } else { Align::Left });
-    format!("\n### Per request (mix)\n\n{}", table(&HEAD, &align, &rows))
+    let flow =
+        endpoints::flow_line(r).map_or(String::new(), |l| format!("\n{}\n", escape_text(&l)));
+    format!(
+        "\n### {}\n\n{}{flow}",
+        escape_text(&endpoints::title(r)),
+        table(&HEAD, &align, &rows)
+    )
 }
 
 pub(crate) fn host_text(h: &loadbench_model::HostInfo) -> String {

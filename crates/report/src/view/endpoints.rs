@@ -19,13 +19,53 @@ pub(crate) const HEAD: [&str; 9] = [
 /// Which columns hold numbers (right-aligned).
 pub(crate) const NUMERIC: [bool; 9] = [true, false, true, true, true, true, false, true, true];
 
-/// The endpoints of a mix; none for a single-request run.
+/// The endpoints of a mix, or the steps of a flow; none for a single-request run.
 pub(crate) fn of(r: &RunResult) -> &[EndpointStats] {
     let e = &r.stats.endpoints;
-    if e.len() < 2 {
+    if e.len() < 2 && r.stats.flow.is_none() {
         &[]
     } else {
         e
+    }
+}
+
+/// The heading of the per-request table: a mix's requests, or a flow's steps.
+pub(crate) fn title(r: &RunResult) -> String {
+    match &r.stats.flow {
+        Some(f) => format!("Per step (flow {})", f.name),
+        None => "Per request (mix)".into(),
+    }
+}
+
+/// A flow's iterations in one line: completed (and per second), broken, and their time;
+/// `None` without a flow.
+pub(crate) fn flow_line(r: &RunResult) -> Option<String> {
+    let f = r.stats.flow.as_ref()?;
+    let h = &f.duration.hist;
+    let time = if h.is_empty() {
+        "no iteration completed".to_string()
+    } else {
+        format!(
+            "an iteration took p50 {}, p99 {}",
+            latency(h, 50.0),
+            latency(h, 99.0)
+        )
+    };
+    Some(format!(
+        "Flow {}: {} steps; {} iterations completed ({}/s), {} broken (a step failed: the virtual user started over); {time}",
+        f.name,
+        f.steps,
+        f.completed,
+        units::rate(f.per_sec(r.stats.elapsed_secs())),
+        f.broken
+    ))
+}
+
+/// The request's label: a flow step's name first.
+fn label(e: &EndpointStats) -> String {
+    match &e.name {
+        Some(n) => format!("{n}: {} {}", e.method, e.path()),
+        None => format!("{} {}", e.method, e.path()),
     }
 }
 
@@ -93,7 +133,7 @@ fn cell_endpoints(r: &BenchResult, c: &BenchCell) -> Vec<EndpointStats> {
 fn human_cells(e: &EndpointStats, total_weight: u64) -> Vec<String> {
     let h = &e.latency.hist;
     vec![
-        format!("{} {}", e.method, e.path()),
+        label(e),
         format!(
             "{} ({})",
             e.weight,
@@ -118,7 +158,7 @@ fn row(r: &RunResult, e: &EndpointStats, total_weight: u64) -> Vec<String> {
     let h = &e.latency.hist;
     vec![
         e.index.to_string(),
-        format!("{} {}", e.method, e.path()),
+        label(e),
         format!(
             "{} ({})",
             e.weight,

@@ -40,7 +40,39 @@ fn endpoint_table(r: &RunResult, opts: &RenderOptions, out: &mut dyn Write) -> s
         }
         writeln!(out, "{}", line(&row))?;
     }
-    Ok(())
+    flow_table(r, out)
+}
+
+/// A flow: after the per-step table and a blank line, one more table of one row: the
+/// flow's iterations completed, per second, broken, and their time (µs).
+fn flow_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(f) = &r.stats.flow else {
+        return Ok(());
+    };
+    let h = &f.duration.hist;
+    let us = |p: f64| {
+        if h.is_empty() {
+            String::new()
+        } else {
+            format!("{:.1}", h.percentile_ns(p) as f64 / 1000.0)
+        }
+    };
+    let cols = [
+        col("flow", &f.name),
+        col("steps", f.steps),
+        col("completed", f.completed),
+        col(
+            "completed_per_sec",
+            format!("{:.2}", f.per_sec(r.stats.elapsed_secs())),
+        ),
+        col("broken", f.broken),
+        col("duration_p50_us", us(50.0)),
+        col("duration_p99_us", us(99.0)),
+    ];
+    let (header, row): (Vec<String>, Vec<String>) = cols.into_iter().unzip();
+    writeln!(out)?;
+    writeln!(out, "{}", line(&header))?;
+    writeln!(out, "{}", line(&row))
 }
 
 /// `(name, value)` pairs in column order.

@@ -351,7 +351,14 @@ fn endpoints_section(r: &RunResult) -> String {
     if table.is_empty() {
         return String::new();
     }
-    section("endpoints", "Per request (mix)", &table)
+    let flow = crate::view::endpoints::flow_line(r).map_or(String::new(), |l| {
+        format!("<p class=\"flow\">{}</p>\n", crate::markup::html::esc(&l))
+    });
+    section(
+        "endpoints",
+        &crate::view::endpoints::title(r),
+        &format!("{flow}{table}"),
+    )
 }
 
 /// Status codes, errors by class, and each phase's distribution.

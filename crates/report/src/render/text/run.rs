@@ -624,8 +624,9 @@ fn endpoints(rep: &Report) -> Vec<String> {
     if table.is_empty() {
         return Vec::new();
     }
-    let mut lines = vec![rep.title("Per request (mix)")];
+    let mut lines = vec![rep.title(&crate::view::endpoints::title(rep.r))];
     lines.extend(table);
+    lines.extend(crate::view::endpoints::flow_line(rep.r).map(|l| format!("  {l}")));
     lines
 }
 

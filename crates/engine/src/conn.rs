@@ -186,12 +186,19 @@ impl Conn {
         }
     }
 
-    /// Closed model: claims the next request and starts it at once.
+    /// Closed model: claims the next request and starts it at once. A flow claims a whole
+    /// iteration at its first step (`-n` counts iterations); its later steps go on while the
+    /// run does.
     pub fn begin(&mut self, ctx: &mut Ctx, now: Instant) {
         if self.pipe.is_some() {
             return self.pipe_begin(ctx, now);
         }
-        if !ctx.claim(now) {
+        let claimed = if self.mid_flow() {
+            !ctx.stopping() && ctx.in_window(now)
+        } else {
+            ctx.claim(now)
+        };
+        if !claimed {
             self.phase = Phase::Idle;
             return;
         }
@@ -225,6 +232,11 @@ impl Conn {
         } else {
             self.connect(ctx, now);
         }
+    }
+
+    /// A flow's virtual user is between the first and the last step of an iteration.
+    pub(crate) fn mid_flow(&self) -> bool {
+        self.vu.as_ref().is_some_and(|v| v.step > 0)
     }
 
     /// A flow: the virtual user's current step is the request; a first step begins a new

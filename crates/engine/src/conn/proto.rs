@@ -193,7 +193,8 @@ impl Connection for Conn {
         Conn::is_open(self)
     }
     fn busy(&self) -> bool {
-        self.in_flight()
+        // A flow's virtual user between two steps (thinking) has an iteration to finish.
+        self.in_flight() || self.mid_flow()
     }
     fn completed(&self) -> u32 {
         self.completed

@@ -157,6 +157,9 @@ pub struct Outcome {
     pub ended_at: SystemTime,
     /// True when the stop switch ended the run before its planned end.
     pub interrupted: bool,
+    /// Per-request values: the places (requests, a flow's iterations) this run took from the
+    /// sequence (0 without values).
+    pub places: u64,
 }
 
 /// One run of a plan.
@@ -262,10 +265,7 @@ impl Engine {
         let start = Instant::now();
         let wall_start = SystemTime::now();
         let t0 = start + plan.warmup;
-        let deadline = match plan.stop {
-            Stop::Duration(d) => Some(t0 + d),
-            Stop::Requests(_) => None,
-        };
+        let deadline = plan.stop.duration().map(|d| t0 + d);
         let paced = match &plan.load {
             LoadShape::Open { schedule, .. } => Some(schedule.with_lead(plan.warmup)),
             LoadShape::Closed { .. } | LoadShape::FindMax { .. } => None,
@@ -273,7 +273,8 @@ impl Engine {
         let tls = self.tls_client()?;
         let h2 = self.h2_setup()?;
         // Per-request values: one sequence counter for all workers of this process.
-        let counter = AtomicU64::new(0);
+        let first = plan.values.as_ref().map_or(0, |v| v.spec.first);
+        let counter = AtomicU64::new(first);
         let paced_at = paced.as_ref().map(|s| (s, start));
         let configs = self.worker_configs(t0, deadline, paced_at, tls, &counter);
         let stop: &AtomicBool = &self.live.stop;
@@ -318,6 +319,7 @@ impl Engine {
             started_at: wall_start + delayed + plan.warmup,
             ended_at: SystemTime::now(),
             interrupted: self.live.stopped(),
+            places: counter.load(Ordering::Relaxed).saturating_sub(first),
         })
     }
 

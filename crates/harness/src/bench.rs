@@ -117,6 +117,9 @@ pub struct Matrix<'a> {
     /// The cores this process could use before the generator was pinned: what a target
     /// without a CPU set may run on (its own affinity is the one it was started with).
     pub host_cores: f64,
+    /// Per load (by identity) and target: the places of the values' sequence its steps took
+    /// so far (docs/request-values.md); empty at the start.
+    pub places: std::collections::HashMap<(usize, String), u64>,
 }
 
 impl Matrix<'_> {
@@ -221,11 +224,26 @@ impl Matrix<'_> {
         level: &LoadShape<Schedule>,
         targets: &[String],
     ) -> Vec<Outcome> {
-        let specs: Vec<LoadSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
-        if let LoadShape::FindMax { .. } = level {
-            return specs.into_iter().map(|s| self.find_max(s)).collect();
+        // Each target's sequence goes on from the load's earlier steps (rounds and levels):
+        // its ids stay unique in a database that lives through the bench.
+        let key = |t: &String| (std::ptr::from_ref(load) as usize, t.clone());
+        let mut specs: Vec<LoadSpec> = targets.iter().map(|t| self.spec(load, level, t)).collect();
+        for (spec, t) in specs.iter_mut().zip(targets) {
+            spec.values.first = self.places.get(&key(t)).copied().unwrap_or(0);
         }
-        if let [spec] = specs.as_slice() {
+        let outcomes = self.load_specs(level, &specs);
+        for (o, t) in outcomes.iter().zip(targets) {
+            *self.places.entry(key(t)).or_insert(0) += o.places();
+        }
+        outcomes
+    }
+
+    /// Runs the specs of one step: a find-max search each, one load alone, or all together.
+    fn load_specs(&self, level: &LoadShape<Schedule>, specs: &[LoadSpec]) -> Vec<Outcome> {
+        if let LoadShape::FindMax { .. } = level {
+            return specs.iter().map(|s| self.find_max(s.clone())).collect();
+        }
+        if let [spec] = specs {
             return vec![self.run_one(spec, self.observer)];
         }
         std::thread::scope(|scope| {
@@ -470,6 +488,18 @@ enum Outcome {
     Run(Box<RunResult>),
     FindMax(Box<FindMaxResult>),
     Failed(String),
+}
+
+impl Outcome {
+    /// The places of the values' sequence it took (0 without values).
+    fn places(&self) -> u64 {
+        let of = |r: &RunResult| r.config.values.as_ref().map_or(0, |v| v.places);
+        match self {
+            Outcome::Run(r) => of(r),
+            Outcome::FindMax(f) => f.steps.iter().map(|s| of(&s.run)).sum(),
+            Outcome::Failed(_) => 0,
+        }
+    }
 }
 
 /// The step's window without its warm-up (the resources of the measured part).

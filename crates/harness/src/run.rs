@@ -209,6 +209,7 @@ fn run_matrix(
         threads: Some(result.scenario.generator_threads),
         generator_cores: result.scenario.generator_cores,
         host_cores: f64::from(result.host.cores),
+        places: Default::default(),
     };
     let mut save_error = None;
     matrix.run(result, &mut |r, rounds| {

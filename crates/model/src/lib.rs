@@ -63,6 +63,7 @@ pub use reasons::{ErrorReason, ErrorReasons, Reason, ReasonCounts, ReopenReason,
 pub use resources::{
     Bottleneck, Mark, ResourceSummary, Sample, SampleError, Samples, TargetSample, Window,
 };
+pub use result::ValuesRecord;
 pub use result::{
     HostInfo, ResultKind, RunConfig, RunResult, Stats, Summary, OLDEST_SCHEMA_VERSION,
     SCHEMA_VERSION,

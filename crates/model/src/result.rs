@@ -144,6 +144,30 @@ pub struct RunConfig {
     pub percentiles: Vec<f64>,
     /// How load was offered: closed (its connections) or open (its schedule and cap).
     pub load: crate::LoadShape,
+    /// Per-request values (docs/request-values.md): the seed, the data file, the sequence's
+    /// places this run took; absent when every request was fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<ValuesRecord>,
+}
+
+/// A run's per-request values, for the record and for the next run of the same load.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValuesRecord {
+    /// The random values' seed (`--seed`, or the one drawn): give it to repeat them.
+    pub seed: u64,
+    /// `--data`: the file, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    /// The data file's rows.
+    #[serde(default)]
+    pub rows: u64,
+    /// The shard's first place in the sequence, as its count of earlier places: a bench step
+    /// or find-max step goes on from where the last one of the same load ended.
+    #[serde(default)]
+    pub first: u64,
+    /// Places (requests, or a flow's iterations) this run took from the sequence.
+    #[serde(default)]
+    pub places: u64,
 }
 
 /// What was measured. Every field merges associatively (see [`Stats::merge`]).

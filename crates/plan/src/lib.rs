@@ -191,6 +191,16 @@ pub enum Stop {
     Requests(u64),
 }
 
+impl Stop {
+    /// The measured duration of a timed run; `None` for a count run.
+    pub fn duration(self) -> Option<Duration> {
+        match self {
+            Stop::Duration(d) => Some(d),
+            Stop::Requests(_) => None,
+        }
+    }
+}
+
 /// A validated, fully resolved run.
 #[derive(Debug, Clone)]
 pub struct Plan {

@@ -71,6 +71,7 @@ fn config() -> RunConfig {
         pipeline: 1,
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadShape::Closed { connections: 50 },
+        values: None,
     }
 }
 

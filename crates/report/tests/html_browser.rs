@@ -453,6 +453,7 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
             }],
             max_connections: 1_000,
         },
+        values: None,
     }
 }
 

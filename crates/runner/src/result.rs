@@ -27,6 +27,9 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
         evidence: None,
         why: Default::default(),
     };
+    if let Some(v) = r.config.values.as_mut() {
+        v.places = o.places;
+    }
     r.finalize();
     r
 }
@@ -94,6 +97,13 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         pipeline: plan.pipeline,
         percentiles: plan.percentiles.clone(),
         load: plan.load.map_schedule(Schedule::rate_segments),
+        values: plan.values.as_ref().map(|v| loadbench_model::ValuesRecord {
+            seed: v.seed,
+            data: v.spec.data.as_ref().map(|d| d.path.display().to_string()),
+            rows: v.rows() as u64,
+            first: v.spec.first,
+            places: 0,
+        }),
     }
 }
 

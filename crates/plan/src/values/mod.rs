@@ -102,6 +102,9 @@ pub struct ValuesSpec {
     /// Which shard of the load this is (set by [`crate::LoadSpec::shard`]): the sequence and
     /// the data rows are striped over the shards.
     pub shard: Shard,
+    /// Places of this shard's sequence that earlier runs of the same load took (a bench's
+    /// earlier steps, a find-max search's earlier steps): this run goes on after them.
+    pub first: u64,
 }
 
 impl Default for ValuesSpec {
@@ -110,6 +113,7 @@ impl Default for ValuesSpec {
             data: None,
             seed: None,
             shard: Shard::WHOLE,
+            first: 0,
         }
     }
 }

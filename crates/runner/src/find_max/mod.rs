@@ -188,7 +188,15 @@ pub fn search(spec: &FindMaxSpec, ctl: Control<'_>) -> Result<FindMaxResult, Fin
     result.baseline_us = prober.baseline(ctl.stop);
     let mut search = Search::new(&result.search);
     while let Some((rate, phase)) = next_step(&mut search, &mut result, spec, &prober, ctl) {
-        let step = run_step(spec, rate, phase, result.steps.len() as u32 + 1, ctl)?;
+        // The sequence goes on from the earlier steps (a write's ids stay unique).
+        let first = spec.base.values.first
+            + result
+                .steps
+                .iter()
+                .filter_map(|s| s.run.config.values.as_ref())
+                .map(|v| v.places)
+                .sum::<u64>();
+        let step = run_step(spec, rate, phase, result.steps.len() as u32 + 1, first, ctl)?;
         search.record(rate, step.verdict, step.reason);
         ctl.observer.step_finished(&step);
         result.steps.push(step);
@@ -240,9 +248,12 @@ fn run_step(
     rate: f64,
     phase: SearchPhase,
     number: u32,
+    first: u64,
     ctl: Control<'_>,
 ) -> Result<FindMaxStep, RunError> {
-    let plan = Plan::resolve(&spec.step_spec(rate))?;
+    let mut step_spec = spec.step_spec(rate);
+    step_spec.values.first = first;
+    let plan = Plan::resolve(&step_spec)?;
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
     let run = run_plan(&plan, ctl)?;
     let wall = t0.elapsed().as_secs_f64() * f64::from(plan.threads.max(1));

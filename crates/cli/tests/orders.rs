@@ -1,30 +1,59 @@
-//! The orders example (issue 32) against the real MariaDB, PHP-FPM and nginx: three
-//! `loadbench run --shard i/3` processes insert `-n 300` orders with per-request values
-//! (`{{seq}}` ids striped over the shards), their results are merged, and the database must
-//! hold exactly the merged count of rows, ids 1..=300 once each, with no 409; then
-//! `loadbench bench examples/orders.toml` runs the example whole, warm-up included, without an
-//! error answer. A missing program skips with a message, except under `CI`.
+//! The orders example (issue 32) against the real MariaDB, PHP-FPM and nginx, loaded with a
+//! flow: each iteration inserts an order (`create`, `POST /orders` with the iteration's
+//! `{{seq}}` as the id) and reads it back (`read`, `GET /orders/{{seq}}`), both checked.
+//! Three `loadbench run --flow FILE --shard i/3` processes run at once and are merged; the
+//! database must then hold one row per `create` answered, each id once, exactly the places
+//! the shards' iterations took, with no failed check (no 409, no 404). Then
+//! `loadbench bench examples/orders.toml` runs the example whole, warm-up included, without
+//! an error. A missing program skips with a message, except under `CI`.
+//!
+//! `-n` counts the run's requests, not iterations: when a shard's budget runs out, a virtual
+//! user in the middle of an iteration stops there, its `create` sent and its `read` never
+//! (neither completed nor broken). The test checks what holds either way (see
+//! `assert_shard`).
 
 use crate::dist::{merge, read};
 use crate::support::orders::{http, start_orders};
 use crate::support::{bin, loading, tempdir, text};
-use loadbench_model::{BenchResult, RunResult};
+use loadbench_model::{BenchResult, ErrorKind, RunResult};
 use serde_json::json;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
-/// One order per request: the id is the request's place in the whole run.
-const BODY: &str = r#"{"id":{{seq}},"item":"{{pick(book,pen,lamp)}}","qty":{{int(1,5)}},"price_cents":{{int(100,9999)}}}"#;
+/// The same two steps as `examples/orders.toml`'s `[load.flow]`.
+const FLOW: &str = r#"
+name = "order"
+[[steps]]
+name = "create"
+method = "POST"
+path = "/orders"
+headers = { "Content-Type" = "application/json" }
+body = '{"id":{{seq}},"item":"{{pick(book,pen,lamp)}}","qty":{{int(1,5)}},"price_cents":{{int(100,9999)}}}'
+check = { status = 201, json = { "/id" = "{{seq}}" } }
+[[steps]]
+name = "read"
+method = "GET"
+path = "/orders/{{seq}}"
+check = { status = 200, json = { "/id" = "{{seq}}" } }
+"#;
 const ITEMS: [&str; 3] = ["book", "pen", "lamp"];
-const TOTAL: u64 = 300;
+const SHARDS: u32 = 3;
+/// Connections (virtual users) per shard.
+const CONNECTIONS: u64 = 4;
+/// Iterations per shard the `-n` budget pays for: `-n` counts requests, so the run's `-n` is
+/// this × 2 steps × 3 shards (each shard's share an even 200, whole iterations).
+const ITERATIONS: u64 = 100;
+const REQUESTS: u64 = ITERATIONS * 2 * SHARDS as u64;
 
-fn start_shard(url: &str, i: u32, dir: &Path) -> Child {
-    let total = TOTAL.to_string();
+fn start_shard(url: &str, flow: &Path, i: u32, dir: &Path) -> Child {
     bin()
         .args(["run", url, "--quiet", "-o", "json", "--run-id", "orders"])
-        .args(["-m", "POST", "-H", "Content-Type: application/json"])
-        .args(["--body", BODY, "-n", &total, "-c", "4", "-t", "1"])
-        .args(["--shard", &format!("{i}/3")])
+        .arg("--flow")
+        .arg(flow)
+        .args(["-n", &REQUESTS.to_string(), "-c", &CONNECTIONS.to_string()])
+        .args(["-t", "1", "--shard", &format!("{i}/{SHARDS}")])
         .arg("--results-dir")
         .arg(dir)
         .stdout(std::process::Stdio::null())
@@ -33,54 +62,56 @@ fn start_shard(url: &str, i: u32, dir: &Path) -> Child {
         .expect("the loadbench binary runs")
 }
 
-#[test]
-fn orders_three_shards_insert_every_id_once_and_the_table_matches_the_merge() {
-    let _busy = loading();
-    let Some(orders) = start_orders() else {
-        return;
-    };
-    let url = format!("http://{}/orders", orders.addr);
-    let dir = tempdir("orders-shards");
-    let shards: Vec<Child> = (0..3).map(|i| start_shard(&url, i, &dir)).collect();
-    for (i, shard) in shards.into_iter().enumerate() {
-        let out = shard.wait_with_output().unwrap();
-        assert!(out.status.success(), "shard {i}: {:?}", text(&out));
-    }
-    let files: Vec<PathBuf> = (0..3)
-        .map(|i| dir.join(format!("orders-shard-{i}-of-3.json")))
-        .collect();
-    for (i, file) in files.iter().enumerate() {
-        let shard = read(file);
-        assert_eq!(shard.stats.requests, TOTAL / 3, "shard {i}'s exact share");
-    }
-    let total = dir.join("total.json");
-    let out = merge(&files, &total);
-    assert!(out.status.success(), "{:?}", text(&out));
-    let merged = read(&total);
-    assert_eq!(merged.stats.requests, TOTAL, "completed");
-    assert_eq!(merged.stats.errors.total(), 0, "{:?}", merged.stats.errors);
-    // Every answer a 201: no 409 (a duplicate id) and no 400 (a body that is not the JSON sent).
-    let created = merged.stats.status.0.get(&201).copied();
-    assert_eq!(
-        merged.stats.status.non_success(),
-        0,
-        "{:?}",
-        merged.stats.status
-    );
-    assert_eq!(created, Some(TOTAL), "{:?}", merged.stats.status);
+/// A step's requests by name (its place in `stats.endpoints`, named after the step).
+fn step(r: &RunResult, name: &str) -> u64 {
+    let e = (r.stats.endpoints.iter())
+        .find(|e| e.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no step {name} in {:?}", r.stats.endpoints));
+    assert_eq!(e.errors.total(), 0, "{name}: {:?}", e.errors);
+    e.requests
+}
 
-    // The table: one row per completed insert, ids 1..=300 each once.
+/// One result's flow, step and error figures; returns how many `create`s it sent (the
+/// places its iterations took). What the run guarantees, whatever `-n` cut:
+/// - every answer passed its checks and no request failed (no 409, no 404, no
+///   `check_failed`), so no iteration broke;
+/// - each `read` completed an iteration: completed == read;
+/// - each virtual user stops at most one iteration after its `create` (the budget ran out
+///   before its `read`): 0 ≤ create − read ≤ connections;
+/// - the statuses are exactly one 201 per `create` and one 200 per `read`.
+fn assert_shard(r: &RunResult, what: &str, budget: u64, users: u64) -> u64 {
+    assert_eq!(r.stats.requests, budget, "{what}: the exact share");
+    assert_eq!(r.stats.errors.total(), 0, "{what}: {:?}", r.stats.errors);
+    assert_eq!(r.stats.errors.get(ErrorKind::CheckFailed), 0, "{what}");
+    let flow = r.stats.flow.as_ref().expect("the flow's figures");
+    assert_eq!((flow.name.as_str(), flow.steps), ("order", 2), "{what}");
+    let (create, read) = (step(r, "create"), step(r, "read"));
     assert_eq!(
-        http(orders.addr, "GET", "/orders/count", ""),
-        (
-            200,
-            json!({"rows": TOTAL, "min": 1, "max": TOTAL, "distinct": TOTAL})
-        )
+        create + read,
+        budget,
+        "{what}: every request is one of the steps"
     );
-    // Each shard's first and last places (shard i takes i+1, i+4, …) read back with values
-    // drawn in their ranges.
-    for id in [1, 2, 3, 298, 299, 300] {
-        let (status, row) = http(orders.addr, "GET", &format!("/orders/{id}"), "");
+    assert_eq!(flow.broken, 0, "{what}");
+    assert_eq!(flow.completed, read, "{what}: each read ends an iteration");
+    let cut = create - read;
+    assert!(cut <= users, "{what}: {cut} iterations cut, {users} users");
+    let status = &r.stats.status;
+    assert_eq!(status.non_success(), 0, "{what}: {status:?}");
+    assert_eq!(status.0.get(&201).copied().unwrap_or(0), create, "{what}");
+    assert_eq!(status.0.get(&200).copied().unwrap_or(0), read, "{what}");
+    eprintln!("{what}: {create} creates, {read} reads, {cut} iterations cut by -n");
+    create
+}
+
+/// Every order with an id in `1..=last`, read back one by one: the ids found (each row's
+/// values drawn in their ranges).
+fn ids_in(addr: SocketAddr, last: u64) -> BTreeSet<u64> {
+    let mut found = BTreeSet::new();
+    for id in 1..=last {
+        let (status, row) = http(addr, "GET", &format!("/orders/{id}"), "");
+        if status == 404 {
+            continue;
+        }
         assert_eq!(status, 200, "{id}: {row}");
         assert_eq!(row["id"], json!(id), "{row}");
         let item = row["item"].as_str().unwrap_or_default();
@@ -89,13 +120,65 @@ fn orders_three_shards_insert_every_id_once_and_the_table_matches_the_merge() {
         assert!((1..=5).contains(&qty), "{row}");
         let price = row["price_cents"].as_i64().unwrap_or_default();
         assert!((100..=9999).contains(&price), "{row}");
+        found.insert(id);
     }
-    assert_eq!(http(orders.addr, "GET", "/orders/301", "").0, 404);
+    found
+}
+
+#[test]
+fn orders_flow_over_three_shards_inserts_and_reads_back_each_iteration_once() {
+    let _busy = loading();
+    let Some(orders) = start_orders() else {
+        return;
+    };
+    let url = format!("http://{}", orders.addr);
+    let dir = tempdir("orders-shards");
+    let flow = dir.join("order.toml");
+    std::fs::write(&flow, FLOW).unwrap();
+    let shards: Vec<Child> = (0..SHARDS)
+        .map(|i| start_shard(&url, &flow, i, &dir))
+        .collect();
+    for (i, shard) in shards.into_iter().enumerate() {
+        let out = shard.wait_with_output().unwrap();
+        assert!(out.status.success(), "shard {i}: {:?}", text(&out));
+    }
+    let files: Vec<PathBuf> = (0..SHARDS)
+        .map(|i| dir.join(format!("orders-shard-{i}-of-{SHARDS}.json")))
+        .collect();
+    // Shard i's iterations take the places i, i+3, …: its k-th create (k from 0) inserts id
+    // 3k+i+1, so its creates give exactly its ids.
+    let mut expected = BTreeSet::new();
+    let mut creates = 0;
+    for (i, file) in files.iter().enumerate() {
+        let shard = read(file);
+        let create = assert_shard(&shard, &format!("shard {i}"), ITERATIONS * 2, CONNECTIONS);
+        expected.extend((0..create).map(|k| k * u64::from(SHARDS) + i as u64 + 1));
+        creates += create;
+    }
+    let total = dir.join("total.json");
+    let out = merge(&files, &total);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let merged = read(&total);
+    let users = CONNECTIONS * u64::from(SHARDS);
+    assert_eq!(assert_shard(&merged, "merged", REQUESTS, users), creates);
+
+    // The table: one row per create answered (201), each id once.
+    let max = *expected.last().unwrap();
+    assert_eq!(
+        http(orders.addr, "GET", "/orders/count", ""),
+        (
+            200,
+            json!({"rows": creates, "min": 1, "max": max, "distinct": creates})
+        )
+    );
+    // Exactly the ids the iterations' places give (a shard's next place is not in the table).
+    let found = ids_in(orders.addr, max + u64::from(SHARDS));
+    assert_eq!(found, expected);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
-fn orders_example_runs_through_bench_without_a_duplicate_id() {
+fn orders_example_runs_its_flow_through_bench_without_a_failed_check() {
     let programs = ["nginx", "php-fpm8.2", "mariadbd", "mariadb-install-db"];
     if !programs.iter().all(|p| crate::support::have(p)) {
         return;
@@ -103,8 +186,9 @@ fn orders_example_runs_through_bench_without_a_duplicate_id() {
     let _busy = loading();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/orders.toml");
     let dir = tempdir("orders-bench");
-    // A warm-up too: its requests take places of the same sequence, so the measured ones that
-    // follow must not repeat an id it inserted (a repeat would answer 409).
+    // A warm-up too: its iterations take places of the same sequence, so the measured ones
+    // that follow must not repeat an id it inserted (a repeat would answer 409, a failed
+    // check).
     let args: Vec<&str> = "--duration 2s --warmup 1s --rounds 1 --cooldown 0s"
         .split(' ')
         .collect();
@@ -120,13 +204,18 @@ fn orders_example_runs_through_bench_without_a_duplicate_id() {
         .collect();
     assert_eq!(measured.len(), 1, "one load, one level, one round");
     let run = measured[0];
-    assert!(run.stats.requests > 0, "nothing completed");
     assert_eq!(run.stats.errors.total(), 0, "{:?}", run.stats.errors);
+    assert_eq!(run.stats.errors.get(ErrorKind::CheckFailed), 0);
+    let flow = run.stats.flow.as_ref().expect("the flow's figures");
+    assert_eq!((flow.name.as_str(), flow.steps), ("order", 2));
+    assert!(flow.completed > 0, "no iteration completed");
+    assert_eq!(flow.broken, 0);
+    let (create, read) = (step(run, "create"), step(run, "read"));
+    // A measured read that passed its checks completes its iteration (one that began in the
+    // warm-up too); one answered after the window is in neither figure.
+    assert_eq!(flow.completed, read, "{flow:?}");
     let status = &run.stats.status;
     assert_eq!(status.non_success(), 0, "{status:?}");
-    assert_eq!(
-        status.0.get(&201).copied(),
-        Some(run.stats.requests),
-        "{status:?}"
-    );
+    assert_eq!(status.0.get(&201).copied(), Some(create), "{status:?}");
+    assert_eq!(status.0.get(&200).copied(), Some(read), "{status:?}");
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use loadbench_harness::scenario::{Scenario, ScenarioLoad, TargetKind, PORT_OF};
-use loadbench_plan::LoadShape;
+use loadbench_plan::{Body, LoadShape};
 
 /// A closed load's connections, one per level.
 fn connections_of(l: &ScenarioLoad) -> Vec<u32> {
@@ -370,7 +370,7 @@ fn php_mariadb_puts_nginx_and_php_fpm_before_its_own_mariadb() {
 }
 
 #[test]
-fn orders_inserts_through_php_fpm_into_its_own_mariadb_with_per_request_values() {
+fn orders_inserts_and_reads_back_through_php_fpm_and_mariadb_in_a_flow() {
     let (file, s) = load("orders.toml");
     assert_header(&file, "seed 000");
     assert_eq!(names(&s), ["mariadb", "php-fpm", "orders"]);
@@ -399,11 +399,30 @@ fn orders_inserts_through_php_fpm_into_its_own_mariadb_with_per_request_values()
         (Some("insert"), &["orders".to_string()][..])
     );
     assert_eq!(connections_of(l), [16]);
-    let r = &l.request;
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/orders"));
-    assert_eq!(r.headers["Content-Type"], "application/json");
+    assert_orders_flow(l);
+}
+
+/// The orders load's flow: each iteration inserts an order and reads it back, both checked.
+fn assert_orders_flow(l: &ScenarioLoad) {
+    let flow = l.flow.as_ref().expect("a [load.flow]");
+    assert_eq!(flow.name, "order");
+    let [create, read] = &flow.steps[..] else {
+        panic!("two steps, not {}", flow.steps.len())
+    };
+    assert_eq!(
+        (create.name.as_str(), create.request.method.as_str()),
+        ("create", "POST")
+    );
+    assert_eq!(create.path, "/orders");
+    assert_eq!(
+        create.request.headers,
+        [("Content-Type".to_string(), "application/json".to_string())]
+    );
     // The loader keeps the per-request value templates as written; the engine fills them in.
-    let body = r.body.as_deref().unwrap();
+    let Body::Bytes(body) = &create.request.body else {
+        panic!("a body: {:?}", create.request.body)
+    };
+    let body = String::from_utf8_lossy(body);
     for value in [
         "{{seq}}",
         "{{pick(book,pen,lamp)}}",
@@ -412,6 +431,17 @@ fn orders_inserts_through_php_fpm_into_its_own_mariadb_with_per_request_values()
     ] {
         assert!(body.contains(value), "{body}");
     }
+    let id = [("/id".to_string(), "{{seq}}".to_string())];
+    assert_eq!(
+        (&create.status[..], &create.json[..]),
+        (&[201][..], &id[..])
+    );
+    assert_eq!(
+        (read.name.as_str(), read.request.method.as_str()),
+        ("read", "GET")
+    );
+    assert_eq!(read.path, "/orders/{{seq}}");
+    assert_eq!((&read.status[..], &read.json[..]), (&[200][..], &id[..]));
 }
 
 /// The JVM targets: each started by run.sh with its Maven project, ready on an HTTP route, with a

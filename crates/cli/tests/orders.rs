@@ -7,10 +7,9 @@
 //! `loadbench bench examples/orders.toml` runs the example whole, warm-up included, without
 //! an error. A missing program skips with a message, except under `CI`.
 //!
-//! `-n` counts the run's requests, not iterations: when a shard's budget runs out, a virtual
-//! user in the middle of an iteration stops there, its `create` sent and its `read` never
-//! (neither completed nor broken). The test checks what holds either way (see
-//! `assert_shard`).
+//! With a flow, `-n` counts iterations: a shard's share of `-n 300` is 100 whole iterations,
+//! each of its virtual users finishing the iteration it started, so the ids are exactly
+//! 1..=300, once each.
 
 use crate::dist::{merge, read};
 use crate::support::orders::{http, start_orders};
@@ -42,17 +41,17 @@ const ITEMS: [&str; 3] = ["book", "pen", "lamp"];
 const SHARDS: u32 = 3;
 /// Connections (virtual users) per shard.
 const CONNECTIONS: u64 = 4;
-/// Iterations per shard the `-n` budget pays for: `-n` counts requests, so the run's `-n` is
-/// this × 2 steps × 3 shards (each shard's share an even 200, whole iterations).
+/// Iterations per shard: with a flow `-n` counts iterations, so the run's `-n` is this × 3
+/// shards, and each iteration sends its 2 steps.
 const ITERATIONS: u64 = 100;
-const REQUESTS: u64 = ITERATIONS * 2 * SHARDS as u64;
+const TOTAL_ITERATIONS: u64 = ITERATIONS * SHARDS as u64;
 
 fn start_shard(url: &str, flow: &Path, i: u32, dir: &Path) -> Child {
     bin()
         .args(["run", url, "--quiet", "-o", "json", "--run-id", "orders"])
         .arg("--flow")
         .arg(flow)
-        .args(["-n", &REQUESTS.to_string(), "-c", &CONNECTIONS.to_string()])
+        .args(["-n", &TOTAL_ITERATIONS.to_string(), "-c", &CONNECTIONS.to_string()])
         .args(["-t", "1", "--shard", &format!("{i}/{SHARDS}")])
         .arg("--results-dir")
         .arg(dir)
@@ -71,36 +70,24 @@ fn step(r: &RunResult, name: &str) -> u64 {
     e.requests
 }
 
-/// One result's flow, step and error figures; returns how many `create`s it sent (the
-/// places its iterations took). What the run guarantees, whatever `-n` cut:
-/// - every answer passed its checks and no request failed (no 409, no 404, no
-///   `check_failed`), so no iteration broke;
-/// - each `read` completed an iteration: completed == read;
-/// - each virtual user stops at most one iteration after its `create` (the budget ran out
-///   before its `read`): 0 ≤ create − read ≤ connections;
-/// - the statuses are exactly one 201 per `create` and one 200 per `read`.
-fn assert_shard(r: &RunResult, what: &str, budget: u64, users: u64) -> u64 {
-    assert_eq!(r.stats.requests, budget, "{what}: the exact share");
+/// One result's flow, step and error figures, for `iterations` iterations: every answer
+/// passed its checks and no request failed (no 409, no 404, no `check_failed`), so no
+/// iteration broke; each iteration sent both steps and completed; the statuses are exactly
+/// one 201 per `create` and one 200 per `read`.
+fn assert_shard(r: &RunResult, what: &str, iterations: u64) {
+    assert_eq!(r.stats.requests, iterations * 2, "{what}: the exact share");
     assert_eq!(r.stats.errors.total(), 0, "{what}: {:?}", r.stats.errors);
     assert_eq!(r.stats.errors.get(ErrorKind::CheckFailed), 0, "{what}");
     let flow = r.stats.flow.as_ref().expect("the flow's figures");
     assert_eq!((flow.name.as_str(), flow.steps), ("order", 2), "{what}");
     let (create, read) = (step(r, "create"), step(r, "read"));
-    assert_eq!(
-        create + read,
-        budget,
-        "{what}: every request is one of the steps"
-    );
+    assert_eq!((create, read), (iterations, iterations), "{what}");
     assert_eq!(flow.broken, 0, "{what}");
-    assert_eq!(flow.completed, read, "{what}: each read ends an iteration");
-    let cut = create - read;
-    assert!(cut <= users, "{what}: {cut} iterations cut, {users} users");
+    assert_eq!(flow.completed, iterations, "{what}");
     let status = &r.stats.status;
     assert_eq!(status.non_success(), 0, "{what}: {status:?}");
     assert_eq!(status.0.get(&201).copied().unwrap_or(0), create, "{what}");
     assert_eq!(status.0.get(&200).copied().unwrap_or(0), read, "{what}");
-    eprintln!("{what}: {create} creates, {read} reads, {cut} iterations cut by -n");
-    create
 }
 
 /// Every order with an id in `1..=last`, read back one by one: the ids found (each row's
@@ -145,35 +132,24 @@ fn orders_flow_over_three_shards_inserts_and_reads_back_each_iteration_once() {
     let files: Vec<PathBuf> = (0..SHARDS)
         .map(|i| dir.join(format!("orders-shard-{i}-of-{SHARDS}.json")))
         .collect();
-    // Shard i's iterations take the places i, i+3, …: its k-th create (k from 0) inserts id
-    // 3k+i+1, so its creates give exactly its ids.
-    let mut expected = BTreeSet::new();
-    let mut creates = 0;
+    // Shard i's iterations take the places i, i+3, …: its k-th iteration (k from 0) inserts
+    // id 3k+i+1; over the shards, exactly 1..=300.
     for (i, file) in files.iter().enumerate() {
-        let shard = read(file);
-        let create = assert_shard(&shard, &format!("shard {i}"), ITERATIONS * 2, CONNECTIONS);
-        expected.extend((0..create).map(|k| k * u64::from(SHARDS) + i as u64 + 1));
-        creates += create;
+        assert_shard(&read(file), &format!("shard {i}"), ITERATIONS);
     }
     let total = dir.join("total.json");
     let out = merge(&files, &total);
     assert!(out.status.success(), "{:?}", text(&out));
-    let merged = read(&total);
-    let users = CONNECTIONS * u64::from(SHARDS);
-    assert_eq!(assert_shard(&merged, "merged", REQUESTS, users), creates);
+    assert_shard(&read(&total), "merged", TOTAL_ITERATIONS);
 
-    // The table: one row per create answered (201), each id once.
-    let max = *expected.last().unwrap();
+    // The table: one row per create, each id once, exactly 1..=300.
+    let n = TOTAL_ITERATIONS;
     assert_eq!(
         http(orders.addr, "GET", "/orders/count", ""),
-        (
-            200,
-            json!({"rows": creates, "min": 1, "max": max, "distinct": creates})
-        )
+        (200, json!({"rows": n, "min": 1, "max": n, "distinct": n}))
     );
-    // Exactly the ids the iterations' places give (a shard's next place is not in the table).
-    let found = ids_in(orders.addr, max + u64::from(SHARDS));
-    assert_eq!(found, expected);
+    let found = ids_in(orders.addr, n + u64::from(SHARDS));
+    assert_eq!(found, (1..=n).collect::<BTreeSet<u64>>());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -189,7 +165,7 @@ fn orders_example_runs_its_flow_through_bench_without_a_failed_check() {
     // A warm-up too: its iterations take places of the same sequence, so the measured ones
     // that follow must not repeat an id it inserted (a repeat would answer 409, a failed
     // check).
-    let args: Vec<&str> = "--duration 2s --warmup 1s --rounds 1 --cooldown 0s"
+    let args: Vec<&str> = "--duration 1s --warmup 1s --rounds 2 --cooldown 0s"
         .split(' ')
         .collect();
     let (out, result) = crate::bench::bench(&file, &dir.join("results"), &args);

@@ -110,11 +110,28 @@ pub(crate) struct Vu {
     /// When its iteration's first step started (its intended time).
     started: Instant,
     vars: Vec<Vec<u8>>,
+    /// Requests of the run's budget its iteration claimed for its later steps.
+    held: u64,
     /// The current step reads its answer: it is kept in `answer` (up to
     /// [`MAX_KEPT_RESPONSE`] bytes).
     keep: bool,
     answer: Vec<u8>,
     scratch: Vec<u8>,
+}
+
+impl Vu {
+    fn new(flow: &Flow, now: Instant) -> Box<Vu> {
+        Box::new(Vu {
+            step: 0,
+            draw: Draw::default(),
+            started: now,
+            vars: vec![Vec::new(); flow.vars.len()],
+            held: 0,
+            keep: false,
+            answer: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
 }
 
 impl Conn {
@@ -191,11 +208,44 @@ impl Conn {
         if self.pipe.is_some() {
             return self.pipe_begin(ctx, now);
         }
-        if !ctx.claim(now) {
+        if !self.claim(ctx, now) {
             self.phase = Phase::Idle;
             return;
         }
         self.start(ctx, now, now);
+    }
+
+    /// Claims the next request; a flow's virtual user claims its iteration's requests at its
+    /// first step and spends them on the later ones.
+    fn claim(&mut self, ctx: &mut Ctx, now: Instant) -> bool {
+        let Some(flow) = ctx.flow else {
+            return ctx.claim(now);
+        };
+        let vu = self.vu.get_or_insert_with(|| Vu::new(flow, now));
+        if vu.held > 0 {
+            if !ctx.running(now) {
+                vu.held = 0;
+                return false;
+            }
+            vu.held -= 1;
+            return true;
+        }
+        if vu.step > 0 {
+            return ctx.claim(now);
+        }
+        match ctx.claim_iteration(now, flow.steps.len() as u64) {
+            Some(more) => {
+                vu.held = more;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A flow's virtual user that holds requests for its iteration's later steps (thinking
+    /// between them): the run is not over.
+    fn holds(&self) -> bool {
+        self.vu.as_ref().is_some_and(|vu| vu.held > 0)
     }
 
     /// Starts a request due at `intended`: on the open connection, or on a new one (pipelined:
@@ -231,17 +281,7 @@ impl Conn {
     /// iteration (its place in the sequence, its random number). The request is assembled
     /// with the variables earlier steps captured.
     fn start_step(&mut self, ctx: &mut Ctx, flow: &Flow, intended: Instant) {
-        let vu = self.vu.get_or_insert_with(|| {
-            Box::new(Vu {
-                step: 0,
-                draw: Draw::default(),
-                started: intended,
-                vars: vec![Vec::new(); flow.vars.len()],
-                keep: false,
-                answer: Vec::new(),
-                scratch: Vec::new(),
-            })
-        });
+        let vu = self.vu.get_or_insert_with(|| Vu::new(flow, intended));
         let Some(values) = ctx.values.as_mut() else {
             return;
         };
@@ -313,6 +353,7 @@ impl Conn {
                 ctx.recorder.flow_broken();
             }
             vu.step = 0;
+            ctx.give_back(std::mem::take(&mut vu.held));
         }
         if think.is_zero() {
             return self.begin(ctx, now);
@@ -709,6 +750,7 @@ impl Conn {
         if let Some(vu) = self.vu.as_deref_mut() {
             // The iteration ends here: the virtual user starts over at the first step.
             vu.step = 0;
+            ctx.give_back(std::mem::take(&mut vu.held));
         }
         self.left_connect(ctx);
         self.end_spare(ctx);

@@ -124,6 +124,38 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A flow's iteration of `steps` requests begins: claims its first request and, in the
+    /// measured window of a count run, up to `steps - 1` more for its later steps, so `-n`
+    /// ends on whole iterations (virtual users do not share out the last requests step by
+    /// step). Returns how many more it holds (0: each later step claims its own), `None`
+    /// when the run wants no more.
+    pub fn claim_iteration(&mut self, now: Instant, steps: u64) -> Option<u64> {
+        if !self.claim(now) {
+            return None;
+        }
+        if !self.recorder.measuring(now) {
+            return Some(0);
+        }
+        Some(self.budget.as_mut().map_or(0, |n| {
+            let more = (*n).min(steps.saturating_sub(1));
+            *n -= more;
+            more
+        }))
+    }
+
+    /// Whether the run still takes requests (not stopping, before the deadline): a flow's
+    /// step whose iteration claimed it already.
+    pub fn running(&self, now: Instant) -> bool {
+        !self.stopping && !self.deadline.is_some_and(|d| now >= d)
+    }
+
+    /// Gives back `n` requests a flow's iteration claimed and will not send (it broke).
+    pub fn give_back(&mut self, n: u64) {
+        if let Some(b) = self.budget.as_mut() {
+            *b += n;
+        }
+    }
+
     /// Claims the next request, if the run wants one more.
     #[inline]
     pub fn claim(&mut self, now: Instant) -> bool {

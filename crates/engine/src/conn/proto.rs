@@ -193,7 +193,7 @@ impl Connection for Conn {
         Conn::is_open(self)
     }
     fn busy(&self) -> bool {
-        self.in_flight()
+        self.in_flight() || self.holds()
     }
     fn completed(&self) -> u32 {
         self.completed

@@ -115,6 +115,9 @@ fn assert_logins(server: &Server, before: &Logins, iterations: u64, what: &str) 
     assert_eq!(users, want, "{what}: one {{{{seq}}}} per iteration");
 }
 
+/// `-c 4 -n 120` of the login flow: 40 iterations of 3 steps.
+const ARGS: [&str; 4] = ["-c", "4", "-n", "120"];
+
 /// Issue 32: 4 virtual users, 120 requests = 40 iterations of 3 steps, every check passing,
 /// and the backend saw each token in exactly the 2 later requests of its virtual user. Every
 /// output format shows the per-step table with the steps' names and the flow's line.
@@ -122,10 +125,61 @@ fn assert_logins(server: &Server, before: &Logins, iterations: u64, what: &str) 
 fn login_flow_carries_each_token_to_its_later_steps_in_every_format() {
     let server = backend();
     let flow = flow_file("login.toml", LOGIN);
-    let args = ["-c", "4", "-n", "120"];
-
     let before = server.logins();
-    let ran = run_flow(&server, &flow, &args);
+    assert_saved(&server, &flow);
+    assert_logins(&server, &before, 40, "saved result");
+    let before = server.logins();
+    assert_json(&stdout_of(&server, &flow, &["-o", "json"]));
+    assert_logins(&server, &before, 40, "-o json");
+    let before = server.logins();
+    assert_csv(&stdout_of(&server, &flow, &["-o", "csv"]));
+    assert_logins(&server, &before, 40, "-o csv");
+    for format in ["md", "text"] {
+        let before = server.logins();
+        let stdout = stdout_of(&server, &flow, &["-o", format]);
+        assert!(
+            stdout.contains("Per step (flow login)"),
+            "{format}: {stdout}"
+        );
+        for step in ["login: POST /login", "me: GET /me", "me-again: GET /me"] {
+            assert!(stdout.contains(step), "{format}: {step}: {stdout}");
+        }
+        let line = (stdout.lines())
+            .find(|l| l.contains("Flow login: 3 steps;"))
+            .unwrap_or_else(|| panic!("{format}: the flow's line: {stdout}"));
+        assert!(
+            line.contains("; 40 iterations completed ("),
+            "{format}: {line}"
+        );
+        assert!(line.contains(", 0 broken"), "{format}: {line}");
+        assert!(line.contains("an iteration took p50 "), "{format}: {line}");
+        assert_logins(&server, &before, 40, format);
+    }
+    // --html FILE: the same section and line in the page.
+    let before = server.logins();
+    let page = tempdir("flow-html").join("report.html");
+    stdout_of(&server, &flow, &["--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).expect("the page is written");
+    assert!(html.contains("Per step (flow login)"), "the section title");
+    assert!(html.contains("me-again: GET /me"), "the last step's name");
+    assert!(
+        html.contains("Flow login: 3 steps; 40 iterations completed ("),
+        "the flow's line"
+    );
+    assert_logins(&server, &before, 40, "--html");
+}
+
+/// The login flow run with [`ARGS`] and `extra`; it must succeed. Its stdout.
+fn stdout_of(server: &Server, flow: &Path, extra: &[&str]) -> String {
+    let out = output(server, flow, &[&ARGS[..], extra].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{extra:?}: {stderr}");
+    stdout
+}
+
+/// The saved result: 120 answers of 200, 40 per step, 40 completed iterations.
+fn assert_saved(server: &Server, flow: &Path) {
+    let ran = run_flow(server, flow, &ARGS);
     assert!(ran.out.status.success(), "{:?}", ran.text());
     let r = ran.result();
     assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
@@ -137,7 +191,7 @@ fn login_flow_carries_each_token_to_its_later_steps_in_every_format() {
     assert_eq!(
         f.duration.hist.len(),
         40,
-        "one duration per completed iteration"
+        "one time per completed iteration"
     );
     let want: Vec<(String, u64)> = STEPS.iter().map(|s| (s.to_string(), 40)).collect();
     assert_eq!(steps_of(&r), want);
@@ -148,14 +202,11 @@ fn login_flow_carries_each_token_to_its_later_steps_in_every_format() {
     assert!(r.stats.endpoints[0].url.ends_with("/login"));
     assert_eq!(r.stats.endpoints[0].method, "POST");
     assert!(r.stats.endpoints[2].url.ends_with("/me"));
-    assert_logins(&server, &before, 40, "saved result");
+}
 
-    // -o json on stdout: the same figures.
-    let before = server.logins();
-    let out = output(&server, &flow, &[&args[..], &["-o", "json"]].concat());
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    let json: serde_json::Value = serde_json::from_str(&stdout).expect("-o json is JSON");
+/// `-o json`: `stats.flow` and each step's name in `stats.endpoints`.
+fn assert_json(stdout: &str) {
+    let json: serde_json::Value = serde_json::from_str(stdout).expect("-o json is JSON");
     let stats = &json["stats"];
     assert_eq!(stats["flow"]["name"], "login");
     assert_eq!(stats["flow"]["steps"], 3);
@@ -166,13 +217,10 @@ fn login_flow_carries_each_token_to_its_later_steps_in_every_format() {
         .map(|e| e["name"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(names, STEPS);
-    assert_logins(&server, &before, 40, "-o json");
+}
 
-    // -o csv: the step column of the per-step table, and the flow's table.
-    let before = server.logins();
-    let out = output(&server, &flow, &[&args[..], &["-o", "csv"]].concat());
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
+/// `-o csv`: the step column of the per-step table, and the flow's table.
+fn assert_csv(stdout: &str) {
     let tables: Vec<&str> = stdout.split("\n\n").map(str::trim).collect();
     let per_step = (tables.iter())
         .find(|t| t.starts_with("endpoint,step,"))
@@ -200,50 +248,6 @@ fn login_flow_carries_each_token_to_its_later_steps_in_every_format() {
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!((row[0], row[1], row[2], row[4]), ("login", "3", "40", "0"));
     assert_eq!(lines.next(), None, "{flow_table}");
-    assert_logins(&server, &before, 40, "-o csv");
-
-    // -o md and text: the title, each step's name, the flow's line.
-    for format in ["md", "text"] {
-        let before = server.logins();
-        let out = output(&server, &flow, &[&args[..], &["-o", format]].concat());
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{format}: {stderr}");
-        assert!(
-            stdout.contains("Per step (flow login)"),
-            "{format}: {stdout}"
-        );
-        for step in ["login: POST /login", "me: GET /me", "me-again: GET /me"] {
-            assert!(stdout.contains(step), "{format}: {step}: {stdout}");
-        }
-        let line = (stdout.lines())
-            .find(|l| l.contains("Flow login: 3 steps;"))
-            .unwrap_or_else(|| panic!("{format}: the flow's line: {stdout}"));
-        assert!(
-            line.contains("; 40 iterations completed ("),
-            "{format}: {line}"
-        );
-        assert!(line.contains(", 0 broken"), "{format}: {line}");
-        assert!(line.contains("an iteration took p50 "), "{format}: {line}");
-        assert_logins(&server, &before, 40, format);
-    }
-
-    // --html FILE: the same section and line in the page.
-    let before = server.logins();
-    let page = tempdir("flow-html").join("report.html");
-    let out = output(
-        &server,
-        &flow,
-        &[&args[..], &["--html", page.to_str().unwrap()]].concat(),
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let html = std::fs::read_to_string(&page).expect("the page is written");
-    assert!(html.contains("Per step (flow login)"), "the section title");
-    assert!(html.contains("me-again: GET /me"), "the last step's name");
-    assert!(
-        html.contains("Flow login: 3 steps; 40 iterations completed ("),
-        "the flow's line"
-    );
-    assert_logins(&server, &before, 40, "--html");
 }
 
 /// A check that never passes: every answer of its step is `check_failed`, every iteration is
@@ -397,70 +401,59 @@ fn refused(server: &Server, flow: &Path, args: &[&str], words: &[&str]) {
     assert_eq!(server.stats().total, 0, "no request was sent: {line}");
 }
 
+/// Bad flow files: each names the file (or the step) and the key.
 #[test]
-fn bad_flows_and_options_are_one_line_before_any_request() {
+fn bad_flow_files_are_one_line_before_any_request() {
     let server = backend();
-    let undefined = flow_file(
-        "undefined.toml",
-        "[[steps]]\nname = \"me\"\npath = \"/me\"\nheaders = { Authorization = \"Bearer {{token}}\" }\n",
-    );
-    refused(
-        &server,
-        &undefined,
-        &[],
-        &[
-            "step 'me'",
-            "Authorization",
-            "'{{token}}' is not defined",
-            "capture it in an earlier step",
-        ],
-    );
-    let pointer = flow_file(
-        "pointer.toml",
-        "[[steps]]\nname = \"login\"\nmethod = \"POST\"\npath = \"/login\"\ncapture = { token = \"json:token\" }\n",
-    );
-    refused(
-        &server,
-        &pointer,
-        &[],
-        &[
+    let login = "[[steps]]\nname = \"login\"\nmethod = \"POST\"\npath = \"/login\"\n";
+    let cases: [(&str, String, &[&str]); 4] = [
+        (
+            "undefined.toml",
+            "[[steps]]\nname = \"me\"\npath = \"/me\"\n\
+             headers = { Authorization = \"Bearer {{token}}\" }\n"
+                .to_string(),
+            &[
+                "step 'me'",
+                "Authorization",
+                "'{{token}}' is not defined",
+                "capture it in an earlier step",
+            ],
+        ),
+        (
             "pointer.toml",
-            "steps[0] (login)",
-            "json:token",
-            "not a JSON pointer",
-            "start it with / (e.g. /token",
-        ],
-    );
-    let group = flow_file(
-        "group.toml",
-        "[[steps]]\nname = \"login\"\nmethod = \"POST\"\npath = \"/login\"\ncapture = { id = 'regex:\\d+' }\n",
-    );
-    refused(
-        &server,
-        &group,
-        &[],
-        &[
+            format!("{login}capture = {{ token = \"json:token\" }}\n"),
+            &[
+                "pointer.toml",
+                "steps[0] (login)",
+                "json:token",
+                "not a JSON pointer",
+                "start it with / (e.g. /token",
+            ],
+        ),
+        (
             "group.toml",
-            "steps[0] (login)",
-            r"regex:\d+",
-            "no group",
-            "put the part to capture in ( )",
-        ],
-    );
-    let unknown = flow_file(
-        "unknown.toml",
-        "name = \"x\"\n[[steps]]\nname = \"login\"\npath = \"/login\"\ntimeout = \"1s\"\n",
-    );
-    refused(
-        &server,
-        &unknown,
-        &[],
-        &[
-            "unknown.toml line 5",
-            "unknown field `timeout`",
-            "fix the file",
-        ],
-    );
+            format!("{login}capture = {{ id = 'regex:\\d+' }}\n"),
+            &[
+                "group.toml",
+                "steps[0] (login)",
+                r"regex:\d+",
+                "no group",
+                "put the part to capture in ( )",
+            ],
+        ),
+        (
+            "unknown.toml",
+            format!("name = \"x\"\n{login}timeout = \"1s\"\n"),
+            &[
+                "unknown.toml line 6",
+                "unknown field `timeout`",
+                "fix the file",
+            ],
+        ),
+    ];
+    for (name, text, words) in cases {
+        refused(&server, &flow_file(name, &text), &[], words);
+    }
     let missing = tempdir("flow-missing").join("nowhere.toml");
     refused(
         &server,
@@ -468,6 +461,13 @@ fn bad_flows_and_options_are_one_line_before_any_request() {
         &[],
         &["cannot read --flow", "nowhere.toml", "check the path"],
     );
+    assert_eq!(server.logins().issued, 0);
+}
+
+/// What a flow cannot run with: the open model, HTTP/2, a mix, pipelining.
+#[test]
+fn options_a_flow_cannot_run_with_are_one_line_before_any_request() {
+    let server = backend();
     let good = flow_file("login.toml", LOGIN);
     refused(
         &server,

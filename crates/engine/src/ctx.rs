@@ -145,8 +145,9 @@ impl<'a> Ctx<'a> {
 
     /// Whether the run still takes requests (not stopping, before the deadline): a flow's
     /// step whose iteration claimed it already.
+    #[inline]
     pub fn running(&self, now: Instant) -> bool {
-        !self.stopping && !self.deadline.is_some_and(|d| now >= d)
+        !self.stopping && self.deadline.is_none_or(|d| now < d)
     }
 
     /// Gives back `n` requests a flow's iteration claimed and will not send (it broke).
@@ -159,7 +160,7 @@ impl<'a> Ctx<'a> {
     /// Claims the next request, if the run wants one more.
     #[inline]
     pub fn claim(&mut self, now: Instant) -> bool {
-        if self.stopping || self.deadline.is_some_and(|d| now >= d) {
+        if !self.running(now) {
             return false;
         }
         if !self.recorder.measuring(now) {

@@ -18,6 +18,7 @@ mod docs;
 mod example_apps;
 mod fields;
 mod find_max;
+mod flows;
 mod h2;
 mod h2_load;
 mod h2_open;

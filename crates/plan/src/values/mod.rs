@@ -207,14 +207,16 @@ impl Values {
 
 /// Reads the data file, checks every `{{row.COLUMN}}` against it and refuses what cannot
 /// work; `requests` are the compiled requests (by the mix's index). `None` when no request
-/// has values and no data file is given.
+/// has values and no data file is given, unless `flow` (a flow's virtual users draw each
+/// iteration's place and judge their answers through the values, even with none written).
 pub(crate) fn resolve(
     spec: &ValuesSpec,
     requests: Vec<Option<Compiled>>,
     columns: Vec<String>,
     texts: &mut [&mut Compiled],
+    flow: bool,
 ) -> Result<Option<Values>, PlanError> {
-    let any = requests.iter().any(Option::is_some) || !texts.is_empty();
+    let any = flow || requests.iter().any(Option::is_some) || !texts.is_empty();
     let Some(d) = &spec.data else {
         if let Some(c) = columns.first() {
             return Err(invalid(format!(

@@ -119,7 +119,13 @@ pub(crate) fn compile_plan(
         .flat_map(|f| f.steps.iter_mut())
         .flat_map(|s| s.texts_mut())
         .collect();
-    let values = resolve(&spec.values, requests, columns, &mut texts)?;
+    let values = resolve(
+        &spec.values,
+        requests,
+        columns,
+        &mut texts,
+        spec.flow.is_some(),
+    )?;
     plan.flow = flow;
     Ok(values)
 }

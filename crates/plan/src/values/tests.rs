@@ -32,6 +32,36 @@ fn a_fixed_request_has_no_values() {
     assert!(p.values.is_none());
 }
 
+/// A flow draws each iteration's place and judges its answers through the values: it has them
+/// even when none of its texts holds a value (the engine once left such a flow's steps all
+/// on the first step's endpoint, their checks unjudged).
+#[test]
+fn a_flow_without_values_still_has_them() {
+    let step = |path: &str| crate::StepFile {
+        name: None,
+        method: None,
+        path: Some(path.into()),
+        headers: Default::default(),
+        body: None,
+        capture: Default::default(),
+        check: crate::CheckFile {
+            status: Some(crate::StatusFile::One(201)),
+            ..Default::default()
+        },
+        think: None,
+    };
+    let flow = crate::FlowFile {
+        name: None,
+        steps: vec![step("/a"), step("/b")],
+    };
+    let flow = flow.typed("test").unwrap();
+    let p = plan("http://127.0.0.1:8080", |s| s.flow = Some(flow)).unwrap();
+    let values = p.values.as_ref().expect("a flow has values");
+    assert_eq!(values.requests.len(), 2);
+    assert!(!values.templated(0) && !values.templated(1));
+    assert_eq!(p.flow.as_ref().map(|f| f.steps.len()), Some(2));
+}
+
 #[test]
 fn the_sequence_fills_path_query_header_and_body_with_its_length() {
     let p = plan(

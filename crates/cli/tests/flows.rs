@@ -170,6 +170,38 @@ fn login_flow_carries_each_token_to_its_later_steps_in_every_format() {
     assert_logins(&server, &before, 40, "--html");
 }
 
+/// Issue 32, the open model: `--rate` is iterations started per second and `-n` counts
+/// iterations; every step goes out (each timed from its own intended start), each token is
+/// in exactly its iteration's 2 later requests, and the report words the target in
+/// iterations.
+#[test]
+fn the_open_model_starts_iterations_on_schedule_and_runs_each_to_its_end() {
+    let server = backend();
+    let flow = flow_file("login.toml", LOGIN);
+    let before = server.logins();
+    let ran = run_flow(&server, &flow, &["--rate", "100", "-n", "30"]);
+    assert!(ran.out.status.success(), "{:?}", ran.text());
+    let r = ran.result();
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.requests, 90);
+    let f = flow_of(&r);
+    assert_eq!((f.started, f.completed, f.broken), (30, 30, 0));
+    let want: Vec<(String, u64)> = STEPS.iter().map(|s| (s.to_string(), 30)).collect();
+    assert_eq!(steps_of(&r), want);
+    assert_logins(&server, &before, 30, "--rate 100 -n 30");
+    let stdout = stdout_of(&server, &flow, &["--rate", "100", "-o", "text"]);
+    assert!(
+        stdout.contains("open model, 100 iterations/s for 400"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Running 40 iterations of a flow @"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" iterations/s), p50"), "{stdout}");
+    assert!(stdout.contains("iterations/s started ("), "{stdout}");
+}
+
 /// The login flow run with [`ARGS`] and `extra`; it must succeed. Its stdout.
 fn stdout_of(server: &Server, flow: &Path, extra: &[&str]) -> String {
     let out = output(server, flow, &[&ARGS[..], extra].concat());
@@ -470,12 +502,6 @@ fn bad_flow_files_are_one_line_before_any_request() {
 fn options_a_flow_cannot_run_with_are_one_line_before_any_request() {
     let server = backend();
     let good = flow_file("login.toml", LOGIN);
-    refused(
-        &server,
-        &good,
-        &["--rate", "100"],
-        &["closed model", "leave out --rate"],
-    );
     refused(
         &server,
         &good,

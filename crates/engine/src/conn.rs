@@ -254,6 +254,9 @@ impl Conn {
                 scratch: Vec::new(),
             })
         });
+        if vu.step == 0 && ctx.recorder.measuring(intended) && ctx.in_window(intended) {
+            ctx.recorder.flow_started();
+        }
         let Some(values) = ctx.values.as_mut() else {
             return;
         };
@@ -332,6 +335,50 @@ impl Conn {
         self.phase = Phase::Idle;
         self.wake_at = now + think;
         ctx.backoff.push(self.token.0);
+    }
+
+    /// Open model, after a flow's step: an iteration that goes on waits (off this connection)
+    /// for its next step, due after this step's think time; one that ended leaves its virtual
+    /// user here at the first step, for the next scheduled iteration.
+    fn open_next_step(
+        &mut self,
+        ctx: &mut Ctx,
+        verdict: Result<(), ErrorKind>,
+        records: bool,
+        now: Instant,
+    ) {
+        let (Some(flow), Some(vu)) = (ctx.flow, self.vu.as_deref_mut()) else {
+            return;
+        };
+        let think = flow.steps[usize::from(vu.step)].think;
+        let last = usize::from(vu.step) + 1 == flow.steps.len();
+        match verdict {
+            Ok(()) if !last => {
+                vu.step += 1;
+                if let Some(vu) = self.vu.take() {
+                    ctx.flow_wait(now + think, vu);
+                }
+            }
+            Ok(()) => {
+                if records {
+                    ctx.recorder
+                        .flow_completed(now.saturating_duration_since(vu.started));
+                }
+                vu.step = 0;
+            }
+            Err(_) => {
+                if records {
+                    ctx.recorder.flow_broken();
+                }
+                vu.step = 0;
+            }
+        }
+    }
+
+    /// Open model, a flow: the next step of a waiting iteration goes on this connection (its
+    /// virtual user, variables and draw with it).
+    pub(crate) fn take_step(&mut self, vu: Box<Vu>) {
+        self.vu = Some(vu);
     }
 
     /// The first request on a spare: its connect (and handshake) is recorded now, if both
@@ -664,6 +711,9 @@ impl Conn {
             self.close();
         }
         if ctx.open {
+            if self.vu.is_some() {
+                self.open_next_step(ctx, verdict, records, now);
+            }
             self.phase = Phase::Idle;
             ctx.idle.push(self.token.0);
         } else if self.vu.is_some() {

@@ -42,6 +42,10 @@ pub struct Ctx<'a> {
     pub flow: Option<&'a Flow>,
     /// A flow's answers, split and de-chunked (the worker's one buffer).
     pub answer_body: Vec<u8>,
+    /// Open model, a flow: iterations waiting for their next step (due after the last step's
+    /// answer and its think time), in the order they became due; each takes a free
+    /// connection before the next scheduled iteration.
+    pub(crate) flow_ready: std::collections::VecDeque<(Instant, Box<crate::conn::Vu>)>,
     /// Connections are reused; without keep-alive each request opens one.
     pub keepalive: bool,
     /// The worker's one read buffer, shared by its connections.
@@ -124,6 +128,26 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Open model, a flow: an iteration's next step is due at `due` (kept in due order).
+    pub(crate) fn flow_wait(&mut self, due: Instant, vu: Box<crate::conn::Vu>) {
+        let at = self.flow_ready.partition_point(|(d, _)| *d <= due);
+        self.flow_ready.insert(at, (due, vu));
+    }
+
+    /// Open model, a flow: when the first waiting step is due.
+    #[inline]
+    pub(crate) fn flow_next(&self) -> Option<Instant> {
+        self.flow_ready.front().map(|(d, _)| *d)
+    }
+
+    /// Open model, a flow: the waiting steps due by `now`.
+    pub(crate) fn flow_due(&self, now: Instant) -> u64 {
+        self.flow_ready
+            .iter()
+            .take_while(|(d, _)| *d <= now)
+            .count() as u64
+    }
+
     /// Claims the next request, if the run wants one more.
     #[inline]
     pub fn claim(&mut self, now: Instant) -> bool {
@@ -193,6 +217,12 @@ impl<'a> Ctx<'a> {
         let Some(p) = pacer else {
             return;
         };
+        // A flow's steps due and not sent waited like scheduled requests.
+        for (due, _) in std::mem::take(&mut self.flow_ready) {
+            if due < end && self.recorder.measuring(due) {
+                self.recorder.waited(end.saturating_duration_since(due));
+            }
+        }
         // One by one while few; a run far behind its schedule (millions due and unsent at a
         // high rate) is accounted for a block of `BLOCK` at a time, each block at its oldest
         // request's age, so the end of a run costs milliseconds, not seconds.
@@ -286,6 +316,7 @@ impl<'a> Ctx<'a> {
                 .map(|(v, counter)| Source::new(v, counter, cfg.first_source as u32)),
             flow: cfg.flow,
             answer_body: Vec::new(),
+            flow_ready: std::collections::VecDeque::new(),
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             recorder: match cfg.flow {

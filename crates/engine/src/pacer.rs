@@ -212,6 +212,11 @@ impl<'a> Pacer<'a> {
         self.wake_at(now, release, limit)
     }
 
+    /// When the next due request may leave (`None`: the schedule has ended).
+    pub fn next_release(&self) -> Option<Instant> {
+        self.walk.due().map(|d| self.walk.release(d))
+    }
+
     /// When the request due at `due` may leave (see [`Walk::release`]).
     pub fn release(&self, due: Instant) -> Instant {
         self.walk.release(due)

@@ -176,6 +176,14 @@ impl Recorder {
         }
     }
 
+    /// A flow iteration's first step was claimed in the measured window.
+    #[inline]
+    pub fn flow_started(&mut self) {
+        if let Some(f) = &mut self.flow {
+            f.started += 1;
+        }
+    }
+
     /// A flow iteration ended at a failed step.
     #[inline]
     pub fn flow_broken(&mut self) {

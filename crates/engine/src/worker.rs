@@ -213,7 +213,9 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         if self.ctx.window_end().is_some_and(|d| now >= d) {
             return true;
         }
-        let busy = self.proto.requeued() > 0 || self.proto.conns().iter().any(|c| c.busy());
+        let busy = self.proto.requeued() > 0
+            || !self.ctx.flow_ready.is_empty()
+            || self.proto.conns().iter().any(|c| c.busy());
         if let Some(p) = &self.pacer {
             // A timed open-model run lasts its whole window; an `-n` one ends with its last answer.
             let timed = self.ctx.window_end().is_some();

@@ -14,6 +14,10 @@ pub struct FlowStats {
     pub name: String,
     /// Its steps, in order.
     pub steps: u32,
+    /// Iterations whose first step was sent in the measured window (in the open model, the
+    /// schedule's rate is iterations started per second).
+    #[serde(default)]
+    pub started: u64,
     /// Iterations whose every step completed (and passed its checks and captures) in the
     /// measured window.
     pub completed: u64,
@@ -33,6 +37,7 @@ impl FlowStats {
             self.name.clone_from(&other.name);
             self.steps = other.steps;
         }
+        self.started += other.started;
         self.completed += other.completed;
         self.broken += other.broken;
         self.duration.merge(&other.duration);

@@ -524,6 +524,7 @@ pub(crate) fn var_names(f: &FlowSpec) -> Vec<String> {
 /// Expands a load with a flow into a load whose mix is the steps (the plan renders each like a
 /// request of a mix); refuses what a flow cannot combine with.
 pub(crate) fn expand(spec: &crate::LoadSpec) -> Result<Option<crate::LoadSpec>, PlanError> {
+    // Closed model: `-c` virtual users; open model: the rate starts iterations.
     let Some(f) = &spec.flow else {
         return Ok(None);
     };
@@ -532,9 +533,9 @@ pub(crate) fn expand(spec: &crate::LoadSpec) -> Result<Option<crate::LoadSpec>, 
             "a flow and a request mix (-u, --requests-file, --curl, --har, --targets) both given: a flow's steps are its requests; give one of them",
         ));
     }
-    if !matches!(spec.load, crate::LoadShape::Closed { .. }) {
+    if let crate::LoadShape::FindMax { .. } = spec.load {
         return Err(invalid(
-            "a flow runs in the closed model for now (-c virtual users, each running the flow in a loop): leave out --rate, --stages and find-max (docs/flows.md)",
+            "find-max runs open loads of single requests for now, not a flow: run the flow with run --rate or in a bench (docs/flows.md)",
         ));
     }
     if spec.transport.http2 {

@@ -37,6 +37,20 @@ pub(crate) fn pacing_text(r: &RunResult) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// [`schedule_text`] of a run: a flow's schedule starts iterations (`100 iterations/s for
+/// 10s`).
+pub(crate) fn run_schedule_text(
+    r: &loadbench_model::RunResult,
+    segments: &[RateSegment],
+) -> String {
+    let text = schedule_text(segments);
+    if r.stats.flow.is_some() {
+        text.replace(" req/s", " iterations/s")
+    } else {
+        text
+    }
+}
+
 /// `1000 req/s`, `1000→5000 req/s over 30s, then …`.
 pub(crate) fn schedule_text(segments: &[RateSegment]) -> String {
     let parts: Vec<String> = segments

@@ -92,7 +92,7 @@ impl Http1 {
 
     fn place_due(&mut self, d: &mut Due<'_, '_>) -> bool {
         let now = d.now;
-        while let Some(due) = d.pacer.due().filter(|&t| t <= now) {
+        while let Some((due, step)) = next_due(d, now) {
             let Some(i) = self.pipe_conn(d.ctx).or_else(|| self.free_conn(d)) else {
                 return true;
             };
@@ -102,7 +102,10 @@ impl Http1 {
                 }
                 return false;
             }
-            d.pacer.advance();
+            match d.ctx.flow_ready.pop_front().filter(|_| step) {
+                Some((_, vu)) => self.conns[i].take_step(vu),
+                None => d.pacer.advance(),
+            }
             self.conns[i].start(d.ctx, due, now);
             if self.conns[i].pipe_first_queued() {
                 self.queued.push(i);
@@ -110,6 +113,20 @@ impl Http1 {
         }
         d.pool.free(now);
         false
+    }
+}
+
+/// The oldest request due by `now`: a flow's waiting step (`true`) before a scheduled one
+/// due at the same time or later.
+#[inline]
+fn next_due(d: &Due<'_, '_>, now: Instant) -> Option<(Instant, bool)> {
+    let step = d.ctx.flow_next().filter(|&t| t <= now);
+    let scheduled = d.pacer.due().filter(|&t| t <= now);
+    match (step, scheduled) {
+        (Some(s), Some(p)) if s <= p => Some((s, true)),
+        (Some(s), None) => Some((s, true)),
+        (_, Some(p)) => Some((p, false)),
+        (None, None) => None,
     }
 }
 

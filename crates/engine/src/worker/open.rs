@@ -75,8 +75,10 @@ impl<'a> Due<'_, 'a> {
         );
         let now = self.now;
         *self.grow_at = None;
+        // Requests taken back and a flow's steps due wait before any scheduled one.
+        let again = proto.requeued() as u64 + self.ctx.flow_due(now);
         while self.ctx.connecting < limit && proto.may_connect(self.ctx, max) {
-            if !self.may_grow(proto.covered(self.ctx), proto.requeued() as u64) {
+            if !self.may_grow(proto.covered(self.ctx), again) {
                 break;
             }
             if let Err(at) = self.ctx.growth.take_connect(proto.conns().len(), now) {
@@ -121,7 +123,8 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         // A fresh clock: events handled since the loop's `now` may have moved the recorder on.
         let now = Instant::now();
         self.blocked = false;
-        if self.proto.requeued() > 0 || pacer.open(now) {
+        let steps_due = self.ctx.flow_next().is_some_and(|d| d <= now);
+        if self.proto.requeued() > 0 || steps_due || pacer.open(now) {
             let mut due = Due {
                 ctx: &mut self.ctx,
                 pacer: &mut pacer,
@@ -141,8 +144,13 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         if can_send && self.proto.requeued() > 0 {
             return Duration::ZERO;
         }
+        let next_step = self.ctx.flow_next().filter(|_| can_send);
         match (self.pacer.as_mut(), self.grow_at.filter(|_| self.blocked)) {
             (Some(p), Some(at)) => p.wake_at(now, at, limit),
+            (Some(p), None) if next_step.is_some() => {
+                let at = p.next_release().into_iter().chain(next_step).min();
+                at.map_or(limit, |at| p.wake_at(now, at, limit))
+            }
             (Some(p), None) => p.wait(now, limit, can_send),
             (None, _) => limit,
         }

@@ -61,6 +61,27 @@ pub(crate) fn flow_line(r: &RunResult) -> Option<String> {
     ))
 }
 
+/// The unit of an open load's target rate: a flow's schedule starts iterations.
+pub(crate) fn target_unit(r: &RunResult) -> &'static str {
+    if r.stats.flow.is_some() {
+        "iterations/s"
+    } else {
+        "req/s"
+    }
+}
+
+/// A flow's iterations started per second, and their share of the open model's target.
+pub(crate) fn flow_started(r: &RunResult, target: f64) -> Option<String> {
+    let f = r.stats.flow.as_ref()?;
+    let per_sec = per_sec(r, f.started);
+    let share = if target > 0.0 { per_sec / target } else { 0.0 };
+    Some(format!(
+        "{} iterations/s started ({} of target)",
+        units::rate(per_sec),
+        units::percent(share)
+    ))
+}
+
 /// The request's label: a flow step's name first.
 fn label(e: &EndpointStats) -> String {
     match &e.name {
@@ -103,7 +124,7 @@ pub(crate) fn bench_rows(r: &BenchResult, li: u32) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for c in load_cells(r, li) {
         let merged = cell_endpoints(r, c);
-        if merged.len() < 2 {
+        if merged.len() < 2 && merged.iter().all(|e| e.name.is_none()) {
             continue;
         }
         let level = cell_row(r, c).level;
@@ -115,6 +136,20 @@ pub(crate) fn bench_rows(r: &BenchResult, li: u32) -> Vec<Vec<String>> {
         }
     }
     rows
+}
+
+/// The heading of a bench load's per-request table: a flow's steps or a mix's requests.
+pub(crate) fn bench_title(r: &BenchResult, li: u32) -> String {
+    let flow = r
+        .rounds
+        .iter()
+        .filter(|x| x.load == li)
+        .filter_map(|x| x.result.as_ref())
+        .find_map(|run| run.stats.flow.as_ref());
+    match flow {
+        Some(f) => format!("Per step (flow {}), all rounds", f.name),
+        None => "Per request (mix), all rounds".into(),
+    }
 }
 
 /// The endpoints of every finished round of cell `c`, merged.

@@ -215,7 +215,8 @@ fn mix_table(r: &BenchResult, li: u32) -> String {
     let head = endpoints::BENCH_HEAD.map(String::from);
     let rows: Vec<Row> = rows.into_iter().map(page::row).collect();
     format!(
-        "<h4>Per request (mix), all rounds</h4>\n{}",
+        "<h4>{}</h4>\n{}",
+        page::esc(&endpoints::bench_title(r, li)),
         page::table("endpoints", &head, &rows)
     )
 }

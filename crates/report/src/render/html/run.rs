@@ -11,7 +11,7 @@ use crate::markup::html::{
 };
 use crate::options::{RenderOptions, Renderer};
 use crate::view::run::request_phases;
-use crate::words::{host_facts, pacing_text, schedule_text};
+use crate::words::{host_facts, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
 use std::io::{self, Write};
@@ -84,7 +84,7 @@ fn header(r: &RunResult) -> String {
         "{length}, {} threads, {up_to}{} connections ({}, {}",
         c.threads,
         c.connections,
-        model_name(&c.load),
+        model_name(r, &c.load),
         if c.keepalive {
             "keep-alive"
         } else {
@@ -106,10 +106,13 @@ fn header(r: &RunResult) -> String {
     )
 }
 
-fn model_name(load: &LoadShape) -> String {
+fn model_name(r: &RunResult, load: &LoadShape) -> String {
     match load {
         LoadShape::Closed { .. } => "closed model".to_string(),
-        LoadShape::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::Open { schedule, .. } => format!(
+            "open model, {}",
+            crate::words::run_schedule_text(r, schedule)
+        ),
         LoadShape::FindMax { slo, .. } => format!("find-max search, {}", slo.text),
     }
 }
@@ -237,11 +240,13 @@ fn headline(r: &RunResult, sum: &Summary) -> Vec<(&'static str, String)> {
     let (s, h) = (&r.stats, &r.stats.latency.hist);
     let mut pairs = vec![("Requests/sec", units::rate(sum.requests_per_sec))];
     if let Some(target) = sum.target_per_sec {
-        pairs.push(("Target rate", format!("{} req/s", units::rate(target))));
-        pairs.push((
-            "Achieved rate (sent)",
-            format!("{} req/s", units::rate(sum.sent_per_sec)),
-        ));
+        let unit = crate::view::endpoints::target_unit(r);
+        pairs.push(("Target rate", format!("{} {unit}", units::rate(target))));
+        let mut sent = format!("{} req/s", units::rate(sum.sent_per_sec));
+        if let Some(started) = crate::view::endpoints::flow_started(r, target) {
+            sent += &format!("; {started}");
+        }
+        pairs.push(("Achieved rate (sent)", sent));
     }
     for (label, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9)] {
         pairs.push((label, at(h, p)));
@@ -446,7 +451,7 @@ fn scenario(r: &RunResult) -> Vec<(&'static str, String)> {
     ];
     pairs.extend(c.headers.iter().map(|h| ("Header", h.clone())));
     pairs.push(("Body", units::bytes(c.body_bytes as f64)));
-    pairs.push(("Load model", model_name(&c.load)));
+    pairs.push(("Load model", model_name(r, &c.load)));
     let conns = if is_open(r) {
         "Max connections"
     } else {

@@ -143,7 +143,8 @@ fn mix_table(r: &BenchResult, li: u32) -> String {
         })
         .collect();
     format!(
-        "\nPer request (mix), all rounds:\n\n{}",
+        "\n{}:\n\n{}",
+        escape_text(&endpoints::bench_title(r, li)),
         table(&BENCH_HEAD, &align, &rows)
     )
 }

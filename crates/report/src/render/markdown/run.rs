@@ -7,7 +7,7 @@
 use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
 use crate::options::{RenderOptions, Renderer};
 use crate::view::run::request_phases;
-use crate::words::{counted as plural, document_length, pacing_text, schedule_text};
+use crate::words::{counted as plural, document_length, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
 use std::io::Write;
@@ -317,7 +317,7 @@ fn load_text(r: &RunResult) -> String {
         } => {
             let mut text = format!(
                 "open model, {}, up to {max_connections} connections, {threads}, {keepalive}",
-                schedule_text(schedule)
+                crate::words::run_schedule_text(r, schedule)
             );
             if let Some(pacing) = pacing_text(r) {
                 text += &format!(", {pacing}");

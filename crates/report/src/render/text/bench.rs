@@ -101,7 +101,7 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
     let mix = endpoints::bench_rows(r, li);
     if !mix.is_empty() {
         use endpoints::{BENCH_HEAD, BENCH_TEXT};
-        lines.push("per request (mix), all rounds:".to_string());
+        lines.push(format!("{}:", endpoints::bench_title(r, li).to_lowercase()));
         let mut rows = vec![BENCH_HEAD.map(String::from).to_vec()];
         rows.extend(mix);
         lines.extend(aligned(&rows, &BENCH_TEXT));

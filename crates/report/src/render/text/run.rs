@@ -7,7 +7,7 @@ use crate::markup::text::{endpoint_table, width};
 use crate::options::{RenderOptions, Renderer};
 use crate::view::distribution::{self, Bar};
 use crate::view::run::request_phases;
-use crate::words::{document_length, pacing_text, plural, schedule_text};
+use crate::words::{document_length, pacing_text, plural};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult, Starvation, Summary};
 use std::io::Write;
@@ -156,6 +156,9 @@ fn header(rep: &Report) -> Vec<String> {
 fn run_length(rep: &Report) -> String {
     let c = &rep.r.config;
     match (c.requests, c.duration_ms) {
+        (Some(n), _) if rep.r.stats.flow.is_some() => {
+            format!("{n} {} of a flow", plural(n, "iteration"))
+        }
         (Some(n), _) => format!("{n} {}", plural(n, "request")),
         (None, Some(ms)) => format!("{} test", units::duration_ms_short(ms)),
         (None, None) => "test".to_string(),
@@ -168,7 +171,10 @@ fn shape(rep: &Report) -> String {
     let c = &rep.r.config;
     let model = match &c.load {
         LoadShape::Closed { .. } => "closed model".to_string(),
-        LoadShape::Open { schedule, .. } => format!("open model, {}", schedule_text(schedule)),
+        LoadShape::Open { schedule, .. } => format!(
+            "open model, {}",
+            crate::words::run_schedule_text(rep.r, schedule)
+        ),
         LoadShape::FindMax { slo, .. } => format!("find-max search, {}", slo.text),
     };
     let mut keepalive = if c.keepalive {
@@ -207,7 +213,8 @@ fn headline(rep: &Report) -> String {
     let s = &rep.r.stats;
     let mut rate = format!("{} req/s", units::rate(rep.summary.requests_per_sec));
     if let Some(target) = rep.summary.target_per_sec {
-        rate += &format!(" (target {} req/s)", units::rate(target));
+        let unit = crate::view::endpoints::target_unit(rep.r);
+        rate += &format!(" (target {} {unit})", units::rate(target));
     }
     let h = &s.latency.hist;
     let latency = if h.is_empty() {
@@ -285,7 +292,7 @@ fn summary(rep: &Report) -> Vec<String> {
     pairs.extend(unanswered_pairs(s, paint));
     pairs.extend(reconnect_pairs(s));
     if let Some(target) = sum.target_per_sec {
-        pairs.extend(open_model_pairs(s, target, sum.sent_per_sec));
+        pairs.extend(open_model_pairs(rep.r, target, sum.sent_per_sec));
         if let Some(short) = loadbench_model::Shortfall::of_run(rep.r) {
             pairs.push(("Why short of the target", short.to_string()));
         }
@@ -356,23 +363,22 @@ fn unanswered_pairs(s: &loadbench_model::Stats, paint: Paint) -> Vec<(&'static s
 }
 
 /// The open model's own figures: target vs achieved rate and how late sends were.
-fn open_model_pairs(
-    s: &loadbench_model::Stats,
-    target: f64,
-    sent: f64,
-) -> Vec<(&'static str, String)> {
+fn open_model_pairs(r: &RunResult, target: f64, sent: f64) -> Vec<(&'static str, String)> {
+    let s = &r.stats;
     let lag = &s.send_lag.hist;
     let share = if target > 0.0 { sent / target } else { 0.0 };
-    vec![
-        ("Target rate", format!("{} req/s", units::rate(target))),
-        (
-            "Achieved rate (sent)",
-            format!(
-                "{} req/s ({} of target)",
-                units::rate(sent),
-                units::percent(share)
-            ),
+    let unit = crate::view::endpoints::target_unit(r);
+    let achieved = match crate::view::endpoints::flow_started(r, target) {
+        Some(started) => format!("{} req/s (the flow's steps); {started}", units::rate(sent)),
+        None => format!(
+            "{} req/s ({} of target)",
+            units::rate(sent),
+            units::percent(share)
         ),
+    };
+    vec![
+        ("Target rate", format!("{} {unit}", units::rate(target))),
+        ("Achieved rate (sent)", achieved),
         ("Sent late (>1ms)", s.sent_late.to_string()),
         (
             "Send lag p50 / p99 / max",

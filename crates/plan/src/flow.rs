@@ -156,6 +156,9 @@ pub struct StepSpec {
 pub struct FlowSpec {
     /// Its name in reports.
     pub name: String,
+    /// Where it was written, for errors: `--flow login.toml`, `flow` (a scenario's table,
+    /// whose errors the loader places).
+    pub source: String,
     /// Its steps, in order.
     pub steps: Vec<StepSpec>,
 }
@@ -188,7 +191,11 @@ impl FlowFile {
             }
             steps.push(s.typed(step_name, &at)?);
         }
-        Ok(FlowSpec { name, steps })
+        Ok(FlowSpec {
+            name,
+            source: place.to_string(),
+            steps,
+        })
     }
 }
 
@@ -582,7 +589,7 @@ pub(crate) fn resolve(
             .flat_map(|s| s.captures.iter().map(|(v, _)| v.clone()))
             .collect();
         let mut text = |t: &str, what: &str| -> Result<Compiled, PlanError> {
-            let place = format!("step '{}' of the flow: check {what}", s.name);
+            let place = format!("{} step '{}': check {what}", f.source, s.name);
             let from = marks.len();
             let marked = marks.mark(t.as_bytes(), &place)?.into_owned();
             if let Some((var, at)) = marks

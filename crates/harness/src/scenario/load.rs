@@ -640,12 +640,14 @@ fn check_values(load: &ScenarioLoad) -> Result<(), Bad> {
         .map(|_| ())
         .map_err(|e| {
             let text = e.to_string();
-            let key = if text.contains("--data") {
-                "data"
+            let (key, doc) = if text.starts_with("flow ") || text.contains("a flow") {
+                ("flow", "see docs/flows.md")
+            } else if text.contains("--data") {
+                ("data", "see docs/request-values.md")
             } else {
-                "request"
+                ("request", "see docs/request-values.md")
             };
-            bad(key, text, "see docs/request-values.md")
+            bad(key, text, doc)
         })
 }
 

@@ -10,7 +10,7 @@ pub(crate) fn mark_spec(marks: &mut Marks, spec: &LoadSpec) -> Result<LoadSpec, 
     let mut out = spec.clone();
     let flow = spec.flow.as_ref();
     let name = |i: usize| match flow {
-        Some(f) => format!("step '{}' of the flow: ", f.steps[i].name),
+        Some(f) => format!("{} step '{}': ", f.source, f.steps[i].name),
         None => format!("request {} of the mix: ", i + 1),
     };
     let first = if flow.is_some() {

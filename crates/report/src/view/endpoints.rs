@@ -82,6 +82,18 @@ pub(crate) fn flow_started(r: &RunResult, target: f64) -> Option<String> {
     ))
 }
 
+/// A mix's weight and share; a flow's step has none (each iteration sends every step).
+fn weight_cell(e: &EndpointStats, total_weight: u64) -> String {
+    if e.name.is_some() {
+        return MISSING.to_string();
+    }
+    format!(
+        "{} ({})",
+        e.weight,
+        units::percent(share(e.weight, total_weight))
+    )
+}
+
 /// The request's label: a flow step's name first.
 fn label(e: &EndpointStats) -> String {
     match &e.name {
@@ -169,11 +181,7 @@ fn human_cells(e: &EndpointStats, total_weight: u64) -> Vec<String> {
     let h = &e.latency.hist;
     vec![
         label(e),
-        format!(
-            "{} ({})",
-            e.weight,
-            units::percent(share(e.weight, total_weight))
-        ),
+        weight_cell(e, total_weight),
         e.requests.to_string(),
         errors(e),
         statuses(e),
@@ -194,11 +202,7 @@ fn row(r: &RunResult, e: &EndpointStats, total_weight: u64) -> Vec<String> {
     vec![
         e.index.to_string(),
         label(e),
-        format!(
-            "{} ({})",
-            e.weight,
-            units::percent(share(e.weight, total_weight))
-        ),
+        weight_cell(e, total_weight),
         e.requests.to_string(),
         units::rate(per_sec(r, e.requests)),
         errors(e),

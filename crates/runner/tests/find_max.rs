@@ -84,22 +84,24 @@ fn finds_the_capacity_of_a_100_per_second_backend_in_process() {
     );
 }
 
-/// The issue's case: a server of 2,000 req/s (20 at once, 10 ms each) that keeps working on
-/// abandoned requests. Without waiting for recovery, every step after the first overload
-/// measured the backlog and the search reported 1,600. With it, the search lands within 5%
-/// of 2,000 and the steps after a failure record how long the target took to recover.
+/// The issue's case, scaled to a rate any loaded machine drives: a server of 200 req/s (2 at
+/// once, 10 ms each) that keeps working on abandoned requests. Without waiting for recovery,
+/// every step after the first overload measured the backlog and the search reported 80% of
+/// the capacity (1,600 of 2,000 in the issue). With it, the search lands within 5% of 200 and
+/// the steps after a failure record how long the target took to recover. (5% over the
+/// capacity queues 30 requests in a 3 s step: a 150 ms wait, past the 100 ms SLO.)
 #[test]
-fn finds_2000_per_second_after_overloads_that_leave_a_backlog() {
-    let server = backend(20, "10ms", true);
+fn finds_200_per_second_after_overloads_that_leave_a_backlog() {
+    let server = backend(2, "10ms", true);
     let r = run(&FindMaxSpec {
-        start_rate: 500.0,
+        start_rate: 50.0,
         step_duration: Duration::from_secs(3),
-        max_connections: 2_000,
+        max_connections: 200,
         ..spec(&server, "p99<100ms")
     });
     let max = r.max_rate.expect("a rate held");
     assert!(
-        (1_900.0..=2_100.0).contains(&max),
+        (190.0..=210.0).contains(&max),
         "max {max}\n{}",
         steps(&r)
     );

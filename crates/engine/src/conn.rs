@@ -6,6 +6,7 @@
 use crate::ctx::Ctx;
 use crate::http1::{EofOutcome, ParseError, Progress, ResponseParser};
 use crate::transport::Stream;
+use crate::vu::Vu;
 use loadbench_model::{ErrorKind, ReopenReason};
 use loadbench_plan::{split_answer, Answer, Draw, Flow, MAX_KEPT_RESPONSE};
 use mio::{Interest, Token};
@@ -100,21 +101,6 @@ pub struct Conn {
     out: Vec<u8>,
     /// A flow: this connection's virtual user (`None` without a flow).
     vu: Option<Box<Vu>>,
-}
-
-/// A flow's virtual user: where it is in the flow, its iteration's draw, its variables, and
-/// the raw answer of a step that reads it.
-pub(crate) struct Vu {
-    step: u16,
-    draw: Draw,
-    /// When its iteration's first step started (its intended time).
-    started: Instant,
-    vars: Vec<Vec<u8>>,
-    /// The current step reads its answer: it is kept in `answer` (up to
-    /// [`MAX_KEPT_RESPONSE`] bytes).
-    keep: bool,
-    answer: Vec<u8>,
-    scratch: Vec<u8>,
 }
 
 impl Conn {

@@ -45,7 +45,7 @@ pub struct Ctx<'a> {
     /// Open model, a flow: iterations waiting for their next step (due after the last step's
     /// answer and its think time), in the order they became due; each takes a free
     /// connection before the next scheduled iteration.
-    pub(crate) flow_ready: std::collections::VecDeque<(Instant, Box<crate::conn::Vu>)>,
+    pub(crate) flow_ready: std::collections::VecDeque<(Instant, Box<crate::vu::Vu>)>,
     /// Connections are reused; without keep-alive each request opens one.
     pub keepalive: bool,
     /// The worker's one read buffer, shared by its connections.
@@ -129,7 +129,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Open model, a flow: an iteration's next step is due at `due` (kept in due order).
-    pub(crate) fn flow_wait(&mut self, due: Instant, vu: Box<crate::conn::Vu>) {
+    pub(crate) fn flow_wait(&mut self, due: Instant, vu: Box<crate::vu::Vu>) {
         let at = self.flow_ready.partition_point(|(d, _)| *d <= due);
         self.flow_ready.insert(at, (due, vu));
     }

@@ -22,6 +22,7 @@ pub mod recorder;
 mod start;
 pub mod tls;
 pub mod transport;
+mod vu;
 mod worker;
 
 use conn::Http1;

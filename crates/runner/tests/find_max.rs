@@ -100,11 +100,7 @@ fn finds_200_per_second_after_overloads_that_leave_a_backlog() {
         ..spec(&server, "p99<100ms")
     });
     let max = r.max_rate.expect("a rate held");
-    assert!(
-        (190.0..=210.0).contains(&max),
-        "max {max}\n{}",
-        steps(&r)
-    );
+    assert!((190.0..=210.0).contains(&max), "max {max}\n{}", steps(&r));
     let failed: Vec<_> = r
         .steps
         .iter()

@@ -5,7 +5,7 @@
 //! pulses ([`Pulse::endpoints`], [`Pulse::flow`]); rates are over the measured time so far.
 //! Latency per step and status codes per step are in the final report only.
 
-use loadbench_engine::{FlowPulse, Pulse};
+use loadbench_engine::Pulse;
 use loadbench_model::human::rate;
 use loadbench_plan::Plan;
 use std::time::Duration;
@@ -98,7 +98,7 @@ impl Endpoints {
     /// a mix.
     pub fn flow_line(&self, now: &Pulse, measured: Duration) -> Option<String> {
         let name = self.flow.as_ref()?;
-        let f = now.flow.unwrap_or(FlowPulse::default());
+        let f = now.flow.unwrap_or_default();
         Some(format!(
             "flow {name}: {} iterations completed ({}/s), {} broken, {} started",
             f.completed,
@@ -178,6 +178,7 @@ fn cut(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadbench_engine::FlowPulse;
     use loadbench_plan::{EndpointSpec, FlowSpec, LoadSpec, RequestSpec, StepSpec};
 
     fn step(name: &str, method: &str, path: &str) -> StepSpec {

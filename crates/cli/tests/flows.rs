@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// Log in as `u{{seq}}`, then `/me` twice with the token: the second sees its second request.
-const LOGIN: &str = r#"
+pub(crate) const LOGIN: &str = r#"
 name = "login"
 
 [[steps]]
@@ -38,7 +38,7 @@ check = { status = 200, json = { "/requests" = 2 } }
 "#;
 
 /// The login flow's step names, in order.
-const STEPS: [&str; 3] = ["login", "me", "me-again"];
+pub(crate) const STEPS: [&str; 3] = ["login", "me", "me-again"];
 
 fn backend() -> Server {
     Server::start(ServerConfig::ephemeral()).expect("reference backend starts")

@@ -329,6 +329,97 @@ fn ctrl_c_stops_the_run_and_keeps_the_result() {
     stops_early_with("C-c", false);
 }
 
+/// The iterations completed on the dashboard's flow line (`flow login: N iterations
+/// completed`), when the pane shows it.
+fn flow_completed(pane: &str) -> Option<u64> {
+    number_after(pane, "flow login: ")
+}
+
+/// Issue 32: a `-d 3s` run of the login flow shows, while it goes, the per-step block with
+/// each step's name and method and path, and the flow's line once iterations have completed;
+/// the last count it showed is at most the saved result's.
+#[test]
+fn a_flow_run_shows_its_steps_and_iterations_on_the_dashboard() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let flow = tempdir("live-flow").join("login.toml");
+    std::fs::write(&flow, crate::flows::LOGIN).unwrap();
+    let Some(run) = launch(&server, &format!("-d 3s --flow {}", flow.display())) else {
+        return;
+    };
+    let t = &run.tmux;
+    let labels = ["login: POST /login", "me: GET /me", "me-again: GET /me"];
+    let pane = t.wait_for(
+        "the flow's steps and iterations",
+        Duration::from_secs(60),
+        |p| {
+            shown(p).is_some()
+                && p.contains(" per step (flow login) ")
+                && labels.iter().all(|l| p.contains(l))
+                && flow_completed(p).is_some_and(|n| n > 0)
+        },
+    );
+    let line = pane.lines().find(|l| l.contains("flow login: ")).unwrap();
+    assert!(
+        line.contains(" iterations completed (") && line.contains(" broken, "),
+        "{line}"
+    );
+    let shown_completed = flow_completed(&pane).unwrap();
+    assert_terminal_usable(t, "0", "Status codes:");
+    let r = saved(&run.save);
+    let f = r.stats.flow.as_ref().expect("a flow's result");
+    assert!(
+        f.completed >= shown_completed,
+        "shown {shown_completed} iterations, saved {}",
+        f.completed
+    );
+    let names: Vec<_> = r.stats.endpoints.iter().map(|e| e.name.clone()).collect();
+    assert_eq!(names, crate::flows::STEPS.map(|s| Some(s.to_string())));
+    let _ = std::fs::remove_dir_all(&run.dir);
+    let _ = std::fs::remove_dir_all(flow.parent().unwrap());
+}
+
+/// A request mix (`-u` besides the URL) shows its per-request block: each request's method
+/// and path and its responses so far, which move while the run goes.
+#[test]
+fn a_mix_run_shows_each_request_on_the_dashboard() {
+    let _machine = crate::support::loading();
+    let server = backend();
+    let json = format!("http://{}/json", server.local_addr());
+    let Some(run) = launch(&server, &format!("-d 3s -u {json}")) else {
+        return;
+    };
+    let t = &run.tmux;
+    // The `GET /json` row's responses: the number after its label.
+    let json_requests = |p: &str| -> Option<u64> {
+        let line = p.lines().find(|l| l.contains("GET /json "))?;
+        let rest = line[line.find("GET /json ")? + "GET /json ".len()..].trim_start();
+        rest.split(' ').next()?.parse().ok()
+    };
+    let pane = t.wait_for("the mix's requests", Duration::from_secs(60), |p| {
+        shown(p).is_some()
+            && p.contains(" per request (mix) ")
+            && p.lines()
+                .any(|l| l.contains("│GET /  ") || l.contains("│GET / "))
+            && json_requests(p).is_some_and(|n| n > 0)
+    });
+    assert!(!pane.contains("flow "), "a mix has no flow line: {pane}");
+    let first = json_requests(&pane).unwrap();
+    assert_terminal_usable(t, "0", "Status codes:");
+    let r = saved(&run.save);
+    let json_saved = r.stats.endpoints.iter().find(|e| e.url.ends_with("/json"));
+    assert!(
+        json_saved.is_some_and(|e| e.requests >= first),
+        "shown {first}: {:?}",
+        r.stats
+            .endpoints
+            .iter()
+            .map(|e| (&e.url, e.requests))
+            .collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(&run.dir);
+}
+
 /// stderr not a terminal (a file here): exactly today's lines, no escape code, no dashboard,
 /// even without `--no-live`.
 #[test]

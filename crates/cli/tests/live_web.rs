@@ -474,3 +474,68 @@ fn bench_page_names_the_target_and_step_and_shows_no_error_between_steps() {
     assert_final_is_report(w.pages.last().unwrap(), &saved_line, &dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 32: the live page of a `-d 3s` run of the login flow, fetched while it goes, shows
+/// the per-step table with each step's name, method and path, and the flow's line once
+/// iterations have completed; the count it showed is at most the saved result's.
+#[test]
+fn a_flow_run_page_shows_its_steps_and_iterations() {
+    let _busy = crate::support::loading();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let dir = tempdir("live-web-flow");
+    let (save, flow) = (dir.join("r.json"), dir.join("login.toml"));
+    std::fs::write(&flow, crate::flows::LOGIN).unwrap();
+    let target = format!("http://{}", server.local_addr());
+    let mut command = bin();
+    command
+        .args([
+            "run",
+            &target,
+            "-c",
+            "2",
+            "-d",
+            "3s",
+            "--live-web",
+            "--flow",
+        ])
+        .arg(&flow)
+        .arg("--save")
+        .arg(&save);
+    let (mut child, _rx, url) = spawn_live(&mut command);
+    let completed = |page: &str| {
+        let line = element_text(page, "live-flow")?;
+        let n = line.strip_prefix("flow login: ")?.split(' ').next()?;
+        n.parse::<u64>().ok()
+    };
+    let mut watch = Watch {
+        url,
+        pages: Vec::new(),
+    };
+    let page = watch.until("the flow's steps and iterations", |p| {
+        element_text(p, "live-status").is_some_and(|s| s.starts_with("running"))
+            && completed(p).is_some_and(|n| n > 0)
+    });
+    let line = element_text(&page, "live-flow").unwrap();
+    assert!(
+        line.contains(" iterations completed (") && line.contains(" broken, "),
+        "{line}"
+    );
+    let table = &page[page
+        .find("<table id=\"live-endpoints\"")
+        .expect("the step table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("per step (flow login)"), "{table}");
+    for label in ["login: POST /login", "me: GET /me", "me-again: GET /me"] {
+        assert!(
+            table.contains(&format!(">{label}</td>")),
+            "{label}: {table}"
+        );
+    }
+    let shown = completed(&page).unwrap();
+    watch.until_exit(&mut child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let saved = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let f = saved.stats.flow.as_ref().expect("a flow's result");
+    assert!(f.completed >= shown, "shown {shown}, saved {}", f.completed);
+    let _ = std::fs::remove_dir_all(&dir);
+}

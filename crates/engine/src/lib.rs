@@ -31,7 +31,7 @@ use h2::Http2;
 use loadbench_model::Stats;
 use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use pacer::Pacing;
-pub use pulse::{Pulse, PulseSlot};
+pub use pulse::{FlowPulse, Pulse, PulseSlot};
 use start::StartLine;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

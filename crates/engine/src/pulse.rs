@@ -23,9 +23,34 @@ pub struct Pulse {
     pub pool_full_us: u64,
     /// Open model: how far the schedule's next due request was behind at the tick, µs.
     pub lag_us: u64,
+    /// Per request of a mix or step of a flow, by index: responses completed and requests
+    /// failed (every class, a flow's failed checks and missing captures included); empty
+    /// for a single-request load.
+    pub endpoints: Vec<(u64, u64)>,
+    /// A flow's iterations so far; `None` without a flow.
+    pub flow: Option<FlowPulse>,
     /// Closed seconds of the per-second series: every one in a worker's slot; in a merged
     /// pulse from [`PulseSlot::merge`], only the seconds after the caller's `seen`.
     pub series: Vec<SeriesPoint>,
+}
+
+/// A flow's iterations counted so far in the measured window (see `FlowStats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowPulse {
+    /// Iterations whose first step was sent.
+    pub started: u64,
+    /// Iterations whose every step completed and passed its checks and captures.
+    pub completed: u64,
+    /// Iterations a failed step ended.
+    pub broken: u64,
+}
+
+impl FlowPulse {
+    fn add(&mut self, o: &FlowPulse) {
+        self.started += o.started;
+        self.completed += o.completed;
+        self.broken += o.broken;
+    }
 }
 
 impl Pulse {
@@ -37,6 +62,18 @@ impl Pulse {
         self.open_connections += o.open_connections;
         self.pool_full_us += o.pool_full_us;
         self.lag_us = self.lag_us.max(o.lag_us);
+        if self.endpoints.len() < o.endpoints.len() {
+            self.endpoints.resize(o.endpoints.len(), (0, 0));
+        }
+        for (mine, theirs) in self.endpoints.iter_mut().zip(&o.endpoints) {
+            mine.0 += theirs.0;
+            mine.1 += theirs.1;
+        }
+        match (&mut self.flow, &o.flow) {
+            (Some(mine), Some(theirs)) => mine.add(theirs),
+            (None, Some(theirs)) => self.flow = Some(*theirs),
+            _ => {}
+        }
     }
 }
 
@@ -79,6 +116,7 @@ impl PulseSlot {
             series: p.series.get(seen..).unwrap_or_default().to_vec(),
             errors: p.errors.clone(),
             status: p.status.clone(),
+            endpoints: p.endpoints.clone(),
             ..*p
         }
     }
@@ -127,6 +165,44 @@ mod tests {
             m.series, expected.0,
             "merged as the final result merges them"
         );
+    }
+
+    #[test]
+    fn merge_adds_endpoints_by_index_and_flow_iterations() {
+        let (a, b, c) = (
+            PulseSlot::default(),
+            PulseSlot::default(),
+            PulseSlot::default(),
+        );
+        let flow = |started, completed, broken| {
+            Some(FlowPulse {
+                started,
+                completed,
+                broken,
+            })
+        };
+        a.publish(
+            Pulse {
+                endpoints: vec![(10, 1), (7, 0)],
+                flow: flow(12, 6, 1),
+                ..counters(17)
+            },
+            &[],
+        );
+        b.publish(
+            Pulse {
+                endpoints: vec![(4, 2), (3, 1), (1, 0)],
+                flow: flow(5, 2, 2),
+                ..counters(8)
+            },
+            &[],
+        );
+        c.publish(counters(1), &[]);
+        let m = PulseSlot::merge(&[&a, &b, &c], 0);
+        assert_eq!(m.endpoints, vec![(14, 3), (10, 1), (1, 0)]);
+        assert_eq!(m.flow, flow(17, 8, 3));
+        let none = PulseSlot::merge(&[&c], 0);
+        assert!(none.endpoints.is_empty() && none.flow.is_none());
     }
 
     #[test]

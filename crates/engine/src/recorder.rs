@@ -511,8 +511,9 @@ impl Recorder {
         (self.requests, self.errors.iter().sum())
     }
 
-    /// The counters a live view shows (no series: see [`Recorder::closed`]); a copy made at a
-    /// housekeeping tick, never per request.
+    /// The counters a live view shows (no series: see [`Recorder::closed`]), with each
+    /// request of a mix's or step of a flow's counts and a flow's iterations; a copy made at
+    /// a housekeeping tick, never per request.
     pub fn pulse(&self) -> crate::pulse::Pulse {
         let mut status = StatusCounts::default();
         for (code, &n) in self.status.iter().enumerate().filter(|(_, &n)| n > 0) {
@@ -523,6 +524,16 @@ impl Recorder {
             sent: self.sent,
             errors: ErrorCounts::from_array(&self.errors),
             status,
+            endpoints: self
+                .endpoints
+                .iter()
+                .map(|e| (e.requests, e.errors.iter().sum()))
+                .collect(),
+            flow: self.flow.as_ref().map(|f| crate::pulse::FlowPulse {
+                started: f.started,
+                completed: f.completed,
+                broken: f.broken,
+            }),
             ..Default::default()
         }
     }
@@ -664,5 +675,31 @@ mod tests {
         assert_eq!(s.bytes_read, 20);
         assert_eq!(s.abandoned, 1);
         assert_eq!(s.elapsed_us, 2_700_000);
+    }
+
+    #[test]
+    fn a_pulse_carries_each_step_and_the_flow_iterations() {
+        let t0 = Instant::now();
+        let at = t0 + Duration::from_millis(10);
+        let mut r = Recorder::new(t0, false).with_flow(2);
+        r.flow_started();
+        r.response(at, Duration::from_micros(40), at, 200, 10);
+        r.endpoint_response(0, Duration::from_micros(40), 200);
+        r.error(at, ErrorKind::CheckFailed, 0);
+        r.endpoint_error(1, ErrorKind::CheckFailed);
+        r.flow_broken();
+        r.flow_started();
+        r.endpoint_response(0, Duration::from_micros(40), 200);
+        r.endpoint_response(1, Duration::from_micros(40), 200);
+        r.flow_completed(Duration::from_millis(1));
+        let p = r.pulse();
+        assert_eq!(p.endpoints, vec![(2, 0), (1, 1)]);
+        let flow = p.flow.unwrap();
+        assert_eq!((flow.started, flow.completed, flow.broken), (2, 1, 1));
+        let plain = Recorder::new(t0, false).with_endpoints(1).pulse();
+        assert!(plain.endpoints.is_empty() && plain.flow.is_none());
+        let mix = Recorder::new(t0, false).with_endpoints(3).pulse();
+        assert_eq!(mix.endpoints, vec![(0, 0); 3]);
+        assert!(mix.flow.is_none());
     }
 }

@@ -64,3 +64,33 @@ fn pulses_agree_with_the_result() {
         );
     }
 }
+
+/// A request mix: the last pulse's per-request counts are the result's, request by request,
+/// and a mix has no flow.
+#[test]
+fn a_mix_pulse_counts_each_request_as_the_result_does() {
+    let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
+    let base = LoadSpec::closed(&server.url("/"), 2, Duration::from_millis(1200));
+    let request = |path: &str, weight| loadbench_plan::EndpointSpec {
+        url: server.url(path),
+        request: base.request.clone(),
+        weight,
+    };
+    let spec = LoadSpec {
+        threads: Some(2),
+        mix: vec![request("/a", 3), request("/b", 1)],
+        ..base.clone()
+    };
+    let engine = Engine::new(Plan::resolve(&spec).unwrap());
+    engine.preflight().unwrap();
+    let live = engine.live();
+    let outcome = engine.run().unwrap();
+    let last = live.pulse(0);
+    let result: Vec<(u64, u64)> = (outcome.stats.endpoints.iter())
+        .map(|e| (e.requests, e.errors.total()))
+        .collect();
+    assert_eq!(result.len(), 2);
+    assert!(result.iter().all(|r| r.0 > 0), "{result:?}");
+    assert_eq!(last.endpoints, result);
+    assert_eq!(last.flow, None);
+}

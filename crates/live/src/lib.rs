@@ -1,10 +1,12 @@
 //! What a running load looks like, for any front end (the CLI's terminal dashboard, the live
 //! web page, an agent): what the running load is called ([`heading`]: the target's name and
 //! the bench step), the view model of one load built from the engine's pulses ([`view`]),
-//! the find-max step table ([`steps`]), the bench matrix with the latest resource sample
+//! each flow step's or mix request's counts and a flow's iterations ([`endpoints`]), the
+//! find-max step table ([`steps`]), the bench matrix with the latest resource sample
 //! ([`matrix`]), and the live web page that serves the HTML report while a load runs ([`web`]).
 //! Drawing on a terminal stays in the CLI; nothing here touches the engine's hot path.
 
+pub mod endpoints;
 pub mod heading;
 pub mod matrix;
 pub mod steps;

@@ -1,7 +1,9 @@
 //! What the terminal dashboard shows, kept apart from drawing so it can be tested without a
 //! terminal: the latest [`Pulse`] of the run, every second closed so far (with its p90 and the
-//! last one's latency distribution decoded once, when it arrives), and the run's goal.
+//! last one's latency distribution decoded once, when it arrives), the run's goal, and the
+//! labels of its flow steps or mix requests.
 
+use crate::endpoints::Endpoints;
 use crate::heading::Heading;
 use loadbench_engine::Pulse;
 use loadbench_model::{Histo, SeriesPoint};
@@ -38,6 +40,8 @@ pub struct View {
     pub distribution: Vec<(u64, u64)>,
     /// `q` or Ctrl-C was pressed: the run is ending.
     pub stopping: bool,
+    /// A flow's steps or a mix's requests, labelled (`None` for a single-request load).
+    pub endpoints: Option<Endpoints>,
 }
 
 impl View {
@@ -71,6 +75,7 @@ impl View {
             p90_us: Vec::new(),
             distribution: Vec::new(),
             stopping: false,
+            endpoints: Endpoints::of(plan),
         }
     }
 
@@ -114,6 +119,15 @@ impl View {
             Stop::Duration(d) => Some(d.saturating_sub(whole)),
             Stop::Requests(_) => None,
         }
+    }
+
+    /// The per-step (flow) or per-request (mix) lines, at most `height` of them; none for a
+    /// single-request load.
+    pub fn endpoint_lines(&self, height: usize) -> Vec<String> {
+        self.endpoints
+            .as_ref()
+            .map(|e| e.lines(&self.now, self.measured(), height))
+            .unwrap_or_default()
     }
 
     /// The last closed second.

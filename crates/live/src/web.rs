@@ -9,7 +9,8 @@
 //! `<!-- /live -->` (cut those out and the final page is the `--html` file byte for byte): what
 //! runs ([`Heading`]: the target's name and the bench step, also the page's title), whether it
 //! is live and how far along (`running, 11.8 s of 20 s`, `warming up`, `between steps: starting
-//! the next step`, `finished`) and the connections open now. Until a load has closed its first
+//! the next step`, `finished`), the connections open now, and for a flow or a request mix each
+//! step's or request's counts and the flow's iterations ([`crate::endpoints`]). Until a load has closed its first
 //! second (a step starting, a warm-up) the page is that block alone, never a report of nothing
 //! with its "No response completed" error. The page's Content-Security-Policy (no script, no
 //! fetch) stays as it is.
@@ -18,9 +19,12 @@
 //! rendered at most once per [`REFRESH`], whatever the number of requests, and never in the
 //! engine. Loopback only unless `--live-web-public` is given.
 
+use crate::endpoints::Endpoints;
 use crate::heading::Heading;
 use loadbench_engine::Pulse;
-use loadbench_model::{Histo, Latency, RunResult, SavedResult, Series, SeriesPoint, Stats};
+use loadbench_model::{
+    FlowStats, Histo, Latency, RunResult, SavedResult, Series, SeriesPoint, Stats,
+};
 use loadbench_plan::{Plan, Stop};
 use loadbench_report::{Format, RenderOptions};
 use loadbench_runner::Live;
@@ -70,6 +74,7 @@ struct WebLoad {
     heading: Heading,
     live: Option<Arc<Live>>,
     plan: Plan,
+    endpoints: Option<Endpoints>,
     host: loadbench_model::HostInfo,
     started_at: SystemTime,
     started: Instant,
@@ -148,6 +153,7 @@ impl LiveWeb {
             heading,
             live: Some(Arc::clone(live)),
             plan: plan.clone(),
+            endpoints: Endpoints::of(plan),
             host: loadbench_runner::host::detect(),
             started_at: SystemTime::now(),
             started: Instant::now(),
@@ -175,7 +181,7 @@ impl LiveWeb {
 
     /// The command is done: from now on the page is `result`'s report, as `--html` writes it.
     pub fn finish(&self, result: &SavedResult) {
-        let block = status_block(None, "finished", None);
+        let block = status_block(None, "finished", None, "");
         let html = render(result, &self.state.opts).map(|html| with_block(&html, None, &block));
         let mut page = lock(&self.state.page);
         page.html = html;
@@ -233,6 +239,21 @@ impl WebLoad {
             latency_censored: latency.clone(),
             latency,
             series: Series(self.series.clone()),
+            // The iterations so far, so an open flow's target reads in iterations/s. Its
+            // duration and the per-step table (whose latency the pulses do not carry) are
+            // the final report's; the live block shows the steps' counts.
+            flow: self.now.flow.map(|f| FlowStats {
+                name: self
+                    .endpoints
+                    .as_ref()
+                    .and_then(|e| e.flow.clone())
+                    .unwrap_or_default(),
+                steps: self.endpoints.as_ref().map_or(0, |e| e.labels.len() as u32),
+                started: f.started,
+                completed: f.completed,
+                broken: f.broken,
+                ..FlowStats::default()
+            }),
             ..Stats::default()
         };
         let stamp = |t| humantime::format_rfc3339_millis(t).to_string();
@@ -365,7 +386,7 @@ fn current_page(state: &State) -> (Option<String>, bool) {
             }
             None => {
                 let title = format!("loadbench {}", state.command);
-                let block = status_block(None, "starting: no load has started yet", None);
+                let block = status_block(None, "starting: no load has started yet", None, "");
                 bare_page(&title, &block, "")
             }
         };
@@ -378,7 +399,12 @@ fn current_page(state: &State) -> (Option<String>, bool) {
 /// The page of a load running or just ended: its partial report under the status block, or
 /// the block alone while no second of it has closed.
 fn live_page(l: &WebLoad, command: &str, opts: &RenderOptions) -> String {
-    let block = status_block(Some(&l.heading), &l.status(command), Some(&l.now));
+    let block = status_block(
+        Some(&l.heading),
+        &l.status(command),
+        Some(&l.now),
+        &l.endpoints_html(),
+    );
     let title = l.heading.text();
     let empty = "No second of this load has closed yet: its figures appear here when the \
                  first one does.";
@@ -392,6 +418,44 @@ fn live_page(l: &WebLoad, command: &str, opts: &RenderOptions) -> String {
 }
 
 impl WebLoad {
+    /// Time into the measured window (none while warming up).
+    fn measured(&self) -> Duration {
+        let elapsed = self.ended.unwrap_or_else(|| self.started.elapsed());
+        elapsed.saturating_sub(self.plan.warmup)
+    }
+
+    /// A flow's line and the table of its steps (or a mix's requests): counts, rate over the
+    /// measured time, errors; empty for a single-request load.
+    fn endpoints_html(&self) -> String {
+        let Some(e) = &self.endpoints else {
+            return String::new();
+        };
+        let measured = self.measured();
+        let mut html = String::new();
+        if let Some(line) = e.flow_line(&self.now, measured) {
+            html += &format!("<p id=\"live-flow\">{}</p>\n", esc(&line));
+        }
+        let cell = "style=\"padding:1px 10px;text-align:right\"";
+        let label = "style=\"padding:1px 10px;text-align:left\"";
+        html += &format!(
+            "<table id=\"live-endpoints\" style=\"border-collapse:collapse;margin:4px 0\">\n\
+             <caption style=\"text-align:left\">{}</caption>\n<tr><th {label}>{}</th>\
+             <th {cell}>requests</th><th {cell}>req/s</th><th {cell}>errors</th></tr>\n",
+            esc(&e.title()),
+            e.unit()
+        );
+        for r in e.rows(&self.now, measured) {
+            html += &format!(
+                "<tr><td {label}>{}</td><td {cell}>{}</td><td {cell}>{}</td><td {cell}>{}</td></tr>\n",
+                esc(&r.label),
+                r.requests,
+                loadbench_model::human::rate(r.per_sec),
+                r.errors
+            );
+        }
+        html + "</table>\n"
+    }
+
     /// `running, 11.8 s of 20 s`, `running: warming up, 0.4 s of 2 s`, `between steps: …`.
     fn status(&self, command: &str) -> String {
         if self.ended.is_some() {
@@ -429,8 +493,14 @@ fn secs(d: Duration) -> String {
     }
 }
 
-/// The block between the live markers: the status, the bench step, the connections open now.
-fn status_block(heading: Option<&Heading>, status: &str, now: Option<&Pulse>) -> String {
+/// The block between the live markers: the status, the bench step, the connections open now,
+/// then `endpoints` (HTML: a flow's or a mix's table, or nothing).
+fn status_block(
+    heading: Option<&Heading>,
+    status: &str,
+    now: Option<&Pulse>,
+    endpoints: &str,
+) -> String {
     let mut block = format!(
         "<!-- live -->\n<section id=\"live\" style=\"border:1px solid #b9c3cf;\
          background:#f4f6f8;border-radius:6px;padding:4px 12px;margin:8px 0\">\n\
@@ -446,7 +516,7 @@ fn status_block(heading: Option<&Heading>, status: &str, now: Option<&Pulse>) ->
             now.open_connections, now.requests
         );
     }
-    block + "</section>\n<!-- /live -->\n"
+    block + endpoints + "</section>\n<!-- /live -->\n"
 }
 
 /// A report page with the status `block` at the top of `<main>`; titled `heading` when given.
@@ -545,7 +615,7 @@ mod tests {
             requests: 7,
             ..Pulse::default()
         };
-        let block = status_block(Some(&heading), "running, 1.5 s of 20 s", Some(&now));
+        let block = status_block(Some(&heading), "running, 1.5 s of 20 s", Some(&now), "");
         let page = with_block(report, Some(&heading), &block);
         let title = "loadbench bench web: up, closed c=2, round 1 of 2 (step 1 of 4)";
         assert!(page.contains(&format!("<title>{title}</title>")), "{page}");
@@ -554,7 +624,7 @@ mod tests {
         assert!(page.contains("<main>\n<!-- live -->\n"), "{page}");
         assert!(page.contains("<strong>running, 1.5 s of 20 s</strong>"));
         assert!(page.contains("open connections 64 · 7 responses so far"));
-        let finished = with_block(report, None, &status_block(None, "finished", None));
+        let finished = with_block(report, None, &status_block(None, "finished", None, ""));
         let start = finished.find("<!-- live -->").unwrap();
         let end = finished.find("<!-- /live -->\n").unwrap() + "<!-- /live -->\n".len();
         let cut = format!("{}{}", &finished[..start], &finished[end..]);
@@ -566,7 +636,7 @@ mod tests {
 
     #[test]
     fn a_page_without_figures_is_the_block_alone_and_raises_no_error() {
-        let block = status_block(None, "between steps: starting the next step", None);
+        let block = status_block(None, "between steps: starting the next step", None, "");
         let page = bare_page("loadbench bench web: <up>", &block, "none closed yet");
         assert!(page.contains("<title>loadbench bench web: &lt;up&gt;</title>"));
         assert!(page.contains("between steps"));

@@ -49,17 +49,19 @@ impl EndpointStats {
 
     /// Path and query of the URL (what a table shows: the scheme, host and port are the run's).
     pub fn path(&self) -> &str {
-        let rest = self
-            .url
-            .split_once("://")
-            .map_or(self.url.as_str(), |(_, r)| r);
-        rest.find('/').map_or("/", |i| &rest[i..])
+        url_path(&self.url)
     }
 
     /// Requests attempted: completed plus failed.
     pub fn attempts(&self) -> u64 {
         self.requests + self.errors.total()
     }
+}
+
+/// Path and query of `url`: what follows the scheme, host and port (`/` when nothing does).
+pub fn url_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.find('/').map_or("/", |i| &rest[i..])
 }
 
 /// Merges `other` into `mine` endpoint by endpoint (matched by index; one missing on either

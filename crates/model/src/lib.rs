@@ -42,7 +42,7 @@ pub use bench::{
     CellPercentile, RelativeSpeed, ScenarioInfo, TargetProfile,
 };
 pub use body::BodySizes;
-pub use endpoints::{merge_endpoints, EndpointStats};
+pub use endpoints::{merge_endpoints, url_path, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use evidence::{
     CgroupEvidence, EphemeralPorts, KernelEvidence, PortSockets, StepEvidence, TargetEvidence,

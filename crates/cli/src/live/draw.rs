@@ -34,11 +34,20 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps, matrix: 
         true => 0,
         false => (rows as u16 + 2).min(((area.height - 12) / 2).max(6)),
     };
-    let [head, gauge, middle, charts, table_area, keys] = Layout::vertical([
+    // A flow's or mix's block takes what it needs of the rest, leaving the charts 5 rows;
+    // under 3 rows (a border and one line) it is left out.
+    let wanted = v.endpoint_lines(usize::MAX).len() as u16 + 2;
+    let room = area.height.saturating_sub(12 + 5 + table);
+    let per_step = match v.endpoints.is_some() && room >= 3 {
+        true => wanted.min(room),
+        false => 0,
+    };
+    let [head, gauge, middle, charts, per_step_area, table_area, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Length(9),
         Constraint::Min(5),
+        Constraint::Length(per_step),
         Constraint::Length(table),
         Constraint::Length(1),
     ])
@@ -52,6 +61,9 @@ pub(crate) fn frame(f: &mut Frame<'_>, v: Option<&View>, steps: &Steps, matrix: 
     let [rates, lat] = Layout::horizontal([Constraint::Fill(1); 2]).areas(charts);
     rate_chart(f, v, rates);
     latency_chart(f, v, lat);
+    if per_step > 0 {
+        f.render_widget(endpoints_panel(v, per_step_area), per_step_area);
+    }
     match matrix {
         Some(lines) => f.render_widget(matrix_panel(lines), table_area),
         None if table > 0 => f.render_widget(step_table(steps, table_area), table_area),
@@ -124,6 +136,18 @@ fn step_table(steps: &Steps, area: Rect) -> Paragraph<'static> {
         .map(Line::from)
         .collect();
     Paragraph::new(lines).block(Block::bordered().title(" find-max steps "))
+}
+
+/// A flow's line and its steps (or a mix's requests), each cut to the box's width.
+fn endpoints_panel(v: &View, area: Rect) -> Paragraph<'static> {
+    let (width, height) = (area.width.saturating_sub(2), area.height.saturating_sub(2));
+    let lines: Vec<Line> = v
+        .endpoint_lines(usize::from(height))
+        .iter()
+        .map(|l| Line::from(fit(l, usize::from(width).max(2))))
+        .collect();
+    let title = v.endpoints.as_ref().map_or(String::new(), |e| e.title());
+    Paragraph::new(lines).block(Block::bordered().title(format!(" {title} ")))
 }
 
 /// The bench matrix and the running targets' resources, wrapped rather than cut.
@@ -569,6 +593,67 @@ mod tests {
         assert_eq!(lines.len(), 5, "{lines:#?}");
         assert!(lines[2].starts_with("   4 "), "{lines:#?}");
         assert_eq!(wrap("aaa bbb ccccccc", 5), ["aaa", "bbb", "ccccc", "cc"]);
+    }
+
+    #[test]
+    fn a_flow_shows_its_steps_and_iterations_under_the_charts() {
+        use loadbench_plan::{FlowSpec, RequestSpec, StepSpec};
+        let step = |name: &str, method: &str, path: &str| StepSpec {
+            name: name.into(),
+            path: path.into(),
+            request: RequestSpec {
+                method: method.into(),
+                ..RequestSpec::default()
+            },
+            captures: Vec::new(),
+            status: Vec::new(),
+            body_contains: None,
+            json: Vec::new(),
+            think: Duration::ZERO,
+        };
+        let spec = LoadSpec {
+            flow: Some(FlowSpec {
+                name: "login".into(),
+                source: "--flow login.toml".into(),
+                steps: vec![
+                    step("login", "POST", "/login"),
+                    step("me", "GET", "/me"),
+                    step("me-again", "GET", "/me"),
+                ],
+            }),
+            ..closed()
+        };
+        let mut v = view(&spec);
+        v.now.endpoints = vec![(60, 0), (55, 4), (51, 0)];
+        v.now.flow = Some(loadbench_engine::FlowPulse {
+            started: 62,
+            completed: 51,
+            broken: 4,
+        });
+        let screen = render(&v, 80, 24);
+        for part in [
+            " per step (flow login) ",
+            "flow login: 51 iterations completed (",
+            "), 4 broken, 62 started",
+            "login: POST /login",
+            "me: GET /me",
+            "me-again: GET /me",
+            "requests 150  sent 153",
+            " req/s ",
+            "q or Ctrl-C: stop",
+        ] {
+            assert!(screen.contains(part), "{part:?} missing:\n{screen}");
+        }
+        let me = screen.lines().find(|l| l.contains("me: GET /me")).unwrap();
+        assert!(
+            me.trim_end()
+                .trim_end_matches('│')
+                .trim_end()
+                .ends_with(" 4"),
+            "{me}"
+        );
+        let plain = render(&view(&closed()), 80, 24);
+        assert!(!plain.contains("per step") && !plain.contains("per request"));
     }
 
     #[test]

@@ -21,10 +21,17 @@ const IN_A_ROW: u32 = 2;
 /// Pause between probes, so that probing stays a trickle.
 const PAUSE: Duration = Duration::from_millis(20);
 
+/// Probes take their places of the values' sequence from here on (docs/request-values.md),
+/// far above any step's, so a probe of a request that writes never repeats a step's id, nor
+/// another probe's.
+pub(crate) const PROBE_PLACES: u64 = 1 << 40;
+
 /// Sends single requests, one at a time, to the search's target.
 #[derive(Debug)]
 pub(crate) struct Prober {
     plan: Plan,
+    /// Probes sent so far: each takes the next place from [`PROBE_PLACES`].
+    sent: std::cell::Cell<u64>,
 }
 
 impl Prober {
@@ -39,6 +46,7 @@ impl Prober {
         };
         Ok(Prober {
             plan: Plan::resolve(&spec)?,
+            sent: std::cell::Cell::new(0),
         })
     }
 
@@ -46,6 +54,10 @@ impl Prober {
     pub(crate) fn probe(&self, timeout: Duration, stop: &AtomicBool) -> Option<f64> {
         let mut plan = self.plan.clone();
         plan.timeout = timeout.clamp(Duration::from_millis(1), plan.timeout);
+        if let Some(v) = plan.values.as_mut() {
+            v.spec.first = PROBE_PLACES + self.sent.get();
+            self.sent.set(self.sent.get() + 1);
+        }
         let outcome = Engine::new(plan).run().ok()?;
         let s = &outcome.stats;
         let ok = s.requests == 1 && s.errors.total() == 0 && s.status.non_success() == 0;
@@ -104,5 +116,28 @@ mod tests {
     fn threshold_is_twice_the_baseline_with_a_floor() {
         assert_eq!(threshold(10_000.0), 20_000.0);
         assert_eq!(threshold(100.0), 2_100.0);
+    }
+
+    /// A request that writes (`{{seq}}` as its id) probed again and again never repeats an
+    /// id: each probe takes its own place, far above any step's.
+    #[test]
+    fn probes_of_a_request_with_values_take_places_of_their_own() {
+        use loadbench_upstream::{Server, ServerConfig};
+        let server = Server::start(ServerConfig::ephemeral()).expect("backend starts");
+        let url = format!("http://{}/echo?id={{{{seq}}}}", server.local_addr());
+        let base = LoadSpec::closed(&url, 1, Duration::from_secs(1));
+        let prober = Prober::new(&base).unwrap();
+        let stop = AtomicBool::new(false);
+        for _ in 0..3 {
+            assert!(prober.probe(Duration::from_secs(5), &stop).is_some());
+        }
+        let ids: Vec<String> = server
+            .echoed()
+            .into_iter()
+            .filter_map(|e| e.query)
+            .collect();
+        let first = PROBE_PLACES + 1;
+        let want: Vec<String> = (first..first + 3).map(|n| format!("id={n}")).collect();
+        assert_eq!(ids, want);
     }
 }

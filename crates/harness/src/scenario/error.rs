@@ -53,9 +53,16 @@ fn one_line(s: &str) -> String {
 /// Maps toml's error (message + byte span) to one line with the line number and key path.
 pub(super) fn toml_error(file: &Path, text: &str, e: &toml::de::Error) -> ScenarioError {
     let start = e.span().map_or(0, |s| s.start).min(text.len());
+    let msg = one_line(e.message());
+    // A key missing from the top level: toml gives an empty span at the document's start, whose
+    // first line may belong to a table (or to another key); the table that lacks it is the top
+    // level. A table's own missing key spans that table.
+    let whole = e.span().is_none_or(|s| s.start == 0 && s.is_empty());
+    if msg.starts_with("missing field") && whole {
+        return ScenarioError::new(file, "(top level)", msg, "add the missing key at the top of the file, before the first [table] (see docs/scenarios.md)");
+    }
     let line = text[..start].matches('\n').count() + 1;
     let key = key_path_at(text, line);
-    let msg = one_line(e.message());
     let fix = if msg.starts_with("unknown field") {
         "remove the key or correct its spelling (every key is listed in docs/scenarios.md)"
     } else if msg.starts_with("missing field") {

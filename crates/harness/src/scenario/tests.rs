@@ -107,6 +107,29 @@ fn unknown_key_names_line_and_key() {
     assert!(e.line.is_some());
 }
 
+/// Issue 35 (9b): a missing key is reported at the table that lacks it, the top level too.
+#[test]
+fn a_missing_key_names_the_table_that_lacks_it() {
+    let no_name = MINI.replacen("name = \"m\"\n", "", 1);
+    let e = parse(&no_name).unwrap_err().to_string();
+    assert!(
+        e.contains("(top level)") && e.contains("missing field `name`"),
+        "{e}"
+    );
+    assert!(!e.contains("target[0]"), "{e}");
+    let described = format!("description = \"d\"\n{no_name}");
+    let e = parse(&described).unwrap_err().to_string();
+    assert!(
+        e.contains("(top level)") && !e.contains("description:"),
+        "{e}"
+    );
+    let no_model = MINI.replace("model = \"closed\"\n", "");
+    assert_error(&no_model, "load[0]", "missing field `model`");
+    let no_kind = MINI.replace("kind = \"upstream\"\n", "");
+    let e = parse(&no_kind).unwrap_err().to_string();
+    assert!(e.contains("target[0]"), "{e}");
+}
+
 /// MINI with `[target.upstream]` holding `line`.
 fn with_upstream(line: &str) -> String {
     MINI.replace(

@@ -182,19 +182,7 @@ mod tests {
     use loadbench_plan::{EndpointSpec, FlowSpec, LoadSpec, RequestSpec, StepSpec};
 
     fn step(name: &str, method: &str, path: &str) -> StepSpec {
-        StepSpec {
-            name: name.into(),
-            path: path.into(),
-            request: RequestSpec {
-                method: method.into(),
-                ..RequestSpec::default()
-            },
-            captures: Vec::new(),
-            status: Vec::new(),
-            body_contains: None,
-            json: Vec::new(),
-            think: Duration::ZERO,
-        }
+        StepSpec::new(name, method, path)
     }
 
     fn flow_plan() -> Plan {

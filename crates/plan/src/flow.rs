@@ -163,6 +163,26 @@ pub struct FlowSpec {
     pub steps: Vec<StepSpec>,
 }
 
+impl StepSpec {
+    /// A step `name` sending `method path` with no headers, body, captures, checks or think
+    /// time (what a flow built in code starts from).
+    pub fn new(name: &str, method: &str, path: &str) -> StepSpec {
+        StepSpec {
+            name: name.into(),
+            path: path.into(),
+            request: RequestSpec {
+                method: method.into(),
+                ..RequestSpec::default()
+            },
+            captures: Vec::new(),
+            status: Vec::new(),
+            body_contains: None,
+            json: Vec::new(),
+            think: Duration::ZERO,
+        }
+    }
+}
+
 impl FlowFile {
     /// Types the flow; `Err` is one line naming the step's key and the fix (`place` names
     /// the file or table, e.g. "--flow checkout.toml").

@@ -597,20 +597,8 @@ mod tests {
 
     #[test]
     fn a_flow_shows_its_steps_and_iterations_under_the_charts() {
-        use loadbench_plan::{FlowSpec, RequestSpec, StepSpec};
-        let step = |name: &str, method: &str, path: &str| StepSpec {
-            name: name.into(),
-            path: path.into(),
-            request: RequestSpec {
-                method: method.into(),
-                ..RequestSpec::default()
-            },
-            captures: Vec::new(),
-            status: Vec::new(),
-            body_contains: None,
-            json: Vec::new(),
-            think: Duration::ZERO,
-        };
+        use loadbench_plan::{FlowSpec, StepSpec};
+        let step = StepSpec::new;
         let spec = LoadSpec {
             flow: Some(FlowSpec {
                 name: "login".into(),

@@ -149,6 +149,10 @@ pub(crate) struct CompareArgs {
     /// text or md (Markdown, for a pull request).
     #[arg(short = 'f', long, default_value = "text", value_parser = FormatParser::<CompareFormat>::new())]
     pub format: CompareFormat,
+    /// Judge even when either result was measured on a busy host (other processes used a
+    /// quarter of its cores or more): without it such a comparison exits 3, no verdict.
+    #[arg(long)]
+    pub ignore_host: bool,
 }
 
 #[derive(Debug, Args)]

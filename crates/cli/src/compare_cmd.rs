@@ -2,7 +2,8 @@
 //! compare them with `loadbench_report::compare` (Welch's t-test on per-second values of runs,
 //! across rounds of benches; docs/compare.md), print the table, and turn the verdict into an exit code a CI job can gate on: 1 when req/s fell or p99
 //! rose beyond the threshold with p < 0.05, 0 otherwise, 2 for bad input (including two
-//! benches that share no target × load × level: nothing compared must never pass).
+//! benches that share no target × load × level: nothing compared must never pass), 3 when
+//! either result was measured on a busy host (no verdict; `--ignore-host` judges anyway).
 
 use crate::args::CompareArgs;
 use crate::report_cmd::load;
@@ -28,7 +29,9 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     let format = a.format;
     let names = [a.base.display().to_string(), a.new.display().to_string()];
     let names = [names[0].as_str(), names[1].as_str()];
-    let (report, failing) = match (comparable(&a.base)?, comparable(&a.new)?) {
+    let (base, new) = (comparable(&a.base)?, comparable(&a.new)?);
+    let busy = [base.busy_host(), new.busy_host()];
+    let (report, failing) = match (base, new) {
         (Side::Run(base), Side::Run(new)) => {
             let c = Comparison::of(names, &base, &new, threshold);
             (
@@ -49,6 +52,12 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         (base, new) => return Err(mixed(names, &base, &new).into()),
     };
     crate::output::stdout(&report)?;
+    if !a.ignore_host {
+        if let Some(line) = not_judged(names, &busy, failing) {
+            eprintln!("{line}");
+            return Ok(ExitCode::from(3));
+        }
+    }
     Ok(if failing {
         ExitCode::from(1)
     } else {
@@ -70,12 +79,45 @@ enum Side {
 }
 
 impl Side {
+    /// The busy-host finding's sentence: of the run, or of the first bench step that has one.
+    fn busy_host(&self) -> Option<String> {
+        match self {
+            Side::Run(r) => r.why.busy_host().map(|f| f.text.clone()),
+            Side::Bench(b) => b.rounds.iter().find_map(|r| {
+                r.why
+                    .busy_host()
+                    .map(|f| format!("{} (step {}, {})", f.text, r.step, r.target))
+            }),
+        }
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             Side::Run(_) => "run",
             Side::Bench(_) => "bench",
         }
     }
+}
+
+/// The line `compare` prints instead of a verdict when a side was measured on a busy host.
+fn not_judged(names: [&str; 2], busy: &[Option<String>; 2], failing: bool) -> Option<String> {
+    let sides: Vec<String> = names
+        .iter()
+        .zip(busy)
+        .filter_map(|(n, b)| b.as_ref().map(|b| format!("{n}: {b}")))
+        .collect();
+    if sides.is_empty() {
+        return None;
+    }
+    let would = if failing {
+        "the difference above would read as a regression"
+    } else {
+        "no regression is seen above"
+    };
+    Some(format!(
+        "not judged (exit 3): measured on a busy host, {}; {would}, but a busy host moves req/s and latency by itself: rerun both on a quiet host, or pass --ignore-host to judge anyway",
+        sides.join("; ")
+    ))
 }
 
 fn mixed(names: [&str; 2], base: &Side, new: &Side) -> UserError {

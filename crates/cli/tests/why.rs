@@ -533,9 +533,14 @@ fn run_names_a_generator_that_shares_its_core_with_a_busy_loop() {
         f.text
     );
     assert!(f.fix.as_deref().unwrap().contains("cores of its own"));
+    // The busy loop is also another process's CPU: a busy host may rank first, blaming no side.
     assert_eq!(
-        r.why.findings[0].kind,
-        FindingKind::GeneratorBound,
+        r.why
+            .findings
+            .iter()
+            .find(|f| f.kind != FindingKind::BusyHost)
+            .map(|f| f.kind),
+        Some(FindingKind::GeneratorBound),
         "{:#?}",
         r.why
     );
@@ -705,4 +710,111 @@ fn only_the_busy_host_is_said((r, stdout): (BenchResult, String)) {
         );
         assert_eq!(round.bottleneck, Bottleneck::GeneratorBound);
     }
+}
+
+/// Enough busy loops to make any host busy by the rule (other processes using at least a
+/// quarter of the cores and half a core): one more than a quarter of the cores.
+fn busy_loops() -> Vec<BusyLoop> {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    (0..cores / 4 + 2).map(|_| BusyLoop::start()).collect()
+}
+
+#[test]
+fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host() {
+    use loadbench_model::RunResult;
+    use std::io::{BufRead, BufReader};
+    let _machine = crate::support::measuring();
+    // The backend as its own process (the busy loops are this test's children, not its), and
+    // sleeping: the load itself uses little CPU, the busy loops most of the host.
+    let listen = format!("127.0.0.1:{}", crate::support::free_port());
+    let mut serve = BusyLoop(
+        bin()
+            .args(["serve", "--listen", &listen])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("loadbench serve starts"),
+    );
+    let mut line = String::new();
+    BufReader::new(serve.0.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("serve says where it listens");
+    assert!(line.contains(&listen), "{line}");
+    let url = format!("http://{listen}/delay/20ms");
+    let dir = tempdir("busy-compare");
+    let (base, new) = (dir.join("base.json"), dir.join("new.json"));
+    let run = |save: &Path| {
+        bin()
+            .args(["run", &url, "-c", "2", "-d", "2s", "--save"])
+            .arg(save)
+            .output()
+            .expect("loadbench runs")
+    };
+    let out = run(&base);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let busy = busy_loops();
+    let out = run(&new);
+    drop(busy);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = RunResult::from_json(&std::fs::read_to_string(&new).unwrap()).unwrap();
+    // The run recorded who used the host: the target (this test process, found by its
+    // listening socket), the generator, and the busy loops as other processes.
+    let host = r
+        .evidence
+        .as_ref()
+        .and_then(|e| e.host.clone())
+        .expect("host load recorded");
+    let target = host
+        .target
+        .as_ref()
+        .expect("the backend found as the target");
+    assert_eq!(
+        (target.name.as_str(), target.processes),
+        ("loadbench", 1),
+        "{host:?}"
+    );
+    assert!(host.others_known && host.busy(), "{host:?}");
+    let f = r.why.busy_host().unwrap_or_else(|| panic!("{:#?}", r.why));
+    assert_eq!(f.figures["other_cores"], host.other_cores);
+    assert!(stdout.contains("other processes used"), "{stdout}");
+    let compare = |extra: &[&str]| {
+        bin()
+            .arg("compare")
+            .arg(&base)
+            .arg(&new)
+            .args(extra)
+            .output()
+            .expect("loadbench compare runs")
+    };
+    let out = compare(&[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("req/s"),
+        "the table is still printed: {stdout}"
+    );
+    assert!(
+        stderr.contains("not judged (exit 3): measured on a busy host")
+            && stderr.contains(&format!("{}: other processes used", new.display()))
+            && stderr.contains("--ignore-host"),
+        "{stderr}"
+    );
+    let out = compare(&["--ignore-host"]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "judged with --ignore-host: {:?}",
+        text(&out)
+    );
+    // The same files without the busy-host finding are judged as before.
+    for path in [&base, &new] {
+        let mut r = RunResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        r.why.findings.retain(|f| f.kind != FindingKind::BusyHost);
+        std::fs::write(path, serde_json::to_string(&r).unwrap()).unwrap();
+    }
+    let out = compare(&[]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "judged without the finding: {:?}",
+        text(&out)
+    );
 }

@@ -420,6 +420,7 @@ impl Matrix<'_> {
             target_cores: self.target_cores(),
             other_used: samples.other_cpu_mean(r.window),
             host_cores: samples.host_cores() as f64,
+            others_known: true,
         };
         let of_run = r.measured_run().map(Inputs::of_run).unwrap_or_default();
         r.why = diagnose(&Inputs {

@@ -75,6 +75,10 @@ pub struct CpuView {
     pub other_used: f64,
     /// The host's cores.
     pub host_cores: f64,
+    /// Whether `other_used` leaves the targets out when `target_cores` is 0: `run` found the
+    /// target's process on this host, or the target is elsewhere. Without it a busy host is
+    /// judged only when the targets are known (a bench step).
+    pub others_known: bool,
 }
 
 /// Everything the rules may read; absent evidence silences its rules.
@@ -764,7 +768,8 @@ fn cpu_findings(
 
 fn busy_host(cpu: &CpuView) -> Option<Finding> {
     let threshold = BUSY_HOST_CORES.max(BUSY_HOST_SHARE * cpu.host_cores);
-    if cpu.host_cores <= 0.0 || cpu.target_cores <= 0.0 || cpu.other_used < threshold {
+    let known = cpu.target_cores > 0.0 || cpu.others_known;
+    if cpu.host_cores <= 0.0 || !known || cpu.other_used < threshold {
         return None;
     }
     let text = format!(

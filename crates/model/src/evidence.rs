@@ -140,6 +140,57 @@ pub struct KernelEvidence {
     /// when the window's count was worth judging; `None` when not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_retransmits: Option<f64>,
+    /// The host's CPU over the window, and who used it: the generator, the target when it
+    /// runs on this host, everything else. Recorded by `run` and `find-max` (a bench samples
+    /// the host itself); absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLoad>,
+}
+
+/// The host's CPU over a run's window, read from `/proc/stat` and `/proc/PID/stat` at the
+/// window's edges.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    /// The host's online cores.
+    pub host_cores: f64,
+    /// Every core's busy time over the window, in cores (interrupt and softirq time left out:
+    /// on loopback that is the load's own network work).
+    pub busy_cores: f64,
+    /// This process (the generator and its helper threads), in cores.
+    pub generator_cores: f64,
+    /// The target when it listens on this host: the processes owning the listening socket of
+    /// the target's port, and their children. `None` when the target is not on loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<LocalTarget>,
+    /// `busy_cores` minus the generator's and the target's, never below 0: what other
+    /// processes used. Counts the target too when `others_known` is false.
+    pub other_cores: f64,
+    /// False when the target is on loopback but its process could not be found (another
+    /// user's process without the right to read its descriptors, another network namespace):
+    /// then `other_cores` includes the target's CPU and the host is not judged.
+    pub others_known: bool,
+}
+
+/// The target's processes on this host, found through its listening socket.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LocalTarget {
+    /// The listening process's `comm` (`nginx`, `java`), of the lowest pid.
+    pub name: String,
+    /// How many processes were counted (the listeners and their children).
+    pub processes: u32,
+    /// Their CPU over the window, in cores.
+    pub cores: f64,
+}
+
+impl HostLoad {
+    /// Whether other processes used enough of the host to make the figures unreliable: at
+    /// least [`crate::diagnose::BUSY_HOST_CORES`] and [`crate::diagnose::BUSY_HOST_SHARE`] of
+    /// its cores, and only when what they used is known (the target was found or is remote).
+    pub fn busy(&self) -> bool {
+        let threshold = crate::diagnose::BUSY_HOST_CORES
+            .max(crate::diagnose::BUSY_HOST_SHARE * self.host_cores);
+        self.others_known && self.host_cores > 0.0 && self.other_cores >= threshold
+    }
 }
 
 /// One thread of a target and its CPU over the window.

@@ -85,6 +85,14 @@ pub struct Why {
 }
 
 impl Why {
+    /// The busy-host finding, when other processes used enough of the host to make every
+    /// figure unreliable (`compare` will not judge such a result).
+    pub fn busy_host(&self) -> Option<&Finding> {
+        self.findings
+            .iter()
+            .find(|f| f.kind == FindingKind::BusyHost)
+    }
+
     /// Ranks `findings` by strength (strongest first; ties keep their order).
     pub fn new(mut findings: Vec<Finding>, looked_at: Vec<String>) -> Self {
         findings.sort_by(|a, b| b.strength.total_cmp(&a.strength));

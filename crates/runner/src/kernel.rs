@@ -5,9 +5,11 @@
 //! `run` records it for every load; the harness watches a bench step the same way. Nothing is
 //! read per request: one thread wakes ten times a second.
 
+mod cpu;
 mod diag;
 mod watch;
 
+pub use cpu::HostWatch;
 pub use watch::KernelWatch;
 
 use loadbench_model::{PortSockets, TcpCounters};

@@ -130,9 +130,12 @@ pub fn run_plan(plan: &Plan, ctl: Control<'_>) -> Result<RunResult, RunError> {
 /// Runs a checked engine (preflight done) and builds the result.
 fn run_engine(plan: &Plan, engine: Engine, ctl: Control<'_>) -> Result<RunResult, RunError> {
     ctl.observer.load_started(&engine.live(), plan);
+    let host = kernel::HostWatch::start(plan.target.addr, plan.unix_socket.is_some());
     let watch = kernel::KernelWatch::start(vec![plan.target.addr.port()]);
     let outcome = engine.run();
-    let evidence = watch.finish();
+    let host = host.finish();
+    let mut evidence = watch.finish();
+    evidence.host = host;
     ctl.observer.load_finished();
     let mut result = build_result(plan, outcome.map_err(RunError::Engine)?);
     result::explain(&mut result, evidence);

@@ -47,9 +47,13 @@ pub(crate) fn explain(r: &mut RunResult, evidence: KernelEvidence) {
 pub fn explain_with_generator(r: &mut RunResult, generator: Option<&TargetEvidence>) {
     let g = r.stats.generator;
     let threads = f64::from(r.config.threads.max(1));
+    let host = r.evidence.as_ref().and_then(|e| e.host.as_ref());
     let cpu = (g.worker_us > 0).then(|| CpuView {
         generator_used: g.cpu_share() * threads,
         generator_cores: generator_cores(r),
+        other_used: host.map_or(0.0, |h| h.other_cores),
+        host_cores: host.map_or(0.0, |h| h.host_cores),
+        others_known: host.is_some_and(|h| h.others_known),
         ..CpuView::default()
     });
     r.why = diagnose(&Inputs {

@@ -189,11 +189,18 @@ fn no_rate(r: &FindMaxResult, reason: StopReason) -> String {
             generator_limit(r)
         ),
         (StopReason::TargetNotRecovered, _) => format!("no maximum found: {}", not_recovered(r)),
-        (_, Some(step)) => format!(
-            "no rate held: the first step, {} req/s, failed ({}); try a lower --start-rate",
-            units::rate_short(step.target_rate),
-            verdict_text(step)
-        ),
+        (_, Some(step)) => {
+            // A busy host fails a step by itself: the advice is a quiet host, not a lower rate.
+            let advice = match step.run.why.busy_host() {
+                Some(f) => format!("{}: rerun on a quiet host", f.text),
+                None => "try a lower --start-rate".to_string(),
+            };
+            format!(
+                "no rate held: the first step, {} req/s, failed ({}); {advice}",
+                units::rate_short(step.target_rate),
+                verdict_text(step)
+            )
+        }
     }
 }
 
@@ -260,6 +267,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("lower --start-rate"), "{text}");
+    }
+
+    #[test]
+    fn a_first_step_failed_on_a_busy_host_asks_for_a_quiet_host_not_a_lower_rate() {
+        use loadbench_model::why::{Finding, FindingKind, Why};
+        let mut r = result();
+        r.steps.truncate(2);
+        r.steps.remove(0);
+        r.max_rate = None;
+        r.precision_reached = None;
+        r.stop_reason = Some(StopReason::NoRateHeld);
+        let busy = Finding {
+            kind: FindingKind::BusyHost,
+            strength: 0.95,
+            text: "other processes used 1.40 of the host's 2 cores: every figure is unreliable"
+                .to_string(),
+            fix: None,
+            figures: Default::default(),
+        };
+        r.steps[0].run.why = Why::new(vec![busy], Vec::new());
+        let text = find_max_text(&r);
+        assert!(
+            text.contains("failed; other processes used 1.40 of the host's 2 cores: every figure is unreliable: rerun on a quiet host")
+                || text.contains("); other processes used 1.40 of the host's 2 cores: every figure is unreliable: rerun on a quiet host"),
+            "{text}"
+        );
+        assert!(!text.contains("lower --start-rate"), "{text}");
     }
 
     #[test]

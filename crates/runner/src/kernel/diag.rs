@@ -30,6 +30,8 @@ pub(super) struct DiagSocket {
     pub rqueue: u32,
     /// LISTEN: the backlog; otherwise unsent bytes.
     pub wqueue: u32,
+    /// The socket's inode: `/proc/PID/fd/N` links to `socket:[inode]` in its owners.
+    pub inode: u32,
 }
 
 /// Every TCP socket with a local or a remote port among `ports`, IPv4 then IPv6: one walk of
@@ -209,6 +211,7 @@ fn socket(m: &[u8]) -> DiagSocket {
         remote_port: u16::from_be_bytes([m[6], m[7]]),
         rqueue: u32_at(m, 56),
         wqueue: u32_at(m, 60),
+        inode: u32_at(m, 68),
     }
 }
 

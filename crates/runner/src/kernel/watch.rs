@@ -134,6 +134,7 @@ impl KernelWatch {
                 range_low,
                 range_high,
             },
+            host: None,
         }
     }
 }

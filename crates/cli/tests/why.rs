@@ -577,10 +577,10 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
         .unwrap_or_else(|| panic!("{:#?}\n{stdout}\n{stderr}", first.why));
     assert!(died.figures["oom_kills"] >= 1.0, "{died:?}");
     assert_eq!(died.figures["signal"], 9.0, "{died:?}");
+    assert!(died.text.starts_with("'backend' died "), "{}", died.text);
     assert!(
-        died.text.starts_with(
-            "'backend' died during the step (killed by SIGKILL): the kernel's OOM killer killed"
-        ),
+        died.text
+            .contains(" (killed by SIGKILL): the kernel's OOM killer killed"),
         "{}",
         died.text
     );
@@ -591,8 +591,52 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
         .starts_with("raise the target's memory limit"));
     assert_eq!(first.why.findings[0].kind, FindingKind::TargetDied);
     assert_eq!(first.bottleneck, Bottleneck::TargetBound);
-    let cgroup = first.evidence.as_ref().unwrap().targets[0].cgroup.unwrap();
-    assert_eq!(died.figures["oom_kills"], cgroup.oom_kills as f64);
+    let evidence = &first.evidence.as_ref().unwrap().targets[0];
+    let cgroup = evidence.cgroup.unwrap();
+    assert!(
+        died.figures["oom_kills"] >= cgroup.oom_kills as f64,
+        "{died:?}"
+    );
+    assert_eq!(
+        died.figures["logged_oom_kills"],
+        evidence.oom_killed.len() as f64
+    );
+    // The kernel log (root reads /dev/kmsg) names the backend itself, killed mid-step: when,
+    // and the kernel's own line, in the finding.
+    if is_root() {
+        let main = evidence
+            .oom_killed
+            .iter()
+            .find(|k| k.main)
+            .unwrap_or_else(|| panic!("{:#?}", evidence.oom_killed));
+        assert!(
+            main.line.starts_with(&format!(
+                "Memory cgroup out of memory: Killed process {} (",
+                main.pid
+            )),
+            "{main:?}"
+        );
+        // Killed after the pipe began to fill (2.5 s after the target started, before the
+        // step), and within the step.
+        assert!(main.at_secs > 0.0 && main.at_secs < 4.3 + 2.0, "{main:?}");
+        assert_eq!(died.figures["died_at_secs"], main.at_secs);
+        assert!(
+            died.text.starts_with(&format!(
+                "'backend' died {:.1} s into the step (killed by SIGKILL): the kernel's OOM killer killed",
+                main.at_secs
+            )),
+            "{}",
+            died.text
+        );
+        assert!(
+            died.text.contains(&format!(
+                "(kernel log: \"Memory cgroup out of memory: Killed process {} (",
+                main.pid
+            )),
+            "{}",
+            died.text
+        );
+    }
     // The memory finding names only the counters that moved (v1 keeps the limit's at 0).
     if let Some(m) = finding(first, FindingKind::MemoryPressure) {
         assert!(!m.text.contains(" 0 "), "{}", m.text);
@@ -603,7 +647,18 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
     assert!(second.result.is_none(), "{second:#?}");
     let error = second.error.as_deref().unwrap_or_default();
     assert!(error.contains("no longer running"), "{error}");
-    assert!(stdout.contains("died during the step"), "{stdout}");
+    let said = died.text.split(" (killed by").next().unwrap();
+    assert!(stdout.contains(said), "{said}\n{stdout}");
+}
+
+/// Whether this test runs as root (who reads the kernel log, `/dev/kmsg`).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
+        .unwrap_or(false)
 }
 
 /// The reference backend at 200 requests a second: both sides mostly idle.

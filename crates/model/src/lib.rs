@@ -45,8 +45,8 @@ pub use body::BodySizes;
 pub use endpoints::{merge_endpoints, url_path, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use evidence::{
-    CgroupEvidence, EphemeralPorts, KernelEvidence, PortSockets, StepEvidence, TargetEvidence,
-    TargetExit, TcpCounters, ThreadShare,
+    CgroupEvidence, EphemeralPorts, KernelEvidence, OomKill, PortSockets, StepEvidence,
+    TargetEvidence, TargetExit, TcpCounters, ThreadShare,
 };
 pub use find_max::{
     FailReason, FindMaxResult, FindMaxStep, Recovery, SearchParams, SearchPhase, Slo, SloCondition,

@@ -5,11 +5,11 @@
 //! target that asks for a profile gets a flame graph in its run folder and report. Each
 //! finding's figures are checked against the evidence recorded beside it.
 
-use crate::support::{bin, have, tempdir, text};
+use crate::support::{bin, have, tempdir, text, BusyLoop};
 use loadbench_model::diagnose::{generator_hot_thread, side};
 use loadbench_model::{BenchResult, BenchRound, Bottleneck, Finding, FindingKind};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 
 /// Runs `loadbench bench` on `scenario`, whatever its exit code: the process's output and the
 /// saved result.
@@ -140,26 +140,6 @@ fn assert_saturated_thread_unless_the_host_was_busy(round: &BenchRound) {
         "{:#?}",
         round.why
     );
-}
-
-/// A shell spinning on one core until dropped.
-struct BusyLoop(Child);
-
-impl BusyLoop {
-    fn start() -> BusyLoop {
-        let child = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .expect("sh");
-        BusyLoop(child)
-    }
-}
-
-impl Drop for BusyLoop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -498,7 +478,7 @@ fn run_names_a_generator_that_shares_its_core_with_a_busy_loop() {
     let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
     let url = format!("http://{}/", server.local_addr());
     // A busy loop and the generator on core 0 only: the scheduler splits the core between them.
-    let _busy = BusyLoop(
+    let _busy = BusyLoop::of(
         Command::new("taskset")
             .args(["-c", "0", "sh", "-c", "while :; do :; done"])
             .spawn()
@@ -601,42 +581,7 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
         died.figures["logged_oom_kills"],
         evidence.oom_killed.len() as f64
     );
-    // The kernel log (root reads /dev/kmsg) names the backend itself, killed mid-step: when,
-    // and the kernel's own line, in the finding.
-    if is_root() {
-        let main = evidence
-            .oom_killed
-            .iter()
-            .find(|k| k.main)
-            .unwrap_or_else(|| panic!("{:#?}", evidence.oom_killed));
-        assert!(
-            main.line.starts_with(&format!(
-                "Memory cgroup out of memory: Killed process {} (",
-                main.pid
-            )),
-            "{main:?}"
-        );
-        // Killed after the pipe began to fill (2.5 s after the target started, before the
-        // step), and within the step.
-        assert!(main.at_secs > 0.0 && main.at_secs < 4.3 + 2.0, "{main:?}");
-        assert_eq!(died.figures["died_at_secs"], main.at_secs);
-        assert!(
-            died.text.starts_with(&format!(
-                "'backend' died {:.1} s into the step (killed by SIGKILL): the kernel's OOM killer killed",
-                main.at_secs
-            )),
-            "{}",
-            died.text
-        );
-        assert!(
-            died.text.contains(&format!(
-                "(kernel log: \"Memory cgroup out of memory: Killed process {} (",
-                main.pid
-            )),
-            "{}",
-            died.text
-        );
-    }
+    assert_the_kernel_log_says_when(died, evidence);
     // The memory finding names only the counters that moved (v1 keeps the limit's at 0).
     if let Some(m) = finding(first, FindingKind::MemoryPressure) {
         assert!(!m.text.contains(" 0 "), "{}", m.text);
@@ -649,6 +594,46 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
     assert!(error.contains("no longer running"), "{error}");
     let said = died.text.split(" (killed by").next().unwrap();
     assert!(stdout.contains(said), "{said}\n{stdout}");
+}
+
+/// The kernel log (root reads /dev/kmsg) names the backend itself, killed mid-step: when, and
+/// the kernel's own line, in the finding.
+fn assert_the_kernel_log_says_when(died: &Finding, evidence: &loadbench_model::TargetEvidence) {
+    if !is_root() {
+        return;
+    }
+    let main = evidence
+        .oom_killed
+        .iter()
+        .find(|k| k.main)
+        .unwrap_or_else(|| panic!("{:#?}", evidence.oom_killed));
+    assert!(
+        main.line.starts_with(&format!(
+            "Memory cgroup out of memory: Killed process {} (",
+            main.pid
+        )),
+        "{main:?}"
+    );
+    // Killed after the pipe began to fill (2.5 s after the target started, before the
+    // step), and within the step.
+    assert!(main.at_secs > 0.0 && main.at_secs < 4.3 + 2.0, "{main:?}");
+    assert_eq!(died.figures["died_at_secs"], main.at_secs);
+    assert!(
+        died.text.starts_with(&format!(
+            "'backend' died {:.1} s into the step (killed by SIGKILL): the kernel's OOM killer killed",
+            main.at_secs
+        )),
+        "{}",
+        died.text
+    );
+    assert!(
+        died.text.contains(&format!(
+            "(kernel log: \"Memory cgroup out of memory: Killed process {} (",
+            main.pid
+        )),
+        "{}",
+        died.text
+    );
 }
 
 /// Whether this test runs as root (who reads the kernel log, `/dev/kmsg`).

@@ -582,3 +582,60 @@ fn slow_answers_on_a_busy_host_are_not_called_a_connection_limit() {
         assert!(!text.contains("serves at most"), "{text}");
     }
 }
+
+/// The same slow server in a bench step on a busy host: the verdict cell says slow answers and
+/// no step's why names a connection limit or blames the target for it.
+#[test]
+fn a_bench_step_of_slow_answers_on_a_busy_host_names_no_connection_limit() {
+    use crate::support::BusyLoop;
+    let _machine = crate::support::measuring();
+    let _busy = BusyLoop::spin(2);
+    let dir = tempdir("bench-slow");
+    let file = dir.join("slow.toml");
+    std::fs::write(
+        &file,
+        "name = \"slow\"\n[[target]]\nname = \"slow\"\nkind = \"upstream\"\n\
+         [target.upstream]\nthreads = 2\ndelay = \"uniform:200ms..5s\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"slow\"]\nconnections = [32]\n\
+         duration = \"2s\"\nwarmup = \"0s\"\n",
+    )
+    .unwrap();
+    let results = dir.join("results");
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = BenchResult::from_json(&saved_bench(&results)).unwrap();
+    let round = &r.rounds[0];
+    let stats = &round.result.as_ref().unwrap().stats;
+    let found = Starvation::of(stats).unwrap_or_else(|| panic!("{:?}", stats.per_connection));
+    let cell = format!(
+        "{} of {} conns got no response: slow answers",
+        found.starved, found.connections
+    );
+    assert!(stdout.contains(&cell), "{cell}\n{stdout}");
+    assert!(!stdout.contains("serves at most"), "{stdout}");
+    for f in &round.why.findings {
+        assert!(
+            !matches!(
+                f.kind,
+                FindingKind::ConnectionLimit | FindingKind::WorkerPool
+            ),
+            "{:#?}",
+            round.why
+        );
+    }
+    assert_ne!(
+        round.bottleneck,
+        Bottleneck::TargetBound,
+        "{:#?}",
+        round.why
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -781,7 +781,10 @@ if sys.argv[1] == "serve":
         except OSError: break
         threading.Thread(target=drain, args=(c,), daemon=True).start()
 else:
-    cs = [socket.create_connection(("10.213.7.2", 19999), timeout=5) for _ in range(8)]
+    cs = []
+    while len(cs) < 8 and time.monotonic() < end:
+        try: cs.append(socket.create_connection(("10.213.7.2", 19999), timeout=5))
+        except OSError: time.sleep(0.1)
     for c in cs:
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); c.setblocking(False)
     while time.monotonic() < end:
@@ -864,10 +867,46 @@ impl LossyHost {
                 .spawn()
                 .map_err(|e| e.to_string())?;
             host.processes.push(child);
-            // The receiver listens before the senders connect.
-            std::thread::sleep(std::time::Duration::from_millis(500));
         }
+        host.wait_until_retransmitting();
         Ok(host)
+    }
+
+    /// `Tcp RetransSegs` of namespace `a`.
+    fn retransmitted(&self) -> u64 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns("a"), "cat", "/proc/net/snmp"])
+            .output()
+            .expect("ip netns exec");
+        let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+        let (names, values) = (tcp.next().unwrap_or(""), tcp.next().unwrap_or(""));
+        names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .find(|(n, _)| *n == "RetransSegs")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits (at most 30 s: Python starts slowly on a loaded host) until the stream has
+    /// retransmitted 20 segments in a second: the test's premise, checked, not assumed.
+    fn wait_until_retransmitting(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut last = self.retransmitted();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let now = self.retransmitted();
+            if now.saturating_sub(last) >= 20 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lossy stream retransmits {} segments a second, not 20",
+                now - last
+            );
+            last = now;
+        }
     }
 
     /// `loadbench bench` on `scenario` in namespace `a`, beside the lossy stream.
@@ -928,7 +967,7 @@ fn host_wide_retransmits_at_their_background_blame_nothing_on_a_busy_host() {
     let _busy = BusyLoop::spin(2);
     let scenario = "name = \"lossy\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
         [target.upstream]\ndelay = \"250ms\"\n\
-        [[load]]\nmodel = \"open\"\ntargets = [\"backend\"]\nrate = [40]\nmax_connections = 16\n\
+        [[load]]\nmodel = \"open\"\ntargets = [\"backend\"]\nrate = [40]\nmax_connections = 64\n\
         duration = \"2s\"\nwarmup = \"300ms\"\n";
     let (r, stdout) = lossy.bench("why-lossy", scenario);
     let round = &r.rounds[0];

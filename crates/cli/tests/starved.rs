@@ -526,3 +526,126 @@ fn connections_waiting_behind_an_overflowing_accept_queue_are_not_called_a_conne
     );
     assert!(!stdout.contains("serves at most"), "{stdout}");
 }
+
+/// A slow server on a busy host (issue 34, point 3: "21 of 32 … serves at most 11"): the
+/// reference backend with no connection limit, each answer taking 200 ms to 5 s (uniform),
+/// loaded for 2 s while two shells spin beside it. The connections whose first answer takes
+/// longer than the window get none: starved, but by slow answers, which a request's mean of at
+/// least 200 ms (over 5% of the window) shows whatever the host's speed; nothing may call it a
+/// connection limit.
+#[test]
+fn slow_answers_on_a_busy_host_are_not_called_a_connection_limit() {
+    use crate::support::BusyLoop;
+    use loadbench_model::StarvedCause;
+    let _machine = crate::support::measuring();
+    let server = Server::start(ServerConfig {
+        threads: 2,
+        delay: Some(parse_delay("uniform:200ms..5s").unwrap()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect("reference backend starts");
+    let _busy = BusyLoop::spin(2);
+    let ran = Run::new(&url(&server))
+        .args(["-c", "32", "-d", "2s", "-t", "1"])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert!(ran.out.status.success(), "{stdout}\n{stderr}");
+    let r = ran.result();
+    let s = &r.stats;
+    // About 60% of the first delays outlast the window: some connections starve, some are served
+    // (all 32 either way has a chance under 1e-6).
+    let found = Starvation::of(s).unwrap_or_else(|| panic!("{:?}", s.per_connection));
+    assert!(found.starved > 0 && found.served > 0, "{found:?}");
+    assert!(found.mean_service_us >= 200_000.0, "{found:?}");
+    assert_eq!(
+        found.cause_in(&r.why),
+        StarvedCause::SlowAnswers,
+        "{found:?}"
+    );
+    // The warning says slow answers, in its own words, and never names a limit.
+    let warning = format!(
+        "{} of {} connections got no response in",
+        found.starved, found.connections
+    );
+    assert!(stdout.contains(&warning), "{stdout}");
+    assert!(
+        stdout.contains("answers were slow (") && stdout.contains("not a connection limit"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("serves at most"), "{stdout}");
+    assert!(!stdout.contains("the target serves about"), "{stdout}");
+    // No finding names a limit of the target's connections or pool, or blames the target.
+    for f in &r.why.findings {
+        assert!(
+            !matches!(
+                f.kind,
+                FindingKind::ConnectionLimit | FindingKind::WorkerPool
+            ),
+            "{:#?}",
+            r.why
+        );
+        assert_ne!(side(f.kind), Some(Bottleneck::TargetBound), "{:#?}", r.why);
+    }
+    for format in ["markdown", "html"] {
+        let text = report(&r, format);
+        assert!(text.contains("not a connection limit"), "{text}");
+        assert!(!text.contains("serves at most"), "{text}");
+    }
+}
+
+/// The same slow server in a bench step on a busy host: the verdict cell says slow answers and
+/// no step's why names a connection limit or blames the target for it.
+#[test]
+fn a_bench_step_of_slow_answers_on_a_busy_host_names_no_connection_limit() {
+    use crate::support::BusyLoop;
+    let _machine = crate::support::measuring();
+    let _busy = BusyLoop::spin(2);
+    let dir = tempdir("bench-slow");
+    let file = dir.join("slow.toml");
+    std::fs::write(
+        &file,
+        "name = \"slow\"\n[[target]]\nname = \"slow\"\nkind = \"upstream\"\n\
+         [target.upstream]\nthreads = 2\ndelay = \"uniform:200ms..5s\"\n\
+         [[load]]\nmodel = \"closed\"\ntargets = [\"slow\"]\nconnections = [32]\n\
+         duration = \"2s\"\nwarmup = \"0s\"\n",
+    )
+    .unwrap();
+    let results = dir.join("results");
+    let out = bin()
+        .arg("bench")
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let r = BenchResult::from_json(&saved_bench(&results)).unwrap();
+    let round = &r.rounds[0];
+    let stats = &round.result.as_ref().unwrap().stats;
+    let found = Starvation::of(stats).unwrap_or_else(|| panic!("{:?}", stats.per_connection));
+    let cell = format!(
+        "{} of {} conns got no response: slow answers",
+        found.starved, found.connections
+    );
+    assert!(stdout.contains(&cell), "{cell}\n{stdout}");
+    assert!(!stdout.contains("serves at most"), "{stdout}");
+    for f in &round.why.findings {
+        assert!(
+            !matches!(
+                f.kind,
+                FindingKind::ConnectionLimit | FindingKind::WorkerPool
+            ),
+            "{:#?}",
+            round.why
+        );
+    }
+    assert_ne!(
+        round.bottleneck,
+        Bottleneck::TargetBound,
+        "{:#?}",
+        round.why
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,11 +1,11 @@
 //! The "why" section against real targets (issue 13): a single-threaded backend at full load
 //! is target-bound by its one hot thread (also in the demo), a busy loop beside a bench is
-//! named as a busy host, a target under a 0.5-core quota is named as throttled, nginx loaded
+//! named as a busy host, a target under a CPU quota is named as throttled, nginx loaded
 //! by a generator pinned to one core is generator-bound with the generator's numbers, and a
 //! target that asks for a profile gets a flame graph in its run folder and report. Each
 //! finding's figures are checked against the evidence recorded beside it.
 
-use crate::support::{bin, have, tempdir, text};
+use crate::support::{bin, have, tempdir, text, BusyLoop};
 use loadbench_model::diagnose::{generator_hot_thread, side};
 use loadbench_model::{BenchResult, BenchRound, Bottleneck, Finding, FindingKind};
 use std::path::{Path, PathBuf};
@@ -142,26 +142,6 @@ fn assert_saturated_thread_unless_the_host_was_busy(round: &BenchRound) {
     );
 }
 
-/// A shell spinning on one core until dropped.
-struct BusyLoop(Child);
-
-impl BusyLoop {
-    fn start() -> BusyLoop {
-        let child = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .expect("sh");
-        BusyLoop(child)
-    }
-}
-
-impl Drop for BusyLoop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_busy_loop_beside_the_bench_is_named_as_a_busy_host() {
     let _machine = crate::support::measuring();
@@ -186,17 +166,19 @@ fn a_busy_loop_beside_the_bench_is_named_as_a_busy_host() {
 }
 
 #[test]
-fn a_half_core_quota_under_load_is_named_as_throttling() {
+fn a_fifth_of_a_core_quota_under_load_is_named_as_throttling() {
     let _machine = crate::support::measuring();
     // The backend under load, beside a busy loop in its own process tree: the tree wants more
-    // than half a core however busy the host is, so the quota runs out in most periods.
+    // than a fifth of a core however busy the host is, so the quota runs out in most periods.
+    // (With half a core, a host at a load average of 10 gave the tree's cgroup, one scheduling
+    // entity among ten, under 0.4 cores: the quota never ran out.)
     let serve = format!(
         "(while :; do :; done) & exec {} serve --listen 127.0.0.1:{{port}} --threads 1",
         env!("CARGO_BIN_EXE_loadbench")
     );
     let scenario = format!(
         "name = \"quota\"\n[[target]]\nname = \"backend\"\ncommand = \"/bin/sh\"\n\
-         args = [\"-c\", \"{serve}\"]\n[target.limits]\ncpus = 0.5\n\
+         args = [\"-c\", \"{serve}\"]\n[target.limits]\ncpus = 0.2\n\
          [[load]]\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [8]\n\
          duration = \"2s\"\nwarmup = \"300ms\"\n"
     );
@@ -498,7 +480,7 @@ fn run_names_a_generator_that_shares_its_core_with_a_busy_loop() {
     let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
     let url = format!("http://{}/", server.local_addr());
     // A busy loop and the generator on core 0 only: the scheduler splits the core between them.
-    let _busy = BusyLoop(
+    let _busy = BusyLoop::of(
         Command::new("taskset")
             .args(["-c", "0", "sh", "-c", "while :; do :; done"])
             .spawn()
@@ -582,10 +564,10 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
         .unwrap_or_else(|| panic!("{:#?}\n{stdout}\n{stderr}", first.why));
     assert!(died.figures["oom_kills"] >= 1.0, "{died:?}");
     assert_eq!(died.figures["signal"], 9.0, "{died:?}");
+    assert!(died.text.starts_with("'backend' died "), "{}", died.text);
     assert!(
-        died.text.starts_with(
-            "'backend' died during the step (killed by SIGKILL): the kernel's OOM killer killed"
-        ),
+        died.text
+            .contains(" (killed by SIGKILL): the kernel's OOM killer killed"),
         "{}",
         died.text
     );
@@ -596,8 +578,17 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
         .starts_with("raise the target's memory limit"));
     assert_eq!(first.why.findings[0].kind, FindingKind::TargetDied);
     assert_eq!(first.bottleneck, Bottleneck::TargetBound);
-    let cgroup = first.evidence.as_ref().unwrap().targets[0].cgroup.unwrap();
-    assert_eq!(died.figures["oom_kills"], cgroup.oom_kills as f64);
+    let evidence = &first.evidence.as_ref().unwrap().targets[0];
+    let cgroup = evidence.cgroup.unwrap();
+    assert!(
+        died.figures["oom_kills"] >= cgroup.oom_kills as f64,
+        "{died:?}"
+    );
+    assert_eq!(
+        died.figures["logged_oom_kills"],
+        evidence.oom_killed.len() as f64
+    );
+    assert_the_kernel_log_says_when(died, evidence);
     // The memory finding names only the counters that moved (v1 keeps the limit's at 0).
     if let Some(m) = finding(first, FindingKind::MemoryPressure) {
         assert!(!m.text.contains(" 0 "), "{}", m.text);
@@ -608,7 +599,58 @@ fn a_target_killed_for_memory_is_said_to_have_died_and_later_steps_fail() {
     assert!(second.result.is_none(), "{second:#?}");
     let error = second.error.as_deref().unwrap_or_default();
     assert!(error.contains("no longer running"), "{error}");
-    assert!(stdout.contains("died during the step"), "{stdout}");
+    let said = died.text.split(" (killed by").next().unwrap();
+    assert!(stdout.contains(said), "{said}\n{stdout}");
+}
+
+/// The kernel log (root reads /dev/kmsg) names the backend itself, killed mid-step: when, and
+/// the kernel's own line, in the finding.
+fn assert_the_kernel_log_says_when(died: &Finding, evidence: &loadbench_model::TargetEvidence) {
+    if !is_root() {
+        return;
+    }
+    let main = evidence
+        .oom_killed
+        .iter()
+        .find(|k| k.main)
+        .unwrap_or_else(|| panic!("{:#?}", evidence.oom_killed));
+    assert!(
+        main.line.starts_with(&format!(
+            "Memory cgroup out of memory: Killed process {} (",
+            main.pid
+        )),
+        "{main:?}"
+    );
+    // Killed after the pipe began to fill (2.5 s after the target started, before the
+    // step), and within the step.
+    assert!(main.at_secs > 0.0 && main.at_secs < 4.3 + 2.0, "{main:?}");
+    assert_eq!(died.figures["died_at_secs"], main.at_secs);
+    assert!(
+        died.text.starts_with(&format!(
+            "'backend' died {:.1} s into the step (killed by SIGKILL): the kernel's OOM killer killed",
+            main.at_secs
+        )),
+        "{}",
+        died.text
+    );
+    assert!(
+        died.text.contains(&format!(
+            "(kernel log: \"Memory cgroup out of memory: Killed process {} (",
+            main.pid
+        )),
+        "{}",
+        died.text
+    );
+}
+
+/// Whether this test runs as root (who reads the kernel log, `/dev/kmsg`).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
+        .unwrap_or(false)
 }
 
 /// The reference backend at 200 requests a second: both sides mostly idle.
@@ -652,7 +694,10 @@ warmup = "300ms"
 #[test]
 fn a_healthy_target_on_a_busy_host_gets_only_the_busy_host_warning() {
     let _machine = crate::support::measuring();
-    let _busy = BusyLoop::start();
+    // Two shells spinning on a 2-core host: other processes use at least 0.5 cores whatever
+    // else runs (what they lose to others is other processes' too), and the light load cannot
+    // take more than 1.5.
+    let _busy = BusyLoop::spin(2);
     only_the_busy_host_is_said(bench("why-idle", IDLE_BACKEND));
 }
 
@@ -662,7 +707,7 @@ fn a_healthy_nginx_on_a_busy_host_gets_only_the_busy_host_warning() {
         return;
     }
     let _machine = crate::support::measuring();
-    let _busy = BusyLoop::start();
+    let _busy = BusyLoop::spin(2);
     only_the_busy_host_is_said(bench("why-idle-nginx", IDLE_NGINX));
 }
 
@@ -714,9 +759,9 @@ fn only_the_busy_host_is_said((r, stdout): (BenchResult, String)) {
 
 /// Enough busy loops to make any host busy by the rule (other processes using at least a
 /// quarter of the cores and half a core): one more than a quarter of the cores.
-fn busy_loops() -> Vec<BusyLoop> {
+fn busy_loops() -> BusyLoop {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    (0..cores / 4 + 2).map(|_| BusyLoop::start()).collect()
+    BusyLoop::spin(cores / 4 + 2)
 }
 
 #[test]
@@ -727,15 +772,15 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
     // The backend as its own process (the busy loops are this test's children, not its), and
     // sleeping: the load itself uses little CPU, the busy loops most of the host.
     let listen = format!("127.0.0.1:{}", crate::support::free_port());
-    let mut serve = BusyLoop(
-        bin()
-            .args(["serve", "--listen", &listen])
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("loadbench serve starts"),
-    );
+    let mut serve = bin()
+        .args(["serve", "--listen", &listen])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("loadbench serve starts");
+    let stderr = serve.stderr.take().expect("stderr");
+    let _serve = BusyLoop::of(serve);
     let mut line = String::new();
-    BufReader::new(serve.0.stderr.take().expect("stderr"))
+    BufReader::new(stderr)
         .read_line(&mut line)
         .expect("serve says where it listens");
     assert!(line.contains(&listen), "{line}");
@@ -817,4 +862,246 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
         "judged without the finding: {:?}",
         text(&out)
     );
+/// A TCP stream that loses packets, beside the bench, in network namespaces of its own making:
+/// the bench's namespace `a` (its loopback for the bench's target) and `b`, joined through a
+/// bridge in `h` whose port toward `b` is a 2 Mbit/s token bucket with an 8 KiB queue. Python
+/// senders in `a` push 8 connections of 500 KB/s each toward `b`; the bucket drops what
+/// overflows it, so `a`'s kernel retransmits steadily (about 160 segments a second on the
+/// project's VM) for as long as they run: host-wide retransmits that are none of the load's.
+/// Everything goes on drop (the namespaces, their links and processes); each process ends by
+/// itself after a minute.
+struct LossyHost {
+    prefix: String,
+    processes: Vec<Child>,
+}
+
+const LOSSY_PY: &str = r#"
+import socket, sys, time, threading
+end = time.monotonic() + 60
+if sys.argv[1] == "serve":
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", 19999)); srv.listen(64); srv.settimeout(60)
+    def drain(c):
+        c.settimeout(60)
+        try:
+            while c.recv(65536) and time.monotonic() < end: pass
+        except OSError: pass
+    while time.monotonic() < end:
+        try: c, _ = srv.accept()
+        except OSError: break
+        threading.Thread(target=drain, args=(c,), daemon=True).start()
+else:
+    cs = []
+    while len(cs) < 8 and time.monotonic() < end:
+        try: cs.append(socket.create_connection(("10.213.7.2", 19999), timeout=5))
+        except OSError: time.sleep(0.1)
+    for c in cs:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); c.setblocking(False)
+    while time.monotonic() < end:
+        for c in cs:
+            try: c.send(b"x" * 1000)
+            except BlockingIOError: pass
+        time.sleep(0.002)
+"#;
+
+impl LossyHost {
+    fn ns(&self, n: &str) -> String {
+        format!("{}{n}", self.prefix)
+    }
+
+    fn ip(args: &[&str]) -> Result<(), String> {
+        let out = Command::new("ip")
+            .args(args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        out.status.success().then_some(()).ok_or_else(|| {
+            format!(
+                "ip {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })
+    }
+
+    /// Sets it up, or says why it cannot be (not root, no tbf, no python3).
+    fn start() -> Result<LossyHost, String> {
+        if !have("ip") || !have("tc") || !have("python3") {
+            return Err("ip, tc and python3 are needed".into());
+        }
+        let mut host = LossyHost {
+            prefix: format!(
+                "lbl{}x{}",
+                std::process::id() % 100_000,
+                crate::support::unique() % 1000
+            ),
+            processes: Vec::new(),
+        };
+        for n in ["a", "h", "b"] {
+            Self::ip(&["netns", "add", &host.ns(n)])?;
+            Self::ip(&["-n", &host.ns(n), "link", "set", "lo", "up"])?;
+        }
+        let h = host.ns("h");
+        Self::ip(&["-n", &h, "link", "add", "br0", "type", "bridge"])?;
+        Self::ip(&["-n", &h, "link", "set", "br0", "up"])?;
+        for (n, addr) in [("a", "10.213.7.1/24"), ("b", "10.213.7.2/24")] {
+            let (port, ns) = (format!("v{n}"), host.ns(n));
+            Self::ip(&[
+                "-n", &h, "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns",
+                &ns,
+            ])?;
+            Self::ip(&["-n", &h, "link", "set", &port, "master", "br0", "up"])?;
+            Self::ip(&["-n", &ns, "addr", "add", addr, "dev", "eth0"])?;
+            Self::ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
+        }
+        let tbf = [
+            "-n", &h, "qdisc", "add", "dev", "vb", "root", "tbf", "rate", "2mbit", "burst", "4k",
+            "limit", "8k",
+        ];
+        let out = Command::new("tc")
+            .args(tbf)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "tc: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let script = tempdir("lossy").join("lossy.py");
+        std::fs::write(&script, LOSSY_PY).unwrap();
+        for (n, role) in [("b", "serve"), ("a", "send")] {
+            let child = Command::new("ip")
+                .args(["netns", "exec", &host.ns(n), "python3"])
+                .arg(&script)
+                .arg(role)
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            host.processes.push(child);
+        }
+        host.wait_until_retransmitting();
+        Ok(host)
+    }
+
+    /// `Tcp RetransSegs` of namespace `a`.
+    fn retransmitted(&self) -> u64 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns("a"), "cat", "/proc/net/snmp"])
+            .output()
+            .expect("ip netns exec");
+        let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+        let (names, values) = (tcp.next().unwrap_or(""), tcp.next().unwrap_or(""));
+        names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .find(|(n, _)| *n == "RetransSegs")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits (at most 30 s: Python starts slowly on a loaded host) until the stream has
+    /// retransmitted 20 segments in a second: the test's premise, checked, not assumed.
+    fn wait_until_retransmitting(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut last = self.retransmitted();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let now = self.retransmitted();
+            if now.saturating_sub(last) >= 20 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lossy stream retransmits {} segments a second, not 20",
+                now - last
+            );
+            last = now;
+        }
+    }
+
+    /// `loadbench bench` on `scenario` in namespace `a`, beside the lossy stream.
+    fn bench(&self, name: &str, scenario: &str) -> (BenchResult, String) {
+        let dir = tempdir(name);
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, scenario).unwrap();
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns("a"),
+                env!("CARGO_BIN_EXE_loadbench"),
+                "bench",
+            ])
+            .arg(&file)
+            .arg("--results")
+            .arg(dir.join("results"))
+            .arg("--quiet")
+            .output()
+            .expect("loadbench runs");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        (saved(&dir.join("results")), stdout)
+    }
+}
+
+impl Drop for LossyHost {
+    fn drop(&mut self) {
+        for c in &mut self.processes {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in ["a", "h", "b"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(n)])
+                .status();
+        }
+    }
+}
+
+/// Issue 34, point 8: the reference backend answering every request after 250 ms (so some
+/// request always waited a retransmission timeout, 200 ms, the old rule's only test), on a
+/// host made busy by two spinning shells, while another program's stream retransmits steadily
+/// in the bench's network namespace. The retransmits are the host's background, read after the
+/// step, and blame nothing: only the busy host is said.
+#[test]
+fn host_wide_retransmits_at_their_background_blame_nothing_on_a_busy_host() {
+    let _machine = crate::support::measuring();
+    let lossy = match LossyHost::start() {
+        Ok(l) => l,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("needed under CI (root): {e}"),
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let _busy = BusyLoop::spin(2);
+    let scenario = "name = \"lossy\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+        [target.upstream]\ndelay = \"250ms\"\n\
+        [[load]]\nmodel = \"open\"\ntargets = [\"backend\"]\nrate = [40]\nmax_connections = 64\n\
+        duration = \"2s\"\nwarmup = \"300ms\"\n";
+    let (r, stdout) = lossy.bench("why-lossy", scenario);
+    let round = &r.rounds[0];
+    let kernel = round.evidence.as_ref().unwrap().kernel.as_ref().unwrap();
+    let retransmitted = kernel.tcp.retransmitted_segments - kernel.tcp.syn_retransmits;
+    // What the old rule read, both true by construction: retransmits (the lossy stream's) and
+    // a request that waited at least 200 ms (every answer took 250 ms).
+    assert!(retransmitted >= 10, "{kernel:?}");
+    let run = round.result.as_ref().unwrap();
+    assert!(
+        run.stats.latency.hist.max_ns() >= 200_000_000,
+        "{:?}",
+        run.stats.latency
+    );
+    let background = kernel
+        .background_retransmits
+        .expect("read after a window that retransmitted");
+    assert!(background > 0.0, "{kernel:?}");
+    eprintln!("{retransmitted} segments retransmitted in the step, {background:.0} at the background over as long");
+    assert!(
+        finding(round, FindingKind::Retransmits).is_none(),
+        "{:#?}",
+        round.why
+    );
+    assert!(!stdout.contains("retransmitted"), "{stdout}");
+    only_the_busy_host_is_said((r, stdout));
 }

@@ -13,6 +13,7 @@
 
 use crate::evidence::{target_evidence, TargetReading};
 use crate::generator::GeneratorWatch;
+use crate::kmsg::{kills_of, KernelLog};
 use crate::sampler::Sampler;
 use crate::scenario::{Scenario, ScenarioLoad};
 use crate::targets::{Running, Targets};
@@ -25,6 +26,7 @@ use loadbench_plan::{LoadShape, LoadSpec, Schedule, Stop};
 use loadbench_runner::find_max::FindMaxSpec;
 use loadbench_runner::kernel::KernelWatch;
 use loadbench_runner::{Control, Observer, Quiet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -387,19 +389,25 @@ impl Matrix<'_> {
             kernel: KernelWatch::start(running.iter().map(|r| r.info.port).collect()),
             targets: running.iter().map(|r| reading(r)).collect(),
             generator: GeneratorWatch::start(),
+            log: KernelLog::open(),
         }
     }
 
     /// The step's evidence: the kernel's, and each target's and the generator's between the
     /// two readings.
-    fn evidence(&self, watch: StepWatch) -> Facts {
+    fn evidence(&self, mut watch: StepWatch) -> Facts {
+        let kills = watch.log.kills();
         let targets = watch
             .targets
             .iter()
             .filter_map(|(name, start)| {
                 let r = self.targets.get(name)?;
                 let end = reading(r).1;
-                Some(target_evidence(name, start, &end, r.info.limits.cores))
+                let mut e = target_evidence(name, start, &end, r.info.limits.cores);
+                let main = r.process.pid();
+                let pids: HashSet<u32> = start.tids().chain(end.tids()).chain([main]).collect();
+                e.oom_killed = kills_of(&watch.log, &kills, &pids, main, &r.cgroup_dirs());
+                Some(e)
             })
             .collect();
         let generator = watch.generator.finish(self.generator_cores);
@@ -474,6 +482,8 @@ struct StepWatch {
     targets: Vec<(String, TargetReading)>,
     /// This process's own threads: the generator's.
     generator: GeneratorWatch,
+    /// The kernel log from the step's start: OOM kills.
+    log: KernelLog,
 }
 
 /// A step's evidence: the kernel's, each target's, the generator's.

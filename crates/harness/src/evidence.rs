@@ -73,6 +73,11 @@ impl TargetReading {
         r
     }
 
+    /// The thread ids read (a process's PID is its main thread's id).
+    pub(crate) fn tids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.threads.keys().copied()
+    }
+
     fn add_process(&mut self, p: &Process) {
         if let Ok(tasks) = p.tasks() {
             for task in tasks.flatten() {
@@ -155,6 +160,7 @@ pub fn target_evidence(
             _ => None,
         },
         exited: None,
+        oom_killed: Vec::new(),
     }
 }
 
@@ -208,11 +214,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lb-evidence-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let write = |f: &str, t: &str| std::fs::write(dir.join(f), t).unwrap();
+        // cgroup v2's files with every key the kernel's cgroup-v2 documentation lists for them
+        // (Documentation/admin-guide/cgroup-v2.rst), in its order: this machine's memory
+        // controller is on v1, so v2 is read here from its documented contents.
         write(
             "cpu.stat",
-            "usage_usec 10\nnr_periods 50\nnr_throttled 19\nthrottled_usec 700\n",
+            "usage_usec 10\nuser_usec 6\nsystem_usec 4\nnr_periods 50\nnr_throttled 19\nthrottled_usec 700\nnr_bursts 0\nburst_usec 0\n",
         );
-        write("memory.events", "low 0\nhigh 2\nmax 1\noom 1\noom_kill 1\n");
+        write(
+            "memory.events",
+            "low 0\nhigh 2\nmax 1\noom 1\noom_kill 1\noom_group_kill 0\n",
+        );
         let c = cgroup_counters(std::slice::from_ref(&dir));
         assert_eq!(
             (c.nr_periods, c.nr_throttled, c.throttled_usec),

@@ -624,13 +624,37 @@ fn throttled(t: &TargetEvidence) -> Option<Finding> {
 }
 
 /// The target's main process ended during the step: when the kernel's OOM killer killed
-/// processes of its cgroup in the window, that is named as the cause.
+/// processes of it in the window (its cgroup's counter, or the kernel log's lines naming its
+/// PIDs or cgroup), that is named as the cause, with the log's time and line.
 fn died(t: &TargetEvidence) -> Option<Finding> {
     let exit = t.exited?;
-    let kills = t.cgroup.map_or(0, |c| c.oom_kills);
+    let logged = t.oom_killed.len() as u64;
+    let kills = t.cgroup.map_or(0, |c| c.oom_kills).max(logged);
+    // The main process's kill says when it died; else the first kill of its tree.
+    let kill = t
+        .oom_killed
+        .iter()
+        .find(|k| k.main)
+        .or(t.oom_killed.first());
+    let when = kill.map_or_else(
+        || "during the step".to_string(),
+        |k| format!("{:.1} s into the step", k.at_secs),
+    );
     let cause = if kills > 0 {
+        let of = if t.cgroup.is_some_and(|c| c.oom_kills > 0)
+            || kill.is_some_and(|k| k.line.starts_with("Memory cgroup"))
+        {
+            "of its cgroup at its memory limit"
+        } else {
+            "of it: the host ran out of memory"
+        };
+        let line = kill.map_or_else(String::new, |k| {
+            // The line up to its first figure list: who, and its size.
+            let short = k.line.split(", ").next().unwrap_or(&k.line);
+            format!(" (kernel log: \"{short}\")")
+        });
         format!(
-            ": the kernel's OOM killer killed {} process{} of its cgroup at its memory limit",
+            ": the kernel's OOM killer killed {} process{} {of}{line}",
             count(kills),
             if kills == 1 { "" } else { "es" }
         )
@@ -638,14 +662,18 @@ fn died(t: &TargetEvidence) -> Option<Finding> {
         String::new()
     };
     let text = format!(
-        "'{}' died during the step ({exit}){cause}; the figures from then on are of a target that was not running, and later steps fail until it is restarted",
+        "'{}' died {when} ({exit}){cause}; the figures from then on are of a target that was not running, and later steps fail until it is restarted",
         t.target
     );
-    let figures = [
+    let mut figures = vec![
         ("oom_kills", kills as f64),
+        ("logged_oom_kills", logged as f64),
         ("exit_code", exit.code.map_or(-1.0, f64::from)),
         ("signal", exit.signal.map_or(0.0, f64::from)),
     ];
+    if let Some(k) = kill {
+        figures.push(("died_at_secs", k.at_secs));
+    }
     let fix = if kills > 0 {
         "raise the target's memory limit, or lower its memory use (caches, pools, per-connection buffers)"
     } else {

@@ -288,6 +288,26 @@ pub struct TargetEvidence {
     /// How the target's main process ended, when it ended during the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exited: Option<TargetExit>,
+    /// The kernel log's OOM kills of the target's processes (its PIDs or its cgroup) during
+    /// the window, in order (`/dev/kmsg`; empty where it is not readable).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_killed: Vec<OomKill>,
+}
+
+/// One process the kernel's OOM killer killed, as its log says.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OomKill {
+    /// The killed process's PID.
+    pub pid: u32,
+    /// Its name, as the kernel logged it.
+    pub comm: String,
+    /// When, in seconds from the start of the window (the log's monotonic timestamp).
+    pub at_secs: f64,
+    /// Whether it was the target's main process.
+    #[serde(default)]
+    pub main: bool,
+    /// The kernel's line, as logged (`Memory cgroup out of memory: Killed process …`).
+    pub line: String,
 }
 
 /// How a target's main process ended.

@@ -45,7 +45,7 @@ pub use body::BodySizes;
 pub use endpoints::{merge_endpoints, url_path, EndpointStats};
 pub use errors::{ErrorCounts, ErrorKind, StatusCounts};
 pub use evidence::{
-    CgroupEvidence, EphemeralPorts, HostLoad, KernelEvidence, LocalTarget, PortSockets,
+    CgroupEvidence, EphemeralPorts, HostLoad, KernelEvidence, LocalTarget, OomKill, PortSockets,
     StepEvidence, TargetEvidence, TargetExit, TcpCounters, ThreadShare,
 };
 pub use find_max::{

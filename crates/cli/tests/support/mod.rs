@@ -120,6 +120,48 @@ pub(crate) fn loading() -> RwLockReadGuard<'static, ()> {
     MACHINE.read().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Shells spinning on the host's cores until dropped (each ends by itself after 2 minutes).
+pub(crate) struct BusyLoop(Vec<std::process::Child>);
+
+impl BusyLoop {
+    /// One shell spinning on one core.
+    pub(crate) fn start() -> BusyLoop {
+        BusyLoop::spin(1)
+    }
+
+    /// `n` shells, each spinning on a core.
+    pub(crate) fn spin(n: usize) -> BusyLoop {
+        BusyLoop(
+            (0..n)
+                .map(|_| {
+                    Command::new("timeout")
+                        .args(["120", "sh", "-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("timeout and sh")
+                })
+                .collect(),
+        )
+    }
+
+    /// A busy loop started by the caller (pinned, say).
+    pub(crate) fn of(child: std::process::Child) -> BusyLoop {
+        BusyLoop(vec![child])
+    }
+}
+
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            // TERM, which `timeout` passes on to its shell (a KILL would leave the shell
+            // spinning until its 2 minutes are up).
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+    }
+}
+
 pub(crate) fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);

@@ -1,5 +1,7 @@
 use super::*;
-use crate::evidence::{CgroupEvidence, EphemeralPorts, PortSockets, TargetExit, TcpCounters};
+use crate::evidence::{
+    CgroupEvidence, EphemeralPorts, OomKill, PortSockets, TargetExit, TcpCounters,
+};
 
 fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
     KernelEvidence {
@@ -664,6 +666,7 @@ fn a_target_killed_for_memory_died_and_the_memory_finding_names_only_what_moved(
         "'app' hit its cgroup's memory limit: 1 OOM kills"
     );
     assert_eq!(judge(&why), Bottleneck::TargetBound);
+    assert!(!died.figures.contains_key("died_at_secs"));
     // An exit of its own: no OOM named, the log is the place to look.
     t.cgroup = None;
     t.exited = Some(TargetExit {
@@ -677,6 +680,64 @@ fn a_target_killed_for_memory_died_and_the_memory_finding_names_only_what_moved(
     assert_eq!(kinds(&why), [FindingKind::TargetDied]);
     assert!(
         why.findings[0].text.contains("(exit code 3);"),
+        "{}",
+        why.findings[0].text
+    );
+}
+
+#[test]
+fn the_kernel_logs_oom_kills_say_when_the_target_died_and_count_what_the_cgroup_missed() {
+    let mut t = single_threaded(0.1, 0.1);
+    t.cgroup = Some(CgroupEvidence::default());
+    t.exited = Some(TargetExit {
+        code: None,
+        signal: Some(9),
+    });
+    // The kernel log's lines (as a v1 kernel wrote them in this project's OOM test) say when,
+    // and count the kills the cgroup's counter missed (0 here).
+    t.oom_killed = vec![
+        OomKill {
+            pid: 4597,
+            comm: "tail".into(),
+            at_secs: 2.51,
+            main: false,
+            line: "Memory cgroup out of memory: Killed process 4597 (tail) total-vm:67616kB, anon-rss:64640kB, file-rss:1596kB".into(),
+        },
+        OomKill {
+            pid: 4590,
+            comm: "loadbench".into(),
+            at_secs: 2.63,
+            main: true,
+            line: "Memory cgroup out of memory: Killed process 4590 (loadbench) total-vm:90000kB, anon-rss:4000kB".into(),
+        },
+    ];
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    let died = &why.findings[0];
+    assert_eq!(
+        died.text,
+        "'app' died 2.6 s into the step (killed by SIGKILL): the kernel's OOM killer killed 2 processes of its cgroup at its memory limit (kernel log: \"Memory cgroup out of memory: Killed process 4590 (loadbench) total-vm:90000kB\"); the figures from then on are of a target that was not running, and later steps fail until it is restarted"
+    );
+    assert_eq!(
+        (
+            died.figures["oom_kills"],
+            died.figures["logged_oom_kills"],
+            died.figures["died_at_secs"]
+        ),
+        (2.0, 2.0, 2.63)
+    );
+    // A kill the log alone saw, outside any cgroup: the host ran out of memory.
+    t.cgroup = None;
+    t.oom_killed.truncate(1);
+    t.oom_killed[0].line = "Out of memory: Killed process 4597 (tail) total-vm:67616kB".into();
+    let why = diagnose(&Inputs {
+        targets: std::slice::from_ref(&t),
+        ..Default::default()
+    });
+    assert!(
+        why.findings[0].text.starts_with("'app' died 2.5 s into the step (killed by SIGKILL): the kernel's OOM killer killed 1 process of it: the host ran out of memory"),
         "{}",
         why.findings[0].text
     );

@@ -680,6 +680,37 @@ fn tampered_inputs(good: &str) -> Vec<(String, &'static str)> {
             ),
             "config.percentiles: -1 is outside 0 to 100",
         ),
+        // Issue 33 (10): a count no run reaches wrapped the error total into a
+        // "35477919172438792.00%" error rate; it is refused, naming the field.
+        (
+            bad_file(
+                "errors-max.json",
+                good.replacen(
+                    "\"errors\": {},",
+                    "\"errors\": {\"connect_refused\": 18446744073709551615, \"read_timeout\": 5},",
+                    1,
+                )
+                .as_bytes(),
+            ),
+            "stats.errors.connect_refused is 18446744073709551615, more than any run counts",
+        ),
+        (
+            bad_file(
+                "sent-max.json",
+                good.replacen("\"sent\": 11415", "\"sent\": 18446744073709551615", 1)
+                    .as_bytes(),
+            ),
+            "stats.sent is 18446744073709551615, more than any run counts",
+        ),
+        // A window of 0 µs that answered 11407 requests ("in 0ns: 0.00 req/s").
+        (
+            bad_file(
+                "elapsed-0.json",
+                good.replacen("\"elapsed_us\": 5000000", "\"elapsed_us\": 0", 1)
+                    .as_bytes(),
+            ),
+            "stats.elapsed_us is 0 but the run counted 11415 requests",
+        ),
     ]
 }
 

@@ -602,11 +602,14 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
     vec![
         (
             "no-such-file.json".to_string(),
-            "cannot read no-such-file.json",
+            "cannot read result no-such-file.json",
         ),
         (bad_file("empty.json", b""), "is empty"),
         // Endless: refused from its first block, never read until memory runs out.
-        ("/dev/zero".to_string(), "is not a text file"),
+        (
+            "/dev/zero".to_string(),
+            "is a character device, not a regular file",
+        ),
         (
             bad_file("text.json", b"Requests/sec: 1234\n"),
             "is not JSON",
@@ -642,6 +645,7 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
     ]
     .into_iter()
     .chain(tampered_inputs(&good))
+    .chain(absurd_counts(&good))
     .collect()
 }
 
@@ -680,6 +684,12 @@ fn tampered_inputs(good: &str) -> Vec<(String, &'static str)> {
             ),
             "config.percentiles: -1 is outside 0 to 100",
         ),
+    ]
+}
+
+/// Counts no run produces (issue 33, 10), each refused naming its field.
+fn absurd_counts(good: &str) -> Vec<(String, &'static str)> {
+    vec![
         // Issue 33 (10): a count no run reaches wrapped the error total into a
         // "35477919172438792.00%" error rate; it is refused, naming the field.
         (

@@ -34,8 +34,9 @@ impl InputFile {
     pub const SCENARIO: InputFile = InputFile::new("scenario", MIB, WRONG_FILE);
     /// A target's `template_file` in a scenario.
     pub const TEMPLATE: InputFile = InputFile::new("template_file", MIB, WRONG_FILE);
-    /// A saved result for `report`, `compare` and `merge`: a 5 s run is 13 KiB, a bench of 40
-    /// runs 0.5 MiB, a day-long run's per-second series some 25 MiB.
+    /// A saved result for `report`, `compare` and `merge`: a 5 s run is 13 KiB, a bench of 18
+    /// runs 0.5 MiB; the per-second series adds about 0.8 KiB a second, some 70 MiB a day, so the
+    /// limit holds a run of three days.
     pub const RESULT: InputFile = InputFile::new("result", 256 * MIB, WRONG_FILE);
     /// A `--flow` file (TOML), at most [`crate::MAX_STEPS`] steps.
     pub const FLOW: InputFile = InputFile::new("--flow", MIB, WRONG_FILE);

@@ -291,6 +291,16 @@ fn a_shard_cut_short_by_sigterm_fails_and_merge_flags_it() {
         stderr.contains("warning: shards 0 were cut short before their end"),
         "{stderr}"
     );
+    let report = crate::support::bin()
+        .arg("report")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let (text, _) = crate::support::text(&report);
+    assert!(
+        text.contains("; INTERRUPTED shards 0 (partial counts)"),
+        "{text}"
+    );
     let m = result(&merged);
     assert!(m.interrupted);
     let flags: Vec<bool> = m

@@ -270,10 +270,17 @@ fn a_shard_cut_short_by_sigterm_fails_and_merge_flags_it() {
     let own = result(&partial);
     assert!(own.interrupted && own.shards.unwrap().shards[0].interrupted);
 
+    check_merge_flags(&results, &partial);
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+/// `merge` of a whole shard and the cut-short `partial` one: the summary line, the warning,
+/// the merged result and its text report all flag shard 0.
+fn check_merge_flags(results: &Path, partial: &Path) {
     let merged = results.join("merged.json");
     let out = crate::support::bin()
         .arg("merge")
-        .arg(&partial)
+        .arg(partial)
         .arg(results.join("r33-shard-1-of-2.json"))
         .arg("-o")
         .arg(&merged)
@@ -311,7 +318,6 @@ fn a_shard_cut_short_by_sigterm_fails_and_merge_flags_it() {
         .map(|s| s.interrupted)
         .collect();
     assert_eq!(flags, [true, false]);
-    let _ = std::fs::remove_dir_all(&results);
 }
 
 /// Issue 33 (11): error lines named the admin without its context path (`…:18280/api/registry:

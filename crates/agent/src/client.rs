@@ -47,6 +47,12 @@ impl AdminUrl {
         };
         Ok(AdminUrl { authority, base })
     }
+
+    /// The full URL of one of the admin's APIs, base path included, for error lines:
+    /// `http://127.0.0.1:8080/xxl-job-admin/api/registry`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}{path}", self.authority, self.base)
+    }
 }
 
 /// A call that failed: unreachable, not HTTP, or the admin's `code` was not 200.
@@ -60,16 +66,14 @@ pub fn post(
     token: Option<&str>,
     body: &Value,
 ) -> Result<Value, CallError> {
-    let answer = exchange(admin, &request(admin, path, token, body))
-        .map_err(|e| format!("{}{path}: {e}", admin.authority))?;
+    let url = admin.url(path);
+    let answer =
+        exchange(admin, &request(admin, path, token, body)).map_err(|e| format!("{url}: {e}"))?;
     let envelope: Value = serde_json::from_slice(&answer)
-        .map_err(|e| format!("{}{path}: the answer is not JSON ({e})", admin.authority))?;
+        .map_err(|e| format!("{url}: the answer is not JSON ({e})"))?;
     match envelope.get("code").and_then(Value::as_i64) {
         Some(200) => Ok(envelope),
-        _ => Err(format!(
-            "{}{path}: admin answered {envelope}",
-            admin.authority
-        )),
+        _ => Err(format!("{url}: admin answered {envelope}")),
     }
 }
 
@@ -98,20 +102,26 @@ fn exchange(admin: &AdminUrl, request: &[u8]) -> Result<Vec<u8>, String> {
         .map_err(|e| e.to_string())?
         .next()
         .ok_or("no address")?;
-    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    stream
-        .set_write_timeout(Some(TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    stream.write_all(request).map_err(|e| e.to_string())?;
+    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io_text)?;
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(io_text)?;
+    stream.set_write_timeout(Some(TIMEOUT)).map_err(io_text)?;
+    stream.write_all(request).map_err(io_text)?;
     let mut raw = Vec::new();
     stream
         .take(1 << 20)
         .read_to_end(&mut raw)
-        .map_err(|e| e.to_string())?;
+        .map_err(io_text)?;
     response_body(&raw)
+}
+
+/// An I/O failure in words: a socket timeout (which Linux reports as "Resource temporarily
+/// unavailable") says how long was waited.
+fn io_text(e: std::io::Error) -> String {
+    use std::io::ErrorKind::{TimedOut, WouldBlock};
+    match e.kind() {
+        TimedOut | WouldBlock => format!("timed out after {} s", TIMEOUT.as_secs()),
+        _ => e.to_string(),
+    }
 }
 
 /// The body of a complete HTTP/1.1 response read to the connection's end.
@@ -174,6 +184,11 @@ mod tests {
         assert!(AdminUrl::parse("https://admin")
             .unwrap_err()
             .contains("http://"));
+        assert_eq!(
+            a.url("/api/registry"),
+            "http://10.0.0.1:8080/xxl-job-admin/api/registry"
+        );
+        assert_eq!(b.url("/api/callback"), "http://admin:80/api/callback");
     }
 
     #[test]

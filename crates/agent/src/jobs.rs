@@ -38,6 +38,8 @@ enum End {
     Done(RunResult),
     Killed(RunResult),
     TimedOut(RunResult),
+    /// Cut short by the agent's own shutdown (SIGTERM, Ctrl-C): the result is `interrupted`.
+    CutShort(RunResult),
     Failed(String),
 }
 
@@ -193,6 +195,11 @@ impl Agent {
             }
             End::Done(r) => (200, "done".to_string(), r),
             End::Killed(r) => (500, "killed by the admin, partial result".to_string(), r),
+            End::CutShort(r) => (
+                500,
+                "cut short by the agent's shutdown (SIGTERM), partial result".to_string(),
+                r,
+            ),
             End::TimedOut(r) => (
                 502,
                 format!(
@@ -204,6 +211,9 @@ impl Agent {
         };
         let path = self.config.results_dir.join(result_file_name(shard));
         let saved = match save(&path, &result) {
+            Ok(()) if result.interrupted => {
+                format!("partial result saved to {}", path.display())
+            }
             Ok(()) => format!("saved to {}", path.display()),
             Err(e) => {
                 return (
@@ -296,6 +306,7 @@ impl Job {
             Ok(Err(e)) => End::Failed(e.to_string()),
             Ok(Ok(r)) if self.killed.load(Ordering::Relaxed) => End::Killed(r),
             Ok(Ok(r)) if timed_out => End::TimedOut(r),
+            Ok(Ok(r)) if r.interrupted => End::CutShort(r),
             Ok(Ok(r)) => End::Done(r),
         }
     }

@@ -138,8 +138,21 @@ fn summarize(r: &RunResult) {
         .iter()
         .map(|s| format!("{}@{}", s.index, s.hostname))
         .collect();
+    let cut = run.interrupted();
+    let list = |shards: &[u32]| {
+        shards
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let flagged = if cut.is_empty() {
+        String::new()
+    } else {
+        format!(", INTERRUPTED shards {}", list(&cut))
+    };
     eprintln!(
-        "merged {} of {} shards of run {}: {} requests, {} errors, start skew {:.3} ms ({})",
+        "merged {} of {} shards of run {}: {} requests, {} errors, start skew {:.3} ms ({}){flagged}",
         run.shards.len(),
         run.total,
         run.run_id,
@@ -148,6 +161,12 @@ fn summarize(r: &RunResult) {
         run.start_skew_ns as f64 / 1e6,
         hosts.join(", ")
     );
+    if !cut.is_empty() {
+        eprintln!(
+            "warning: shards {} were cut short before their end: their counts are partial, and so are the merged ones",
+            list(&cut)
+        );
+    }
     let missing = run.missing();
     if !missing.is_empty() {
         let list: Vec<String> = missing.iter().map(ToString::to_string).collect();

@@ -69,14 +69,9 @@ pub(crate) fn load(path: &Path) -> Result<SavedResult, UserError> {
             "{name} is not a text file, so not a loadbench result: give a file written by {WRITERS}"
         ))
     };
-    let text = read_bounded(path, MAX_RESULT_BYTES)
-        .map_err(|e| UserError(format!("cannot read {name}: {e}; check the path")))?
-        .ok_or_else(|| {
-            UserError(format!(
-                "{name} is over {} MiB, far more than any loadbench result: give a file written by {WRITERS}",
-                MAX_RESULT_BYTES >> 20
-            ))
-        })?;
+    let text = loadbench_plan::InputFile::RESULT
+        .read(path)
+        .map_err(|e| UserError(e.to_string()))?;
     if text.contains(&0) {
         return Err(not_text());
     }
@@ -87,23 +82,6 @@ pub(crate) fn load(path: &Path) -> Result<SavedResult, UserError> {
         )));
     }
     SavedResult::from_json(&text).map_err(|e| unreadable(&name, e))
-}
-
-/// The most a result file may hold: a long bench is a few MiB, so more is not one of ours.
-const MAX_RESULT_BYTES: u64 = 256 << 20;
-
-/// The file's bytes, or `None` when it is over `limit`. A first block holding a NUL byte is
-/// returned at once, so `/dev/zero` fails fast instead of filling memory.
-fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?.take(limit + 1);
-    let mut bytes = Vec::new();
-    (&mut file).take(64 << 10).read_to_end(&mut bytes)?;
-    if bytes.contains(&0) {
-        return Ok(Some(bytes));
-    }
-    file.read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// The model's reason, worded for the file at hand with the fix.
@@ -177,18 +155,6 @@ mod tests {
             "{m}"
         );
         assert!(message("[1, 2]").contains("not a loadbench result"));
-    }
-
-    #[test]
-    fn a_file_over_the_limit_is_refused_without_reading_it_all() {
-        let path = std::env::temp_dir().join(format!("loadbench-big-{}", std::process::id()));
-        std::fs::write(&path, vec![b' '; 200 << 10]).unwrap();
-        assert!(read_bounded(&path, 100 << 10).unwrap().is_none());
-        assert_eq!(
-            read_bounded(&path, 300 << 10).unwrap().unwrap().len(),
-            200 << 10
-        );
-        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

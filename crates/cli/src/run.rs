@@ -143,8 +143,9 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
 /// A `--flow` file, typed; a mistake is one line naming the file (and the line, for TOML).
 fn read_flow(path: &std::path::Path) -> Result<loadbench_plan::FlowSpec, UserError> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UserError(format!("cannot read --flow {shown}: {e}; check the path")))?;
+    let text = loadbench_plan::InputFile::FLOW
+        .read_to_string(path)
+        .map_err(|e| UserError(e.to_string()))?;
     let file: loadbench_plan::FlowFile = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()

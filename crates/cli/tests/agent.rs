@@ -234,6 +234,134 @@ fn kill_stops_a_load_at_once_and_keeps_its_partial_result() {
     let _ = std::fs::remove_dir_all(&results);
 }
 
+/// Issue 33 (11): SIGTERM in the middle of a shard called back SUCCESS (200) for a shard cut
+/// short. It calls back FAIL (500) naming the partial result's file, and `merge` flags the
+/// shard in its summary line and in the merged result.
+#[test]
+fn a_shard_cut_short_by_sigterm_fails_and_merge_flags_it() {
+    let _machine = loading();
+    let server = backend();
+    let admin = Admin::start();
+    let results = tempdir("agent-sigterm");
+    let mut agent = Agent::start(&[], &admin.url(), "127.0.0.1:0", &results);
+    let executor = admin.executors(1).remove(0);
+    let params = format!("http://{}/ -c 2 -d 8s --run-id r33", server.local_addr());
+    // Shard 1 of 2 runs to its end, then shard 0 is cut short by the agent's SIGTERM.
+    let whole = trigger(6, 61, &params, (1, 2));
+    assert_eq!(call(&executor, "run", Some(TOKEN), &whole)["code"], 200);
+    let cb = admin.callback_of(61, 40);
+    assert_eq!(cb["handleCode"], 200, "{cb}");
+    let cut = trigger(5, 60, &params, (0, 2));
+    assert_eq!(call(&executor, "run", Some(TOKEN), &cut)["code"], 200);
+    wait_for_progress(&executor, 60);
+    assert!(agent.stop().success(), "{}", agent.stderr());
+    let cb = admin.callback_of(60, 30);
+    let partial = results.join("r33-shard-0-of-2.json");
+    assert_eq!(
+        cb["handleCode"], 500,
+        "a shard cut short is no success: {cb}"
+    );
+    let msg = one_line(&cb["handleMsg"]);
+    assert!(msg.contains("cut short by the agent's shutdown"), "{msg}");
+    assert!(
+        msg.contains(&format!("partial result saved to {}", partial.display())),
+        "{msg}"
+    );
+    let own = result(&partial);
+    assert!(own.interrupted && own.shards.unwrap().shards[0].interrupted);
+
+    check_merge_flags(&results, &partial);
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+/// `merge` of a whole shard and the cut-short `partial` one: the summary line, the warning,
+/// the merged result and its text report all flag shard 0.
+fn check_merge_flags(results: &Path, partial: &Path) {
+    let merged = results.join("merged.json");
+    let out = crate::support::bin()
+        .arg("merge")
+        .arg(partial)
+        .arg(results.join("r33-shard-1-of-2.json"))
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let (_, stderr) = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary = stderr.lines().next().unwrap_or_default();
+    assert!(
+        summary.starts_with("merged 2 of 2 shards of run r33"),
+        "{stderr}"
+    );
+    assert!(summary.ends_with(", INTERRUPTED shards 0"), "{stderr}");
+    assert!(
+        stderr.contains("warning: shards 0 were cut short before their end"),
+        "{stderr}"
+    );
+    let report = crate::support::bin()
+        .arg("report")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let (text, _) = crate::support::text(&report);
+    assert!(
+        text.contains("; INTERRUPTED shards 0 (partial counts)"),
+        "{text}"
+    );
+    let m = result(&merged);
+    assert!(m.interrupted);
+    let flags: Vec<bool> = m
+        .shards
+        .unwrap()
+        .shards
+        .iter()
+        .map(|s| s.interrupted)
+        .collect();
+    assert_eq!(flags, [true, false]);
+}
+
+/// Issue 33 (11): error lines named the admin without its context path (`…:18280/api/registry:
+/// 404` when `/xxl-job-admin/api/registry` was called) and a timeout as "Resource temporarily
+/// unavailable".
+#[test]
+fn admin_errors_name_the_full_url_and_a_timeout_says_how_long() {
+    let admin = Admin::start();
+    let results = tempdir("agent-admin-errors");
+    let wrong = format!("http://{}/wrong-base", admin.addr);
+    let mut lost = Agent::start(&[], &wrong, "127.0.0.1:0", &results);
+    // A listener that never accepts: the connect completes in its backlog, no answer comes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}{CONTEXT}", silent.local_addr().unwrap());
+    let mut waiting = Agent::start(&[], &silent_url, "127.0.0.1:0", &results);
+    let expected = [
+        (&lost, format!("{wrong}/api/registry: HTTP status 404")),
+        (
+            &waiting,
+            format!("{silent_url}/api/registry: timed out after 3 s"),
+        ),
+    ];
+    for (agent, line) in &expected {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !agent.stderr().contains(line.as_str()) {
+            assert!(
+                Instant::now() < deadline,
+                "no {line:?} in {}",
+                agent.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            !agent.stderr().contains("temporarily unavailable"),
+            "{}",
+            agent.stderr()
+        );
+    }
+    assert!(lost.stop().success(), "{}", lost.stderr());
+    assert!(waiting.stop().success(), "{}", waiting.stderr());
+    drop(silent);
+    let _ = std::fs::remove_dir_all(&results);
+}
+
 #[test]
 fn executor_timeout_and_bad_parameters_fail_the_trigger_with_one_line() {
     let _machine = loading();

@@ -602,11 +602,14 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
     vec![
         (
             "no-such-file.json".to_string(),
-            "cannot read no-such-file.json",
+            "cannot read result no-such-file.json",
         ),
         (bad_file("empty.json", b""), "is empty"),
         // Endless: refused from its first block, never read until memory runs out.
-        ("/dev/zero".to_string(), "is not a text file"),
+        (
+            "/dev/zero".to_string(),
+            "is a character device, not a regular file",
+        ),
         (
             bad_file("text.json", b"Requests/sec: 1234\n"),
             "is not JSON",
@@ -642,6 +645,7 @@ fn bad_inputs() -> Vec<(String, &'static str)> {
     ]
     .into_iter()
     .chain(tampered_inputs(&good))
+    .chain(absurd_counts(&good))
     .collect()
 }
 
@@ -679,6 +683,43 @@ fn tampered_inputs(good: &str) -> Vec<(String, &'static str)> {
                 .as_bytes(),
             ),
             "config.percentiles: -1 is outside 0 to 100",
+        ),
+    ]
+}
+
+/// Counts no run produces (issue 33, 10), each refused naming its field.
+fn absurd_counts(good: &str) -> Vec<(String, &'static str)> {
+    vec![
+        // Issue 33 (10): a count no run reaches wrapped the error total into a
+        // "35477919172438792.00%" error rate; it is refused, naming the field.
+        (
+            bad_file(
+                "errors-max.json",
+                good.replacen(
+                    "\"errors\": {},",
+                    "\"errors\": {\"connect_refused\": 18446744073709551615, \"read_timeout\": 5},",
+                    1,
+                )
+                .as_bytes(),
+            ),
+            "stats.errors.connect_refused is 18446744073709551615, more than any run counts",
+        ),
+        (
+            bad_file(
+                "sent-max.json",
+                good.replacen("\"sent\": 11415", "\"sent\": 18446744073709551615", 1)
+                    .as_bytes(),
+            ),
+            "stats.sent is 18446744073709551615, more than any run counts",
+        ),
+        // A window of 0 µs that answered 11407 requests ("in 0ns: 0.00 req/s").
+        (
+            bad_file(
+                "elapsed-0.json",
+                good.replacen("\"elapsed_us\": 5000000", "\"elapsed_us\": 0", 1)
+                    .as_bytes(),
+            ),
+            "stats.elapsed_us is 0 but the run counted 11415 requests",
         ),
     ]
 }

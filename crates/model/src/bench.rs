@@ -419,6 +419,9 @@ impl BenchResult {
                     .series
                     .revalidate()
                     .map_err(|e| invalid(format!("rounds[{i}].result.stats.series: {e}")))?;
+                run.stats
+                    .check_counts()
+                    .map_err(|e| invalid(format!("rounds[{i}].result.{e}")))?;
                 run.finalize();
             }
         }

@@ -124,9 +124,10 @@ impl ErrorCounts {
         }
     }
 
-    /// Failed requests, all classes together.
+    /// Failed requests, all classes together; saturates at `u64::MAX` instead of wrapping
+    /// (a file read back is refused before that, see `RunResult`'s checks).
     pub fn total(&self) -> u64 {
-        self.0.values().sum()
+        self.0.values().fold(0u64, |sum, &n| sum.saturating_add(n))
     }
 
     /// Failures of one class (0 when it did not occur).
@@ -186,8 +187,7 @@ impl StatusCounts {
         self.0
             .iter()
             .filter(|(&code, _)| !(200..400).contains(&code))
-            .map(|(_, &n)| n)
-            .sum()
+            .fold(0u64, |sum, (_, &n)| sum.saturating_add(n))
     }
 }
 

@@ -309,6 +309,10 @@ impl FindMaxResult {
                 .series
                 .revalidate()
                 .map_err(|e| invalid(format!("steps[{}].run.stats.series: {e}", s.step)))?;
+            s.run
+                .stats
+                .check_counts()
+                .map_err(|e| invalid(format!("steps[{}].run.{e}", s.step)))?;
             s.run.finalize();
             if s.completed_rate == 0.0 {
                 s.completed_rate = s.run.stats.summary().requests_per_sec;

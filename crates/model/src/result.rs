@@ -374,6 +374,48 @@ impl Stats {
         self.series.merge(&o.series);
     }
 
+    /// Counts no run reaches, read back from a file: any count above [`MAX_COUNT`], counts
+    /// whose totals would not fit in 64 bits, and a zero-length window that nevertheless
+    /// counted requests. An empty run (nothing sent, nothing counted) may have `elapsed_us`
+    /// 0: it was stopped before its window opened. The message names the field.
+    pub(crate) fn check_counts(&self) -> Result<(), String> {
+        let mut counts: Vec<(String, u64)> = vec![
+            ("stats.elapsed_us".into(), self.elapsed_us),
+            ("stats.requests".into(), self.requests),
+            ("stats.sent".into(), self.sent),
+            ("stats.abandoned".into(), self.abandoned),
+            ("stats.waiting".into(), self.waiting),
+            ("stats.connections_opened".into(), self.connections_opened),
+            ("stats.bytes_read".into(), self.bytes_read),
+            ("stats.bytes_written".into(), self.bytes_written),
+        ];
+        counts.extend(
+            self.errors
+                .0
+                .iter()
+                .map(|(k, &n)| (format!("stats.errors.{}", kind_name(*k)), n)),
+        );
+        counts.extend(
+            self.status
+                .0
+                .iter()
+                .map(|(code, &n)| (format!("stats.status.{code}"), n)),
+        );
+        if let Some((field, n)) = counts.iter().find(|(_, n)| *n > MAX_COUNT) {
+            return Err(format!(
+                "{field} is {n}, more than any run counts (at most 2^53 = {MAX_COUNT})"
+            ));
+        }
+        let counted = self.requests.max(self.sent).max(self.errors.total());
+        if self.elapsed_us == 0 && counted > 0 {
+            return Err(format!(
+                "stats.elapsed_us is 0 but the run counted {counted} requests: a window that \
+                 sent or answered requests lasted some time"
+            ));
+        }
+        Ok(())
+    }
+
     /// Length of the measured window, seconds.
     pub fn elapsed_secs(&self) -> f64 {
         self.elapsed_us as f64 / 1e6
@@ -390,7 +432,7 @@ impl Stats {
 
     /// Requests attempted: completed plus failed.
     pub fn attempts(&self) -> u64 {
-        self.requests + self.errors.total()
+        self.requests.saturating_add(self.errors.total())
     }
 
     fn per_sec(&self, n: u64) -> f64 {
@@ -545,9 +587,22 @@ impl RunResult {
                 "stats.requests is {requests} but stats.latency holds {samples} samples"
             ));
         }
-        Ok(())
+        self.stats.check_counts()
     }
 }
+
+/// An error class as the file spells it (`connect_refused`).
+fn kind_name(kind: crate::ErrorKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}
+
+/// The largest count (and the longest window, µs, and the most bytes) a result file may hold:
+/// 2^53, beyond which an `f64` rate is no longer exact, and far beyond any run (285 years in
+/// µs, 9·10^15 requests). Sums of counts up to it cannot wrap.
+pub const MAX_COUNT: u64 = 1 << 53;
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
@@ -566,5 +621,58 @@ impl RunConfig {
     /// header of every report.
     pub fn pipelined(&self) -> Option<String> {
         (self.pipeline > 1).then(|| format!("pipelined ×{}", self.pipeline))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn an_empty_window_is_an_empty_run_but_never_one_that_counted() {
+        assert_eq!(
+            Stats::default().check_counts(),
+            Ok(()),
+            "stopped before its window"
+        );
+        let answered = Stats {
+            sent: 3,
+            ..Stats::default()
+        };
+        assert_eq!(
+            answered.check_counts().unwrap_err(),
+            "stats.elapsed_us is 0 but the run counted 3 requests: a window that sent or \
+             answered requests lasted some time"
+        );
+    }
+
+    #[test]
+    fn counts_no_run_reaches_are_named_and_totals_never_wrap() {
+        let mut s = Stats {
+            elapsed_us: 1_000_000,
+            ..Stats::default()
+        };
+        s.errors.add(ErrorKind::ConnectRefused, u64::MAX);
+        s.errors.add(ErrorKind::ReadTimeout, 5);
+        assert_eq!(s.errors.total(), u64::MAX, "saturates instead of wrapping");
+        assert_eq!(s.attempts(), u64::MAX);
+        let message = s.check_counts().unwrap_err();
+        assert!(
+            message.starts_with("stats.errors.connect_refused is 18446744073709551615"),
+            "{message}"
+        );
+        let mut s = Stats {
+            elapsed_us: 1_000_000,
+            ..Stats::default()
+        };
+        s.status.add(503, MAX_COUNT + 1);
+        assert!(s
+            .check_counts()
+            .unwrap_err()
+            .starts_with("stats.status.503 is"));
+        s.status = Default::default();
+        s.status.add(503, MAX_COUNT);
+        assert_eq!(s.check_counts(), Ok(()), "2^53 itself is allowed");
     }
 }

@@ -47,6 +47,11 @@ pub struct ShardStart {
     /// planned start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_offset_ns: Option<i64>,
+    /// The shard was cut short (Ctrl-C, SIGTERM, the scheduler's kill or timeout): its counts
+    /// cover less than its share of the load. Absent when false. A merge takes it from each
+    /// one-shard result's own `interrupted`, so files written before the field say it too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// Why shard results cannot be merged; one line naming the fix.
@@ -108,6 +113,15 @@ impl ShardRun {
             .collect()
     }
 
+    /// The indexes of the shards here that were cut short.
+    pub fn interrupted(&self) -> Vec<u32> {
+        self.shards
+            .iter()
+            .filter(|s| s.interrupted)
+            .map(|s| s.index)
+            .collect()
+    }
+
     /// One line for reports: `shard 1/3 of run r1, started 0.412 ms after its start time` or
     /// `3 of 3 shards of run r1 merged, start skew 1.075 ms (hosts: 0@a, 1@b, 2@c)`.
     pub fn describe(&self) -> String {
@@ -139,6 +153,11 @@ impl ShardRun {
         if !missing.is_empty() {
             let list: Vec<String> = missing.iter().map(ToString::to_string).collect();
             text += &format!("; MISSING shards {}", list.join(", "));
+        }
+        let cut = self.interrupted();
+        if !cut.is_empty() {
+            let list: Vec<String> = cut.iter().map(ToString::to_string).collect();
+            text += &format!("; INTERRUPTED shards {} (partial counts)", list.join(", "));
         }
         text
     }
@@ -183,8 +202,11 @@ pub fn merge_shards(results: &[RunResult]) -> Result<RunResult, MergeError> {
         runs.push(check_same_run(base, &first.config, r, i + 1)?);
     }
     let mut all: Vec<ShardStart> = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
+    for (i, (run, r)) in runs.iter().zip(results).enumerate() {
         for s in &run.shards {
+            let mut s = s.clone();
+            // A shard's own result: its `interrupted` is the shard's.
+            s.interrupted |= run.shards.len() == 1 && r.interrupted;
             if all.iter().any(|a| a.index == s.index) {
                 return Err(MergeError::Duplicate {
                     index: s.index,
@@ -192,7 +214,7 @@ pub fn merge_shards(results: &[RunResult]) -> Result<RunResult, MergeError> {
                     at: i + 1,
                 });
             }
-            all.push(s.clone());
+            all.push(s);
         }
     }
     all.sort_by_key(|s| s.index);

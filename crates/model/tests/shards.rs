@@ -20,6 +20,7 @@ fn shard(index: u32, late_ns: u64, run: &str) -> RunResult {
             started_at: String::new(),
             started_at_unix_ns: START + late_ns,
             start_offset_ns: Some(late_ns as i64),
+            interrupted: false,
         }],
         start_skew_ns: 0,
     });
@@ -141,4 +142,31 @@ proptest::proptest! {
         let skew = late.iter().max().unwrap() - late.iter().min().unwrap();
         proptest::prop_assert_eq!(left.shards.unwrap().start_skew_ns, skew);
     }
+}
+
+#[test]
+fn an_interrupted_shard_is_flagged_in_the_merge_and_its_line_and_stays_flagged() {
+    let [a, mut b, c] = three();
+    b.interrupted = true;
+    let m = merge_shards(&[a.clone(), b.clone(), c.clone()]).unwrap();
+    assert!(m.interrupted, "the merge of a cut-short shard is partial");
+    let run = m.shards.clone().unwrap();
+    assert_eq!(run.interrupted(), vec![1]);
+    let flags: Vec<bool> = run.shards.iter().map(|s| s.interrupted).collect();
+    assert_eq!(flags, [false, true, false]);
+    assert!(
+        run.describe()
+            .ends_with("; INTERRUPTED shards 1 (partial counts)"),
+        "{}",
+        run.describe()
+    );
+    // Merging the merge again keeps the flag on shard 1 only, whatever the grouping.
+    let ab = merge_shards(&[a.clone(), b]).unwrap();
+    let again = merge_shards(&[ab, c]).unwrap();
+    assert_eq!(again.shards.unwrap().interrupted(), vec![1]);
+    let json = serde_json::to_string(&m).unwrap();
+    assert_eq!(json.matches("\"interrupted\":true").count(), 2, "{json}");
+    // A whole shard writes no flag (an additive field).
+    let clean = merge_shards(&[a]).unwrap();
+    assert!(clean.shards.unwrap().interrupted().is_empty());
 }

@@ -11,12 +11,8 @@ use crate::{invalid, PlanError};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-
-/// The largest data file: the cells' offsets are `u32`.
-const MAX_FILE_BYTES: u64 = u32::MAX as u64;
 
 /// How many column names an error lists before it cuts the list short.
 const NAMES_LISTED: usize = 8;
@@ -111,16 +107,8 @@ impl DataFile {
                 path.display()
             ))
         };
-        let file = File::open(path).map_err(cannot_read)?;
+        let file = crate::InputFile::DATA.open(path)?;
         let size = file.metadata().map_err(cannot_read)?.len();
-        if size > MAX_FILE_BYTES {
-            return Err(invalid(format!(
-                "--data {} is {:.1} GiB; a data file may hold at most 4 GiB: split it or \
-                 keep fewer rows",
-                path.display(),
-                size as f64 / f64::from(1u32 << 30)
-            )));
-        }
         let mut input = BufReader::with_capacity(READ_BUFFER, file);
         skip_bom(&mut input).map_err(cannot_read)?;
         let mut out = DataFile {

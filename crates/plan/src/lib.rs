@@ -15,6 +15,7 @@
 mod data;
 mod flow;
 mod import;
+mod input;
 mod mix;
 mod pacing;
 mod pipeline;
@@ -33,6 +34,7 @@ pub use flow::{
     Step, StepFile, StepSpec, MAX_KEPT_RESPONSE, MAX_STEPS,
 };
 pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
+pub use input::{InputError, InputFile};
 pub use loadbench_model::LoadShape;
 pub use loadbench_units as units;
 pub use mix::{
@@ -437,12 +439,7 @@ pub(crate) fn read_body(body: &Body) -> Result<Option<Vec<u8>>, PlanError> {
     match body {
         Body::None => Ok(None),
         Body::Bytes(b) => Ok(Some(b.clone())),
-        Body::File(path) => std::fs::read(path).map(Some).map_err(|e| {
-            invalid(format!(
-                "cannot read --body-file {}: {e}; check the path and its permissions",
-                path.display()
-            ))
-        }),
+        Body::File(path) => Ok(Some(InputFile::BODY.named("--body-file").read(path)?)),
     }
 }
 

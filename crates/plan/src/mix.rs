@@ -132,12 +132,7 @@ pub fn read_requests_file(
     path: &Path,
     defaults: &RequestSpec,
 ) -> Result<Vec<EndpointSpec>, PlanError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        invalid(format!(
-            "cannot read --requests {}: {e}; check the path and its permissions",
-            path.display()
-        ))
-    })?;
+    let text = crate::InputFile::REQUESTS.read_to_string(path)?;
     let dir = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -196,11 +191,10 @@ fn endpoint(
         )));
     }
     let body = match &e.request.body {
-        Body::File(path) => Some(std::fs::read(path).map_err(|err| {
+        Body::File(path) => Some(crate::InputFile::BODY.read(path).map_err(|err| {
             invalid(format!(
-                "cannot read the body file {} of '{}': {err}; check the path (relative to the requests file) and its permissions",
-                path.display(),
-                e.url
+                "{} (the body of '{}', relative to the requests file)",
+                err, e.url
             ))
         })?),
         other => read_body(other)?,

@@ -157,13 +157,8 @@ pub struct PemFile {
 }
 
 impl PemFile {
-    fn read(flag: &str, path: &Path) -> Result<PemFile, PlanError> {
-        let pem = std::fs::read(path).map_err(|e| {
-            invalid(format!(
-                "cannot read {flag} {}: {e}; check the path and its permissions",
-                path.display()
-            ))
-        })?;
+    fn read(flag: &'static str, path: &Path) -> Result<PemFile, PlanError> {
+        let pem = crate::InputFile::PEM.named(flag).read(path)?;
         Ok(PemFile {
             path: path.to_path_buf(),
             pem,

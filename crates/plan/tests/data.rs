@@ -393,7 +393,10 @@ fn a_file_over_4_gib_is_refused_before_it_is_read() {
         .set_len(5 << 30)
         .unwrap();
     let text = error(DataFile::load(&path), &path);
-    assert_has(&text, &["is 5.0 GiB", "at most 4 GiB", "split it"]);
+    assert_has(
+        &text,
+        &["is 5.0 GiB", "over the limit of 4.0 GiB", "split it"],
+    );
 }
 
 #[test]

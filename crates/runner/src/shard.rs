@@ -95,7 +95,9 @@ pub fn run_shard(
     }
     let started = SystemTime::now();
     let mut r = run_engine(&plan, engine, ctl)?;
-    r.shards = Some(shard_run(shard, started, r.host.hostname.clone()));
+    let mut run = shard_run(shard, started, r.host.hostname.clone());
+    run.shards[0].interrupted = r.interrupted;
+    r.shards = Some(run);
     Ok(r)
 }
 
@@ -135,6 +137,7 @@ fn shard_run(spec: &ShardSpec, started: SystemTime, hostname: String) -> ShardRu
             start_offset_ns: spec
                 .start_at
                 .map(|at| (i128::from(started_ns) - i128::from(ns(at))) as i64),
+            interrupted: false,
         }],
         start_skew_ns: 0,
     }

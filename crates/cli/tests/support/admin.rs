@@ -167,6 +167,15 @@ fn serve_one(mut stream: TcpStream, calls: &Mutex<Vec<Call>>) {
         content_type: header("Content-Type"),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
+    if !call.path.starts_with(&format!("{CONTEXT}/api/")) {
+        // As the real admin: nothing is served outside its context path.
+        calls.lock().unwrap().push(call);
+        let _ = write!(
+            stream,
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        return;
+    }
     let answer = if call.token.as_deref() == Some(TOKEN) {
         json!({"code": 200, "msg": null})
     } else {

@@ -80,14 +80,9 @@ struct ScenarioFile {
 impl Scenario {
     /// Reads, parses and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ScenarioError::new(
-                path,
-                "(file)",
-                format!("cannot read it: {e}"),
-                "check the path",
-            )
-        })?;
+        let text = loadbench_plan::InputFile::SCENARIO
+            .read_to_string(path)
+            .map_err(|e| ScenarioError::new(path, "(file)", e.problem, &e.fix))?;
         Scenario::parse(&text, path)
     }
 

@@ -217,15 +217,12 @@ fn load_template(
     let fix = "set exactly one of template = \"...\" and template_file = \"path\"";
     c.text = match (&c.template, &c.template_file) {
         (Some(t), None) => t.clone(),
-        (None, Some(p)) => std::fs::read_to_string(base.join(p)).map_err(|e| {
-            let problem = format!("cannot read {}: {e}", base.join(p).display());
-            ScenarioError::new(
-                file,
-                format!("{key}.template_file"),
-                problem,
-                "check the path (relative to the scenario file)",
-            )
-        })?,
+        (None, Some(p)) => loadbench_plan::InputFile::TEMPLATE
+            .read_to_string(&base.join(p))
+            .map_err(|e| {
+                let fix = format!("{} (relative to the scenario file)", e.fix);
+                ScenarioError::new(file, format!("{key}.template_file"), e.problem, &fix)
+            })?,
         _ => return Err(ScenarioError::new(file, key, "needs one template", fix)),
     };
     if c.path.is_absolute()

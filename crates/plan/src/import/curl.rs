@@ -280,8 +280,10 @@ fn data_file(v: &str, strip_newlines: bool) -> Result<String, String> {
     let Some(path) = v.strip_prefix('@') else {
         return Ok(v.to_string());
     };
-    let text = std::fs::read(path)
-        .map_err(|e| format!("cannot read the data file '{path}': {e}; check the path"))?;
+    let text = crate::InputFile::BODY
+        .named("curl -d @file")
+        .read(std::path::Path::new(path))
+        .map_err(|e| e.to_string())?;
     let text = String::from_utf8(text).map_err(|_| {
         format!("the data file '{path}' is not UTF-8 text: give the body with --body-file and -u")
     })?;

@@ -68,11 +68,7 @@ const DROPPED: &[&str] = &[
 /// entries is one line naming the file.
 pub fn read_har(path: &Path) -> Result<Vec<EndpointSpec>, PlanError> {
     let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        invalid(format!(
-            "cannot read --har {name}: {e}; check the path and its permissions"
-        ))
-    })?;
+    let text = crate::InputFile::HAR.read_to_string(path)?;
     let har: Har = serde_json::from_str(&text).map_err(|e| {
         invalid(format!(
             "--har {name} is not a HAR file ({e}): export it again with \"Save all as HAR\""

@@ -26,11 +26,7 @@ use std::path::Path;
 /// Reads a vegeta targets file, either format. A mistake names `FILE:LINE`.
 pub fn read_vegeta_targets(path: &Path) -> Result<Vec<EndpointSpec>, PlanError> {
     let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        invalid(format!(
-            "cannot read --targets {name}: {e}; check the path and its permissions"
-        ))
-    })?;
+    let text = crate::InputFile::TARGETS.read_to_string(path)?;
     let lines = text
         .lines()
         .enumerate()
@@ -87,8 +83,11 @@ fn http_targets<'a>(
                     return Err((n, "a second body line: give one @file per target".into()));
                 }
                 let file = &line[1..];
-                t.body = std::fs::read(file).map_err(|e| {
-                    (n, format!("cannot read the body file '{file}': {e}; check the path (relative to the current folder, as for vegeta)"))
+                t.body = crate::InputFile::BODY.read(Path::new(file)).map_err(|e| {
+                    (
+                        n,
+                        format!("{e} (relative to the current folder, as for vegeta)"),
+                    )
                 })?;
             }
             Some(t) if !starts_target(line) => {

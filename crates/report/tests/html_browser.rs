@@ -1242,6 +1242,10 @@ fn at_400px_no_value_breaks_per_character_and_every_bench_column_is_reachable() 
             html::render_bench(&bench_busy_and_starved()),
         ),
         ("narrow-bench-pool", html::render_bench(&bench_pool())),
+        (
+            "narrow-bench-1-round",
+            html::render_bench(&bench_one_round()),
+        ),
     ];
     for (name, page) in &pages {
         let v = inspect(&chromium, name, page, PHONE);
@@ -1271,10 +1275,53 @@ fn at_400px_no_value_breaks_per_character_and_every_bench_column_is_reachable() 
             }
         }
         if name.starts_with("narrow-bench") {
+            titles_fit(&v, PHONE);
             assert!(
                 tables.iter().any(|t| t["cls"] == "bench"),
                 "{name}: no summary"
             );
         }
+    }
+}
+
+/// The bench fixture from its first round only: every req/s interval is `n/a (1 round)`.
+fn bench_one_round() -> BenchResult {
+    let mut r = bench();
+    r.rounds.retain(|x| x.round < 1);
+    r.recompute();
+    r
+}
+
+/// Issue 35 point 7: bars from one round draw no confidence interval in the browser (no
+/// 2-point stroke over the bars, where the 3-round page has 3 per bar), and the page says n/a.
+#[test]
+fn bars_from_one_round_show_no_interval_in_the_browser() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let strokes = |r: &BenchResult, name: &str, width: u32| {
+        let v = inspect(&chromium, name, &html::render_bench(r), width);
+        let rps = v["charts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("bench-rps"))
+            })
+            .cloned()
+            .unwrap();
+        (
+            rps["polylines"].as_u64().unwrap(),
+            v["text"].as_str().unwrap().to_string(),
+        )
+    };
+    for width in [LAPTOP, PHONE] {
+        let (three, _) = strokes(&bench(), "bench-ci-3", width);
+        let (one, text) = strokes(&bench_one_round(), "bench-ci-1", width);
+        // 3 targets × 2 levels, each an interval and two caps.
+        assert_eq!(three - one, 6 * 3, "at {width}px: {three} strokes vs {one}");
+        assert!(text.contains("n/a (1 round)"), "{text}");
     }
 }

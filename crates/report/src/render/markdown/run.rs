@@ -6,7 +6,7 @@
 
 use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::request_phases;
+use crate::view::run::{phase_duration, request_phases};
 use crate::words::{counted as plural, document_length, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -202,7 +202,7 @@ fn phase_table(s: &Stats) -> String {
         .map(|(name, h)| {
             let cells = [h.mean_ns(), h.min_ns() as f64, h.max_ns() as f64];
             let mut row = vec![name.to_string()];
-            row.extend(cells.map(units::duration_ns));
+            row.extend(cells.map(|ns| phase_duration(h, ns)));
             row
         })
         .collect();

@@ -217,3 +217,35 @@ fn a_phase_below_a_microsecond_reads_less_than_one_in_every_format() {
         );
     }
 }
+
+/// Issue 35 point 8: counts agree with their nouns where a 1 is likely: one HTTP/2
+/// connection with one stream, one request in flight (the HTML's censored note).
+#[test]
+fn a_count_of_one_takes_the_singular() {
+    let mut r = fixtures::busy();
+    r.config.connections = 1;
+    r.config.http2_streams = Some(1);
+    let text = render(&r.clone().into(), Format::Text, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(
+        text.contains("HTTP/2 (h2c), 1 connection × 1 stream"),
+        "{text}"
+    );
+    assert!(!text.contains("1 streams"), "{text}");
+
+    r.stats.latency_censored = r.stats.latency.clone();
+    r.stats.latency_censored.hist.record_ns(900_000_000);
+    r.stats.abandoned = 1;
+    let html = render(&r.into(), Format::Html, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(
+        html.contains("including the 1 request still in flight"),
+        "{html}"
+    );
+    assert!(
+        html.contains("1 request was still in flight when the run ended"),
+        "{html}"
+    );
+}

@@ -158,7 +158,8 @@ fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
     list.extend(generator_alert(s, sum));
     if s.abandoned > 0 {
         let n = s.abandoned;
-        list.push(alert(Level::Note, format!("{n} requests were still in flight when the run ended; they are counted neither as completed nor as failed.")));
+        let were = if n == 1 { "was" } else { "were" };
+        list.push(alert(Level::Note, format!("{} {were} still in flight when the run ended; {} counted neither as completed nor as failed.", units::counted(n, "request"), if n == 1 { "it is" } else { "they are" })));
     }
     list.push(alert(Level::Note, model_note(&r.config.load)));
     list
@@ -344,8 +345,9 @@ fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
     }
     format!(
         "<p class=\"censored\">Latency counts completed requests. The last column is the \
-         distribution including the {unanswered} requests still in flight (censored at run \
-         end): each counts at its age when the run ended, so it is a lower bound.</p>\n{table}"
+         distribution including the {} still in flight (censored at run end): each counts \
+         at its age when the run ended, so it is a lower bound.</p>\n{table}",
+        units::counted(unanswered, "request")
     )
 }
 

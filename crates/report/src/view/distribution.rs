@@ -1,5 +1,5 @@
 //! Figures the text report derives from a latency histogram that the model does not offer:
-//! hey's response-time histogram (its buckets log-spaced over the distribution's body) and
+//! hey's response-time histogram (its bars log-spaced over the distribution's body) and
 //! wrk's "+/- Stdev" share. Both walk the HDR histogram's
 //! recorded buckets, so they cost nothing per request and never need the raw samples.
 
@@ -15,17 +15,18 @@ pub(crate) struct Bar {
     pub count: u64,
 }
 
-/// Where the body of the distribution starts and ends: the buckets span p0.1 to p99 on a
-/// log scale, so a few slow outliers (or one fast one) cannot squeeze every other request
-/// into one bar; a last bar holds the tail above p99 up to the max.
+/// Where the body of the distribution starts and ends: its bars span p0.1 to p90 on a log
+/// scale, so a few slow outliers (or one fast one) cannot squeeze every other request into one
+/// bar; then a bar to p99 and a last one to the max.
 const BODY_FROM: f64 = 0.1;
-const BODY_TO: f64 = 99.0;
+const BODY_TO: f64 = 90.0;
+const TAIL: f64 = 99.0;
 
-/// Log-spaced buckets over the body of the distribution (p0.1 to p99; the first also holds
-/// the fastest 0.1%), and a last bar from p99 to the max when the tail reaches beyond. Empty
-/// for an empty histogram; one bar when every sample fell into the same HDR bucket, since
-/// there is no span to divide. A bucket holds most of the requests only when they took
-/// (nearly) the same time.
+/// Eight log-spaced bars over the body of the distribution (p0.1 to p90; the first also holds
+/// the fastest 0.1%), a bar to p99 and a last one to the max: ten in all, fewer when edges
+/// coincide. Empty for an empty histogram; one bar when every sample fell into the same HDR
+/// bucket, since there is no span to divide. A bar holds most of the requests only when they
+/// took (nearly) the same time.
 pub(crate) fn bars(hist: &Histo) -> Vec<Bar> {
     if hist.is_empty() {
         return Vec::new();
@@ -37,22 +38,23 @@ pub(crate) fn bars(hist: &Histo) -> Vec<Bar> {
             count: hist.len(),
         }];
     }
-    let low = hist.percentile_ns(BODY_FROM).clamp(min.max(1), max);
-    let p99 = hist.percentile_ns(BODY_TO).min(max);
-    // The tail gets a bar of its own only when the body has a span to divide.
-    let (body_top, body_bars) = if p99 > low && p99 < max {
-        (p99, BAR_COUNT - 1)
+    let at = |p: f64| hist.percentile_ns(p).clamp(min.max(1), max);
+    let (low, body, tail) = (at(BODY_FROM), at(BODY_TO), at(TAIL));
+    let mut uppers = if body > low && body < max {
+        let mut edges = log_edges(low, body, BAR_COUNT - 2);
+        edges.extend([tail, max]);
+        edges
     } else {
-        (max, BAR_COUNT)
+        log_edges(low, max, BAR_COUNT)
     };
-    let mut uppers = log_edges(low.max(min), body_top, body_bars);
-    if uppers.last() != Some(&max) {
-        uppers.push(max);
+    uppers.dedup();
+    uppers.retain(|&e| e > 0);
+    let mut bars: Vec<Bar> = Vec::with_capacity(uppers.len());
+    for upper_ns in uppers {
+        if bars.last().is_none_or(|b: &Bar| upper_ns > b.upper_ns) {
+            bars.push(Bar { upper_ns, count: 0 });
+        }
     }
-    let mut bars: Vec<Bar> = uppers
-        .into_iter()
-        .map(|upper_ns| Bar { upper_ns, count: 0 })
-        .collect();
     let last = bars.len() - 1;
     for (value, count) in hist.recorded_buckets() {
         let i = bars.partition_point(|b| b.upper_ns < value).min(last);
@@ -169,6 +171,20 @@ mod tests {
             assert_eq!(bars.iter().map(|b| b.count).sum::<u64>(), h.len());
             assert!(largest_share(&bars) <= 0.5, "{bars:?}");
         }
+    }
+
+    /// A loopback run's shape: a narrow peak at 200-300 µs, a shoulder to 1 ms and a few
+    /// slow requests to 6 ms. The peak spreads over several bars.
+    #[test]
+    fn a_narrow_peak_with_a_tail_spreads_over_several_bars() {
+        let mut values: Vec<u64> = (0..500u64).map(|i| 200_000 + i * 200).collect();
+        values.extend((0..60u64).map(|i| 300_000 + i * 11_000));
+        values.extend((0..20u64).map(|i| 1_000_000 + i * 250_000));
+        let bars = bars(&histo(&values));
+        assert_eq!(bars.iter().map(|b| b.count).sum::<u64>(), 580);
+        assert!(largest_share(&bars) <= 0.5, "{bars:?}");
+        let peak = bars.iter().filter(|b| b.upper_ns <= 310_000).count();
+        assert!(peak >= 3, "{bars:?}");
     }
 
     /// Nearly all requests at one time is degenerate: that bucket may hold them.

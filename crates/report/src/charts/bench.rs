@@ -76,15 +76,9 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
         let mut points = Vec::new();
         for (x, s) in cells {
             points.push((x, s.median));
-            // One round has no interval (the tables say `n/a (1 round)`): no whisker, no cap.
-            if s.n >= 2 {
-                whiskers.push(Whisker {
-                    x,
-                    low: s.ci95_low.max(0.0),
-                    high: s.ci95_high,
-                });
-            } else {
-                single += 1;
+            match whisker(x, &s) {
+                Some(w) => whiskers.push(w),
+                None => single += 1,
             }
         }
         lines.push(Line {
@@ -94,11 +88,7 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
             points,
         });
     }
-    let ci = match (whiskers.is_empty(), single) {
-        (_, 0) => "median, 95% CI",
-        (true, _) => "median; CI n/a: 1 round",
-        (false, _) => "median, 95% CI; n/a: 1 round",
-    };
+    let ci = ci_words(whiskers.is_empty(), single);
     Plot {
         name: chart_name("rps", load, None),
         title: format!("Requests per second, load {} ({ci})", load.name),
@@ -124,6 +114,25 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
             whiskers,
             bands: vec![],
         },
+    }
+}
+
+/// A bar's 95% confidence interval; none from one round (the tables say `n/a (1 round)`):
+/// then no stroke and no cap.
+fn whisker(x: f64, s: &loadbench_model::bench_stats::CellStats) -> Option<Whisker> {
+    (s.n >= 2).then(|| Whisker {
+        x,
+        low: s.ci95_low.max(0.0),
+        high: s.ci95_high,
+    })
+}
+
+/// What the rps chart's title says of its intervals, `single` bars from one round.
+fn ci_words(none_drawn: bool, single: usize) -> &'static str {
+    match (none_drawn, single) {
+        (_, 0) => "median, 95% CI",
+        (true, _) => "median; CI n/a: 1 round",
+        (false, _) => "median, 95% CI; n/a: 1 round",
     }
 }
 

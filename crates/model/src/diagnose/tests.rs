@@ -262,7 +262,8 @@ fn resets_elsewhere_stay_silent_when_the_load_had_no_failures() {
 }
 
 #[test]
-fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
+fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout_and_on_loopback_blame_this_host(
+) {
     let tcp = TcpCounters {
         retransmitted_segments: 600,
         ..Default::default()
@@ -275,39 +276,21 @@ fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
     };
     assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
     inputs.latency_max_us = Some(410_000.0);
-    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::Retransmits]);
-}
-
-/// Issue 35 point 8: over loopback no packet crosses a network; the finding says so and
-/// points at this host, never at "the network path".
-#[test]
-fn retransmits_over_loopback_point_at_this_host_not_the_network_path() {
-    let tcp = TcpCounters {
-        retransmitted_segments: 600,
-        ..Default::default()
-    };
-    let k = kernel(tcp, PortSockets::default());
-    let mut inputs = Inputs {
-        kernel: Some(&k),
-        latency_max_us: Some(410_000.0),
-        ..Default::default()
-    };
     let remote = diagnose(&inputs);
-    assert!(
-        remote.findings[0]
-            .fix
-            .as_deref()
-            .unwrap()
-            .contains("network path"),
-        "{remote:?}"
-    );
+    assert_eq!(kinds(&remote), [FindingKind::Retransmits]);
+    let fix = |why: &Why| why.findings[0].fix.clone().unwrap();
+    assert!(fix(&remote).contains("network path"), "{remote:?}");
+    // Issue 35 point 8: over loopback no packet crosses a network; the finding says so and
+    // points at this host, never at "the network path".
     inputs.loopback = true;
     let why = diagnose(&inputs);
     assert_eq!(kinds(&why), [FindingKind::Retransmits]);
-    let f = &why.findings[0];
-    assert!(f.text.contains("ran over loopback"), "{f:?}");
-    assert!(!f.fix.as_deref().unwrap().contains("network"), "{f:?}");
-    assert!(f.fix.as_deref().unwrap().contains("this host"), "{f:?}");
+    assert!(
+        why.findings[0].text.contains("ran over loopback"),
+        "{why:?}"
+    );
+    assert!(!fix(&why).contains("network"), "{why:?}");
+    assert!(fix(&why).contains("this host"), "{why:?}");
 }
 
 /// A 1-core host reads "1 core", not "1 cores".

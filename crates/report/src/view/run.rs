@@ -34,6 +34,20 @@ pub(crate) fn phase_duration(h: &Histo, ns: f64) -> String {
     }
 }
 
+/// A phase table's row of figures: min, mean, stdev, p50, p99, max, each as
+/// [`phase_duration`] says it.
+pub(crate) fn phase_cells(h: &Histo) -> [String; 6] {
+    [
+        h.min_ns() as f64,
+        h.mean_ns(),
+        h.stdev_ns(),
+        h.percentile_ns(50.0) as f64,
+        h.percentile_ns(99.0) as f64,
+        h.max_ns() as f64,
+    ]
+    .map(|ns| phase_duration(h, ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use crate::markup::html::{
     self as page, alert, endpoints_table, esc, footer, key_values, row, section, Alert, Level, Row,
 };
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::{phase_duration, request_phases};
+use crate::view::run::{phase_cells, request_phases};
 use crate::words::{host_facts, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -429,16 +429,8 @@ fn phases_table(r: &RunResult) -> String {
     let rows: Vec<Row> = phases
         .iter()
         .map(|&(name, h)| {
-            let values = [
-                h.min_ns() as f64,
-                h.mean_ns(),
-                h.stdev_ns(),
-                h.percentile_ns(50.0) as f64,
-                h.percentile_ns(99.0) as f64,
-                h.max_ns() as f64,
-            ];
             let mut cells = vec![name.to_string()];
-            cells.extend(values.map(|ns| phase_duration(h, ns)));
+            cells.extend(phase_cells(h));
             row(cells)
         })
         .collect();

@@ -6,7 +6,7 @@
 use crate::markup::text::{endpoint_table, width};
 use crate::options::{RenderOptions, Renderer};
 use crate::view::distribution::{self, Bar};
-use crate::view::run::{phase_duration, request_phases};
+use crate::view::run::{phase_cells, request_phases};
 use crate::words::{document_length, pacing_text, plural};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult, Starvation, Summary};
@@ -686,16 +686,8 @@ fn phases(rep: &Report) -> Vec<String> {
 }
 
 fn phase_row(name: &str, h: &Histo) -> Vec<String> {
-    let values = [
-        h.min_ns() as f64,
-        h.mean_ns(),
-        h.stdev_ns(),
-        h.percentile_ns(50.0) as f64,
-        h.percentile_ns(99.0) as f64,
-        h.max_ns() as f64,
-    ];
     let mut cells = vec![name.to_string()];
-    cells.extend(values.map(|ns| phase_duration(h, ns)));
+    cells.extend(phase_cells(h));
     cells
 }
 

@@ -329,6 +329,10 @@ pub(crate) struct MergeArgs {
     /// No summary lines on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Fail (exit 1, nothing written) when a shard of the run is missing, instead of merging
+    /// what is there with a warning: for CI.
+    #[arg(long)]
+    pub require_all: bool,
 }
 
 #[derive(Debug, Args)]

@@ -199,7 +199,7 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
         }
         let errors = run.stats.errors.total() + run.stats.status.non_success();
         if errors > 0 {
-            parts.push(format!("{errors} errors"));
+            parts.push(loadbench_model::human::counted(errors, "error"));
         }
     }
     if let Some(res) = &round.resources {
@@ -209,7 +209,7 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
             units::bytes(res.rss_peak_bytes as f64)
         ));
     }
-    parts.push(format!("{:?}", round.bottleneck).to_lowercase());
+    parts.push(loadbench_report::bottleneck_name(round.bottleneck).to_string());
     format!("{head} {}", parts.join(", "))
 }
 
@@ -262,5 +262,24 @@ mod tests {
             assert_eq!(figure, format!("{rate:.0}"), "{line}");
             assert_eq!(line.matches(" req/s").count(), 1, "{line}");
         }
+    }
+
+    /// Issue 35 point 8: the round line spells the verdict as every report does
+    /// (`target-bound`, never `targetbound`) and a single error in the singular.
+    #[test]
+    fn round_lines_spell_the_verdict_as_the_reports_do() {
+        use loadbench_model::resources::Bottleneck;
+        let mut r = bench_with_odd_rates();
+        let round = &mut r.rounds[0];
+        round.bottleneck = Bottleneck::TargetBound;
+        let stats = &mut round.result.as_mut().expect("a finished round").stats;
+        stats.errors = Default::default();
+        stats.status = Default::default();
+        stats.errors.add(loadbench_model::ErrorKind::ReadTimeout, 1);
+        let line = round_line(&r, &r.rounds[0]);
+        assert!(line.ends_with(", target-bound"), "{line}");
+        assert!(line.contains(", 1 error,"), "{line}");
+        r.rounds[0].bottleneck = Bottleneck::GeneratorBound;
+        assert!(round_line(&r, &r.rounds[0]).ends_with(", generator-bound"));
     }
 }

@@ -6,6 +6,7 @@
 use crate::args::{MergeArgs, ShardArgs};
 use crate::UserError;
 use anyhow::Result;
+use loadbench_model::human::counted;
 use loadbench_model::{merge_shards, RunResult, SavedResult};
 use loadbench_plan::{parse_start_at, Shard};
 use loadbench_runner::ShardSpec;
@@ -119,6 +120,15 @@ pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
         }
     }
     let merged = merge_shards(&runs).map_err(|e| UserError(e.to_string()))?;
+    // For CI: a merge that must cover the whole load fails (nothing written) when part of it
+    // is missing.
+    if a.require_all {
+        if let Some(missing) = merged.shards.as_ref().and_then(|s| s.missing_text()) {
+            anyhow::bail!(
+                "{missing} (--require-all): merge every shard's result, or leave out --require-all to merge what is there"
+            );
+        }
+    }
     if !a.quiet {
         summarize(&merged);
     }
@@ -152,28 +162,25 @@ fn summarize(r: &RunResult) {
         format!(", INTERRUPTED shards {}", list(&cut))
     };
     eprintln!(
-        "merged {} of {} shards of run {}: {} requests, {} errors, start skew {:.3} ms ({}){flagged}",
+        "merged {} of {} of run {}: {}, {}, start skew {:.3} ms ({}){flagged}",
         run.shards.len(),
-        run.total,
+        counted(u64::from(run.total), "shard"),
         run.run_id,
-        r.stats.requests,
-        r.stats.errors.total(),
+        counted(r.stats.requests, "request"),
+        counted(r.stats.errors.total(), "error"),
         run.start_skew_ns as f64 / 1e6,
         hosts.join(", ")
     );
     if !cut.is_empty() {
+        let which = match cut.len() {
+            1 => format!("shard {} was", list(&cut)),
+            _ => format!("shards {} were", list(&cut)),
+        };
         eprintln!(
-            "warning: shards {} were cut short before their end: their counts are partial, and so are the merged ones",
-            list(&cut)
+            "warning: {which} cut short before the end: its counts are partial, and so are the merged ones"
         );
     }
-    let missing = run.missing();
-    if !missing.is_empty() {
-        let list: Vec<String> = missing.iter().map(ToString::to_string).collect();
-        eprintln!(
-            "warning: shards {} of {} are missing: the merge covers only part of the load",
-            list.join(", "),
-            run.total
-        );
+    if let Some(missing) = run.missing_text() {
+        eprintln!("warning: {missing}: the merge covers only part of the load (--require-all makes this an error)");
     }
 }

@@ -255,7 +255,10 @@ fn draw(live: &Live, goal: Goal, warmup: Duration, done: &AtomicBool) {
             Goal::Duration(_) => (elapsed - warmup).as_secs(),
             Goal::Requests(_) => n + errors,
         });
-        bar.set_message(format!("{rate:.0} req/s, {errors} errors"));
+        bar.set_message(format!(
+            "{rate:.0} req/s, {}",
+            loadbench_model::human::counted(errors, "error")
+        ));
     }
     bar.finish_and_clear();
 }

@@ -5,6 +5,7 @@ use crate::args::{RequestArgs, RunArgs};
 use crate::load_flags::{closed_stop, open_schedule, OpenFlags};
 use crate::UserError;
 use anyhow::Result;
+use loadbench_model::human::counted;
 use loadbench_model::RunResult;
 use loadbench_plan::{
     Body, EndpointSpec, LoadShape, LoadSpec, OpenPacing, RequestSpec, TransportSpec,
@@ -295,7 +296,8 @@ fn exit_code(r: &RunResult) -> ExitCode {
     let errors = r.stats.errors.total();
     if r.stats.requests == 0 && errors > 0 {
         eprintln!(
-            "error: every request failed ({errors} errors, none completed): see the errors above"
+            "error: every request failed ({}, none completed): see the errors above",
+            counted(errors, "error")
         );
         return ExitCode::from(1);
     }
@@ -314,18 +316,19 @@ fn exit_code(r: &RunResult) -> ExitCode {
 pub(crate) fn nothing_completed(s: &loadbench_model::Stats) -> String {
     let refused = match s.h2.goaways {
         0 => String::new(),
+        1 => "; the server sent GOAWAY once".to_string(),
         n => format!("; the server sent GOAWAY {n} times"),
     };
     if s.sent == 0 {
         let why = if s.h2.zero_streams > 0 {
             format!(
-                "the server allowed no HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS 0 on {} connections)",
-                s.h2.zero_streams
+                "the server allowed no HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS 0 on {})",
+                counted(s.h2.zero_streams, "connection")
             )
         } else if s.waiting > 0 {
             format!(
-                "{} requests waited for a connection the whole run",
-                s.waiting
+                "{} waited for a connection the whole run",
+                counted(s.waiting, "request")
             )
         } else {
             "no connection could take a request within the run".to_string()
@@ -333,7 +336,8 @@ pub(crate) fn nothing_completed(s: &loadbench_model::Stats) -> String {
         return format!("nothing was sent: {why}{refused}");
     }
     format!(
-        "none of the {} requests sent was answered ({} still in flight at the end): the server did not respond within the run; raise -d or --timeout, or look at the server{refused}",
-        s.sent, s.abandoned
+        "{} answered ({} still in flight at the end): the server did not respond within the run; raise -d or --timeout, or look at the server{refused}",
+        if s.sent == 1 { "the 1 request sent was not".to_string() } else { format!("none of the {} requests sent was", s.sent) },
+        s.abandoned
     )
 }

@@ -213,14 +213,50 @@ fn merging_is_associative_to_the_byte_and_refuses_mismatches() {
     std::fs::write(p("config.json"), serde_json::to_string(&config).unwrap()).unwrap();
     refused(&[a.clone(), p("config.json")], "(keep-alive differs)");
 
-    let out = merge(&[a, c], &p("partial.json"));
+    missing_shards_warn_or_fail(&[a, b, c], &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A merge without shard 1 of 3 warns and merges; with `--require-all` (issue 35 point 8, for
+/// CI) it fails: one line, exit 1, nothing written; with every shard it merges as before.
+fn missing_shards_warn_or_fail(shards: &[PathBuf; 3], dir: &Path) {
+    let [a, b, c] = shards;
+    let p = |name: &str| dir.join(name);
+    let out = merge(&[a.clone(), c.clone()], &p("partial.json"));
     assert!(out.status.success());
     assert!(
-        text(&out).1.contains("warning: shards 1 of 3 are missing"),
+        text(&out)
+            .1
+            .contains("warning: shard 1 of 3 is missing: the merge covers only part"),
         "{:?}",
         text(&out)
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    // Issue 35 point 8: for CI, --require-all fails on the missing shard: one line, exit 1,
+    // nothing written; with every shard it merges as before.
+    let out = bin()
+        .args(["merge", "--require-all"])
+        .args([&a, &c])
+        .arg("-o")
+        .arg(p("required.json"))
+        .output()
+        .unwrap();
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: shard 1 of 3 is missing (--require-all)"),
+        "{err}"
+    );
+    assert!(!p("required.json").exists());
+    let out = bin()
+        .args(["merge", "--require-all", "-q"])
+        .args([&a, &b, &c])
+        .arg("-o")
+        .arg(p("required.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(read(&p("required.json")).stats, read(&p("left.json")).stats);
 }
 
 fn refused_run(args: &[String], env: &[(&str, &str)], needle: &str) {

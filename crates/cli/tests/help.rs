@@ -69,3 +69,36 @@ fn run_says_n_must_be_at_least_c_and_refuses_less() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("-n 3 is below -c 4"), "{stderr}");
 }
+
+/// Issue 35 point 8: every error line of the CLI reads `error: …` (lower case, as clap's own),
+/// never `Error:`: a usage mistake, a bad value, a missing file, a refused connection, a file
+/// of the wrong kind. Each is one line.
+#[test]
+fn every_error_line_starts_with_lower_case_error() {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("lb-error-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_json = dir.join("not.json");
+    std::fs::write(&not_json, "hello").unwrap();
+    let not_json = not_json.to_str().unwrap();
+    let refused = format!("http://127.0.0.1:{port}/");
+    let cases: [&[&str]; 7] = [
+        &["run"],
+        &["run", "http://127.0.0.1:1/", "--nonsense"],
+        &["run", &refused, "-c", "0"],
+        &["run", &refused, "-n", "2", "-c", "1"],
+        &["report", "/nonexistent/result.json"],
+        &["report", not_json],
+        &["merge", "/nonexistent/shard.json"],
+    ];
+    for args in cases {
+        let out = bin().args(args).output().unwrap();
+        let (_, err) = text(&out);
+        assert!(!out.status.success(), "{args:?} succeeded: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].starts_with("error: "), "{args:?}: {err}");
+        assert!(!err.contains("Error:"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -304,7 +304,7 @@ fn nginx_loaded_by_a_generator_pinned_to_one_core_is_generator_bound_with_its_nu
     let used = round.generator_cpu_mean_cores;
     assert_eq!(f.figures["generator_cores_used"], used);
     assert_eq!(f.figures["generator_cores"], 1.0);
-    let share = format!("the generator used {:.0}% of its 1 cores", 100.0 * used);
+    let share = format!("the generator used {:.0}% of its 1 core", 100.0 * used);
     assert!(f.text.starts_with(&share), "{}", f.text);
     assert!(f
         .text

@@ -6,6 +6,7 @@
 use crate::endpoints::Endpoints;
 use crate::heading::Heading;
 use loadbench_engine::Pulse;
+use loadbench_model::human::counted;
 use loadbench_model::{Histo, SeriesPoint};
 use loadbench_plan::{LoadShape, Plan, Schedule, Stop};
 use std::time::Duration;
@@ -49,7 +50,10 @@ impl View {
     pub fn new(command: &'static str, plan: &Plan) -> View {
         let (model, schedule) = match &plan.load {
             LoadShape::Closed { .. } => (
-                format!("closed model, {} connections", plan.connections),
+                format!(
+                    "closed model, {}",
+                    counted(u64::from(plan.connections), "connection")
+                ),
                 None,
             ),
             LoadShape::FindMax { slo, .. } => (format!("find-max search, {}", slo.text), None),
@@ -58,7 +62,10 @@ impl View {
                 max_connections,
                 ..
             } => (
-                format!("open model, at most {max_connections} connections"),
+                format!(
+                    "open model, at most {}",
+                    counted(u64::from(*max_connections), "connection")
+                ),
                 Some(schedule.clone()),
             ),
         };
@@ -208,6 +215,21 @@ mod tests {
         assert_eq!(v.remaining(), Some(Duration::from_secs(6)));
         assert!((v.ratio() - 0.4).abs() < 1e-9);
         assert!(v.now.series.is_empty(), "the series lives in `series` only");
+    }
+
+    /// Issue 35 point 8: one connection is said in the singular.
+    #[test]
+    fn one_connection_is_said_in_the_singular() {
+        let one = LoadSpec::closed("http://127.0.0.1:9/", 1, Duration::from_secs(10));
+        assert_eq!(
+            View::new("run", &plan(&one)).model,
+            "closed model, 1 connection"
+        );
+        let eight = LoadSpec::closed("http://127.0.0.1:9/", 8, Duration::from_secs(10));
+        assert_eq!(
+            View::new("run", &plan(&eight)).model,
+            "closed model, 8 connections"
+        );
     }
 
     #[test]

@@ -111,6 +111,9 @@ pub struct Inputs<'a> {
     /// the offered rate, so its threads' waits for a CPU delayed sends without limiting them,
     /// and only its CPU share (not a thread that shared its core) can make it the limit.
     pub kept_schedule: bool,
+    /// The load went to a loopback address: no packet crossed a network, so host-wide
+    /// retransmits were drops on this host, not a network path's.
+    pub loopback: bool,
 }
 
 impl Inputs<'_> {
@@ -129,6 +132,11 @@ impl Inputs<'_> {
                 .stats
                 .scheduled
                 .is_some_and(|n| n > 0 && run.stats.sent as f64 >= ON_SCHEDULE_SHARE * n as f64),
+            loopback: run
+                .config
+                .address
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.ip().is_loopback()),
             ..Inputs::default()
         }
     }
@@ -265,10 +273,10 @@ fn latency_bound(inputs: &Inputs<'_>) -> Option<Finding> {
         return None;
     }
     let text = format!(
-        "the wait sets the rate: each request took {} while the targets used {:.2} of their {} cores, so throughput = {n:.0} connections ÷ {} = {:.0} req/s (Little's law; measured {:.0} req/s)",
+        "the wait sets the rate: each request took {} while the targets used {:.2} of their {}, so throughput = {n:.0} connections ÷ {} = {:.0} req/s (Little's law; measured {:.0} req/s)",
         units::duration_us(l.mean_service_us),
         cpu.targets_used,
-        cores_label(cpu.target_cores),
+        cores_text(cpu.target_cores),
         units::duration_us(l.mean_service_us),
         n * 1e6 / l.mean_service_us,
         l.requests_per_sec
@@ -433,7 +441,7 @@ fn kernel_findings(k: &KernelEvidence, inputs: &Inputs<'_>) -> Vec<Finding> {
     // A full accept queue also makes the server resend SYN-ACKs: explained there too.
     let waited = inputs.latency_max_us.is_none_or(|us| us >= RTO_MIN_US);
     let retransmits = if waited && accept.is_none() {
-        retransmits(k)
+        retransmits(k, inputs.loopback)
     } else {
         None
     };
@@ -511,7 +519,7 @@ fn syn_retransmits(k: &KernelEvidence) -> Option<Finding> {
 /// Retransmitted segments (SYNs aside), host-wide: reported from [`RETRANSMITS_MIN`], and when
 /// the host's background was read, only above [`RETRANSMITS_OVER_BACKGROUND`] times it (plus
 /// [`RETRANSMITS_MIN`]): a busy host retransmits for others too.
-fn retransmits(k: &KernelEvidence) -> Option<Finding> {
+fn retransmits(k: &KernelEvidence, loopback: bool) -> Option<Finding> {
     let n = k
         .tcp
         .retransmitted_segments
@@ -523,14 +531,27 @@ fn retransmits(k: &KernelEvidence) -> Option<Finding> {
             .background_retransmits
             .map(|b| format!(", against {b:.0} at the host's background over as long"))
             .unwrap_or_default();
+        // Over loopback nothing crosses a network: a segment is resent when this host dropped
+        // it (a full socket or backlog queue), or it was another connection's.
+        let (what, fix) = if loopback {
+            (
+                "this load ran over loopback, so this host dropped them (a full queue) or they were other connections'",
+                "look at this host: receive-queue drops (nstat TcpExtTCPRcvQDrop, TcpExtTCPBacklogDrop), net.core.netdev_max_backlog, or other traffic on it",
+            )
+        } else {
+            (
+                "packets were lost or late",
+                "check the network path (loss, a full queue, a rate limit)",
+            )
+        };
         finding(
             FindingKind::Retransmits,
             0.3,
             format!(
-                "{} segments were retransmitted (host-wide{against}): packets were lost or late",
+                "{} segments were retransmitted (host-wide{against}): {what}",
                 count(n)
             ),
-            Some("check the network path (loss, a full queue, a rate limit)"),
+            Some(fix),
             &[
                 ("retransmitted_segments", n as f64),
                 ("background_retransmits", background),
@@ -754,12 +775,12 @@ fn hot_thread_finding(t: &TargetEvidence) -> Option<Finding> {
         String::new()
     };
     let text = format!(
-        "one thread ({}) of '{}' at {:.0}% of a core{runnable} while the target used {:.2} of the {} cores it may use: it is saturated",
+        "one thread ({}) of '{}' at {:.0}% of a core{runnable} while the target used {:.2} of the {} it may use: it is saturated",
         top.name,
         t.target,
         top.cores * 100.0,
         t.cpu_cores,
-        cores_label(t.allowed_cores)
+        cores_text(t.allowed_cores)
     );
     let figures = [
         ("thread_cores", top.cores),
@@ -801,9 +822,9 @@ fn busy_host(cpu: &CpuView) -> Option<Finding> {
         return None;
     }
     let text = format!(
-        "other processes used {:.2} of the host's {} cores: every figure is unreliable",
+        "other processes used {:.2} of the host's {}: every figure is unreliable",
         cpu.other_used,
-        cores_label(cpu.host_cores)
+        cores_text(cpu.host_cores)
     );
     let figures = [
         ("other_cores", cpu.other_used),
@@ -843,9 +864,9 @@ fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding
         )
     });
     let text = format!(
-        "the generator used {:.0}% of its {} cores{thread}: these numbers are loadbench's limit, not the target's",
+        "the generator used {:.0}% of its {}{thread}: these numbers are loadbench's limit, not the target's",
         100.0 * cpu.generator_used / cpu.generator_cores,
-        cores_label(cpu.generator_cores)
+        cores_text(cpu.generator_cores)
     );
     let mut figures = vec![
         ("generator_cores_used", cpu.generator_used),
@@ -870,9 +891,9 @@ fn generator_bound(cpu: &CpuView, generator: Option<&TargetEvidence>) -> Finding
 
 fn target_bound(cpu: &CpuView) -> Finding {
     let text = format!(
-        "the targets used {:.2} of the {} cores they may use: CPU limited throughput",
+        "the targets used {:.2} of the {} they may use: CPU limited throughput",
         cpu.targets_used,
-        cores_label(cpu.target_cores)
+        cores_text(cpu.target_cores)
     );
     let figures = [
         ("targets_cores", cpu.targets_used),
@@ -883,26 +904,19 @@ fn target_bound(cpu: &CpuView) -> Finding {
     finding(FindingKind::TargetBound, 0.75, text, Some(fix), &figures)
 }
 
-/// `2` for whole cores, `0.5` otherwise.
-fn cores_label(cores: f64) -> String {
+/// `2 cores`, `1 core` for whole cores, `0.50 cores` otherwise.
+fn cores_text(cores: f64) -> String {
     if (cores - cores.round()).abs() < 1e-9 {
-        format!("{}", cores.round() as i64)
+        let n = cores.round().max(0.0) as u64;
+        crate::human::counted(n, "core")
     } else {
-        format!("{cores:.2}")
+        format!("{cores:.2} cores")
     }
 }
 
 /// 12400 → `12,400`.
 fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::human::grouped(n)
 }
 
 #[cfg(test)]

@@ -62,6 +62,38 @@ pub fn rate(n: f64) -> String {
     }
 }
 
+/// A count with thousands grouped: `12,400`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate as a whole number with thousands grouped, for lines a person reads as they go:
+/// `17,240` (not `17239.50`); `-` when not finite.
+pub fn rate_grouped(n: f64) -> String {
+    if n.is_finite() {
+        grouped(n.max(0.0).round() as u64)
+    } else {
+        MISSING.to_string()
+    }
+}
+
+/// `1 thread`, `2 threads`: a count and its noun, which agree.
+pub fn counted(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// A rate without needless decimals: `1000`, `2.5`, `12500`.
 pub fn rate_short(n: f64) -> String {
     if n.is_finite() && n.fract() == 0.0 {
@@ -108,6 +140,22 @@ fn round_to(x: f64, decimals: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 35 point 8: counts agree with their noun; rates a person reads as they go are
+    /// whole and grouped.
+    #[test]
+    fn counts_agree_and_rates_group_their_thousands() {
+        assert_eq!(counted(1, "stream"), "1 stream");
+        assert_eq!(counted(0, "stream"), "0 streams");
+        assert_eq!(counted(2, "request"), "2 requests");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(12_400), "12,400");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(rate_grouped(17_239.5), "17,240");
+        assert_eq!(rate_grouped(0.4), "0");
+        assert_eq!(rate_grouped(f64::NAN), MISSING);
+    }
 
     #[test]
     fn no_warm_up_is_said_in_words() {

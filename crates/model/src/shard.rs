@@ -122,6 +122,21 @@ impl ShardRun {
             .collect()
     }
 
+    /// The missing shards in words, `None` when none is: `shard 1 of 3 is missing`,
+    /// `shards 1 and 2 of 4 are missing`, `shards 0, 2 and 3 of 5 are missing`.
+    pub fn missing_text(&self) -> Option<String> {
+        let missing: Vec<String> = self.missing().iter().map(ToString::to_string).collect();
+        let total = self.total;
+        match missing.as_slice() {
+            [] => None,
+            [one] => Some(format!("shard {one} of {total} is missing")),
+            [first @ .., last] => Some(format!(
+                "shards {} and {last} of {total} are missing",
+                first.join(", ")
+            )),
+        }
+    }
+
     /// One line for reports: `shard 1/3 of run r1, started 0.412 ms after its start time` or
     /// `3 of 3 shards of run r1 merged, start skew 1.075 ms (hosts: 0@a, 1@b, 2@c)`.
     pub fn describe(&self) -> String {
@@ -358,4 +373,47 @@ fn earliest<'a>(
         })
         .cloned()
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(total: u32, present: &[u32]) -> ShardRun {
+        ShardRun {
+            run_id: "r1".into(),
+            total,
+            start_at: None,
+            start_at_unix_ns: None,
+            shards: present
+                .iter()
+                .map(|&index| ShardStart {
+                    index,
+                    hostname: "h".into(),
+                    started_at: String::new(),
+                    started_at_unix_ns: 0,
+                    start_offset_ns: None,
+                })
+                .collect(),
+            start_skew_ns: 0,
+        }
+    }
+
+    /// Issue 35 point 8: the missing shards read as English, in the singular for one.
+    #[test]
+    fn missing_shards_are_said_in_words() {
+        assert_eq!(run(3, &[0, 1, 2]).missing_text(), None);
+        assert_eq!(
+            run(2, &[0]).missing_text().as_deref(),
+            Some("shard 1 of 2 is missing")
+        );
+        assert_eq!(
+            run(4, &[0, 3]).missing_text().as_deref(),
+            Some("shards 1 and 2 of 4 are missing")
+        );
+        assert_eq!(
+            run(5, &[1, 4]).missing_text().as_deref(),
+            Some("shards 0, 2 and 3 of 5 are missing")
+        );
+    }
 }

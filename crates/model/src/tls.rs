@@ -73,8 +73,9 @@ impl crate::RunConfig {
                 crate::LoadShape::Closed { .. } | crate::LoadShape::FindMax { .. } => "",
             };
             parts.push(format!(
-                "HTTP/2 ({how}), {upto}{} connections × {streams} streams",
-                self.connections
+                "HTTP/2 ({how}), {upto}{} × {}",
+                crate::human::counted(u64::from(self.connections), "connection"),
+                crate::human::counted(u64::from(streams), "stream")
             ));
         }
         if let Some(t) = &self.tls {

@@ -41,6 +41,7 @@ pub use render::{
     formats_for, render, render_bench, render_to_string, renderer, Format, Rendered, UnknownFormat,
     Unsupported,
 };
+pub use view::bench::bottleneck_name;
 pub use view::find_max::{find_max_recovery_line, find_max_step_line};
 
 /// The find-max report people read (the text format of a search).

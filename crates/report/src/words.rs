@@ -91,13 +91,7 @@ pub(crate) fn document_length(b: &BodySizes) -> String {
 }
 
 /// `1 thread`, `2 threads`.
-pub(crate) fn counted(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("{n} {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
+pub(crate) use loadbench_model::human::counted;
 
 /// The host as label–value pairs: name, OS, kernel, architecture, CPU, cores.
 pub(crate) fn host_facts(h: &HostInfo) -> Vec<(&'static str, String)> {

@@ -191,7 +191,10 @@ const PROBE: &str = r#"<script>
     var heads = Array.prototype.map.call(t.querySelectorAll('thead th'), function (h) {
       var hb = h.getBoundingClientRect();
       return { text: h.textContent.trim(),
-               visible: hb.width > 0 && hb.left >= wb.left - 0.5 && hb.right <= wb.right + 0.5 };
+               visible: hb.width > 0 && hb.left >= wb.left - 0.5 && hb.right <= wb.right + 0.5,
+               // Where it ends within the container's scrolled content: reachable by scrolling
+               // when it is at most the container's scroll width.
+               end: hb.right - wb.left + wrap.scrollLeft };
     });
     out.tables.push({ cls: t.className, rows: t.rows.length,
                       width: t.getBoundingClientRect().width,
@@ -199,6 +202,25 @@ const PROBE: &str = r#"<script>
                       wrap_left: wb.left, wrap_right: wb.right,
                       wrap_overflow_x: getComputedStyle(wrap).overflowX,
                       headers: heads });
+  });
+  // Table cells whose text has more lines than words (a value squeezed to a narrow column
+  // reads one character per line), and the tallest cell in lines.
+  out.cells = { max_lines: 0, broken: [] };
+  document.querySelectorAll('td, th').forEach(function (cell) {
+    // The text's own height (a cell is as tall as its row): its lines, by their boxes.
+    var cs = getComputedStyle(cell), box = cell.getBoundingClientRect();
+    var line = parseFloat(cs.lineHeight) || parseFloat(cs.fontSize) * 1.5;
+    var range = document.createRange();
+    range.selectNodeContents(cell);
+    var lines = Math.max(1, Math.round(range.getBoundingClientRect().height / line));
+    var text = cell.textContent.trim();
+    out.cells.max_lines = Math.max(out.cells.max_lines, lines);
+    // More lines than words, each of a few characters: a value was broken inside, squeezed
+    // (a long URL broken into lines of 30 characters is not; a range breaks after its dash).
+    var words = text.split(/[\s\u2013\/]+/).filter(function (w) { return w.length > 0; }).length;
+    if (lines >= 2 && lines > words && text.length / lines < 8) {
+      out.cells.broken.push({ text: text, lines: lines, width: box.width });
+    }
   });
   // Where the why section and its first finding lie on the page (from the top of the page).
   var why = document.getElementById('why');
@@ -1187,4 +1209,126 @@ fn at_1280_by_800_the_why_section_shows_first_the_busy_host_once_and_the_summary
     assert!(text.contains("serves at most 8 at once"), "{text}");
     let shot = save("bench-why-first", &page);
     screenshot(&chromium, &shot, 1280, 800, "bench-why-first-1280x800.png");
+}
+
+/// Issue 35 point 7: at 400 px no table cell reads a few characters per line (the run summary
+/// once printed its values one character per line), the page never scrolls sideways, and the
+/// bench summary keeps every column reachable: wrapped, or scrolled inside its own box, never
+/// cut. Run pages with a long URL, a why section and starved connections; find-max; the bench
+/// pages (3 targets, a busy host, a sweep).
+#[test]
+fn at_400px_no_value_breaks_per_character_and_every_bench_column_is_reachable() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let opts = RenderOptions::default();
+    let mut long = open_run();
+    long.config.url =
+        "http://checkout.internal.example:8080/api/v2/orders/pending?include=lines,customer".into();
+    let pages = [
+        ("narrow-run", render_to_string(Format::Html, &long, &opts)),
+        (
+            "narrow-run-why",
+            render_to_string(Format::Html, &run_with_why(), &opts),
+        ),
+        (
+            "narrow-starved",
+            render_to_string(Format::Html, &starved_run(), &opts),
+        ),
+        ("narrow-find-max", html::render_find_max(&find_max(), &opts)),
+        ("narrow-bench", html::render_bench(&bench())),
+        (
+            "narrow-bench-busy",
+            html::render_bench(&bench_busy_and_starved()),
+        ),
+        ("narrow-bench-pool", html::render_bench(&bench_pool())),
+        (
+            "narrow-bench-1-round",
+            html::render_bench(&bench_one_round()),
+        ),
+    ];
+    for (name, page) in &pages {
+        let v = inspect(&chromium, name, page, PHONE);
+        let page_width = v["page_width"].as_f64().unwrap();
+        assert!(
+            page_width <= f64::from(PHONE),
+            "{name}: the page scrolls sideways ({page_width}px)"
+        );
+        let broken = v["cells"]["broken"].as_array().unwrap();
+        assert!(
+            broken.is_empty(),
+            "{name}: at {PHONE}px these cells read a few characters per line: {broken:?}"
+        );
+        assert!(v["cells"]["max_lines"].as_u64().unwrap() >= 1, "{name}");
+        tables_fit(&v, PHONE);
+        bench_columns_reachable(name, &v);
+        if name.starts_with("narrow-bench") {
+            titles_fit(&v, PHONE);
+            let tables = v["tables"].as_array().unwrap();
+            assert!(
+                tables.iter().any(|t| t["cls"] == "bench"),
+                "{name}: no summary"
+            );
+        }
+    }
+}
+
+/// Every column header of a bench summary ends within its box's scrollable width: shown, or
+/// reached by scrolling the box sideways, never cut.
+fn bench_columns_reachable(name: &str, v: &Value) {
+    let tables = v["tables"].as_array().unwrap();
+    for t in tables.iter().filter(|t| t["cls"] == "bench") {
+        let heads = t["headers"].as_array().unwrap();
+        assert!(heads.len() >= 10, "{name}: {t}");
+        let reach = t["scroll_width"].as_f64().unwrap() + 0.5;
+        for h in heads {
+            assert!(
+                h["end"].as_f64().unwrap() <= reach,
+                "{name}: at {PHONE}px the column {} is cut: {t}",
+                h["text"]
+            );
+        }
+    }
+}
+
+/// The bench fixture from its first round only: every req/s interval is `n/a (1 round)`.
+fn bench_one_round() -> BenchResult {
+    let mut r = bench();
+    r.rounds.retain(|x| x.round < 1);
+    r.recompute();
+    r
+}
+
+/// Issue 35 point 7: bars from one round draw no confidence interval in the browser (no
+/// 2-point stroke over the bars, where the 3-round page has 3 per bar), and the page says n/a.
+#[test]
+fn bars_from_one_round_show_no_interval_in_the_browser() {
+    let Some(chromium) = Chromium::find() else {
+        return;
+    };
+    let strokes = |r: &BenchResult, name: &str, width: u32| {
+        let v = inspect(&chromium, name, &html::render_bench(r), width);
+        let rps = v["charts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("bench-rps"))
+            })
+            .cloned()
+            .unwrap();
+        (
+            rps["polylines"].as_u64().unwrap(),
+            v["text"].as_str().unwrap().to_string(),
+        )
+    };
+    for width in [LAPTOP, PHONE] {
+        let (three, _) = strokes(&bench(), "bench-ci-3", width);
+        let (one, text) = strokes(&bench_one_round(), "bench-ci-1", width);
+        // 3 targets × 2 levels, each an interval and two caps.
+        assert_eq!(three - one, 6 * 3, "at {width}px: {three} strokes vs {one}");
+        assert!(text.contains("n/a (1 round)"), "{text}");
+    }
 }

@@ -230,7 +230,7 @@ fn a_saturated_generator_is_named_with_its_share() {
     assert_eq!(kinds(&why), [FindingKind::GeneratorBound]);
     assert!(why.findings[0]
         .text
-        .starts_with("the generator used 96% of its 1 cores"));
+        .starts_with("the generator used 96% of its 1 core"));
 }
 
 #[test]
@@ -264,7 +264,8 @@ fn resets_elsewhere_stay_silent_when_the_load_had_no_failures() {
 }
 
 #[test]
-fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
+fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout_and_on_loopback_blame_this_host(
+) {
     let tcp = TcpCounters {
         retransmitted_segments: 600,
         ..Default::default()
@@ -277,7 +278,29 @@ fn retransmits_elsewhere_stay_silent_when_no_request_waited_for_a_timeout() {
     };
     assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::NoClearBottleneck]);
     inputs.latency_max_us = Some(410_000.0);
-    assert_eq!(kinds(&diagnose(&inputs)), [FindingKind::Retransmits]);
+    let remote = diagnose(&inputs);
+    assert_eq!(kinds(&remote), [FindingKind::Retransmits]);
+    let fix = |why: &Why| why.findings[0].fix.clone().unwrap();
+    assert!(fix(&remote).contains("network path"), "{remote:?}");
+    // Issue 35 point 8: over loopback no packet crosses a network; the finding says so and
+    // points at this host, never at "the network path".
+    inputs.loopback = true;
+    let why = diagnose(&inputs);
+    assert_eq!(kinds(&why), [FindingKind::Retransmits]);
+    assert!(
+        why.findings[0].text.contains("ran over loopback"),
+        "{why:?}"
+    );
+    assert!(!fix(&why).contains("network"), "{why:?}");
+    assert!(fix(&why).contains("this host"), "{why:?}");
+}
+
+/// A 1-core host reads "1 core", not "1 cores".
+#[test]
+fn one_core_is_said_in_the_singular() {
+    assert_eq!(cores_text(1.0), "1 core");
+    assert_eq!(cores_text(2.0), "2 cores");
+    assert_eq!(cores_text(0.5), "0.50 cores");
 }
 
 #[test]
@@ -375,7 +398,7 @@ fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
     let f = &why.findings[0];
     assert_eq!(
         f.text,
-        "the generator used 70% of its 1 cores; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time (it waited for a CPU 28% of the time: something else shares its core): these numbers are loadbench's limit, not the target's"
+        "the generator used 70% of its 1 core; its busiest thread (loadbench) was on a CPU 70% and runnable 98% of the time (it waited for a CPU 28% of the time: something else shares its core): these numbers are loadbench's limit, not the target's"
     );
     assert!((f.figures["generator_thread_waiting"] - 0.28).abs() < 1e-9);
     // Runnable only 80% yet off a CPU 30% of it: still a shared core, still the limit.

@@ -66,6 +66,7 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
     let half = GROUP_WIDTH / n / 2.0;
     let mut lines = Vec::new();
     let mut whiskers = Vec::new();
+    let mut single = 0;
     for (ti, target) in load.targets.iter().enumerate() {
         let offset = (ti as f64 + 0.5) * GROUP_WIDTH / n - GROUP_WIDTH / 2.0;
         let cells = (0..load.levels.len() as u32).filter_map(|level| {
@@ -75,11 +76,10 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
         let mut points = Vec::new();
         for (x, s) in cells {
             points.push((x, s.median));
-            whiskers.push(Whisker {
-                x,
-                low: s.ci95_low.max(0.0),
-                high: s.ci95_high,
-            });
+            match whisker(x, &s) {
+                Some(w) => whiskers.push(w),
+                None => single += 1,
+            }
         }
         lines.push(Line {
             label: target.clone(),
@@ -88,9 +88,10 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
             points,
         });
     }
+    let ci = ci_words(whiskers.is_empty(), single);
     Plot {
         name: chart_name("rps", load, None),
-        title: format!("Requests per second, load {} (median, 95% CI)", load.name),
+        title: format!("Requests per second, load {} ({ci})", load.name),
         x: Axis {
             title: "load level",
             scale: Scale::Linear,
@@ -113,6 +114,25 @@ fn rps(r: &BenchResult, li: u32, load: &BenchLoad) -> Plot {
             whiskers,
             bands: vec![],
         },
+    }
+}
+
+/// A bar's 95% confidence interval; none from one round (the tables say `n/a (1 round)`):
+/// then no stroke and no cap.
+fn whisker(x: f64, s: &loadbench_model::bench_stats::CellStats) -> Option<Whisker> {
+    (s.n >= 2).then(|| Whisker {
+        x,
+        low: s.ci95_low.max(0.0),
+        high: s.ci95_high,
+    })
+}
+
+/// What the rps chart's title says of its intervals, `single` bars from one round.
+fn ci_words(none_drawn: bool, single: usize) -> &'static str {
+    match (none_drawn, single) {
+        (_, 0) => "median, 95% CI",
+        (true, _) => "median; CI n/a: 1 round",
+        (false, _) => "median, 95% CI; n/a: 1 round",
     }
 }
 
@@ -334,6 +354,57 @@ mod tests {
             })
             .filter_map(|a| a.split("x=\"").nth(1)?.split('"').next()?.parse().ok())
             .collect()
+    }
+
+    /// The bench fixture (3 targets × 2 levels × 3 rounds) with only `keep` rounds of
+    /// `target`.
+    fn rounds_of(target: &str, keep: u32) -> BenchResult {
+        let mut r = fixtures::bench();
+        r.rounds.retain(|x| x.target != target || x.round < keep);
+        r.recompute();
+        r
+    }
+
+    /// The rps chart's SVG, and the polylines it has beyond those of the same chart without
+    /// any whisker (each whisker is 3 strokes: the interval and its two caps).
+    fn whisker_strokes(r: &BenchResult) -> (String, usize) {
+        let plot = plots(r)
+            .into_iter()
+            .find(|p| p.name.contains("rps"))
+            .unwrap();
+        let svg = draw::svg(&plot, draw::WIDE).unwrap();
+        let mut bare = plot;
+        bare.extras.whiskers.clear();
+        let base = draw::svg(&bare, draw::WIDE).unwrap();
+        let strokes = svg.matches("<polyline").count() - base.matches("<polyline").count();
+        (svg, strokes)
+    }
+
+    /// Issue 35 point 7: a bar whose CI is `n/a (1 round)` gets no interval and no cap, and the
+    /// title says n/a; bars with a real CI keep theirs.
+    #[test]
+    fn bars_from_one_round_draw_no_confidence_interval_and_say_n_a() {
+        let all = fixtures::bench();
+        let cells = all.cells.len();
+        assert_eq!(cells, 6, "3 targets × 2 levels");
+        let (svg, strokes) = whisker_strokes(&all);
+        assert_eq!(strokes, 3 * cells, "every bar its interval and two caps");
+        assert!(svg.contains("(median, 95% CI)"), "{svg}");
+
+        // One target down to a single round: its 2 bars lose their whiskers, the others keep them.
+        let target = all.targets[0].name.clone();
+        let mixed = rounds_of(&target, 1);
+        let (svg, strokes) = whisker_strokes(&mixed);
+        assert_eq!(strokes, 3 * (cells - 2), "{svg}");
+        assert!(svg.contains("n/a: 1 round"), "{svg}");
+
+        // Every target from one round: no whisker at all.
+        let mut one = all.clone();
+        one.rounds.retain(|x| x.round < 1);
+        one.recompute();
+        let (svg, strokes) = whisker_strokes(&one);
+        assert_eq!(strokes, 0, "{svg}");
+        assert!(svg.contains("CI n/a: 1 round"), "{svg}");
     }
 
     #[test]

@@ -261,8 +261,11 @@ th, td { padding: 0.3em 0.6em; border-bottom: 1px solid var(--line); text-align:
 th:first-child, td:first-child { text-align: left; }
 thead th { background: var(--soft); font-weight: 600; }
 tbody th { font-weight: 500; }
-table.kv th { width: 40%; color: var(--muted); font-weight: 500; }
-table.kv td { text-align: left; white-space: normal; overflow-wrap: anywhere; }
+/* Labels wrap at spaces and values keep a readable width, so that on a phone a long label
+   ("Completed per connection (min / median / max)") never squeezes its value to a character
+   per line; a long URL still breaks anywhere. */
+table.kv th { width: 40%; color: var(--muted); font-weight: 500; white-space: normal; }
+table.kv td { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 9em; }
 tr.bad td { color: var(--red); font-weight: 600; }
 tr.fail td, tr.fail th { background: var(--red-bg); }
 tr.fail td:last-child { color: var(--red); }

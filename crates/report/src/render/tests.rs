@@ -185,3 +185,67 @@ fn every_format_renders_the_empty_result() {
         assert!(!render_to_string(f, &empty, &RenderOptions::default()).is_empty());
     }
 }
+
+/// Issue 35 point 8: a run whose every response arrived in one read (resp read 0, recorded as
+/// the histogram's 1 ns floor) shows `< 1µs` in the phase tables of text, Markdown and HTML,
+/// never `1ns`.
+#[test]
+fn a_phase_below_a_microsecond_reads_less_than_one_in_every_format() {
+    let mut r = fixtures::busy();
+    let mut read = loadbench_model::Latency::default();
+    (0..r.stats.phases.count()).for_each(|_| read.hist.record_ns(0));
+    r.stats.phases.read = read;
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render(&r.clone().into(), format, &RenderOptions::default())
+            .unwrap()
+            .text;
+        let row = out
+            .lines()
+            .find(|l| l.contains("resp read"))
+            .unwrap_or_else(|| panic!("{format}: no resp read row in\n{out}"));
+        // The HTML row spans lines: take it to its end.
+        let row = if format == Format::Html {
+            let at = out.find("resp read").unwrap();
+            &out[at..at + out[at..].find("</tr>").unwrap()]
+        } else {
+            row
+        };
+        assert!(!row.contains("1ns"), "{format}: {row}");
+        assert!(
+            row.contains("&lt; 1µs") || row.contains("< 1µs"),
+            "{format}: {row}"
+        );
+    }
+}
+
+/// Issue 35 point 8: counts agree with their nouns where a 1 is likely: one HTTP/2
+/// connection with one stream, one request in flight (the HTML's censored note).
+#[test]
+fn a_count_of_one_takes_the_singular() {
+    let mut r = fixtures::busy();
+    r.config.connections = 1;
+    r.config.http2_streams = Some(1);
+    let text = render(&r.clone().into(), Format::Text, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(
+        text.contains("HTTP/2 (h2c), 1 connection × 1 stream"),
+        "{text}"
+    );
+    assert!(!text.contains("1 streams"), "{text}");
+
+    r.stats.latency_censored = r.stats.latency.clone();
+    r.stats.latency_censored.hist.record_ns(900_000_000);
+    r.stats.abandoned = 1;
+    let html = render(&r.into(), Format::Html, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(
+        html.contains("including the 1 request still in flight"),
+        "{html}"
+    );
+    assert!(
+        html.contains("1 request was still in flight when the run ended"),
+        "{html}"
+    );
+}

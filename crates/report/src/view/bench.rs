@@ -213,7 +213,8 @@ fn bytes(b: Option<u64>) -> String {
     b.map_or(MISSING.to_string(), |b| units::bytes(b as f64))
 }
 
-pub(crate) fn bottleneck_name(b: Bottleneck) -> &'static str {
+/// The verdict's name in every report and line: `generator-bound`, `target-bound`, `neither`.
+pub fn bottleneck_name(b: Bottleneck) -> &'static str {
     match b {
         Bottleneck::GeneratorBound => "generator-bound",
         Bottleneck::TargetBound => "target-bound",
@@ -320,7 +321,10 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
         line += ", TLS certificate NOT verified (insecure = true)";
     }
     if let Some(streams) = load.http2_streams {
-        line += &format!(", HTTP/2 × {streams} streams per connection");
+        line += &format!(
+            ", HTTP/2 × {} per connection",
+            units::counted(u64::from(streams), "stream")
+        );
     }
     if load.pipeline > 1 {
         line += &format!(", pipelined ×{}", load.pipeline);

@@ -7,16 +7,17 @@
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{FailReason, FindMaxResult, FindMaxStep, SloStat, StopReason, Verdict};
 
-/// One line about a finished step, for live output while the search goes on.
+/// One line about a finished step, for live output while the search goes on; its rates whole
+/// and grouped (`17,240 sent/s`), as a person reads them while the search goes on.
 pub fn find_max_step_line(step: &FindMaxStep) -> String {
     let p99 = step.p99_us.map_or(MISSING.to_string(), units::duration_us);
     format!(
         "step {} ({}): {} req/s offered, {} sent/s, {} completed/s, p99 {p99}, errors {}: {}",
         step.step,
         phase_name(step),
-        units::rate_short(step.target_rate),
-        units::rate(step.achieved_rate),
-        units::rate(step.completed_rate),
+        units::rate_grouped(step.target_rate),
+        units::rate_grouped(step.achieved_rate),
+        units::rate_grouped(step.completed_rate),
         units::percent(step.error_share),
         verdict_text(step)
     )
@@ -231,6 +232,22 @@ mod tests {
     use crate::fixtures;
     use crate::{find_max_json, find_max_text};
     use loadbench_model::FindMaxResult;
+
+    /// Issue 35 point 8: the live step line's rates are whole and grouped: `17,240 sent/s`,
+    /// never `17239.50 sent/s`.
+    #[test]
+    fn the_step_line_groups_whole_rates() {
+        let mut step = fixtures::find_max().steps[0].clone();
+        step.target_rate = 17_500.0;
+        step.achieved_rate = 17_239.5;
+        step.completed_rate = 17_100.25;
+        let line = find_max_step_line(&step);
+        assert!(
+            line.contains(": 17,500 req/s offered, 17,240 sent/s, 17,100 completed/s,"),
+            "{line}"
+        );
+        assert!(!line.contains("17239"), "{line}");
+    }
 
     fn result() -> FindMaxResult {
         fixtures::find_max()

@@ -10,7 +10,7 @@ use crate::markup::html::{
     self as page, alert, endpoints_table, esc, footer, key_values, row, section, Alert, Level, Row,
 };
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::request_phases;
+use crate::view::run::{phase_cells, request_phases};
 use crate::words::{host_facts, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -158,7 +158,8 @@ fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
     list.extend(generator_alert(s, sum));
     if s.abandoned > 0 {
         let n = s.abandoned;
-        list.push(alert(Level::Note, format!("{n} requests were still in flight when the run ended; they are counted neither as completed nor as failed.")));
+        let were = if n == 1 { "was" } else { "were" };
+        list.push(alert(Level::Note, format!("{} {were} still in flight when the run ended; {} counted neither as completed nor as failed.", units::counted(n, "request"), if n == 1 { "it is" } else { "they are" })));
     }
     list.push(alert(Level::Note, model_note(&r.config.load)));
     list
@@ -344,8 +345,9 @@ fn percentile_table(r: &RunResult, opts: &RenderOptions) -> String {
     }
     format!(
         "<p class=\"censored\">Latency counts completed requests. The last column is the \
-         distribution including the {unanswered} requests still in flight (censored at run \
-         end): each counts at its age when the run ended, so it is a lower bound.</p>\n{table}"
+         distribution including the {} still in flight (censored at run end): each counts \
+         at its age when the run ended, so it is a lower bound.</p>\n{table}",
+        units::counted(unanswered, "request")
     )
 }
 
@@ -427,15 +429,9 @@ fn phases_table(r: &RunResult) -> String {
     let rows: Vec<Row> = phases
         .iter()
         .map(|&(name, h)| {
-            row(vec![
-                name.to_string(),
-                ns_or_missing(h, h.min_ns() as f64),
-                ns_or_missing(h, h.mean_ns()),
-                ns_or_missing(h, h.stdev_ns()),
-                at(h, 50.0),
-                at(h, 99.0),
-                ns_or_missing(h, h.max_ns() as f64),
-            ])
+            let mut cells = vec![name.to_string()];
+            cells.extend(phase_cells(h));
+            row(cells)
         })
         .collect();
     page::table("phases", &head, &rows)

@@ -6,7 +6,7 @@
 
 use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::request_phases;
+use crate::view::run::{phase_duration, request_phases};
 use crate::words::{counted as plural, document_length, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -144,19 +144,34 @@ fn percentile_table(s: &Stats, percentiles: &[f64]) -> String {
     let head = ["percentile", "completed", "incl. in flight (lower bound)"];
     let table = table(&head, &[Align::Right; 3], &rows);
     let c = &s.per_connection;
-    format!(
-        "\n### Latency percentiles\n\nCompleted requests, and including the {unanswered} {} \
-         still in flight (censored at run end: each counted at its age, a lower bound). \
-         {} of {} connections got no response; completed per connection min / median / max: \
-         {} / {} / {}; oldest request in flight: {}.\n\n{table}",
-        plural(unanswered, "request"),
-        c.starved,
-        c.connections(),
-        c.min(),
-        c.median(),
-        c.max(),
-        units::duration_us(c.oldest_in_flight_us as f64)
-    )
+    let mut text = format!(
+        "Completed requests, and including the {} still in flight (censored at run end: each \
+         counted at its age, a lower bound).",
+        plural(unanswered, "request")
+    );
+    // Per connection and the oldest age only when the run recorded them: a request that waited
+    // for a connection was never in flight on one.
+    let mut facts = Vec::new();
+    if c.connections() > 0 {
+        facts.push(format!(
+            "{} of {} got no response; completed per connection min / median / max: {} / {} / {}",
+            c.starved,
+            plural(c.connections(), "connection"),
+            c.min(),
+            c.median(),
+            c.max()
+        ));
+    }
+    if c.oldest_in_flight_us > 0 {
+        facts.push(format!(
+            "oldest request in flight: {}",
+            units::duration_us(c.oldest_in_flight_us as f64)
+        ));
+    }
+    if !facts.is_empty() {
+        text += &format!(" {}.", facts.join("; "));
+    }
+    format!("\n### Latency percentiles\n\n{text}\n\n{table}")
 }
 
 fn status_table(r: &RunResult) -> String {
@@ -187,7 +202,7 @@ fn phase_table(s: &Stats) -> String {
         .map(|(name, h)| {
             let cells = [h.mean_ns(), h.min_ns() as f64, h.max_ns() as f64];
             let mut row = vec![name.to_string()];
-            row.extend(cells.map(units::duration_ns));
+            row.extend(cells.map(|ns| phase_duration(h, ns)));
             row
         })
         .collect();
@@ -446,6 +461,48 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("generator CPU 10.00%"), "{md}");
+    }
+
+    /// The busy run with `unanswered` requests censored at `age_us`, `starved` of `conns`
+    /// connections without a response, the oldest in flight `oldest_us` (0: none recorded).
+    fn censored(unanswered: u64, age_us: u64, conns: u64, oldest_us: u64) -> RunResult {
+        let mut r = fixtures::busy();
+        let s = &mut r.stats;
+        s.latency_censored = s.latency.clone();
+        s.latency_censored
+            .hist
+            .record_ns_n(age_us * 1_000, unanswered);
+        for i in 0..conns {
+            let in_flight = (i == 0 && oldest_us > 0).then_some(oldest_us);
+            s.per_connection.add(u64::from(i > 0), in_flight);
+        }
+        r
+    }
+
+    /// Issue 35 point 8: the count is said once ("the 50 requests", never "the 50 50
+    /// requests"), and the oldest age in flight is printed only when it was recorded.
+    #[test]
+    fn censored_requests_are_counted_once_and_a_zero_oldest_age_is_not_printed() {
+        let md = render(&censored(50, 725_000, 0, 0));
+        assert!(
+            md.contains("including the 50 requests still in flight"),
+            "{md}"
+        );
+        assert!(!md.contains("50 50"), "{md}");
+        assert!(!md.contains("oldest request in flight"), "{md}");
+        assert!(!md.contains("0 of 0 connections"), "{md}");
+        assert!(md.contains("≥ 725"), "{md}");
+
+        let md = render(&censored(1, 4_000_000, 4, 4_000_000));
+        assert!(
+            md.contains("including the 1 request still in flight"),
+            "{md}"
+        );
+        assert!(
+            md.contains("1 of 4 connections got no response; completed per connection"),
+            "{md}"
+        );
+        assert!(md.contains("oldest request in flight: 4.00s."), "{md}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::markup::text::{endpoint_table, width};
 use crate::options::{RenderOptions, Renderer};
 use crate::view::distribution::{self, Bar};
-use crate::view::run::request_phases;
+use crate::view::run::{phase_cells, request_phases};
 use crate::words::{document_length, pacing_text, plural};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult, Starvation, Summary};
@@ -687,11 +687,7 @@ fn phases(rep: &Report) -> Vec<String> {
 
 fn phase_row(name: &str, h: &Histo) -> Vec<String> {
     let mut cells = vec![name.to_string()];
-    let spread = spread_cells(h);
-    cells.extend_from_slice(&spread[..3]);
-    cells.push(duration_or_missing(h, h.percentile_ns(50.0) as f64));
-    cells.push(duration_or_missing(h, h.percentile_ns(99.0) as f64));
-    cells.push(spread[3].clone());
+    cells.extend(phase_cells(h));
     cells
 }
 

@@ -295,7 +295,7 @@ fn check_merge_flags(results: &Path, partial: &Path) {
     );
     assert!(summary.ends_with(", INTERRUPTED shards 0"), "{stderr}");
     assert!(
-        stderr.contains("warning: shards 0 were cut short before their end"),
+        stderr.contains("warning: shard 0 was cut short before the end"),
         "{stderr}"
     );
     let report = crate::support::bin()

@@ -764,13 +764,9 @@ fn busy_loops() -> BusyLoop {
     BusyLoop::spin(cores / 4 + 2)
 }
 
-#[test]
-fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host() {
-    use loadbench_model::RunResult;
+/// `loadbench serve` as a child process (stopped when the guard drops) and its address.
+fn serve_process() -> (BusyLoop, String) {
     use std::io::{BufRead, BufReader};
-    let _machine = crate::support::measuring();
-    // The backend as its own process (the busy loops are this test's children, not its), and
-    // sleeping: the load itself uses little CPU, the busy loops most of the host.
     let listen = format!("127.0.0.1:{}", crate::support::free_port());
     let mut serve = bin()
         .args(["serve", "--listen", &listen])
@@ -778,12 +774,21 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
         .spawn()
         .expect("loadbench serve starts");
     let stderr = serve.stderr.take().expect("stderr");
-    let _serve = BusyLoop::of(serve);
+    let guard = BusyLoop::of(serve);
     let mut line = String::new();
     BufReader::new(stderr)
         .read_line(&mut line)
         .expect("serve says where it listens");
     assert!(line.contains(&listen), "{line}");
+    (guard, listen)
+}
+
+#[test]
+fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host() {
+    let _machine = crate::support::measuring();
+    // The backend as its own process (the busy loops are this test's children, not its), and
+    // sleeping: the load itself uses little CPU, the busy loops most of the host.
+    let (_serve, listen) = serve_process();
     let url = format!("http://{listen}/delay/20ms");
     let dir = tempdir("busy-compare");
     let (base, new) = (dir.join("base.json"), dir.join("new.json"));
@@ -801,9 +806,15 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
     drop(busy);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    let r = RunResult::from_json(&std::fs::read_to_string(&new).unwrap()).unwrap();
-    // The run recorded who used the host: the target (this test process, found by its
-    // listening socket), the generator, and the busy loops as other processes.
+    the_busy_host_is_recorded_and_said(&new, &stdout);
+    compare_gives_no_verdict_on_a_busy_host(&base, &new);
+}
+
+/// The run in `saved` recorded who used the host: the target (the serve process, found by its
+/// listening socket), the generator, and the busy loops as other processes; and said so.
+fn the_busy_host_is_recorded_and_said(saved: &Path, stdout: &str) {
+    use loadbench_model::RunResult;
+    let r = RunResult::from_json(&std::fs::read_to_string(saved).unwrap()).unwrap();
     let host = r
         .evidence
         .as_ref()
@@ -822,11 +833,17 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
     let f = r.why.busy_host().unwrap_or_else(|| panic!("{:#?}", r.why));
     assert_eq!(f.figures["other_cores"], host.other_cores);
     assert!(stdout.contains("other processes used"), "{stdout}");
+}
+
+/// `compare base new` prints its table but no verdict (exit 3) while `new` carries the
+/// busy-host finding; `--ignore-host`, or the finding taken out of both files, judges again.
+fn compare_gives_no_verdict_on_a_busy_host(base: &Path, new: &Path) {
+    use loadbench_model::RunResult;
     let compare = |extra: &[&str]| {
         bin()
             .arg("compare")
-            .arg(&base)
-            .arg(&new)
+            .arg(base)
+            .arg(new)
             .args(extra)
             .output()
             .expect("loadbench compare runs")
@@ -851,7 +868,7 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
         text(&out)
     );
     // The same files without the busy-host finding are judged as before.
-    for path in [&base, &new] {
+    for path in [base, new] {
         let mut r = RunResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
         r.why.findings.retain(|f| f.kind != FindingKind::BusyHost);
         std::fs::write(path, serde_json::to_string(&r).unwrap()).unwrap();
@@ -862,6 +879,8 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
         "judged without the finding: {:?}",
         text(&out)
     );
+}
+
 /// A TCP stream that loses packets, beside the bench, in network namespaces of its own making:
 /// the bench's namespace `a` (its loopback for the bench's target) and `b`, joined through a
 /// bridge in `h` whose port toward `b` is a 2 Mbit/s token bucket with an 8 KiB queue. Python

@@ -216,6 +216,7 @@ pub(crate) fn find_max() -> FindMaxResult {
         precision_reached: Some(50.0 / 150.0),
         stop_reason: Some(StopReason::MaxSteps),
         baseline_us: None,
+        no_rate: None,
     }
 }
 

@@ -83,12 +83,7 @@ pub(crate) fn recovery_text(step: &FindMaxStep) -> Option<String> {
 }
 
 fn reason_name(reason: FailReason) -> &'static str {
-    match reason {
-        FailReason::Slo => "slo",
-        FailReason::Errors => "errors",
-        FailReason::Generator => "generator",
-        FailReason::Throughput => "throughput",
-    }
+    reason.name()
 }
 
 /// `maximum sustainable rate: N req/s (within P%), stopped because …`, or why no rate held.

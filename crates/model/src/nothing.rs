@@ -143,7 +143,10 @@ mod tests {
         s.h2.goaways = 2;
         let why = s.nothing_completed().unwrap();
         assert_eq!(why, NothingCompleted::Failed { errors: 4 });
-        assert_eq!(why.to_string(), "every request failed (4 errors, none completed)");
+        assert_eq!(
+            why.to_string(),
+            "every request failed (4 errors, none completed)"
+        );
     }
 
     #[test]
@@ -194,8 +197,9 @@ mod tests {
             }
         );
         assert!(
-            why.to_string()
-                .starts_with("none of the 9 requests sent was answered (4 still in flight at the end)"),
+            why.to_string().starts_with(
+                "none of the 9 requests sent was answered (4 still in flight at the end)"
+            ),
             "{why}"
         );
     }

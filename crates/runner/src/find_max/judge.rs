@@ -232,7 +232,11 @@ mod tests {
         let busy = judge(&stats(900, 900, 0), 1000.0, Some(0.95), &slo, 0.001);
         assert_eq!(busy.reason, Some(FailReason::Generator));
         let idle = judge(&stats(950, 950, 0), 1000.0, Some(0.30), &slo, 0.001);
-        assert_eq!(idle.verdict, Verdict::Pass, "slightly slow sends alone blame no one");
+        assert_eq!(
+            idle.verdict,
+            Verdict::Pass,
+            "slightly slow sends alone blame no one"
+        );
     }
 
     /// Issue 35 point 9: 54% of the schedule sent, fast answers to what was sent, an idle
@@ -244,13 +248,21 @@ mod tests {
         short.scheduled = Some(1000);
         for cpu in [Some(0.05), None, Some(0.99)] {
             let j = judge(&short, 1000.0, cpu, &slo, 0.001);
-            assert_eq!((j.verdict, j.reason), (Verdict::Fail, Some(FailReason::Generator)));
+            assert_eq!(
+                (j.verdict, j.reason),
+                (Verdict::Fail, Some(FailReason::Generator))
+            );
             assert!(
-                j.detail.starts_with("the generator sent 540 of 1000 scheduled"),
+                j.detail
+                    .starts_with("the generator sent 540 of 1000 scheduled"),
                 "{}",
                 j.detail
             );
-            assert!(j.detail.contains("; p99 10.0"), "the SLO is named too: {}", j.detail);
+            assert!(
+                j.detail.contains("; p99 10.0"),
+                "the SLO is named too: {}",
+                j.detail
+            );
         }
         let j = judge(&short, 1000.0, None, &slo, 0.001);
         assert!(j.detail.contains("CPU at unknown"), "{}", j.detail);

@@ -350,7 +350,10 @@ impl FindMaxResult {
                     failed(step.unwrap_or(first))
                 )
             }
-            _ => format!("no rate held: the first {}", failed(first)),
+            _ => format!(
+                "no rate held: the first {}",
+                failed(first).replacen(&format!("step {}", first.step), "step", 1)
+            ),
         })
     }
 

@@ -213,15 +213,34 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     format!("{head} {}", parts.join(", "))
 }
 
-/// 130 when interrupted, 1 when a round failed or the result is not where it belongs, else 0.
+/// 130 when interrupted; 1 when a round failed, a cell measured nothing (no silent zero: one
+/// `error:` line per such cell on stderr, with why) or the result is not where it belongs;
+/// else 0.
 pub(crate) fn exit_code(r: &BenchResult, in_place: bool) -> ExitCode {
+    let empty = empty_cell_lines(r);
+    empty.iter().for_each(|l| eprintln!("error: {l}"));
     if r.interrupted {
         ExitCode::from(130)
-    } else if !in_place || r.rounds.iter().any(|x| x.error.is_some()) {
+    } else if !in_place || !empty.is_empty() || r.rounds.iter().any(|x| x.error.is_some()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `haproxy at c=50 (load closed) measured nothing: …`, one per cell that completed nothing.
+fn empty_cell_lines(r: &BenchResult) -> Vec<String> {
+    r.empty_cells()
+        .map(|(c, why)| {
+            let load = r.loads.get(c.load as usize);
+            let level = load.map_or("?".to_string(), |l| l.level_label(c.level as usize));
+            let name = load.map_or("?", |l| l.name.as_str());
+            format!(
+                "{} at {level} (load {name}) measured nothing: {why}",
+                c.target
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1203,3 +1203,56 @@ fn assert_report_names(r: &BenchResult, name: &str) {
         "{name} not in the report"
     );
 }
+
+/// Issue 35 point 3, issue 33 "no silent zero": beside a backend that answers, one that takes
+/// every request and never answers (a delay of an hour, ready on TCP). Its cell says why it
+/// measured nothing in the table and in the JSON (`cells[].nothing`), one `error:` line per
+/// such cell goes to stderr, and the bench exits 1. The answering target's cell says nothing
+/// of the kind.
+#[test]
+fn a_target_that_never_answers_is_a_cell_that_says_why_and_exit_1() {
+    let _machine = crate::support::loading();
+    let dir = tempdir("bench-silent");
+    let text = "name = \"silent\"\n\
+                [[target]]\nname = \"quick\"\nkind = \"upstream\"\n[target.upstream]\nthreads = 1\n\
+                [[target]]\nname = \"silent\"\nkind = \"upstream\"\nready.tcp = \"127.0.0.1:{port}\"\n\
+                [target.upstream]\nthreads = 1\ndelay = \"1h\"\n\
+                [[load]]\nname = \"closed\"\nmodel = \"closed\"\ntargets = [\"quick\", \"silent\"]\n\
+                connections = [2]\nduration = \"1s\"\nwarmup = \"0s\"\n";
+    let file = scenario(&dir, "silent.toml", text);
+    let results = dir.join("results");
+    let (out, result) = bench(&file, &results, &[]);
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("measured nothing"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: silent at c=2 (load closed) measured nothing: none of the "),
+        "{stderr}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("silent "))
+        .unwrap_or_else(|| panic!("no row for silent:\n{stdout}"));
+    assert!(
+        row.contains("measured nothing: none of the ")
+            && row.contains("requests sent was answered"),
+        "{row}"
+    );
+    let r = result.expect("the result is saved");
+    assert!(r.cell_of(0, 0, "quick").unwrap().nothing.is_none());
+    let json = std::fs::read_to_string(run_folder(&results).unwrap().join("result.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    let silent = cells.iter().find(|c| c["target"] == "silent").unwrap();
+    let why = silent["nothing"]
+        .as_str()
+        .expect("the file holds the reason");
+    assert!(why.contains("requests sent was answered"), "{why}");
+    assert!(lines[0].ends_with(why), "{}", lines[0]);
+    let quick = cells.iter().find(|c| c["target"] == "quick").unwrap();
+    assert!(quick.get("nothing").is_none(), "{quick}");
+}

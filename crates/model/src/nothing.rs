@@ -107,7 +107,7 @@ impl fmt::Display for NothingCompleted {
             } => {
                 write!(
                     f,
-                    "none of the {sent} requests sent was answered ({in_flight} still in flight at the end): the server did not respond within the run; raise -d or --timeout, or look at the server"
+                    "none of the {sent} requests sent was answered ({in_flight} still in flight at the end): the server did not respond within the run; give it a longer duration or timeout, or look at the server"
                 )?;
                 goaway(f, goaways)
             }

@@ -509,17 +509,6 @@ impl BenchResult {
         let mut bottlenecks = BottleneckCounts::default();
         rounds.iter().for_each(|r| bottlenecks.add(r.bottleneck));
         let rps = cell_stats(&throughput, true);
-        let mut reasons: Vec<String> = Vec::new();
-        for r in &rounds {
-            match r.nothing_measured() {
-                Some(why) if !reasons.contains(&why) => reasons.push(why),
-                Some(_) => {}
-                None => {
-                    reasons.clear();
-                    break;
-                }
-            }
-        }
         BenchCell {
             load: *load,
             level: *level,
@@ -560,7 +549,7 @@ impl BenchResult {
             bottlenecks,
             noisy: rps.is_some_and(|s| s.n > 1 && s.mean > 0.0 && s.stddev / s.mean > NOISY_CV),
             requests_per_sec: rps,
-            nothing: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            nothing: nothing_measured(&rounds),
         }
     }
 
@@ -610,6 +599,19 @@ impl BenchResult {
             .filter(|r| !r.combined && r.bottleneck == Bottleneck::GeneratorBound)
             .count()
     }
+}
+
+/// Why a cell measured nothing: its rounds' distinct reasons, or `None` as soon as one round
+/// measured something (or the cell has no round).
+fn nothing_measured(rounds: &[&BenchRound]) -> Option<String> {
+    let mut reasons: Vec<String> = Vec::new();
+    for r in rounds {
+        let why = r.nothing_measured()?;
+        if !reasons.contains(&why) {
+            reasons.push(why);
+        }
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 fn latency_cells(runs: &[&RunResult]) -> Vec<CellPercentile> {

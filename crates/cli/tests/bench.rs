@@ -631,8 +631,25 @@ fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> Ben
     ];
     let (out, result) = bench(&file, &dir.join("results"), &args);
     let (stdout, stderr) = output_text(&out);
-    assert!(out.status.success(), "{name}: {stdout}\n{stderr}");
-    let r = result.expect("result saved");
+    let r = result.unwrap_or_else(|| panic!("{name}: no result saved: {stdout}\n{stderr}"));
+    if !out.status.success() {
+        // A find-max search may hold no rate on a busy host (its first step failed): that is
+        // exit 1 with the reason, which must then be there, per cell. Anything else fails.
+        assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
+        let empty: Vec<_> = r.empty_cells().collect();
+        assert!(!empty.is_empty(), "{name}: {stdout}\n{stderr}");
+        for (cell, why) in empty {
+            let searched = r
+                .rounds_of(cell.load, cell.level, &cell.target)
+                .all(|x| x.find_max.is_some());
+            assert!(searched, "{name}: {} measured nothing: {why}", cell.target);
+            assert!(
+                stderr.contains(why),
+                "{name}: {why} not on stderr:\n{stderr}"
+            );
+            eprintln!("{name}: {} held no rate on this host: {why}", cell.target);
+        }
+    }
     assert_eq!(r.steps_done, r.steps_planned, "{name}");
     for round in r.rounds.iter().filter(|x| !x.combined) {
         assert!(round.error.is_none(), "{name}: {:?}", round.error);

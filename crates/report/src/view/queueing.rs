@@ -132,19 +132,9 @@ mod tests {
     /// not left out of the section silently.
     #[test]
     fn a_level_that_measured_nothing_is_named_with_its_reason() {
-        let mut r = fixtures::bench_sweep();
-        let last = r.loads[0].levels.len() as u32 - 1;
-        for round in r.rounds.iter_mut().filter(|x| x.level == last) {
-            let run = round.result.as_mut().expect("a finished round");
-            run.stats = loadbench_model::Stats {
-                elapsed_us: run.stats.elapsed_us,
-                sent: 7,
-                abandoned: 7,
-                ..Default::default()
-            };
-            run.finalize();
-        }
-        r.recompute();
+        let sweep = fixtures::bench_sweep();
+        let last = sweep.loads[0].levels.len() as u32 - 1;
+        let r = fixtures::never_answered(sweep, |x| x.level == last, 7);
         let said: Vec<String> = sentences(&r, 0).into_iter().map(|s| s.text).collect();
         let label = r.loads[0].level_label(last as usize);
         let expected = format!("backend at {label}: left out, it measured nothing: none of the 7 requests sent was answered");

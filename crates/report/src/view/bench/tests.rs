@@ -390,26 +390,9 @@ fn an_insecure_load_says_so_in_every_bench_report() {
     }
 }
 
-/// The fixture with every round of haproxy at its second level sent and never answered,
-/// and one of them failed outright (the target exited).
+/// The fixture with every round of haproxy at its second level sent and never answered.
 fn with_an_empty_cell() -> BenchResult {
-    let mut r = fixture();
-    for round in r
-        .rounds
-        .iter_mut()
-        .filter(|x| x.target == "haproxy" && x.level == 1)
-    {
-        let run = round.result.as_mut().expect("a finished round");
-        run.stats = loadbench_model::Stats {
-            elapsed_us: run.stats.elapsed_us,
-            sent: 50,
-            abandoned: 50,
-            ..Default::default()
-        };
-        run.finalize();
-    }
-    r.recompute();
-    r
+    fixtures::never_answered(fixture(), |x| x.target == "haproxy" && x.level == 1, 50)
 }
 
 /// Issue 35 point 3: a cell that completed nothing says why in every table, the warnings and

@@ -185,6 +185,9 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     if let Some(e) = &round.error {
         return format!("{head} failed: {e}");
     }
+    if let Some(why) = round.nothing_measured() {
+        return format!("{head} measured nothing: {why}");
+    }
     let mut parts = Vec::new();
     if let Some(rps) = round.throughput() {
         parts.push(format!("{rps:.0} req/s"));
@@ -281,5 +284,25 @@ mod tests {
             assert_eq!(figure, format!("{rate:.0}"), "{line}");
             assert_eq!(line.matches(" req/s").count(), 1, "{line}");
         }
+    }
+
+    /// A round that completed nothing says why on its progress line, not `0 req/s, neither`.
+    #[test]
+    fn a_round_that_measured_nothing_says_why_on_its_line() {
+        let mut r = bench_with_odd_rates();
+        let round = &mut r.rounds[0];
+        let stats = &mut round.result.as_mut().expect("a finished round").stats;
+        *stats = loadbench_model::Stats {
+            elapsed_us: stats.elapsed_us,
+            sent: 4,
+            abandoned: 4,
+            ..Default::default()
+        };
+        let line = round_line(&r, &r.rounds[0]);
+        assert!(
+            line.ends_with(": measured nothing: none of the 4 requests sent was answered (4 still in flight at the end): the server did not respond within the run; give it a longer duration or timeout, or look at the server"),
+            "{line}"
+        );
+        assert!(!line.contains("req/s"), "{line}");
     }
 }

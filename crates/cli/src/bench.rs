@@ -185,6 +185,9 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     if let Some(e) = &round.error {
         return format!("{head} failed: {e}");
     }
+    if let Some(why) = round.nothing_measured() {
+        return format!("{head} measured nothing: {why}");
+    }
     let mut parts = Vec::new();
     if let Some(rps) = round.throughput() {
         parts.push(format!("{rps:.0} req/s"));
@@ -213,15 +216,34 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
     format!("{head} {}", parts.join(", "))
 }
 
-/// 130 when interrupted, 1 when a round failed or the result is not where it belongs, else 0.
+/// 130 when interrupted; 1 when a round failed, a cell measured nothing (no silent zero: one
+/// `error:` line per such cell on stderr, with why) or the result is not where it belongs;
+/// else 0.
 pub(crate) fn exit_code(r: &BenchResult, in_place: bool) -> ExitCode {
+    let empty = empty_cell_lines(r);
+    empty.iter().for_each(|l| eprintln!("error: {l}"));
     if r.interrupted {
         ExitCode::from(130)
-    } else if !in_place || r.rounds.iter().any(|x| x.error.is_some()) {
+    } else if !in_place || !empty.is_empty() || r.rounds.iter().any(|x| x.error.is_some()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `haproxy at c=50 (load closed) measured nothing: …`, one per cell that completed nothing.
+fn empty_cell_lines(r: &BenchResult) -> Vec<String> {
+    r.empty_cells()
+        .map(|(c, why)| {
+            let load = r.loads.get(c.load as usize);
+            let level = load.map_or("?".to_string(), |l| l.level_label(c.level as usize));
+            let name = load.map_or("?", |l| l.name.as_str());
+            format!(
+                "{} at {level} (load {name}) measured nothing: {why}",
+                c.target
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -281,5 +303,25 @@ mod tests {
         assert!(line.contains(", 1 error,"), "{line}");
         r.rounds[0].bottleneck = Bottleneck::GeneratorBound;
         assert!(round_line(&r, &r.rounds[0]).ends_with(", generator-bound"));
+    }
+
+    /// A round that completed nothing says why on its progress line, not `0 req/s, neither`.
+    #[test]
+    fn a_round_that_measured_nothing_says_why_on_its_line() {
+        let mut r = bench_with_odd_rates();
+        let round = &mut r.rounds[0];
+        let stats = &mut round.result.as_mut().expect("a finished round").stats;
+        *stats = loadbench_model::Stats {
+            elapsed_us: stats.elapsed_us,
+            sent: 4,
+            abandoned: 4,
+            ..Default::default()
+        };
+        let line = round_line(&r, &r.rounds[0]);
+        assert!(
+            line.ends_with(": measured nothing: none of the 4 requests sent was answered (4 still in flight at the end): the server did not respond within the run; give it a longer duration or timeout, or look at the server"),
+            "{line}"
+        );
+        assert!(!line.contains("req/s"), "{line}");
     }
 }

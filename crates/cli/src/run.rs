@@ -291,53 +291,19 @@ fn closed_only(a: &RunArgs) -> Result<(), UserError> {
 }
 
 /// 0 when something succeeded; 1 when every request failed or none completed (no silent
-/// zero); 130 when interrupted.
+/// zero, the reason from [`loadbench_model::Stats::nothing_completed`]); 130 when interrupted.
 fn exit_code(r: &RunResult) -> ExitCode {
-    let errors = r.stats.errors.total();
-    if r.stats.requests == 0 && errors > 0 {
-        eprintln!(
-            "error: every request failed ({}, none completed): see the errors above",
-            counted(errors, "error")
-        );
-        return ExitCode::from(1);
+    use loadbench_model::NothingCompleted;
+    match r.stats.nothing_completed() {
+        Some(why @ NothingCompleted::Failed { .. }) => {
+            eprintln!("error: {why}: see the errors above");
+            ExitCode::from(1)
+        }
+        _ if r.interrupted => ExitCode::from(130),
+        Some(why) => {
+            eprintln!("error: {why}");
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     }
-    if r.interrupted {
-        return ExitCode::from(130);
-    }
-    if r.stats.requests == 0 {
-        eprintln!("error: {}", nothing_completed(&r.stats));
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
-}
-
-/// Why a run that failed nothing completed nothing, in one line: nothing sent (which limit
-/// held it) or sent and never answered.
-pub(crate) fn nothing_completed(s: &loadbench_model::Stats) -> String {
-    let refused = match s.h2.goaways {
-        0 => String::new(),
-        1 => "; the server sent GOAWAY once".to_string(),
-        n => format!("; the server sent GOAWAY {n} times"),
-    };
-    if s.sent == 0 {
-        let why = if s.h2.zero_streams > 0 {
-            format!(
-                "the server allowed no HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS 0 on {})",
-                counted(s.h2.zero_streams, "connection")
-            )
-        } else if s.waiting > 0 {
-            format!(
-                "{} waited for a connection the whole run",
-                counted(s.waiting, "request")
-            )
-        } else {
-            "no connection could take a request within the run".to_string()
-        };
-        return format!("nothing was sent: {why}{refused}");
-    }
-    format!(
-        "{} answered ({} still in flight at the end): the server did not respond within the run; raise -d or --timeout, or look at the server{refused}",
-        if s.sent == 1 { "the 1 request sent was not".to_string() } else { format!("none of the {} requests sent was", s.sent) },
-        s.abandoned
-    )
 }

@@ -631,8 +631,25 @@ fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> Ben
     ];
     let (out, result) = bench(&file, &dir.join("results"), &args);
     let (stdout, stderr) = output_text(&out);
-    assert!(out.status.success(), "{name}: {stdout}\n{stderr}");
-    let r = result.expect("result saved");
+    let r = result.unwrap_or_else(|| panic!("{name}: no result saved: {stdout}\n{stderr}"));
+    if !out.status.success() {
+        // A find-max search may hold no rate on a busy host (its first step failed): that is
+        // exit 1 with the reason, which must then be there, per cell. Anything else fails.
+        assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
+        let empty: Vec<_> = r.empty_cells().collect();
+        assert!(!empty.is_empty(), "{name}: {stdout}\n{stderr}");
+        for (cell, why) in empty {
+            let searched = r
+                .rounds_of(cell.load, cell.level, &cell.target)
+                .all(|x| x.find_max.is_some());
+            assert!(searched, "{name}: {} measured nothing: {why}", cell.target);
+            assert!(
+                stderr.contains(why),
+                "{name}: {why} not on stderr:\n{stderr}"
+            );
+            eprintln!("{name}: {} held no rate on this host: {why}", cell.target);
+        }
+    }
     assert_eq!(r.steps_done, r.steps_planned, "{name}");
     for round in r.rounds.iter().filter(|x| !x.combined) {
         assert!(round.error.is_none(), "{name}: {:?}", round.error);
@@ -1202,4 +1219,57 @@ fn assert_report_names(r: &BenchResult, name: &str) {
         html.contains(&format!(">{name}<")),
         "{name} not in the report"
     );
+}
+
+/// Issue 35 point 3, issue 33 "no silent zero": beside a backend that answers, one that takes
+/// every request and never answers (a delay of an hour, ready on TCP). Its cell says why it
+/// measured nothing in the table and in the JSON (`cells[].nothing`), one `error:` line per
+/// such cell goes to stderr, and the bench exits 1. The answering target's cell says nothing
+/// of the kind.
+#[test]
+fn a_target_that_never_answers_is_a_cell_that_says_why_and_exit_1() {
+    let _machine = crate::support::loading();
+    let dir = tempdir("bench-silent");
+    let text = "name = \"silent\"\n\
+                [[target]]\nname = \"quick\"\nkind = \"upstream\"\n[target.upstream]\nthreads = 1\n\
+                [[target]]\nname = \"silent\"\nkind = \"upstream\"\nready.tcp = \"127.0.0.1:{port}\"\n\
+                [target.upstream]\nthreads = 1\ndelay = \"1h\"\n\
+                [[load]]\nname = \"closed\"\nmodel = \"closed\"\ntargets = [\"quick\", \"silent\"]\n\
+                connections = [2]\nduration = \"1s\"\nwarmup = \"0s\"\n";
+    let file = scenario(&dir, "silent.toml", text);
+    let results = dir.join("results");
+    let (out, result) = bench(&file, &results, &[]);
+    let (stdout, stderr) = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("measured nothing"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: silent at c=2 (load closed) measured nothing: none of the "),
+        "{stderr}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("silent "))
+        .unwrap_or_else(|| panic!("no row for silent:\n{stdout}"));
+    assert!(
+        row.contains("measured nothing: none of the ")
+            && row.contains("requests sent was answered"),
+        "{row}"
+    );
+    let r = result.expect("the result is saved");
+    assert!(r.cell_of(0, 0, "quick").unwrap().nothing.is_none());
+    let json = std::fs::read_to_string(run_folder(&results).unwrap().join("result.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    let silent = cells.iter().find(|c| c["target"] == "silent").unwrap();
+    let why = silent["nothing"]
+        .as_str()
+        .expect("the file holds the reason");
+    assert!(why.contains("requests sent was answered"), "{why}");
+    assert!(lines[0].ends_with(why), "{}", lines[0]);
+    let quick = cells.iter().find(|c| c["target"] == "quick").unwrap();
+    assert!(quick.get("nothing").is_none(), "{quick}");
 }

@@ -3,7 +3,7 @@
 //! never meets the SLO, and Ctrl-C keeping the finished steps.
 
 use crate::support::{bin, tempdir, text};
-use loadbench_model::{FindMaxResult, SearchPhase, StopReason, Verdict};
+use loadbench_model::{FailReason, FindMaxResult, SearchPhase, StopReason, Verdict};
 use loadbench_upstream::{parse_delay, Server, ServerConfig};
 use std::path::Path;
 use std::process::Output;
@@ -161,6 +161,60 @@ fn a_target_that_never_meets_the_slo_holds_no_rate() {
     assert_eq!(r.max_rate, None);
     assert_eq!(r.stop_reason, Some(StopReason::NoRateHeld));
     assert_eq!(r.steps[0].verdict, Verdict::Fail);
+}
+
+/// Issue 35 point 9: the generator held far below the rate (2 connections to a backend that
+/// takes 200 ms per request: at most 10 req/s of the 50 asked), its CPU idle. The step is the
+/// generator's, with the figures, not an SLO failure of the target; the search ends there
+/// without a rate and says why in the report and the JSON. Holds on any machine: a slower one
+/// sends even less.
+#[test]
+fn a_generator_held_below_the_rate_is_judged_the_generators_not_the_slo() {
+    let server = limited_backend(64, "200ms");
+    let save = tempdir("find-max-held").join("r.json");
+    let mut args = SHORT_STEPS.to_vec();
+    args.extend(["--slo", "p99<5s", "--max-connections", "2"]);
+    let (out, saved) = find_max(&url(&server), &args, &save);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let r = saved.unwrap();
+    assert_eq!(r.steps.len(), 1, "{stdout}");
+    let step = &r.steps[0];
+    assert_eq!(step.verdict, Verdict::Fail);
+    assert_eq!(step.reason, Some(FailReason::Generator), "{}", step.detail);
+    let stats = &step.run.stats;
+    assert!(
+        (stats.sent as f64) < 0.5 * stats.scheduled.unwrap() as f64,
+        "{stats:?}"
+    );
+    let figures = format!(
+        "the generator sent {} of {} scheduled",
+        stats.sent,
+        stats.scheduled.unwrap()
+    );
+    assert!(step.detail.starts_with(&figures), "{}", step.detail);
+    assert!(
+        step.detail.contains("raise --max-connections"),
+        "{}",
+        step.detail
+    );
+    assert_eq!(r.stop_reason, Some(StopReason::Generator));
+    assert_eq!(r.max_rate, None);
+    assert!(
+        stdout.contains("no rate held: the generator could not keep up"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("raise --max-connections"), "{stdout}");
+    assert!(!stdout.contains("more threads"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let why = json["no_rate"]
+        .as_str()
+        .expect("the file says why no rate held");
+    assert!(
+        why.starts_with("no rate held: the generator could not offer the load: step 1, 50 req/s, failed (generator: the generator sent "),
+        "{why}"
+    );
 }
 
 #[test]

@@ -283,6 +283,23 @@ impl BenchRound {
             .map(|s| &s.run)
     }
 
+    /// Why the round measured nothing, in one line; `None` when it completed at least one
+    /// response (find-max: when a rate held). The round's error (target not ready, exited,
+    /// …), the run's [`crate::Stats::nothing_completed`], or the search's
+    /// [`FindMaxResult::no_rate_reason`].
+    pub fn nothing_measured(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            return Some(format!("no result: {e}"));
+        }
+        if let Some(run) = &self.result {
+            return run.stats.nothing_completed().map(|w| w.to_string());
+        }
+        match &self.find_max {
+            Some(f) => f.no_rate_reason(),
+            None => Some("no result recorded".to_string()),
+        }
+    }
+
     /// Completed requests per second (find-max: the highest rate that held).
     pub fn throughput(&self) -> Option<f64> {
         if let Some(r) = &self.result {
@@ -334,6 +351,11 @@ pub struct BenchCell {
     pub bottlenecks: BottleneckCounts,
     /// req/s varied more than [`NOISY_CV`] across rounds.
     pub noisy: bool,
+    /// Why the cell measured nothing, when none of its rounds completed a response (no
+    /// silent zero): each distinct round reason ([`BenchRound::nothing_measured`]), joined by
+    /// `; `. Absent when some round measured something. Recomputed from `rounds` on load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nothing: Option<String>,
 }
 
 /// One latency percentile of a cell across rounds.
@@ -530,7 +552,15 @@ impl BenchResult {
             bottlenecks,
             noisy: rps.is_some_and(|s| s.n > 1 && s.mean > 0.0 && s.stddev / s.mean > NOISY_CV),
             requests_per_sec: rps,
+            nothing: nothing_measured(&rounds),
         }
+    }
+
+    /// The cells that measured nothing, each with its reason (see [`BenchCell::nothing`]).
+    pub fn empty_cells(&self) -> impl Iterator<Item = (&BenchCell, &str)> + '_ {
+        self.cells
+            .iter()
+            .filter_map(|c| c.nothing.as_deref().map(|why| (c, why)))
     }
 
     fn relative_speeds(&self) -> Vec<RelativeSpeed> {
@@ -572,6 +602,19 @@ impl BenchResult {
             .filter(|r| !r.combined && r.bottleneck == Bottleneck::GeneratorBound)
             .count()
     }
+}
+
+/// Why a cell measured nothing: its rounds' distinct reasons, or `None` as soon as one round
+/// measured something (or the cell has no round).
+fn nothing_measured(rounds: &[&BenchRound]) -> Option<String> {
+    let mut reasons: Vec<String> = Vec::new();
+    for r in rounds {
+        let why = r.nothing_measured()?;
+        if !reasons.contains(&why) {
+            reasons.push(why);
+        }
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 fn latency_cells(runs: &[&RunResult]) -> Vec<CellPercentile> {

@@ -46,6 +46,10 @@ pub struct FindMaxResult {
     /// probes), µs: what "recovered" is judged against. `None` when the probes failed.
     #[serde(default)]
     pub baseline_us: Option<f64>,
+    /// Why the search ended without a rate that held (see [`FindMaxResult::no_rate_reason`]);
+    /// absent when a rate held or the search is still going on. Recomputed on load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_rate: Option<String>,
 }
 
 /// Conditions on latency measured from each request's intended send time; all must hold.
@@ -292,7 +296,67 @@ pub struct SloValue {
     pub ok: bool,
 }
 
+impl FailReason {
+    /// The reason as the JSON spells it: `slo`, `errors`, `generator`, `throughput`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailReason::Slo => "slo",
+            FailReason::Errors => "errors",
+            FailReason::Generator => "generator",
+            FailReason::Throughput => "throughput",
+        }
+    }
+}
+
 impl FindMaxResult {
+    /// Why a search that has ended found no rate that held, in one line (no silent zero):
+    /// the first step's failure and its detail, the generator's limit, a target that did not
+    /// recover, or an interruption. `None` while a rate held or the search goes on.
+    pub fn no_rate_reason(&self) -> Option<String> {
+        if self.max_rate.is_some() {
+            return None;
+        }
+        let stop = self.stop_reason?;
+        let failed = |s: &FindMaxStep| {
+            let reason = s.reason.map_or("fail", FailReason::name);
+            format!(
+                "step {}, {} req/s, failed ({reason}: {})",
+                s.step,
+                crate::human::rate_short(s.target_rate),
+                s.detail
+            )
+        };
+        let Some(first) = self.steps.first() else {
+            return Some("no step ran".to_string());
+        };
+        Some(match stop {
+            StopReason::Interrupted => "interrupted (Ctrl-C) before any step passed".to_string(),
+            StopReason::Generator => {
+                let step = self
+                    .steps
+                    .iter()
+                    .rev()
+                    .find(|s| s.reason == Some(FailReason::Generator))
+                    .unwrap_or(first);
+                format!(
+                    "no rate held: the generator could not offer the load: {}",
+                    failed(step)
+                )
+            }
+            StopReason::TargetNotRecovered => {
+                let step = self.steps.iter().rev().find(|s| s.recovery.is_some());
+                format!(
+                    "no maximum: the target did not recover within the recovery timeout after {}",
+                    failed(step.unwrap_or(first))
+                )
+            }
+            _ => format!(
+                "no rate held: the first {}",
+                failed(first).replacen(&format!("step {}", first.step), "step", 1)
+            ),
+        })
+    }
+
     /// Reads a saved find-max result (see [`crate::SavedResult::from_json`] for any kind).
     pub fn from_json(text: &str) -> Result<FindMaxResult, ResultReadError> {
         FindMaxResult::from_value(checked_as(text, ResultKind::FindMax)?)
@@ -318,6 +382,7 @@ impl FindMaxResult {
                 s.completed_rate = s.run.stats.summary().requests_per_sec;
             }
         }
+        r.no_rate = r.no_rate_reason();
         Ok(r)
     }
 }

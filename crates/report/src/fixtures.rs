@@ -216,6 +216,7 @@ pub(crate) fn find_max() -> FindMaxResult {
         precision_reached: Some(50.0 / 150.0),
         stop_reason: Some(StopReason::MaxSteps),
         baseline_us: None,
+        no_rate: None,
     }
 }
 
@@ -250,6 +251,27 @@ fn bench_generator_bound(target: usize, level: usize, round: usize) -> bool {
 
 /// A bench of three targets (the reference backend and two proxies in front of it) under a
 /// closed load at c=50 and c=200, three rounds each, with the resource series of the whole run.
+/// `r` with every round that `pick` chooses sent `sent` requests and never answered one,
+/// its cells recomputed: a cell that measured nothing.
+pub(crate) fn never_answered(
+    mut r: BenchResult,
+    pick: impl Fn(&loadbench_model::BenchRound) -> bool,
+    sent: u64,
+) -> BenchResult {
+    for round in r.rounds.iter_mut().filter(|x| pick(x)) {
+        let run = round.result.as_mut().expect("a finished round");
+        run.stats = loadbench_model::Stats {
+            elapsed_us: run.stats.elapsed_us,
+            sent,
+            abandoned: sent,
+            ..Default::default()
+        };
+        run.finalize();
+    }
+    r.recompute();
+    r
+}
+
 pub(crate) fn bench() -> BenchResult {
     let mut b = BenchResult {
         schema_version: SCHEMA_VERSION,

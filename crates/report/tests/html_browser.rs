@@ -719,6 +719,7 @@ fn find_max() -> FindMaxResult {
         precision_reached,
         stop_reason: Some(StopReason::MaxSteps),
         baseline_us: None,
+        no_rate: None,
     }
 }
 

@@ -64,6 +64,9 @@ pub(crate) fn warnings(r: &BenchResult) -> Vec<(Severity, String)> {
 fn cell_warnings(r: &BenchResult, c: &BenchCell) -> Vec<(Severity, String)> {
     let name = cell_name(r, c);
     let mut list = Vec::new();
+    if let Some(why) = &c.nothing {
+        list.push((Severity::Error, format!("{name}: measured nothing: {why}")));
+    }
     let g = c.bottlenecks.generator_bound;
     if g > 0 && !c.combined {
         let of = c.bottlenecks.generator_bound + c.bottlenecks.target_bound + c.bottlenecks.neither;
@@ -189,7 +192,10 @@ pub(crate) fn cell_row(r: &BenchResult, c: &BenchCell) -> CellRow {
         rss_start: bytes(c.rss_start_bytes),
         rss_peak: bytes(c.rss_peak_bytes),
         rss_trough: bytes(c.rss_trough_bytes),
-        verdict: with_starvation(r, c, verdict(c)),
+        verdict: match &c.nothing {
+            Some(why) => format!("measured nothing: {why}"),
+            None => with_starvation(r, c, verdict(c)),
+        },
         relative: relative(r, c),
     }
 }

@@ -84,12 +84,7 @@ pub(crate) fn recovery_text(step: &FindMaxStep) -> Option<String> {
 }
 
 fn reason_name(reason: FailReason) -> &'static str {
-    match reason {
-        FailReason::Slo => "slo",
-        FailReason::Errors => "errors",
-        FailReason::Generator => "generator",
-        FailReason::Throughput => "throughput",
-    }
+    reason.name()
 }
 
 /// `maximum sustainable rate: N req/s (within P%), stopped because …`, or why no rate held.
@@ -217,10 +212,26 @@ fn generator_limit(r: &FindMaxResult) -> String {
     let cpu = step
         .generator_cpu_share
         .map_or(MISSING.to_string(), units::percent);
+    let stats = &step.run.stats;
+    let pool_full = stats.generator.pool_full_share();
+    let fix = if pool_full > 0.0 {
+        format!(
+            "every allowed connection was busy {} of the step: raise --max-connections",
+            units::percent(pool_full)
+        )
+    } else if step.generator_cpu_share.is_some_and(|c| c > 0.9) {
+        "give it more threads (-t) or cores, or split the load over several generator hosts"
+            .to_string()
+    } else {
+        "its CPU was not saturated, so the host was likely busy or stalled: run on a quieter host or lower --start-rate".to_string()
+    };
+    let sent = match stats.scheduled {
+        Some(scheduled) => format!("{} of {scheduled} scheduled", stats.sent),
+        None => format!("{}/s", units::rate(step.achieved_rate)),
+    };
     format!(
-        "the generator could not keep up at {} req/s (it sent {}/s, using {cpu} of its {} thread{}): higher rates would measure loadbench, not the target; give it more threads (-t) or cores, or split the load over several generator hosts",
+        "the generator could not keep up at {} req/s (it sent {sent}, using {cpu} of its {} thread{}): higher rates would measure loadbench, not the target; {fix}",
         units::rate_short(step.target_rate),
-        units::rate(step.achieved_rate),
         r.search.threads,
         if r.search.threads == 1 { "" } else { "s" }
     )
@@ -286,6 +297,38 @@ mod tests {
         assert!(text.contains("lower --start-rate"), "{text}");
     }
 
+    /// Each way a search ends without a rate has its one line in the JSON; a rate that held,
+    /// or a search still going on, has none.
+    #[test]
+    fn no_rate_names_the_first_failure_a_target_not_recovered_or_an_interruption() {
+        let mut r = result();
+        assert_eq!(r.no_rate_reason(), None, "150 req/s held");
+        r.steps.truncate(2);
+        r.steps.remove(0);
+        (r.max_rate, r.precision_reached, r.stop_reason) = (None, None, None);
+        assert_eq!(r.no_rate_reason(), None, "still searching");
+        r.stop_reason = Some(StopReason::NoRateHeld);
+        assert_eq!(
+            r.no_rate_reason().unwrap(),
+            "no rate held: the first step, 200 req/s, failed (slo: p99.9 5.00ms >= 50ms)"
+        );
+        r.stop_reason = Some(StopReason::TargetNotRecovered);
+        assert!(r.no_rate_reason().unwrap().starts_with(
+            "no maximum: the target did not recover within the recovery timeout after step 2"
+        ));
+        r.stop_reason = Some(StopReason::Interrupted);
+        assert_eq!(
+            r.no_rate_reason().unwrap(),
+            "interrupted (Ctrl-C) before any step passed"
+        );
+        let back = FindMaxResult::from_json(&find_max_json(&r)).unwrap();
+        assert_eq!(
+            back.no_rate.as_deref(),
+            Some("interrupted (Ctrl-C) before any step passed"),
+            "recomputed on load"
+        );
+    }
+
     #[test]
     fn a_first_step_failed_on_a_busy_host_asks_for_a_quiet_host_not_a_lower_rate() {
         use loadbench_model::why::{Finding, FindingKind, Why};
@@ -326,6 +369,41 @@ mod tests {
         assert!(text.contains("at least 100 req/s"), "{text}");
         assert!(text.contains("could not keep up at 200 req/s"), "{text}");
         assert!(text.contains("97.00%"), "{text}");
+        assert!(text.contains("more threads (-t)"), "{text}");
+    }
+
+    /// Issue 35 point 9: a generator held back with an idle CPU is not told to add threads;
+    /// held by the connection limit, it is told which flag; and the JSON says why no rate held.
+    #[test]
+    fn a_short_send_names_the_connection_limit_or_the_busy_host_not_more_threads() {
+        let mut r = result();
+        r.steps.truncate(1);
+        let step = &mut r.steps[0];
+        step.verdict = Verdict::Fail;
+        step.reason = Some(FailReason::Generator);
+        step.generator_cpu_share = Some(0.04);
+        step.detail = "the generator sent 54 of 100 scheduled".into();
+        step.run.stats.sent = 54;
+        step.run.stats.scheduled = Some(100);
+        (r.max_rate, r.precision_reached) = (None, None);
+        r.stop_reason = Some(StopReason::Generator);
+        let idle = find_max_text(&r);
+        assert!(idle.contains("it sent 54 of 100 scheduled"), "{idle}");
+        assert!(idle.contains("host was likely busy"), "{idle}");
+        assert!(!idle.contains("more threads"), "{idle}");
+        r.steps[0].run.stats.generator.worker_us = 1_000_000;
+        r.steps[0].run.stats.generator.pool_full_us = 500_000;
+        let held = find_max_text(&r);
+        assert!(
+            held.contains("busy 50.00% of the step: raise --max-connections"),
+            "{held}"
+        );
+        r.no_rate = r.no_rate_reason();
+        let v: serde_json::Value = serde_json::from_str(&find_max_json(&r)).unwrap();
+        assert_eq!(
+            v["no_rate"],
+            "no rate held: the generator could not offer the load: step 1, 100 req/s, failed (generator: the generator sent 54 of 100 scheduled)"
+        );
     }
 
     #[test]

@@ -64,7 +64,8 @@ pub(crate) struct Sentence {
 }
 
 /// The findings of every target of the load (strongest first within a target), then what
-/// was not found: no knee, no fit and why.
+/// was not found: no knee, no fit and why; then every level a target measured nothing at,
+/// which the table leaves out (never silently).
 pub(crate) fn sentences(r: &BenchResult, li: u32) -> Vec<Sentence> {
     let mut out = Vec::new();
     for a in of_load(r, li) {
@@ -78,6 +79,20 @@ pub(crate) fn sentences(r: &BenchResult, li: u32) -> Vec<Sentence> {
                 .map(|text| Sentence { text, fix: None }),
         );
     }
+    let label =
+        |level: u32| load_of(r, li).map_or(MISSING.to_string(), |l| l.level_label(level as usize));
+    out.extend(
+        r.empty_cells()
+            .filter(|(c, _)| c.load == li && !c.combined)
+            .map(|(c, why)| Sentence {
+                text: format!(
+                    "{} at {}: left out, it measured nothing: {why}",
+                    c.target,
+                    label(c.level)
+                ),
+                fix: None,
+            }),
+    );
     out
 }
 
@@ -112,6 +127,23 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use loadbench_model::queueing::sig3;
+
+    /// Issue 35 point 3: a target that measured nothing at a level is named, with the reason,
+    /// not left out of the section silently.
+    #[test]
+    fn a_level_that_measured_nothing_is_named_with_its_reason() {
+        let sweep = fixtures::bench_sweep();
+        let last = sweep.loads[0].levels.len() as u32 - 1;
+        let r = fixtures::never_answered(sweep, |x| x.level == last, 7);
+        let said: Vec<String> = sentences(&r, 0).into_iter().map(|s| s.text).collect();
+        let label = r.loads[0].level_label(last as usize);
+        let expected = format!("backend at {label}: left out, it measured nothing: none of the 7 requests sent was answered");
+        assert!(said.iter().any(|s| s.starts_with(&expected)), "{said:?}");
+        assert!(
+            rows(&r, 0).iter().all(|row| row[1] != label),
+            "not a row of zeros"
+        );
+    }
 
     #[test]
     fn rows_show_the_models_figures_for_every_level() {

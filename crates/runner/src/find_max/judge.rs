@@ -10,8 +10,14 @@
 use loadbench_model::human as units;
 use loadbench_model::{FailReason, Histo, Slo, SloCondition, SloOp, SloValue, Stats, Verdict};
 
-/// A step whose achieved send rate is below this share of its target did not offer the load.
+/// A step whose achieved send rate is below this share of its target did not offer the load;
+/// with the generator's CPU above [`CPU_BUSY`] the step is blamed on the generator.
 const KEEP_UP: f64 = 0.97;
+/// A step that sent fewer than this share of the requests its schedule called for is blamed
+/// on the generator whatever its CPU: the target was never offered the rate, so the step says
+/// nothing about whether the target holds it (a connection limit, a stalled host, a busy core
+/// shared with other work; issue 35 point 9).
+const SENT_SHORT: f64 = 0.90;
 /// A step whose completed count is below this share of what was sent (less what may normally
 /// still be in flight at its end) fell behind.
 const SERVED: f64 = 0.97;
@@ -60,16 +66,8 @@ pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget:
     };
     let slo_values = measure_slo(slo, &s.latency.hist);
     let mut broken: Vec<(FailReason, String)> = Vec::new();
-    if let Some(cpu) = cpu.filter(|&c| c > CPU_BUSY && achieved < KEEP_UP * target) {
-        broken.push((
-            FailReason::Generator,
-            format!(
-                "sent {}/s of {}/s with the generator at {} CPU",
-                units::rate(achieved),
-                units::rate_short(target),
-                units::percent(cpu)
-            ),
-        ));
+    if let Some(d) = generator_shortfall(s, target, achieved, cpu) {
+        broken.push((FailReason::Generator, d));
     }
     if error_share > budget {
         broken.push((
@@ -107,6 +105,37 @@ pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget:
         reason,
         detail,
     }
+}
+
+/// The detail when the generator did not offer the step's load: it sent fewer than
+/// [`SENT_SHORT`] of the requests scheduled (whatever its CPU), or fell below [`KEEP_UP`] of
+/// the rate with its CPU above [`CPU_BUSY`]. The figures: sent, scheduled, the generator's CPU
+/// and, when the connection limit held requests back, for how long.
+fn generator_shortfall(s: &Stats, target: f64, achieved: f64, cpu: Option<f64>) -> Option<String> {
+    let scheduled = s
+        .scheduled
+        .unwrap_or_else(|| (target * s.elapsed_us as f64 / 1e6).round() as u64);
+    let short = scheduled > 0 && (s.sent as f64) < SENT_SHORT * scheduled as f64;
+    let busy = cpu.is_some_and(|c| c > CPU_BUSY) && achieved < KEEP_UP * target;
+    if !short && !busy {
+        return None;
+    }
+    let cpu = cpu.map_or("unknown".to_string(), units::percent);
+    let mut text = format!(
+        "the generator sent {} of {} scheduled ({}/s of {}/s) with its CPU at {cpu}",
+        s.sent,
+        scheduled,
+        units::rate(achieved),
+        units::rate_short(target),
+    );
+    let pool_full = s.generator.pool_full_share();
+    if pool_full > 0.0 {
+        text += &format!(
+            "; every allowed connection was busy {} of the time (raise --max-connections)",
+            units::percent(pool_full)
+        );
+    }
+    Some(text)
 }
 
 /// The detail when the target completed clearly fewer responses than were sent to it.
@@ -202,8 +231,49 @@ mod tests {
         );
         let busy = judge(&stats(900, 900, 0), 1000.0, Some(0.95), &slo, 0.001);
         assert_eq!(busy.reason, Some(FailReason::Generator));
-        let idle = judge(&stats(900, 900, 0), 1000.0, Some(0.30), &slo, 0.001);
-        assert_eq!(idle.verdict, Verdict::Pass, "slow sends alone blame no one");
+        let idle = judge(&stats(950, 950, 0), 1000.0, Some(0.30), &slo, 0.001);
+        assert_eq!(
+            idle.verdict,
+            Verdict::Pass,
+            "slightly slow sends alone blame no one"
+        );
+    }
+
+    /// Issue 35 point 9: 54% of the schedule sent, fast answers to what was sent, an idle
+    /// generator: the step did not offer the rate, so it is the generator's, with the figures.
+    #[test]
+    fn sending_well_short_of_the_schedule_is_the_generators_whatever_its_cpu() {
+        let slo = loadbench_plan::parse_slo("p99<5ms").unwrap();
+        let mut short = stats(540, 540, 0);
+        short.scheduled = Some(1000);
+        for cpu in [Some(0.05), None, Some(0.99)] {
+            let j = judge(&short, 1000.0, cpu, &slo, 0.001);
+            assert_eq!(
+                (j.verdict, j.reason),
+                (Verdict::Fail, Some(FailReason::Generator))
+            );
+            assert!(
+                j.detail
+                    .starts_with("the generator sent 540 of 1000 scheduled"),
+                "{}",
+                j.detail
+            );
+            assert!(
+                j.detail.contains("; p99 10.0"),
+                "the SLO is named too: {}",
+                j.detail
+            );
+        }
+        let j = judge(&short, 1000.0, None, &slo, 0.001);
+        assert!(j.detail.contains("CPU at unknown"), "{}", j.detail);
+        short.generator.worker_us = 1_000_000;
+        short.generator.pool_full_us = 400_000;
+        let j = judge(&short, 1000.0, Some(0.05), &slo, 0.001);
+        assert!(j.detail.contains("busy 40.00% of the time"), "{}", j.detail);
+        // Without a schedule (closed model) the rate times the window stands for it.
+        let j = judge(&stats(890, 890, 0), 1000.0, Some(0.1), &slo, 0.001);
+        assert_eq!(j.reason, Some(FailReason::Generator), "{}", j.detail);
+        assert!(j.detail.contains("890 of 1000 scheduled"), "{}", j.detail);
     }
 
     #[test]

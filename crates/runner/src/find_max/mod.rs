@@ -294,6 +294,7 @@ fn update(result: &mut FindMaxResult, search: &Search, ctl: Control<'_>) {
     result.max_rate = search.pass.filter(|_| !unbounded);
     result.precision_reached = search.precision_reached().filter(|_| !unbounded);
     result.interrupted = ctl.stopped();
+    result.no_rate = result.no_rate_reason();
     result.ended_at = now();
 }
 
@@ -332,6 +333,7 @@ fn empty_result(spec: &FindMaxSpec, threads: u32) -> FindMaxResult {
         precision_reached: None,
         stop_reason: None,
         baseline_us: None,
+        no_rate: None,
     }
 }
 

@@ -389,3 +389,69 @@ fn an_insecure_load_says_so_in_every_bench_report() {
         );
     }
 }
+
+/// The fixture with every round of haproxy at its second level sent and never answered.
+fn with_an_empty_cell() -> BenchResult {
+    fixtures::never_answered(fixture(), |x| x.target == "haproxy" && x.level == 1, 50)
+}
+
+/// Issue 35 point 3: a cell that completed nothing says why in every table, the warnings and
+/// the JSON; the other cells say nothing of the kind.
+#[test]
+fn a_cell_that_measured_nothing_says_why_in_tables_warnings_and_json() {
+    let r = with_an_empty_cell();
+    let empty: Vec<_> = r.empty_cells().collect();
+    assert_eq!(empty.len(), 1, "{empty:?}");
+    let (cell, why) = empty[0];
+    assert_eq!((cell.target.as_str(), cell.level), ("haproxy", 1));
+    assert!(
+        why.starts_with("none of the 50 requests sent was answered (50 still in flight"),
+        "{why}"
+    );
+    assert!(r.cells.iter().filter(|c| c.nothing.is_none()).count() == r.cells.len() - 1);
+    let row = cell_row(&r, cell);
+    assert_eq!(row.verdict, format!("measured nothing: {why}"));
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render_bench(format, &r);
+        // Once in the cell's row, once among the warnings above the tables.
+        assert!(
+            out.matches("measured nothing: none of the 50 requests sent was answered")
+                .count()
+                >= 2,
+            "{format:?}:\n{out}"
+        );
+    }
+    assert!(warnings(&r).iter().any(|(sev, w)| *sev == Severity::Error
+        && w.starts_with("haproxy at ")
+        && w.contains("measured nothing: none of the 50")));
+    let json: serde_json::Value = serde_json::from_str(&bench_json(&r)).unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    let with_reason: Vec<_> = cells
+        .iter()
+        .filter(|c| c.get("nothing").is_some())
+        .collect();
+    assert_eq!(with_reason.len(), 1);
+    assert_eq!(with_reason[0]["nothing"], why);
+    let back = BenchResult::from_json(&bench_json(&r)).unwrap();
+    assert_eq!(back.empty_cells().count(), 1, "recomputed on load");
+}
+
+/// A round that failed (target not ready, exited) gives its error as the cell's reason.
+#[test]
+fn a_failed_round_is_the_reason_of_its_empty_cell() {
+    let mut r = fixture();
+    for round in r
+        .rounds
+        .iter_mut()
+        .filter(|x| x.target == "haproxy" && x.level == 1)
+    {
+        round.result = None;
+        round.error = Some("the target exited with status 1 before it was ready".into());
+    }
+    r.recompute();
+    let cell = r.cell_of(0, 1, "haproxy").expect("the cell is kept");
+    assert_eq!(
+        cell.nothing.as_deref(),
+        Some("no result: the target exited with status 1 before it was ready")
+    );
+}

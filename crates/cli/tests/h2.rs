@@ -2,8 +2,9 @@
 //! the test, over h2c (prior knowledge) and h2 over TLS with a certificate made at test time.
 //! nginx's access log (whose request lines say `HTTP/2.0`) must hold exactly what loadbench
 //! counted; a server limit on concurrent streams is honoured (no REFUSED_STREAM, the recorded
-//! most-in-flight stays at the limit); a GOAWAY after a request limit loses no request; and a
-//! server without HTTP/2 is one line and exit code 2, before any load.
+//! most-in-flight stays at the limit); a GOAWAY after a request limit loses no request (and the
+//! text report counts the GOAWAYs); and a server without HTTP/2 is one line and exit code 2,
+//! before any load.
 
 use crate::support::nginx::Nginx;
 use crate::support::{have, tempdir, Run};
@@ -187,9 +188,22 @@ fn a_goaway_after_a_request_limit_loses_no_request() {
     // After 50 requests on a connection nginx sends GOAWAY; streams above its last stream id
     // are sent again on a new connection.
     let nginx = nginx_h2c("keepalive_requests 50;");
-    let r = Run::new(&nginx.url("/"))
-        .args(["--http2", "--streams", "4", "-c", "2", "-n", "400"])
-        .ok();
+    let ran = Run::new(&nginx.url("/"))
+        .args([
+            "--http2",
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "-n",
+            "400",
+            "-o",
+            "text",
+        ])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(0), "{stderr}");
+    let r = ran.result();
     // Every send counts in `sent`, the ones sent again after a GOAWAY too (docs/reliability.md):
     // requests + goaway_retries = sent.
     assert_eq!(r.stats.requests, 400);
@@ -207,6 +221,21 @@ fn a_goaway_after_a_request_limit_loses_no_request() {
         r.stats.connections_opened
     );
     assert_logged_h2(&nginx, 400);
+    // The text report says how many GOAWAYs came and what they sent again, as the result has.
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("HTTP/2 GOAWAY:"))
+        .unwrap_or_else(|| panic!("no GOAWAY line: {stdout}"));
+    let resent = match r.stats.h2.goaway_retries {
+        0 => "no request had to be sent again".to_string(),
+        1 => "1 request above its last stream id, never processed, sent again on a new connection".to_string(),
+        n => format!("{n} requests above its last stream id, never processed, sent again on a new connection"),
+    };
+    let want = format!(
+        "the server sent GOAWAY {} times (each ends its connection: no new streams on it, which is re-opened); {resent}",
+        r.stats.h2.goaways
+    );
+    assert!(line.ends_with(&want), "{line}\nwant: {want}");
 }
 
 #[test]

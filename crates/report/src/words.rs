@@ -4,7 +4,7 @@
 //! it on its own. The findings' wording is [`crate::why`]'s.
 
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{BodySizes, HostInfo, RateSegment, RunResult};
+use loadbench_model::{BodySizes, H2Stats, HostInfo, RateSegment, RunResult};
 
 /// Open model: the send window and the pool, as the run had them: `send window 1.00ms,
 /// initial pool 40 connections, at most 64 connects at once, 52 connects in all, 47 in the
@@ -88,6 +88,32 @@ pub(crate) fn document_length(b: &BodySizes) -> String {
     } else {
         mean
     }
+}
+
+/// `--http2`: the GOAWAY frames the server sent and what they cost, `None` when it sent none:
+/// `the server sent GOAWAY 12 times (each ends its connection: no new streams on it, which is
+/// re-opened); 34 requests above its last stream id, never processed, sent again on a new
+/// connection`.
+pub(crate) fn goaway_text(h2: &H2Stats) -> Option<String> {
+    if h2.goaways == 0 {
+        return None;
+    }
+    let times = if h2.goaways == 1 { "once" } else { "times" };
+    let count = if h2.goaways == 1 {
+        String::new()
+    } else {
+        format!("{} ", h2.goaways)
+    };
+    let resent = match h2.goaway_retries {
+        0 => "no request had to be sent again".to_string(),
+        n => format!(
+            "{} above its last stream id, never processed, sent again on a new connection",
+            counted(n, "request")
+        ),
+    };
+    Some(format!(
+        "the server sent GOAWAY {count}{times} (each ends its connection: no new streams on it, which is re-opened); {resent}"
+    ))
 }
 
 /// `1 thread`, `2 threads`.

@@ -57,6 +57,9 @@ pub(crate) struct Entry {
     retried: bool,
     /// Not the first request written on its connection (a keep-alive request).
     reused: bool,
+    /// Where its bytes end in the pipe's `out` buffer while they are being written (valid
+    /// for the `unwritten` entries only).
+    out_end: usize,
 }
 
 /// The requests in flight on one pipelined connection and the bytes still to write.
@@ -90,6 +93,13 @@ impl Pipe {
     fn written_measured(&self) -> u64 {
         self.ring.iter().filter(|e| e.measured && !e.unsent).count() as u64
     }
+
+    /// The front request's bytes are not all written yet (a large body still going out).
+    fn front_unwritten(&self) -> bool {
+        let pending = self.out_pos < self.out.len();
+        let front_in_batch = self.unwritten >= self.ring.len();
+        pending && front_in_batch && self.ring.front().is_some_and(|e| self.out_pos < e.out_end)
+    }
 }
 
 /// A new request claimed at `now`: due now, written on the next send.
@@ -111,6 +121,7 @@ fn due_entry(ctx: &mut Ctx, intended: Instant, now: Instant) -> Entry {
         unsent: true,
         retried: false,
         reused: false,
+        out_end: 0,
     }
 }
 
@@ -336,14 +347,27 @@ impl Conn {
     }
 
     /// The front response is complete: record it, and the next in line becomes the front.
-    /// Returns false when the response ended the connection (`Connection: close`, HTTP/1.0).
+    /// Returns false when the response ended the connection (`Connection: close`, HTTP/1.0),
+    /// or came before its request was all written: as on a one-request connection, the rest
+    /// of that request is not sent and the connection cannot carry another (the server still
+    /// expects the body's end), so it is closed (`answered_before_body`) and the requests
+    /// behind it, of which no byte was written, go on a new one.
     fn pipe_complete(&mut self, ctx: &mut Ctx, now: Instant) -> bool {
-        let keep = ctx.keepalive && self.parser.keep_alive();
-        let reason = if self.parser.connection_close() {
+        let cut_short = self.pipe.as_deref().is_some_and(Pipe::front_unwritten);
+        let keep = ctx.keepalive && self.parser.keep_alive() && !cut_short;
+        let reason = if cut_short {
+            ReopenReason::AnsweredBeforeBody
+        } else if self.parser.connection_close() {
             ReopenReason::ConnectionClose
         } else {
             ReopenReason::NotReusable
         };
+        if cut_short {
+            // The write ends at the answer (as `Conn::first_byte` has it for one request).
+            if let Some(e) = self.pipe.as_deref_mut().and_then(|p| p.ring.front_mut()) {
+                e.wrote_at = self.first_byte_at;
+            }
+        }
         self.record_front(ctx, now);
         self.reused = true;
         if keep {
@@ -470,6 +494,7 @@ fn queue(
         Some(draw) => ctx.assemble(e.endpoint, draw, conn, out),
         None => out.extend_from_slice(ctx.request_of(e.endpoint)),
     }
+    e.out_end = out.len();
     e.sent = now;
     e.wrote_at = now;
     e.unsent = false;

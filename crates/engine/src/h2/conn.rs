@@ -21,6 +21,8 @@ use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
+#[doc(hidden)]
+pub mod fuzz;
 mod open;
 mod send;
 

@@ -287,6 +287,9 @@ fn headline(r: &RunResult, sum: &Summary) -> Vec<(&'static str, String)> {
     if s.waiting > 0 {
         pairs.push(("Waiting for a connection at end", s.waiting.to_string()));
     }
+    if let Some(goaway) = crate::words::goaway_text(&s.h2) {
+        pairs.push(("HTTP/2 GOAWAY", goaway));
+    }
     if is_open(r) {
         pairs.push(("Sent late (>1ms)", s.sent_late.to_string()));
     }
@@ -636,6 +639,27 @@ pub(crate) mod tests {
             assert!(alerts.contains(needle), "missing {needle} in {alerts}");
         }
         assert!(alerts.find("alert error") < alerts.find("alert warn"));
+    }
+
+    #[test]
+    fn goaway_is_in_the_summary_only_when_the_server_sent_one() {
+        let mut r = fixtures::busy();
+        assert!(!page(&r).contains("GOAWAY"));
+        r.stats.h2.goaways = 2;
+        r.stats.h2.goaway_retries = 7;
+        let html = page(&r);
+        let summary = &html[html.find("<section id=\"summary\">").unwrap()..];
+        let summary = &summary[..summary.find("</section>").unwrap()];
+        assert!(
+            summary.contains(
+                "<th scope=\"row\">HTTP/2 GOAWAY</th><td>the server sent GOAWAY 2 times ("
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("7 requests above its last stream id, never processed, sent again on a new connection</td>"),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     }
     out += &summary_table(r, &summary);
     out += &format!("\n{}\n", model_note(&r.config.load));
+    if let Some(goaway) = crate::words::goaway_text(&r.stats.h2) {
+        out += &format!("\nHTTP/2: {}.\n", escape_text(&goaway));
+    }
     out += &percentile_table(&r.stats, &opts.percentiles);
     out += &phase_table(&r.stats);
     out += &status_table(r);
@@ -372,6 +375,28 @@ mod tests {
     #[test]
     fn snapshot_busy() {
         insta::assert_snapshot!(render(&fixtures::busy()));
+    }
+
+    #[test]
+    fn goaway_is_a_line_under_the_summary_only_when_the_server_sent_one() {
+        let mut r = fixtures::busy();
+        assert!(!render(&r).contains("GOAWAY"));
+        r.stats.h2.goaways = 3;
+        r.stats.h2.goaway_retries = 5;
+        let md = render(&r);
+        let line = md.lines().find(|l| l.contains("GOAWAY")).unwrap();
+        assert!(
+            line.starts_with("HTTP/2: the server sent GOAWAY 3 times ("),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("5 requests above its last stream id, never processed, sent again on a new connection."),
+            "{line}"
+        );
+        assert!(
+            md.find(line) < md.find("### Latency"),
+            "under the summary: {md}"
+        );
     }
 
     #[test]

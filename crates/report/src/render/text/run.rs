@@ -304,8 +304,8 @@ fn summary(rep: &Report) -> Vec<String> {
 }
 
 /// Dead keep-alive connections (retried or dropped, never errors), why the server made
-/// connections be re-opened, and the closed model's connect backoff, shown only when they
-/// happened.
+/// connections be re-opened, HTTP/2 GOAWAYs and the requests they sent again, and the closed
+/// model's connect backoff, shown only when they happened.
 fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     let mut pairs = Vec::new();
     if s.stale_retries + s.stale_closes > 0 {
@@ -325,6 +325,9 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     if let Some(why) = s.reopen_reasons.describe() {
         let what = format!("{} by the server: {why}", s.reopen_reasons.total());
         pairs.push(("Connections re-opened", what));
+    }
+    if let Some(what) = crate::words::goaway_text(&s.h2) {
+        pairs.push(("HTTP/2 GOAWAY", what));
     }
     if s.connect_backoffs > 0 {
         let what = format!(
@@ -813,6 +816,42 @@ mod tests {
             line.ends_with("120 (bad chunk size 118, head over 64 KiB 2)"),
             "{line}"
         );
+    }
+
+    /// An HTTP/2 run whose server sent GOAWAY: `n` frames, `resent` requests sent again.
+    fn goaway_run(n: u64, resent: u64) -> RunResult {
+        let mut r = fixtures::busy();
+        r.config.http2_streams = Some(8);
+        r.stats.protocols.h2 = r.stats.connections_opened;
+        r.stats.h2.max_streams_in_flight = 8;
+        r.stats.h2.goaways = n;
+        r.stats.h2.goaway_retries = resent;
+        r
+    }
+
+    #[test]
+    fn snapshot_http2_goaway() {
+        insta::assert_snapshot!(render(&goaway_run(12, 34), &RenderOptions::default()));
+    }
+
+    #[test]
+    fn goaway_is_shown_with_its_resends_only_when_the_server_sent_one() {
+        let text = render(&goaway_run(0, 0), &RenderOptions::default());
+        assert!(!text.contains("GOAWAY"), "{text}");
+        let text = render(&goaway_run(12, 34), &RenderOptions::default());
+        let line = text.lines().find(|l| l.contains("HTTP/2 GOAWAY")).unwrap();
+        assert!(
+            line.ends_with(
+                "the server sent GOAWAY 12 times (each ends its connection: no new streams on \
+                 it, which is re-opened); 34 requests above its last stream id, never \
+                 processed, sent again on a new connection"
+            ),
+            "{line}"
+        );
+        let text = render(&goaway_run(1, 0), &RenderOptions::default());
+        let line = text.lines().find(|l| l.contains("HTTP/2 GOAWAY")).unwrap();
+        assert!(line.contains("sent GOAWAY once ("), "{line}");
+        assert!(line.ends_with("no request had to be sent again"), "{line}");
     }
 
     #[test]

@@ -5,7 +5,6 @@ use crate::args::{RequestArgs, RunArgs};
 use crate::load_flags::{closed_stop, open_schedule, OpenFlags};
 use crate::UserError;
 use anyhow::Result;
-use loadbench_model::human::counted;
 use loadbench_model::RunResult;
 use loadbench_plan::{
     Body, EndpointSpec, LoadShape, LoadSpec, OpenPacing, RequestSpec, TransportSpec,

@@ -6,6 +6,7 @@ use crate::client::{self, AdminUrl};
 use crate::logs::Logs;
 use crate::protocol::{self, Callback, JobIdParam, LogParam, TriggerParam};
 use crate::{AgentConfig, Loads, ShardOf, HANDLER};
+use loadbench_model::human::counted;
 use loadbench_model::RunResult;
 use loadbench_plan::{LoadSpec, Shard};
 use loadbench_runner::shard::result_file_name;
@@ -218,7 +219,7 @@ impl Agent {
             Err(e) => {
                 return (
                     500,
-                    format!("{what}: {} requests; {e}", result.stats.requests),
+                    format!("{what}: {}; {e}", counted(result.stats.requests, "request")),
                 )
             }
         };
@@ -345,9 +346,9 @@ impl Progress {
 fn summary(r: &RunResult) -> String {
     let rate = r.summary.as_ref().map_or(0.0, |s| s.requests_per_sec);
     format!(
-        "{} requests, {} errors, {rate:.0} req/s",
-        r.stats.requests,
-        r.stats.errors.total()
+        "{}, {}, {rate:.0} req/s",
+        counted(r.stats.requests, "request"),
+        counted(r.stats.errors.total(), "error")
     )
 }
 

@@ -393,6 +393,7 @@ mod tests {
                     started_at: String::new(),
                     started_at_unix_ns: 0,
                     start_offset_ns: None,
+                    interrupted: false,
                 })
                 .collect(),
             start_skew_ns: 0,

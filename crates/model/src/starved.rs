@@ -216,9 +216,9 @@ impl Starvation {
     /// else kept them waiting.
     pub fn explain(&self, cause: StarvedCause) -> String {
         let head = format!(
-            "{} of {} connections got no response in {}",
+            "{} of {} got no response in {}",
             self.starved,
-            self.connections,
+            units::counted(self.connections, "connection"),
             units::duration_us(self.window_us as f64)
         );
         match cause {
@@ -269,19 +269,20 @@ impl fmt::Display for Starvation {
         let window = units::duration_us(self.window_us as f64);
         write!(
             f,
-            "{} of {} connections got no response in {window}",
-            self.starved, self.connections
+            "{} of {} got no response in {window}",
+            self.starved,
+            units::counted(self.connections, "connection")
         )?;
         if self.served == 0 {
             return write!(f, ": the server answered none of them");
         }
         write!(
             f,
-            ": the server serves at most {} connections at once (thread-per-connection or a \
-             pool limit); estimated from the {} connections that completed requests, and by \
+            ": the server serves at most {} at once (thread-per-connection or a \
+             pool limit); estimated from the {} that completed requests, and by \
              Little's law {} req/s × {} mean = {:.1} requests in service",
-            self.served,
-            self.served,
+            units::counted(self.served, "connection"),
+            units::counted(self.served, "connection"),
             units::rate(self.rate),
             units::duration_us(self.mean_service_us),
             self.in_service

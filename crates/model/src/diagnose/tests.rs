@@ -15,6 +15,7 @@ fn kernel(tcp: TcpCounters, sockets: PortSockets) -> KernelEvidence {
             range_high: 60999,
         },
         background_retransmits: None,
+        host: None,
     }
 }
 
@@ -148,6 +149,7 @@ fn one_saturated_thread_makes_the_target_bound_though_cores_idle() {
         target_cores: 2.0,
         other_used: 0.1,
         host_cores: 2.0,
+        others_known: false,
     };
     assert_eq!(
         verdict(&cpu, std::slice::from_ref(&t), None),
@@ -196,6 +198,7 @@ fn a_busy_host_warns_and_a_quiet_one_does_not() {
         target_cores: 2.0,
         other_used: 0.96,
         host_cores: 2.0,
+        others_known: false,
     };
     let why = diagnose(&Inputs {
         cpu: Some(cpu),
@@ -385,6 +388,7 @@ fn a_saturated_generator_thread_makes_the_generator_bound_on_a_shared_core() {
         target_cores: 2.0,
         other_used: 0.1,
         host_cores: 2.0,
+        others_known: false,
     };
     assert_eq!(verdict(&cpu, &[], None), Bottleneck::Neither);
     let g = generator_threads(0.7, 0.98);
@@ -764,4 +768,35 @@ fn the_kernel_logs_oom_kills_say_when_the_target_died_and_count_what_the_cgroup_
         "{}",
         why.findings[0].text
     );
+}
+
+#[test]
+fn a_run_judges_a_busy_host_only_when_the_others_are_known() {
+    // `run`: no targets judged (target_cores 0); the host's other processes used a core.
+    let mut cpu = CpuView {
+        generator_used: 0.2,
+        generator_cores: 2.0,
+        other_used: 1.0,
+        host_cores: 2.0,
+        others_known: true,
+        ..CpuView::default()
+    };
+    let kinds = |cpu: CpuView| -> Vec<FindingKind> {
+        diagnose(&Inputs {
+            cpu: Some(cpu),
+            ..Inputs::default()
+        })
+        .findings
+        .iter()
+        .map(|f| f.kind)
+        .collect()
+    };
+    assert!(kinds(cpu).contains(&FindingKind::BusyHost));
+    // A loopback target whose process was not found: its CPU is among the others'.
+    cpu.others_known = false;
+    assert!(!kinds(cpu).contains(&FindingKind::BusyHost));
+    // Known, but under half a core: not busy.
+    cpu.others_known = true;
+    cpu.other_used = 0.4;
+    assert!(!kinds(cpu).contains(&FindingKind::BusyHost));
 }

@@ -862,6 +862,8 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
         "judged without the finding: {:?}",
         text(&out)
     );
+}
+
 /// A TCP stream that loses packets, beside the bench, in network namespaces of its own making:
 /// the bench's namespace `a` (its loopback for the bench's target) and `b`, joined through a
 /// bridge in `h` whose port toward `b` is a 2 Mbit/s token bucket with an 8 KiB queue. Python

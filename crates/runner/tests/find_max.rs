@@ -56,7 +56,10 @@ fn steps(r: &FindMaxResult) -> String {
 }
 
 /// A capacity far below what any machine can drive (2 slots × 20 ms = 100 req/s), so the
-/// assertion is on the search, not on this machine's speed.
+/// assertion is on the search, not on this machine's speed. The backend enforces it, so no
+/// rate above 110/s can hold a 100 ms p99 over a 1 s step on any machine; reaching 85/s needs
+/// steps that keep the SLO, which a loaded machine's scheduling delays can break at any rate:
+/// there the steps' own busy-host finding must say so.
 #[test]
 fn finds_the_capacity_of_a_100_per_second_backend_in_process() {
     let server = backend(2, "20ms", false);
@@ -69,9 +72,15 @@ fn finds_the_capacity_of_a_100_per_second_backend_in_process() {
     let r = run(&spec);
     assert_eq!(r.search.warmup_ms, 500, "the caller's warm-up is kept");
     assert!(r.steps.iter().all(|s| s.run.config.warmup_ms == 500));
-    let max = r.max_rate.expect("a rate held");
-    assert!((85.0..=115.0).contains(&max), "max {max}\n{}", steps(&r));
-    assert_eq!(r.stop_reason, Some(StopReason::Precision), "{}", steps(&r));
+    let busy = r.steps.iter().any(|s| s.run.why.busy_host().is_some());
+    if let Some(max) = r.max_rate {
+        assert!(max <= 115.0, "max {max}\n{}", steps(&r));
+    }
+    if !busy {
+        let max = r.max_rate.expect("a rate held");
+        assert!(max >= 85.0, "max {max}\n{}", steps(&r));
+        assert_eq!(r.stop_reason, Some(StopReason::Precision), "{}", steps(&r));
+    }
     assert!(
         r.baseline_us.is_some_and(|b| b >= 20_000.0),
         "{:?}",
@@ -90,6 +99,11 @@ fn finds_the_capacity_of_a_100_per_second_backend_in_process() {
 /// the capacity (1,600 of 2,000 in the issue). With it, the search lands within 5% of 200 and
 /// the steps after a failure record how long the target took to recover. (5% over the
 /// capacity queues 30 requests in a 3 s step: a 150 ms wait, past the 100 ms SLO.)
+///
+/// The capacity is enforced by construction, so no rate above 207/s can pass on any machine.
+/// That the search also reaches 190/s needs the steps at and below the capacity to keep a
+/// 100 ms p99, which a loaded machine's scheduling delays can break at any rate (even the first,
+/// then no rate held): there the steps' own busy-host finding must say so.
 #[test]
 fn finds_200_per_second_after_overloads_that_leave_a_backlog() {
     let server = backend(2, "10ms", true);
@@ -99,8 +113,22 @@ fn finds_200_per_second_after_overloads_that_leave_a_backlog() {
         max_connections: 200,
         ..spec(&server, "p99<100ms")
     });
-    let max = r.max_rate.expect("a rate held");
-    assert!((190.0..=210.0).contains(&max), "max {max}\n{}", steps(&r));
+    let busy = r.steps.iter().any(|s| s.run.why.busy_host().is_some());
+    assert!(
+        r.max_rate.is_some() || busy,
+        "no rate held on a host not found busy\n{}",
+        steps(&r)
+    );
+    let Some(max) = r.max_rate else {
+        assert_eq!(r.stop_reason, Some(StopReason::NoRateHeld), "{}", steps(&r));
+        return;
+    };
+    assert!(max <= 210.0, "max {max}\n{}", steps(&r));
+    assert!(
+        max >= 190.0 || busy,
+        "max {max} on a host not found busy\n{}",
+        steps(&r)
+    );
     let failed: Vec<_> = r
         .steps
         .iter()

@@ -649,10 +649,15 @@ fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> Ben
     for round in r.rounds.iter().filter(|x| !x.combined) {
         assert!(round.error.is_none(), "{name}: {:?}", round.error);
         if let Some(run) = &round.result {
+            // A target on a busy host (a JVM sharing its core with builds) may answer nothing
+            // in a short window: then the run must say the host was busy and count the
+            // requests it left unanswered, never show an empty cell as a measurement.
+            let explained = round.why.busy_host().is_some() && run.stats.unanswered() > 0;
             assert!(
-                run.stats.requests > 0,
-                "{name}: {} measured nothing",
-                round.target
+                run.stats.requests > 0 || explained,
+                "{name}: {} measured nothing on a host not found busy: {:#?}",
+                round.target,
+                round.why
             );
             assert_eq!(run.stats.errors.total(), 0, "{name}: {}", round.target);
             assert!(round.resources.is_some(), "{name}: {}", round.target);
@@ -1173,6 +1178,9 @@ fn example_spring_boot_runs_every_instance_and_setting() {
     for round in &r.rounds {
         let stats = &round.result.as_ref().expect("a closed-load result").stats;
         assert_eq!(stats.status.non_success(), 0, "{}", round.target);
+        if stats.requests == 0 {
+            continue; // a busy host's (checked by run_example_for): no body to check
+        }
         assert_eq!(
             (stats.body.min, stats.body.max),
             (38, 38),
@@ -1197,6 +1205,9 @@ fn example_zuul_and_spring_cloud_gateway_cannot_beat_the_200ms_backend() {
             .iter()
             .find(|x| x.load as usize == gateway && x.target == t);
         let round = round.unwrap_or_else(|| panic!("{t} measured"));
+        if round.result.as_ref().unwrap().stats.requests == 0 {
+            continue; // a busy host's (checked by run_example_for): no latency to bound
+        }
         let p50 = round_p50(round);
         assert!(p50 >= 200_000_000, "{t}: p50 {p50} ns");
         // 300 connections, each waiting 200 ms per answer: at most 1500 req/s (+5% for timing).

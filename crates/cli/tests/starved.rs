@@ -109,18 +109,11 @@ fn connections_a_server_never_serves_are_counted_censored_and_named() {
     assert!(ran.out.status.success(), "{stdout}\n{stderr}");
     let r = ran.result();
     let (s, c) = (&r.stats, &r.stats.per_connection);
+    let opened = s.connections_opened;
     assert_eq!(
         (c.starved, c.connections()),
         (24, 32),
-        "{c:?} errors {:?} sent {} opened {} stale {} {} reopen {:?} backoffs {} {}",
-        s.errors,
-        s.sent,
-        s.connections_opened,
-        s.stale_retries,
-        s.stale_closes,
-        s.reopen_reasons,
-        s.connect_backoffs,
-        s.backoff_us
+        "{c:?} opened {opened}"
     );
     assert_eq!((c.min(), c.served()), (0, 8));
     assert!(c.max() > 10, "the served ones kept being served: {c:?}");

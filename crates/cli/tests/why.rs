@@ -822,11 +822,18 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
     let f = r.why.busy_host().unwrap_or_else(|| panic!("{:#?}", r.why));
     assert_eq!(f.figures["other_cores"], host.other_cores);
     assert!(stdout.contains("other processes used"), "{stdout}");
+    assert_compare_gives_no_verdict_without_ignore_host(&base, &new);
+}
+
+/// `compare BASE NEW`, NEW measured on a busy host: no verdict (exit 3) with the table still
+/// printed, a verdict with `--ignore-host`, and one as before once the finding is removed.
+fn assert_compare_gives_no_verdict_without_ignore_host(base: &Path, new: &Path) {
+    use loadbench_model::RunResult;
     let compare = |extra: &[&str]| {
         bin()
             .arg("compare")
-            .arg(&base)
-            .arg(&new)
+            .arg(base)
+            .arg(new)
             .args(extra)
             .output()
             .expect("loadbench compare runs")
@@ -851,7 +858,7 @@ fn a_run_on_a_busy_host_says_so_and_compare_gives_no_verdict_without_ignore_host
         text(&out)
     );
     // The same files without the busy-host finding are judged as before.
-    for path in [&base, &new] {
+    for path in [base, new] {
         let mut r = RunResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
         r.why.findings.retain(|f| f.kind != FindingKind::BusyHost);
         std::fs::write(path, serde_json::to_string(&r).unwrap()).unwrap();

@@ -464,11 +464,16 @@ fn bad_scenarios_give_one_line_with_file_key_and_fix() {
     );
 }
 
+/// A find-max load in a bench searches the target and its cell holds what the search found.
+/// The backend serves 4 requests at once, 10 ms each: 400 req/s, enforced by construction, so
+/// no step above 440/s can hold a 100 ms p99 for a second (the queue it leaves grows past
+/// 100 ms) on any machine. On a quiet host the search finds at least half of it; on a host
+/// the steps themselves found busy, a step's p99 may break the SLO at any rate (even the first,
+/// then no rate held), and the result says so rather than blaming the target.
 #[test]
 fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
     let _machine = crate::support::measuring();
     let dir = tempdir("bench-find-max");
-    // 4 requests at once, 10 ms each: the backend's capacity is 400 req/s.
     let text = "name = \"fm\"\n[[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
                 [target.upstream]\ndelay = \"10ms\"\nmax_concurrency = 4\n\
                 [[load]]\nmodel = \"find-max\"\ntargets = [\"backend\"]\nslo = \"p99<100ms\"\n";
@@ -481,14 +486,22 @@ fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
     assert!(out.status.success(), "{:?}", output_text(&out));
     let r = result.unwrap();
     let round = &r.rounds[0];
+    assert!(round.resources.is_some());
     let search = round.find_max.as_ref().expect("a find-max result");
-    let max = search.max_rate.expect("a rate held");
-    assert!(
-        (200.0..=460.0).contains(&max),
-        "max {max} for a 400 req/s backend"
-    );
-    assert!(search.steps.len() >= 3, "{:?}", search.steps.len());
+    assert!(!search.steps.is_empty());
     let cell = r.cell_of(0, 0, "backend").unwrap();
+    let busy = search.steps.iter().any(|s| s.run.why.busy_host().is_some());
+    let Some(max) = search.max_rate else {
+        assert!(busy, "no rate held on a host not found busy: {search:#?}");
+        assert_eq!(cell.requests_per_sec, None, "{cell:?}");
+        return;
+    };
+    assert!(max <= 460.0, "max {max} for a 400 req/s backend");
+    assert!(
+        busy || (max >= 200.0 && search.steps.len() >= 3),
+        "max {max} in {} steps for a 400 req/s backend on a host not found busy",
+        search.steps.len()
+    );
     assert_eq!(cell.requests_per_sec.unwrap().median, max);
     // Latency and requests come from the step at that rate.
     assert_eq!(cell.latency_us.len(), 4);
@@ -499,7 +512,6 @@ fn find_max_load_searches_each_target_and_the_cell_holds_the_maximum() {
         .find(|s| s.target_rate == max)
         .unwrap();
     assert_eq!(cell.requests, held.run.stats.requests);
-    assert!(round.resources.is_some());
 }
 
 /// The reference backend serving at most 20 requests at once, 100 ms each (a capacity of
@@ -654,10 +666,15 @@ fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> Ben
     for round in r.rounds.iter().filter(|x| !x.combined) {
         assert!(round.error.is_none(), "{name}: {:?}", round.error);
         if let Some(run) = &round.result {
+            // A target on a busy host (a JVM sharing its core with builds) may answer nothing
+            // in a short window: then the run must say the host was busy and count the
+            // requests it left unanswered, never show an empty cell as a measurement.
+            let explained = round.why.busy_host().is_some() && run.stats.unanswered() > 0;
             assert!(
-                run.stats.requests > 0,
-                "{name}: {} measured nothing",
-                round.target
+                run.stats.requests > 0 || explained,
+                "{name}: {} measured nothing on a host not found busy: {:#?}",
+                round.target,
+                round.why
             );
             assert_eq!(run.stats.errors.total(), 0, "{name}: {}", round.target);
             assert!(round.resources.is_some(), "{name}: {}", round.target);
@@ -1178,6 +1195,9 @@ fn example_spring_boot_runs_every_instance_and_setting() {
     for round in &r.rounds {
         let stats = &round.result.as_ref().expect("a closed-load result").stats;
         assert_eq!(stats.status.non_success(), 0, "{}", round.target);
+        if stats.requests == 0 {
+            continue; // a busy host's (checked by run_example_for): no body to check
+        }
         assert_eq!(
             (stats.body.min, stats.body.max),
             (38, 38),
@@ -1202,6 +1222,9 @@ fn example_zuul_and_spring_cloud_gateway_cannot_beat_the_200ms_backend() {
             .iter()
             .find(|x| x.load as usize == gateway && x.target == t);
         let round = round.unwrap_or_else(|| panic!("{t} measured"));
+        if round.result.as_ref().unwrap().stats.requests == 0 {
+            continue; // a busy host's (checked by run_example_for): no latency to bound
+        }
         let p50 = round_p50(round);
         assert!(p50 >= 200_000_000, "{t}: p50 {p50} ns");
         // 300 connections, each waiting 200 ms per answer: at most 1500 req/s (+5% for timing).

@@ -219,19 +219,28 @@ fn target_dying_mid_run_is_counted_not_fatal() {
     assert!(refused > 0, "{:?}", r.stats.errors);
 }
 
+/// Ctrl-C ends a 60 s run as soon as the run sees it (within a second on an idle machine;
+/// the test allows 15 s, for a loaded one: what it checks is that the run stops at the signal,
+/// not when its duration ends) and keeps what was measured up to the signal. The signal is
+/// sent once the backend has answered, so the run has started however slow the machine.
 #[test]
-fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
-    let _machine = crate::support::measuring();
-    if !have("nginx") {
-        return;
-    }
-    let nginx = Nginx::start("");
+fn ctrl_c_stops_the_run_at_the_signal_and_keeps_the_result() {
+    use loadbench_upstream::parse_delay;
+    use loadbench_upstream::{Server, ServerConfig};
+    // 10 ms answers: 4 connections make 400 req/s, a light load that needs no machine lock.
+    let server = Server::start(ServerConfig {
+        threads: 1,
+        delay: Some(parse_delay("10ms").unwrap()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect("reference backend starts");
     let dir = tempdir("sigint");
     let save = dir.join("r.json");
+    let spawned = Instant::now();
     let child = bin()
         .args([
             "run",
-            &nginx.url("/"),
+            &format!("http://{}/", server.local_addr()),
             "-d",
             "60s",
             "-c",
@@ -245,7 +254,15 @@ fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    while server.stats().total == 0 {
+        assert!(
+            spawned.elapsed() < Duration::from_secs(50),
+            "no request reached the backend"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let first = Instant::now();
+    std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
     let pid = i32::try_from(child.id()).unwrap();
     #[allow(unsafe_code)]
@@ -254,21 +271,22 @@ fn ctrl_c_stops_within_a_second_and_keeps_the_result() {
         libc::kill(pid, libc::SIGINT);
     }
     let out = child.wait_with_output().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(1),
-        "stopped in {:?}",
-        sent.elapsed()
-    );
+    let stopped = sent.elapsed();
+    assert!(stopped < Duration::from_secs(15), "stopped in {stopped:?}");
     assert_eq!(out.status.code(), Some(130));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("INTERRUPTED"), "{stdout}");
     let r = loadbench_model::RunResult::from_json(&std::fs::read_to_string(save).unwrap()).unwrap();
     assert!(r.interrupted);
     assert!(r.stats.requests > 0);
+    // The window ran from before the first answer to the signal or a little after, no further.
+    let window = r.stats.elapsed_secs();
+    // (10 ms of slack for the result's rounding.)
+    let least = (sent - first).as_secs_f64() - 0.01;
+    let most = spawned.elapsed().as_secs_f64();
     assert!(
-        (0.9..5.0).contains(&r.stats.elapsed_secs()),
-        "{}",
-        r.stats.elapsed_secs()
+        (least..=most).contains(&window),
+        "window {window} s, signal {least} s after the first answer, exit {most} s after the start"
     );
 }
 

@@ -5,7 +5,7 @@
 //! so in words; with as many connections as it serves, and against nginx, nothing of it shows.
 
 use crate::support::nginx::Nginx;
-use crate::support::{bin, have, tempdir, text, Run};
+use crate::support::{assert_little, bin, have, tempdir, text, Run};
 use loadbench_model::diagnose::side;
 use loadbench_model::{BenchResult, Bottleneck, Finding, FindingKind, RunResult, Starvation, Why};
 use loadbench_upstream::{parse_delay, Server, ServerConfig};
@@ -34,8 +34,8 @@ fn blamed(why: &Why) -> &Finding {
         .unwrap_or_else(|| panic!("no finding blames a side: {why:#?}"))
 }
 
-/// The same judgement as the warning reaches why: a connection limit of about 8 sized by
-/// Little's law, with its fix, and nothing that contradicts it.
+/// The same judgement as the warning reaches why: a connection limit of 8 (about 8 by Little's
+/// law on a quiet host, see [`assert_little`]), with its fix, and nothing that contradicts it.
 fn assert_limit_of_eight_is_named(why: &Why, stdout: &str) {
     // A busy host (ranked first on a loaded machine) blames nothing: the first finding after it.
     let kinds: Vec<FindingKind> = why
@@ -54,9 +54,11 @@ fn assert_limit_of_eight_is_named(why: &Why, stdout: &str) {
         .iter()
         .find(|f| f.kind != FindingKind::BusyHost)
         .expect("a finding");
-    assert!(
-        (6.0..=10.0).contains(&limit.figures["pool_size"]),
-        "{limit:?}"
+    assert_little(
+        limit.figures["pool_size"],
+        8.0,
+        why.busy_host().is_some(),
+        limit,
     );
     assert_eq!(limit.figures["served"], 8.0);
     assert_eq!(limit.figures["starved"], 24.0);
@@ -67,13 +69,15 @@ fn assert_limit_of_eight_is_named(why: &Why, stdout: &str) {
 }
 
 /// One judgement in a bench step: its strongest finding that blames a side is the connection
-/// limit (about 8 by Little's law), and its verdict blames the target.
+/// limit (about 8 by Little's law on a quiet host), and its verdict blames the target.
 fn assert_limit_blamed(why: &Why, bottleneck: Bottleneck) {
     let first = blamed(why);
     assert_eq!(first.kind, FindingKind::ConnectionLimit, "{why:#?}");
-    assert!(
-        (6.0..=10.0).contains(&first.figures["pool_size"]),
-        "{first:?}"
+    assert_little(
+        first.figures["pool_size"],
+        8.0,
+        why.busy_host().is_some(),
+        first,
     );
     assert_eq!(bottleneck, Bottleneck::TargetBound);
 }
@@ -105,13 +109,20 @@ fn connections_a_server_never_serves_are_counted_censored_and_named() {
     assert!(ran.out.status.success(), "{stdout}\n{stderr}");
     let r = ran.result();
     let (s, c) = (&r.stats, &r.stats.per_connection);
-    assert_eq!((c.starved, c.connections()), (24, 32), "{c:?}");
+    let opened = s.connections_opened;
+    assert_eq!(
+        (c.starved, c.connections()),
+        (24, 32),
+        "{c:?} opened {opened}"
+    );
     assert_eq!((c.min(), c.served()), (0, 8));
     assert!(c.max() > 10, "the served ones kept being served: {c:?}");
+    // The starved requests went out as the run began and were still waiting at its end: as old
+    // as the window, less what a loaded machine took to connect and send (under a second).
     let window = s.elapsed_us as f64;
     let oldest = c.oldest_in_flight_us as f64;
     assert!(
-        (oldest - window).abs() <= window * 0.1,
+        oldest <= window * 1.01 && oldest >= window - 1e6,
         "oldest {oldest} µs of {window} µs"
     );
     // 24 requests censored at about 4 s among a few hundred completed ones.
@@ -120,17 +131,17 @@ fn connections_a_server_never_serves_are_counted_censored_and_named() {
         censored_p99 >= window - 1e6,
         "censored p99 {censored_p99} µs"
     );
+    // The completed requests' latency leaves the starved ones out: about 50 ms (longer on a
+    // loaded machine), far below the censored p99 at the window's length.
+    let completed_p99 = s.latency.hist.percentile_ns(99.0) as f64 / 1e3;
     assert!(
-        s.latency.hist.percentile_ns(99.0) < 1_000_000_000,
-        "completed p99 stays ~50 ms"
+        completed_p99 < censored_p99 / 2.0,
+        "completed p99 {completed_p99} µs beside censored {censored_p99} µs"
     );
     assert_eq!(s.unanswered(), 32, "24 starved + 8 in service at the end");
     let found = Starvation::of(s).expect("the finding");
     assert_eq!(found.served, 8);
-    assert!(
-        (6.0..=10.0).contains(&found.in_service),
-        "Little's law: {found:?}"
-    );
+    assert_little(found.in_service, 8.0, r.why.busy_host().is_some(), &found);
     let first_lines: String = stdout.lines().take(4).collect::<Vec<_>>().join("\n");
     assert!(
         first_lines.contains("24 of 32 connections got no response in 4")
@@ -375,7 +386,8 @@ fn a_sweep_against_eight_slots_finds_a_pool_of_about_eight_from_the_starved_leve
     let r = BenchResult::from_json(&saved_bench(&results)).unwrap();
     let a = r.queueing_of(0, "pool8").expect("the sweep is analysed");
     let pool = a.pool.expect("a pool from the starved levels");
-    assert!((6..=10).contains(&pool.workers), "{pool:?}");
+    let busy = r.rounds.iter().any(|x| x.why.busy_host().is_some());
+    assert_little(f64::from(pool.workers), 8.0, busy, &pool);
     assert!(pool.starved_levels >= 3, "{pool:?}");
     let f = &a.findings[0];
     assert_eq!(f.kind, FindingKind::WorkerPool, "{:#?}", a.findings);

@@ -70,6 +70,11 @@ pub struct Conn {
     first_byte_at: Instant,
     /// Requests this connection (slot) completed in the measured window.
     pub completed: u32,
+    /// When the request that was still in flight as the window ended was due, if it was
+    /// answered (or failed) only after the end: at the end the slot counts as it stood at the
+    /// window's end (starved, if it completed nothing in it), not as the idle slot it became
+    /// while its worker was still catching up. Cold: set at most once per run.
+    in_flight_at_end: Option<Instant>,
     /// The claimed request lies in the measured window.
     pub measured: bool,
     /// Bytes of the current response read so far.
@@ -117,6 +122,7 @@ impl Conn {
             wrote_at: now,
             first_byte_at: now,
             completed: 0,
+            in_flight_at_end: None,
             measured: false,
             read_bytes: 0,
             reused: false,
@@ -667,6 +673,9 @@ impl Conn {
             Ok(())
         };
         let records = ctx.records(self.measured, self.intended, now);
+        if !records && self.measured {
+            self.past_window(ctx, now);
+        }
         if let (true, Err(kind)) = (records, verdict) {
             ctx.recorder.error(now, kind, self.read_bytes);
             ctx.recorder.endpoint_error(self.endpoint, kind);
@@ -736,6 +745,15 @@ impl Conn {
         self.fail(ctx, ErrorKind::MalformedResponse, now);
     }
 
+    /// A measured request answered or failed after the window ended: it was in flight at the
+    /// end, which the slot's end-of-run account must still see.
+    #[cold]
+    fn past_window(&mut self, ctx: &Ctx, now: Instant) {
+        if !ctx.in_window(now) && self.in_flight_at_end.is_none() {
+            self.in_flight_at_end = Some(self.intended);
+        }
+    }
+
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
     /// recursively, so a target that refuses at once cannot spin the worker).
     pub fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
@@ -747,6 +765,9 @@ impl Conn {
         // A request that was never written (failed connect) past the deadline is neither
         // sent nor abandoned: it is left out, so the accounting identity stays exact.
         let unsent_late = kind.before_send() && !ctx.in_window(now);
+        if !self.spare && !unsent_late && self.measured {
+            self.past_window(ctx, now);
+        }
         if !self.spare && !unsent_late && ctx.records(self.measured, self.intended, now) {
             ctx.recorder.error(now, kind, self.read_bytes);
             ctx.recorder.endpoint_error(self.endpoint, kind);

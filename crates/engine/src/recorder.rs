@@ -443,12 +443,21 @@ impl Recorder {
     }
 
     /// One connection at the end: its completed requests and, if one is still in flight,
-    /// that request's age (which is censored too).
-    pub fn connection_end(&mut self, completed: u32, in_flight: Option<Duration>) {
+    /// that request's age (which is censored too), or the age at the window's end of the one
+    /// answered only after it (censored when it was answered).
+    pub fn connection_end(
+        &mut self,
+        completed: u32,
+        in_flight: Option<Duration>,
+        answered_late: Option<Duration>,
+    ) {
         if let Some(age) = in_flight {
             self.censor(age);
         }
-        let age_us = in_flight.map(|a| u64::try_from(a.as_micros()).unwrap_or(u64::MAX));
+        // A request answered after the window's end was censored then (not again here), and
+        // it kept the connection waiting to the end: its age counts as the one in flight.
+        let waited = in_flight.max(answered_late);
+        let age_us = waited.map(|a| u64::try_from(a.as_micros()).unwrap_or(u64::MAX));
         self.per_connection.add(u64::from(completed), age_us);
     }
 

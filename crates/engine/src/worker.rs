@@ -262,7 +262,8 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         for c in self.proto.conns_mut() {
             abandoned += c.abandoned();
             let age = c.oldest().map(|t| end.saturating_duration_since(t));
-            recorder.connection_end(c.completed(), age);
+            let late = c.answered_late().map(|t| end.saturating_duration_since(t));
+            recorder.connection_end(c.completed(), age, late);
             for intended in c.others() {
                 recorder.censor(end.saturating_duration_since(intended));
             }

@@ -113,3 +113,40 @@ fn timed_run_accounts_for_every_request_the_server_saw() {
     assert_eq!(server.requests(), stats.requests + stats.abandoned);
     assert_eq!(stats.first_byte.hist.len(), stats.requests);
 }
+
+/// Regression: a request in flight when the window ended, answered just after the end but
+/// before the worker noticed it (it sleeps up to a 100 ms tick; on a loaded machine longer),
+/// left its connection counted neither starved nor served, so "24 of 32 connections starved"
+/// read "16 of 24". A server answering 270 ms after the request, in a 250 ms run: the
+/// connection completed nothing in the window and waited through it, whichever way the race
+/// between the answer and the worker's next tick goes; its request is censored once.
+#[test]
+fn a_request_answered_just_after_the_window_leaves_its_connection_starved() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // The preflight's connection, then the run's (each on its own thread), for at most 5 s.
+        for conn in listener.incoming().take(4) {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                if matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    std::thread::sleep(Duration::from_millis(270));
+                    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                    std::thread::sleep(Duration::from_secs(5));
+                }
+            });
+        }
+    });
+    let spec = LoadSpec {
+        threads: Some(1),
+        ..LoadSpec::closed(&format!("http://{addr}/"), 1, Duration::from_millis(250))
+    };
+    let stats = run(&spec).stats;
+    let c = &stats.per_connection;
+    assert_eq!(stats.requests, 0, "{stats:?}");
+    assert_eq!((c.starved, c.connections()), (1, 1), "{c:?}");
+    assert!(c.oldest_in_flight_us >= 200_000, "{c:?}");
+    assert_eq!(stats.unanswered(), 1, "censored once");
+}

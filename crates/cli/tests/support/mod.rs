@@ -120,6 +120,25 @@ pub(crate) fn loading() -> RwLockReadGuard<'static, ()> {
     MACHINE.read().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Checks a concurrency that loadbench estimated by Little's law (throughput × mean time in
+/// service) for a target that serves at most `limit` requests at once (by construction, such
+/// as the reference backend's `max_served_conns`). No estimate can be above the limit by more
+/// than a window's edges allow (25%). On a quiet host it is about the limit (at least 75% of
+/// it); on a host the run itself found busy (its busy-host finding, `busy`), the generator
+/// may have had no CPU to send the next request at once, which lowers the estimate by any
+/// amount, and the run says every figure is unreliable: then it need only be above zero.
+/// What the estimate rests on is the machine's speed; the bound and the warning are behaviour.
+pub(crate) fn assert_little(estimate: f64, limit: f64, busy: bool, context: &dyn std::fmt::Debug) {
+    assert!(
+        estimate > 0.0 && estimate <= 1.25 * limit,
+        "{estimate} for a limit of {limit}: {context:?}"
+    );
+    assert!(
+        busy || estimate >= 0.75 * limit,
+        "{estimate} for a limit of {limit} on a host not found busy: {context:?}"
+    );
+}
+
 /// Shells spinning on the host's cores until dropped (each ends by itself after 2 minutes).
 pub(crate) struct BusyLoop(Vec<std::process::Child>);
 

@@ -222,6 +222,9 @@ impl Connection for Conn {
     fn oldest(&self) -> Option<Instant> {
         self.in_flight().then_some(self.intended)
     }
+    fn answered_late(&self) -> Option<Instant> {
+        self.in_flight_at_end
+    }
     fn others(&self) -> impl Iterator<Item = Instant> + '_ {
         self.queued_behind()
     }

@@ -25,6 +25,12 @@ pub(crate) trait Connection {
     fn abandoned(&self) -> u64;
     /// When the slot's oldest unanswered request was due (its own figure at the end).
     fn oldest(&self) -> Option<Instant>;
+    /// When the request in flight as the window ended was due, if it was answered (or
+    /// failed) only after the end, while its worker caught up: already censored then, it
+    /// still left the slot waiting at the end.
+    fn answered_late(&self) -> Option<Instant> {
+        None
+    }
     /// When each other unanswered request was due: censored at its age at the end.
     fn others(&self) -> impl Iterator<Item = Instant> + '_;
     /// The run is over: drops the socket.

@@ -281,14 +281,20 @@ mod tests {
         );
     }
 
-    #[test]
-    fn text_says_when_no_rate_held() {
+    /// A search whose only step (200 req/s) failed: no rate held.
+    fn first_step_failed() -> FindMaxResult {
         let mut r = result();
         r.steps.truncate(2);
         r.steps.remove(0);
         r.max_rate = None;
         r.precision_reached = None;
         r.stop_reason = Some(StopReason::NoRateHeld);
+        r
+    }
+
+    #[test]
+    fn text_says_when_no_rate_held() {
+        let r = first_step_failed();
         let text = find_max_text(&r);
         assert!(
             text.contains("no rate held: the first step, 200 req/s, failed"),
@@ -332,12 +338,7 @@ mod tests {
     #[test]
     fn a_first_step_failed_on_a_busy_host_asks_for_a_quiet_host_not_a_lower_rate() {
         use loadbench_model::why::{Finding, FindingKind, Why};
-        let mut r = result();
-        r.steps.truncate(2);
-        r.steps.remove(0);
-        r.max_rate = None;
-        r.precision_reached = None;
-        r.stop_reason = Some(StopReason::NoRateHeld);
+        let mut r = first_step_failed();
         let busy = Finding {
             kind: FindingKind::BusyHost,
             strength: 0.95,

@@ -1,0 +1,337 @@
+//! Scheduled distributed runs (issue 40): a job that fires again and again against a real
+//! xxl-job-compatible admin (ratchjob), three agents on loopback that start each trigger's
+//! shards together (`--start-in`), upload them to a real nginx (`dav_methods PUT`) and a
+//! `loadbench merge --wait` per trigger; then an agent restarted still serves the earlier logs.
+
+use crate::agent::Ratchjob;
+use crate::support::admin::{call, Agent};
+use crate::support::nginx::Nginx;
+use crate::support::{bin, free_port, have, loading, tempdir, text};
+use loadbench_model::RunResult;
+use loadbench_upstream::{Server, ServerConfig};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const TOKEN: &str = "default_token";
+
+fn merged(path: &Path) -> RunResult {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    RunResult::from_json(&text).unwrap()
+}
+
+fn now_ns() -> u64 {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    u64::try_from(d.as_nanos()).unwrap()
+}
+
+/// ratchjob fires an INTERVAL (fixed-rate) job with the sharding broadcast every 6 s. ratchjob
+/// sends every address the same trigger (index 0, total 0, one task id, the trigger time in
+/// whole seconds), so each agent is told its shard with `--shard I/3`. Each trigger: the three
+/// shards start together 2 s after it, upload to nginx, and `merge --wait 3` of nginx's folder
+/// equals the backend's own count for that trigger.
+#[test]
+fn a_scheduled_job_fires_three_times_and_each_trigger_merges_from_the_upload_folder() {
+    if !have("ratchjob") || !have("nginx") {
+        eprintln!("skipped: ratchjob or nginx is not installed");
+        return;
+    }
+    let _machine = loading();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let dir = tempdir("schedule");
+    let (nginx, uploads) = dav_nginx(&dir);
+    let rj = Ratchjob::start(&dir);
+    let admin = format!("http://{}/xxl-job-admin", rj.api);
+    let results_url = nginx.url("/results/");
+    let (mut agents, listens) = start_agents(&admin, &dir, &results_url);
+    rj.until(60, "the three agents registered", |rj| {
+        let path = "/ratch/v1/app/instance/addrs?appName=lbtest&namespace=xxl";
+        let answer = http_text(&rj.api, path);
+        listens.iter().all(|l| answer.contains(l.as_str()))
+    });
+    let params = format!(
+        "http://{}/ -c 3 -t 1 -n 600 --start-in 2s",
+        server.local_addr()
+    );
+    server.reset_stats();
+    let job = rj.create_job_every(&params, 6);
+    let mut run_ids: Vec<String> = Vec::new();
+    let mut last_end_ns = 0u64;
+    for k in 0..3 {
+        let run_id = nth_run_id(&rj, job, k);
+        last_end_ns = check_trigger(k, &run_id, &uploads, &dir, &server, last_end_ns);
+        run_ids.push(run_id);
+    }
+    let distinct: std::collections::BTreeSet<&String> = run_ids.iter().collect();
+    assert_eq!(distinct.len(), 3, "{run_ids:?}");
+    // Each shard also kept its local copy.
+    for i in 0..3 {
+        let local = dir
+            .join(format!("agent{i}"))
+            .join(format!("{}-shard-{i}-of-3.json", run_ids[0]));
+        assert!(local.exists(), "{}", local.display());
+    }
+    let log_ids: Vec<(u64, u64)> = rj
+        .tasks(job)
+        .iter()
+        .filter_map(|t| Some((t["triggerTime"].as_u64()?, t["taskId"].as_u64()?)))
+        .collect();
+    drop(rj);
+    // An agent restarted: the admin's /log of an earlier trigger still answers, from disk.
+    let mut first = agents.remove(0);
+    assert!(first.stop().success(), "{}", first.stderr());
+    let restarted = Agent::with_flags(
+        TOKEN,
+        &admin,
+        &listens[0],
+        &dir.join("agent0"),
+        &["--shard", "0/3", "--results-url", &results_url],
+    );
+    check_log_after_restart(&listens[0], &run_ids[0], &log_ids);
+    drop(restarted);
+    drop(agents);
+    drop(nginx);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// nginx taking PUTs (`dav_methods PUT`) under /results/; and the folder they land in.
+fn dav_nginx(dir: &Path) -> (Nginx, std::path::PathBuf) {
+    let www = dir.join("www");
+    std::fs::create_dir_all(www.join("results")).unwrap();
+    let nginx = Nginx::start(&format!(
+        "location /results/ {{ root {}; dav_methods PUT; create_full_put_path on; client_max_body_size 50m; }}",
+        www.display()
+    ));
+    (nginx, www.join("results"))
+}
+
+/// Three agents of `admin`, shard I/3 each, uploading to `results_url`; and their addresses.
+fn start_agents(admin: &str, dir: &Path, results_url: &str) -> (Vec<Agent>, Vec<String>) {
+    let mut agents = Vec::new();
+    let mut listens = Vec::new();
+    for i in 0..3 {
+        let own = dir.join(format!("agent{i}"));
+        std::fs::create_dir_all(&own).unwrap();
+        let listen = format!("127.0.0.1:{}", free_port());
+        let shard = format!("{i}/3");
+        agents.push(Agent::with_flags(
+            TOKEN,
+            admin,
+            &listen,
+            &own,
+            &["--shard", &shard, "--results-url", results_url],
+        ));
+        listens.push(listen);
+    }
+    (agents, listens)
+}
+
+/// The run id of the job's `k`-th trigger: job<id>-<trigger second> (ratchjob's trigger time).
+fn nth_run_id(rj: &Ratchjob, job: u64, k: usize) -> String {
+    // The k-th trigger's run id: job<id>-<trigger second> (ratchjob's trigger time).
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let mut times: Vec<u64> = rj
+            .tasks(job)
+            .iter()
+            .filter_map(|t| t["triggerTime"].as_u64())
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        if let Some(t) = times.get(k) {
+            return format!("job{job}-{t}");
+        }
+        assert!(Instant::now() < deadline, "trigger {k} did not come");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `merge --wait 3` of the upload folder for trigger `k`'s run; its count against the
+/// backend's own count since the last trigger, read before the next trigger's load starts.
+/// Returns when that count was read (ns since the epoch).
+fn check_trigger(
+    k: usize,
+    run_id: &str,
+    uploads: &Path,
+    dir: &Path,
+    server: &Server,
+    last_end_ns: u64,
+) -> u64 {
+    let out_file = dir.join(format!("{run_id}-total.json"));
+    let out = bin()
+        .arg("merge")
+        .arg(uploads)
+        .args(["--run-id", run_id, "--wait", "3", "--timeout", "60s", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let (_, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    // Read the backend's count before the next trigger's load starts (checked below).
+    let counted = server.reset_stats().route("/");
+    let counted_at = now_ns();
+    let m = merged(&out_file);
+    let shards = m.shards.as_ref().expect("a merged run");
+    assert_eq!((shards.total, shards.shards.len()), (3, 3), "{err}");
+    assert_eq!(shards.run_id, run_id);
+    assert_eq!(m.stats.requests, 600, "{err}");
+    assert_eq!(
+        counted, m.stats.requests,
+        "the backend's own count, trigger {k}"
+    );
+    let starts: Vec<u64> = shards.shards.iter().map(|s| s.started_at_unix_ns).collect();
+    let first = *starts.iter().min().unwrap();
+    assert!(
+        first > last_end_ns,
+        "trigger {k} started before the backend's count of the last one was read"
+    );
+    eprintln!(
+        "trigger {k}: run {run_id}, 3 shards, {} requests, start skew {:.3} ms",
+        m.stats.requests,
+        shards.start_skew_ns as f64 / 1e6
+    );
+    assert!(
+        shards.start_skew_ns < 50_000_000,
+        "start skew {} ns",
+        shards.start_skew_ns
+    );
+    counted_at
+}
+
+/// The first trigger's log through the restarted agent's `/log`, as the admin reads it.
+fn check_log_after_restart(listen: &str, first_run: &str, log_ids: &[(u64, u64)]) {
+    let executor = format!("http://{}/", listen);
+    let first_trigger: u64 = first_run.rsplit('-').next().unwrap().parse().unwrap();
+    let (_, log_id) = *log_ids
+        .iter()
+        .find(|(t, _)| *t == first_trigger)
+        .expect("the first trigger's task");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        if let Some(a) = try_call(&executor, &json!({"logId": log_id, "fromLineNum": 1})) {
+            break a;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted agent does not answer"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let content = answer["data"]["logContent"].as_str().unwrap_or_default();
+    assert!(
+        content.contains(&format!("log {log_id} ")) && content.contains("end: 200"),
+        "{answer}"
+    );
+    assert!(
+        content.contains("uploaded to http://127.0.0.1:"),
+        "{content}"
+    );
+    assert_eq!(answer["data"]["isEnd"], true, "{answer}");
+}
+
+/// `/log` on an executor, or `None` while it does not answer yet.
+fn try_call(executor: &str, body: &Value) -> Option<Value> {
+    let addr = executor
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    std::net::TcpStream::connect(&addr).ok()?;
+    Some(call(executor, "log", Some(TOKEN), body))
+}
+
+fn http_text(addr: &str, path: &str) -> String {
+    crate::support::admin::http(addr, "GET", path, None)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+/// Bad input from the command line: one line, exit code 2, before any load.
+#[test]
+fn bad_start_in_run_id_and_results_url_are_one_line_and_exit_2() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let dead = format!("http://127.0.0.1:{}/results/", free_port());
+    for (args, want) in [
+        (
+            vec!["--shard", "0/2", "--run-id", "r", "--start-in", "-5s"],
+            "negative",
+        ),
+        (
+            vec!["--shard", "0/2", "--run-id", "r", "--start-in", "25h"],
+            "24 hours",
+        ),
+        (
+            vec!["--shard", "0/2", "--run-id", "../x"],
+            "cannot name a result file",
+        ),
+        (
+            vec!["--shard", "0/2", "--run-id", "r", "--results-url", &dead],
+            "cannot be reached",
+        ),
+        (vec!["--results-url", &dead], "add --shard"),
+    ] {
+        let out = bin()
+            .arg("run")
+            .arg(&url)
+            .args(["-n", "10"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let (_, err) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(want) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `merge --wait` that times out names the missing shards, exit 1; a folder of one run merges
+/// without --run-id.
+#[test]
+fn merge_wait_times_out_naming_the_missing_shards() {
+    let _machine = loading();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let dir = tempdir("merge-wait");
+    let url = format!("http://{}/", server.local_addr());
+    let out = bin()
+        .arg("run")
+        .arg(&url)
+        .args([
+            "-c",
+            "3",
+            "-n",
+            "90",
+            "--shard",
+            "1/3",
+            "--run-id",
+            "w1",
+            "--quiet",
+            "--results-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    std::fs::write(dir.join("w1-shard-0-of-3.json.tmp"), "{").unwrap();
+    let out = bin()
+        .arg("merge")
+        .arg(&dir)
+        .args(["--wait", "3", "--timeout", "1s", "-q"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("timed out after 1s waiting for run w1")
+            && err.contains("shards 0, 2 of 3 are missing")
+            && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let out = bin().arg("merge").arg(&dir).args(["-q"]).output().unwrap();
+    let (json_out, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    let m = RunResult::from_json(&json_out).unwrap();
+    assert_eq!(m.stats.requests, 30);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -335,3 +335,75 @@ fn merge_wait_times_out_naming_the_missing_shards() {
     assert_eq!(m.stats.requests, 30);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Against the stand-in admin: bad `--start-in`, `--results-url` and run ids in a job's
+/// parameters fail the trigger with a one-line callback; a trigger near half a second fails
+/// loudly; a fixed run id fired again keeps the first result and names the second.
+#[test]
+fn job_parameters_fail_with_one_line_callbacks_and_no_result_is_overwritten() {
+    use crate::support::admin::{trigger, Admin, TOKEN as STAND_IN_TOKEN};
+    let _machine = loading();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let admin = Admin::start();
+    let results = tempdir("schedule-params");
+    let mut agent = Agent::start(&[], &admin.url(), "127.0.0.1:0", &results);
+    let executor = admin.executors(1).remove(0);
+    let url = format!("http://{}/", server.local_addr());
+    let dead = format!("http://127.0.0.1:{}/r/", free_port());
+    let fire = |log_id: i64, params: String, log_date_time: Option<i64>| {
+        let mut t = trigger(40, log_id, &params, (0, 1));
+        if let Some(ms) = log_date_time {
+            t["logDateTime"] = json!(ms);
+        }
+        assert_eq!(
+            call(&executor, "run", Some(STAND_IN_TOKEN), &t)["code"],
+            200
+        );
+        let cb = admin.callback_of(log_id, 60);
+        let msg = cb["handleMsg"].as_str().unwrap_or_default().to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        (cb["handleCode"].as_i64().unwrap_or(0), msg)
+    };
+    for (log_id, params, want) in [
+        (1, format!("{url} -c 2 -n 10 --start-in 25h"), "24 hours"),
+        (2, format!("{url} -c 2 -n 10 --start-in -1s"), "negative"),
+        (
+            3,
+            format!("{url} -c 2 -n 10 --results-url {dead}"),
+            "cannot be reached",
+        ),
+        (
+            4,
+            format!("{url} -c 2 -n 10 --run-id a/b"),
+            "cannot name a result file",
+        ),
+    ] {
+        let (code, msg) = fire(log_id, params, None);
+        assert_eq!(code, 500, "{msg}");
+        assert!(msg.contains(want), "{log_id}: {msg}");
+    }
+    let (code, msg) = fire(
+        5,
+        format!("{url} -c 2 -n 10 --start-in 1s"),
+        Some(1_795_540_000_450),
+    );
+    assert_eq!(code, 500, "{msg}");
+    assert!(msg.contains("too near half a second"), "{msg}");
+    let (code, first) = fire(6, format!("{url} -c 2 -n 10 --run-id fixed"), None);
+    assert_eq!(code, 200, "{first}");
+    let kept = std::fs::read(results.join("fixed-shard-0-of-1.json")).unwrap();
+    let (code, second) = fire(7, format!("{url} -c 2 -n 20 --run-id fixed"), None);
+    assert_eq!(code, 200, "{second}");
+    assert!(
+        second.contains("fixed-shard-0-of-1.log7.json") && second.contains("not overwritten"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read(results.join("fixed-shard-0-of-1.json")).unwrap(),
+        kept
+    );
+    let again = merged(&results.join("fixed-shard-0-of-1.log7.json"));
+    assert_eq!(again.stats.requests, 20);
+    assert!(agent.stop().success(), "{}", agent.stderr());
+    let _ = std::fs::remove_dir_all(&results);
+}

@@ -341,7 +341,7 @@ fn merge_wait_times_out_naming_the_missing_shards() {
 /// loudly; a fixed run id fired again keeps the first result and names the second.
 #[test]
 fn job_parameters_fail_with_one_line_callbacks_and_no_result_is_overwritten() {
-    use crate::support::admin::{trigger, Admin, TOKEN as STAND_IN_TOKEN};
+    use crate::support::admin::Admin;
     let _machine = loading();
     let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
     let admin = Admin::start();
@@ -350,20 +350,8 @@ fn job_parameters_fail_with_one_line_callbacks_and_no_result_is_overwritten() {
     let executor = admin.executors(1).remove(0);
     let url = format!("http://{}/", server.local_addr());
     let dead = format!("http://127.0.0.1:{}/r/", free_port());
-    let fire = |log_id: i64, params: String, log_date_time: Option<i64>| {
-        let mut t = trigger(40, log_id, &params, (0, 1));
-        if let Some(ms) = log_date_time {
-            t["logDateTime"] = json!(ms);
-        }
-        assert_eq!(
-            call(&executor, "run", Some(STAND_IN_TOKEN), &t)["code"],
-            200
-        );
-        let cb = admin.callback_of(log_id, 60);
-        let msg = cb["handleMsg"].as_str().unwrap_or_default().to_string();
-        assert!(!msg.contains('\n'), "{msg}");
-        (cb["handleCode"].as_i64().unwrap_or(0), msg)
-    };
+    let fire =
+        |log_id: i64, params: String, at: Option<i64>| fire(&admin, &executor, log_id, &params, at);
     for (log_id, params, want) in [
         (1, format!("{url} -c 2 -n 10 --start-in 25h"), "24 hours"),
         (2, format!("{url} -c 2 -n 10 --start-in -1s"), "negative"),
@@ -406,4 +394,25 @@ fn job_parameters_fail_with_one_line_callbacks_and_no_result_is_overwritten() {
     assert_eq!(again.stats.requests, 20);
     assert!(agent.stop().success(), "{}", agent.stderr());
     let _ = std::fs::remove_dir_all(&results);
+}
+
+/// Triggers job 40 on `executor` with `params` (and this `logDateTime`, if given); the
+/// callback's code and one-line message.
+fn fire(
+    admin: &crate::support::admin::Admin,
+    executor: &str,
+    log_id: i64,
+    params: &str,
+    log_date_time: Option<i64>,
+) -> (i64, String) {
+    let mut t = crate::support::admin::trigger(40, log_id, params, (0, 1));
+    if let Some(ms) = log_date_time {
+        t["logDateTime"] = json!(ms);
+    }
+    let token = crate::support::admin::TOKEN;
+    assert_eq!(call(executor, "run", Some(token), &t)["code"], 200);
+    let cb = admin.callback_of(log_id, 60);
+    let msg = cb["handleMsg"].as_str().unwrap_or_default().to_string();
+    assert!(!msg.contains('\n'), "{msg}");
+    (cb["handleCode"].as_i64().unwrap_or(0), msg)
 }

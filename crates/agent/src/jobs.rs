@@ -95,6 +95,7 @@ impl Agent {
         }
         let job = Arc::new(Job::new(t));
         self.logs.open(job.t.log_id);
+        self.logs.running(job.t.log_id, job.t.log_date_time);
         let agent = Arc::clone(self);
         let (stop, killed) = (Arc::clone(&job.stop), Arc::clone(&job.killed));
         let (job_id, log_id) = (job.t.job_id, job.t.log_id);
@@ -139,6 +140,19 @@ impl Agent {
         protocol::log_answer(s.from, s.to, &s.content, s.is_end)
     }
 
+    /// At start: the triggers a former agent on this `--data-dir` was running when it stopped
+    /// without calling back (kill -9, a crash, a reboot) are reported failed, so the admin does
+    /// not show them running for ever.
+    pub(crate) fn report_lost(&self) {
+        let msg = "lost: the agent stopped while this trigger ran (killed, crashed or the host restarted) and started again; no result";
+        for (log_id, at) in self.logs.lost(&format!("end: 500 {msg}")) {
+            eprintln!(
+                "loadbench agent: log {log_id} was lost by a former agent; reporting it failed"
+            );
+            self.call_back(log_id, at, 500, msg.to_string());
+        }
+    }
+
     /// Shutdown: stop every running load and wait for their callbacks.
     pub(crate) fn stop_all(&self) {
         let jobs: Vec<Running> = self.lock().drain().map(|(_, r)| r).collect();
@@ -169,7 +183,8 @@ impl Agent {
             Err(e) => (500, e),
         };
         self.logs.push(t.log_id, format!("end: {code} {msg}"));
-        self.call_back(t, code, msg);
+        self.call_back(t.log_id, t.log_date_time, code, msg);
+        self.logs.done(t.log_id);
         let mut running = self.lock();
         if running.get(&t.job_id).is_some_and(|r| r.log_id == t.log_id) {
             running.remove(&t.job_id);
@@ -281,19 +296,19 @@ impl Agent {
     }
 
     /// Reports the outcome, retrying a few times: the admin may restart meanwhile.
-    fn call_back(&self, t: &TriggerParam, code: u16, msg: String) {
+    fn call_back(&self, log_id: i64, log_date_time: i64, code: u16, msg: String) {
         let body = serde_json::json!([Callback {
-            log_id: t.log_id,
-            log_date_tim: t.log_date_time,
+            log_id,
+            log_date_tim: log_date_time,
             handle_code: code,
             handle_msg: msg,
         }]);
         for attempt in 1..=3 {
             match client::post(&self.admin, "/api/callback", self.token(), &body) {
-                Ok(_) => return self.logs.end(t.log_id, "callback: accepted by the admin"),
+                Ok(_) => return self.logs.end(log_id, "callback: accepted by the admin"),
                 Err(e) if attempt == 3 => {
-                    eprintln!("loadbench agent: callback of log {} failed: {e}", t.log_id);
-                    return self.logs.end(t.log_id, format!("callback failed: {e}"));
+                    eprintln!("loadbench agent: callback of log {log_id} failed: {e}");
+                    return self.logs.end(log_id, format!("callback failed: {e}"));
                 }
                 Err(_) => std::thread::sleep(Duration::from_secs(1)),
             }

@@ -154,6 +154,7 @@ pub fn run(
     let agent = Arc::new(jobs::Agent::new(config, admin, loads, logs));
     std::thread::scope(|s| {
         s.spawn(|| registry::keep_registered(&agent, &address, shutdown));
+        s.spawn(|| agent.report_lost());
         let served = server::serve(listener, Arc::clone(&agent), shutdown);
         agent.stop_all();
         served

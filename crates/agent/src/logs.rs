@@ -83,6 +83,49 @@ impl Logs {
         }
     }
 
+    /// Notes on disk that trigger `id` (fired at `log_date_time` ms) runs, until [`Logs::done`]:
+    /// an agent that starts again finds what it lost ([`Logs::lost`]).
+    pub fn running(&self, id: i64, log_date_time: i64) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::write(dir.join(format!("{id}.running")), log_date_time.to_string());
+        }
+    }
+
+    /// The trigger has called back: nothing is lost if the agent stops now.
+    pub fn done(&self, id: i64) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_file(dir.join(format!("{id}.running")));
+        }
+    }
+
+    /// Triggers that were running when a former agent stopped without calling back (killed,
+    /// crashed, the host rebooted): (log id, `logDateTime`). Each gets `line` at the end of its
+    /// log and is forgotten.
+    pub fn lost(&self, line: &str) -> Vec<(i64, i64)> {
+        let Some(dir) = &self.dir else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut lost = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".running").and_then(|i| i.parse().ok()) else {
+                continue;
+            };
+            let at = std::fs::read_to_string(entry.path())
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0);
+            self.write(id, line);
+            let _ = std::fs::remove_file(entry.path());
+            lost.push((id, at));
+        }
+        lost.sort_unstable();
+        lost
+    }
+
     /// Drops log files beyond [`KEPT_FILES`] (oldest first) or older than [`KEPT_AGE`].
     fn prune(&self) {
         let Some(dir) = &self.dir else { return };
@@ -149,7 +192,8 @@ impl Logs {
                 log.ended = true;
                 true
             }
-            None => false,
+            // A log of a former agent (see `lost`): on disk only.
+            None => self.file(id).is_some_and(|f| f.exists()),
         };
         if kept {
             self.write(id, &line);

@@ -416,3 +416,53 @@ fn fire(
     assert!(!msg.contains('\n'), "{msg}");
     (cb["handleCode"].as_i64().unwrap_or(0), msg)
 }
+
+/// An agent killed with SIGKILL while a trigger runs cannot call back; the next agent started on
+/// the same data folder reports that trigger failed, and its log says why.
+#[test]
+fn a_trigger_lost_by_a_killed_agent_is_reported_failed_by_the_next_one() {
+    use crate::support::admin::{Admin, TOKEN as STAND_IN_TOKEN};
+    let _machine = loading();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let admin = Admin::start();
+    let results = tempdir("schedule-lost");
+    let mut first = Agent::start(&[], &admin.url(), "127.0.0.1:0", &results);
+    let executor = admin.executors(1).remove(0);
+    let params = format!("http://{}/ -c 2 -d 60s", server.local_addr());
+    let t = crate::support::admin::trigger(41, 77, &params, (0, 1));
+    assert_eq!(
+        call(&executor, "run", Some(STAND_IN_TOKEN), &t)["code"],
+        200
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().route("/") == 0 {
+        assert!(Instant::now() < deadline, "the load did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let _second = Agent::start(&[], &admin.url(), &listen, &results);
+    let cb = admin.callback_of(77, 30);
+    assert_eq!(cb["handleCode"], 500, "{cb}");
+    assert_eq!(cb["logDateTim"], t["logDateTime"], "{cb}");
+    assert!(
+        cb["handleMsg"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("lost: the agent stopped"),
+        "{cb}"
+    );
+    let log = call(
+        &format!("http://{listen}/"),
+        "log",
+        Some(STAND_IN_TOKEN),
+        &json!({"logId": 77, "fromLineNum": 1}),
+    );
+    let content = log["data"]["logContent"].as_str().unwrap_or_default();
+    assert!(
+        content.starts_with("trigger: job 41 log 77") && content.contains("end: 500 lost:"),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&results);
+}

@@ -466,3 +466,45 @@ fn a_trigger_lost_by_a_killed_agent_is_reported_failed_by_the_next_one() {
     );
     let _ = std::fs::remove_dir_all(&results);
 }
+
+/// `run --results-url`: a template URL puts the shard into nginx's dav folder; a URL that
+/// refuses PUT (405) is retried, then the run says so and exits 1, the local copy kept.
+#[test]
+fn run_uploads_its_shard_with_put_and_says_when_it_cannot() {
+    if !have("nginx") {
+        eprintln!("skipped: nginx is not installed");
+        return;
+    }
+    let _machine = loading();
+    let server = Server::start(ServerConfig::ephemeral()).expect("reference backend starts");
+    let dir = tempdir("schedule-run-upload");
+    let (nginx, uploads) = dav_nginx(&dir);
+    let url = format!("http://{}/", server.local_addr());
+    let local = dir.join("local");
+    let run = |run_id: &str, results_url: &str| {
+        bin()
+            .arg("run")
+            .arg(&url)
+            .args([
+                "-c", "2", "-n", "40", "--quiet", "--shard", "0/1", "--run-id", run_id,
+            ])
+            .args(["--results-url", results_url, "--results-dir"])
+            .arg(&local)
+            .output()
+            .unwrap()
+    };
+    let out = run("up1", &nginx.url("/results/{run_id}/{file}"));
+    assert!(out.status.success(), "{:?}", text(&out));
+    let put = merged(&uploads.join("up1").join("up1-shard-0-of-1.json"));
+    assert_eq!(put.stats.requests, 40);
+    let out = run("up2", &nginx.url("/static/"));
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("NOT uploaded") && err.contains("after 4 attempts") && err.contains("405"),
+        "{err}"
+    );
+    assert!(local.join("up2-shard-0-of-1.json").exists());
+    drop(nginx);
+    let _ = std::fs::remove_dir_all(&dir);
+}

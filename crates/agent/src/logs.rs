@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// Logs kept: older ones are dropped (the admin reads a log while its job runs, or soon after).
-const KEPT_LOGS: usize = 64;
+pub const KEPT_LOGS: usize = 64;
 /// Lines kept per log (an hour of one progress line a second, with room to spare).
 pub const KEPT_LINES: usize = 5000;
 /// Log files kept on disk.

@@ -1,6 +1,7 @@
 //! The agent's few calls to the admin (`/api/registry`, `/api/registryRemove`, `/api/callback`):
 //! one blocking HTTP/1.1 POST each, on a fresh connection, with short timeouts. A small client of
-//! our own because the workspace has no HTTP client and these calls are rare and tiny.
+//! our own, written before the agent used hyper's client for uploads ([`crate::upload`]); these
+//! calls are rare and tiny, and their error lines are tested word for word.
 
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -5,7 +5,7 @@
 use crate::client::{self, AdminUrl};
 use crate::logs::Logs;
 use crate::protocol::{self, Callback, JobIdParam, LogParam, TriggerParam};
-use crate::{AgentConfig, Loads, ShardOf, HANDLER};
+use crate::{trigger_time, upload, AgentConfig, Loads, ShardOf, HANDLER};
 use loadbench_model::human::counted;
 use loadbench_model::RunResult;
 use loadbench_plan::{LoadSpec, Shard};
@@ -13,6 +13,7 @@ use loadbench_runner::shard::result_file_name;
 use loadbench_runner::{Control, Live, Observer, Plan, ShardSpec};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -45,13 +46,18 @@ enum End {
 }
 
 impl Agent {
-    pub(crate) fn new(config: AgentConfig, admin: AdminUrl, loads: Arc<dyn Loads>) -> Agent {
+    pub(crate) fn new(
+        config: AgentConfig,
+        admin: AdminUrl,
+        loads: Arc<dyn Loads>,
+        logs: Logs,
+    ) -> Agent {
         Agent {
             config,
             admin,
             loads,
             running: Mutex::new(HashMap::new()),
-            logs: Logs::default(),
+            logs,
         }
     }
 
@@ -89,6 +95,7 @@ impl Agent {
         }
         let job = Arc::new(Job::new(t));
         self.logs.open(job.t.log_id);
+        self.logs.running(job.t.log_id, job.t.log_date_time);
         let agent = Arc::clone(self);
         let (stop, killed) = (Arc::clone(&job.stop), Arc::clone(&job.killed));
         let (job_id, log_id) = (job.t.job_id, job.t.log_id);
@@ -133,6 +140,19 @@ impl Agent {
         protocol::log_answer(s.from, s.to, &s.content, s.is_end)
     }
 
+    /// At start: the triggers a former agent on this `--data-dir` was running when it stopped
+    /// without calling back (kill -9, a crash, a reboot) are reported failed, so the admin does
+    /// not show them running for ever.
+    pub(crate) fn report_lost(&self) {
+        let msg = "lost: the agent stopped while this trigger ran (killed, crashed or the host restarted) and started again; no result";
+        for (log_id, at) in self.logs.lost(&format!("end: 500 {msg}")) {
+            eprintln!(
+                "loadbench agent: log {log_id} was lost by a former agent; reporting it failed"
+            );
+            self.call_back(log_id, at, 500, msg.to_string());
+        }
+    }
+
     /// Shutdown: stop every running load and wait for their callbacks.
     pub(crate) fn stop_all(&self) {
         let jobs: Vec<Running> = self.lock().drain().map(|(_, r)| r).collect();
@@ -159,59 +179,71 @@ impl Agent {
             ),
         );
         let (code, msg) = match self.prepare(t) {
-            Ok((spec, shard)) => self.finish(job, &spec, &shard),
+            Ok(ready) => self.finish(job, &ready),
             Err(e) => (500, e),
         };
         self.logs.push(t.log_id, format!("end: {code} {msg}"));
-        self.call_back(t, code, msg);
+        self.call_back(t.log_id, t.log_date_time, code, msg);
+        self.logs.done(t.log_id);
         let mut running = self.lock();
         if running.get(&t.job_id).is_some_and(|r| r.log_id == t.log_id) {
             running.remove(&t.job_id);
         }
     }
 
-    /// The load and its shard: the broadcast's index and total, the parameters' run id (or
-    /// one made from the job and log ids) and start instant.
-    fn prepare(&self, t: &TriggerParam) -> Result<(LoadSpec, ShardSpec), String> {
-        let of = ShardOf::from_broadcast(t.broadcast_index, t.broadcast_total)?;
+    /// The load, its shard and where its result goes: the broadcast's index and total (or the
+    /// agent's `--shard` when the admin sends total 0), the parameters' run id (or one derived
+    /// from the job and the trigger time, see [`crate::trigger_time`]) and start instant.
+    fn prepare(&self, t: &TriggerParam) -> Result<Ready, String> {
+        let of = match (t.broadcast_total, self.config.shard) {
+            (0, Some(static_shard)) => static_shard,
+            _ => ShardOf::from_broadcast(t.broadcast_index, t.broadcast_total)?,
+        };
         let words = crate::params::split(&t.executor_params)?;
         let prepared = self.loads.prepare(&words, of)?;
+        let start_at = match prepared.start_in {
+            Some(d) => Some(trigger_time::start(t.log_date_time, d)?),
+            None => prepared.start_at,
+        };
+        let run_id = match (prepared.run_id, prepared.start_in) {
+            (Some(id), _) => id,
+            (None, Some(_)) => trigger_time::run_id(t.job_id, t.log_date_time)?,
+            (None, None) => trigger_time::run_id(t.job_id, t.log_date_time)
+                .unwrap_or_else(|_| format!("job{}-log{}", t.job_id, t.log_id)),
+        };
+        let results_url = prepared
+            .results_url
+            .or_else(|| self.config.results_url.clone());
+        if let Some(url) = &results_url {
+            url.check_reachable()?;
+        }
         let shard = ShardSpec {
             shard: Shard::new(of.index, of.total).map_err(|e| e.to_string())?,
-            run_id: prepared
-                .run_id
-                .unwrap_or_else(|| format!("job{}-log{}", t.job_id, t.log_id)),
-            start_at: prepared.start_at,
+            run_id,
+            start_at,
         };
-        Ok((prepared.spec, shard))
+        loadbench_runner::shard::check_run_id(&shard.run_id).map_err(|e| e.to_string())?;
+        Ok(Ready {
+            spec: prepared.spec,
+            shard,
+            results_url,
+        })
     }
 
     /// Runs the load, saves what it measured and says how it went.
-    fn finish(&self, job: &Job, spec: &LoadSpec, shard: &ShardSpec) -> (u16, String) {
-        let end = job.run(spec, shard, &self.logs);
-        let (code, what, result) = match end {
-            End::Failed(e) => return (500, e),
-            End::Done(r) if r.stats.requests == 0 && r.stats.errors.total() > 0 => {
-                (500, "every request failed".to_string(), r)
-            }
-            End::Done(r) => (200, "done".to_string(), r),
-            End::Killed(r) => (500, "killed by the admin, partial result".to_string(), r),
-            End::CutShort(r) => (
-                500,
-                "cut short by the agent's shutdown (SIGTERM), partial result".to_string(),
-                r,
-            ),
-            End::TimedOut(r) => (
-                502,
-                format!(
-                    "timed out after executorTimeout {}s, partial result",
-                    job.t.executor_timeout
-                ),
-                r,
-            ),
+    fn finish(&self, job: &Job, ready: &Ready) -> (u16, String) {
+        let shard = &ready.shard;
+        let end = job.run(&ready.spec, shard, &self.logs);
+        let (code, what, result) = match outcome(end, job.t.executor_timeout) {
+            Ok(o) => o,
+            Err(e) => return (500, e),
         };
-        let path = self.config.results_dir.join(result_file_name(shard));
-        let saved = match save(&path, &result) {
+        let (path, renamed) = unused_path(&self.config.results_dir, shard, job.t.log_id);
+        let json = match to_json(&result) {
+            Ok(json) => json,
+            Err(e) => return (500, format!("{what}: the result cannot be written: {e}")),
+        };
+        let mut saved = match loadbench_runner::save::write_atomic(&path, json.as_bytes()) {
             Ok(()) if result.interrupted => {
                 format!("partial result saved to {}", path.display())
             }
@@ -223,6 +255,20 @@ impl Agent {
                 )
             }
         };
+        if renamed {
+            saved.push_str(" (a result of this run id was already there: kept, not overwritten)");
+        }
+        let code = match self.upload(ready, &path, &json) {
+            Some(Err(e)) => {
+                saved.push_str(&format!("; NOT uploaded: {e}"));
+                500
+            }
+            Some(Ok(target)) => {
+                saved.push_str(&format!("; uploaded to {target}"));
+                code
+            }
+            None => code,
+        };
         (
             code,
             format!(
@@ -233,20 +279,36 @@ impl Agent {
         )
     }
 
+    /// Sends the saved result to the `--results-url`, if any: the URL it went to, or why not.
+    fn upload(&self, ready: &Ready, path: &Path, json: &str) -> Option<Result<String, String>> {
+        let url = ready.results_url.as_ref()?;
+        let shard = &ready.shard;
+        let file = path
+            .file_name()
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+        let target = url.for_shard(upload::Naming {
+            run_id: &shard.run_id,
+            shard: shard.shard.index(),
+            total: shard.shard.total(),
+            file: &file,
+        });
+        Some(upload::put_with_retries(&target, json).map(|()| target))
+    }
+
     /// Reports the outcome, retrying a few times: the admin may restart meanwhile.
-    fn call_back(&self, t: &TriggerParam, code: u16, msg: String) {
+    fn call_back(&self, log_id: i64, log_date_time: i64, code: u16, msg: String) {
         let body = serde_json::json!([Callback {
-            log_id: t.log_id,
-            log_date_tim: t.log_date_time,
+            log_id,
+            log_date_tim: log_date_time,
             handle_code: code,
             handle_msg: msg,
         }]);
         for attempt in 1..=3 {
             match client::post(&self.admin, "/api/callback", self.token(), &body) {
-                Ok(_) => return self.logs.end(t.log_id, "callback: accepted by the admin"),
+                Ok(_) => return self.logs.end(log_id, "callback: accepted by the admin"),
                 Err(e) if attempt == 3 => {
-                    eprintln!("loadbench agent: callback of log {} failed: {e}", t.log_id);
-                    return self.logs.end(t.log_id, format!("callback failed: {e}"));
+                    eprintln!("loadbench agent: callback of log {log_id} failed: {e}");
+                    return self.logs.end(log_id, format!("callback failed: {e}"));
                 }
                 Err(_) => std::thread::sleep(Duration::from_secs(1)),
             }
@@ -342,6 +404,31 @@ impl Progress {
     }
 }
 
+/// How a load ended: the callback's code, a few words, and the result to save.
+fn outcome(end: End, executor_timeout: i64) -> Result<(u16, String, RunResult), String> {
+    Ok(match end {
+        End::Failed(e) => return Err(e),
+        End::Done(r) if r.stats.requests == 0 && r.stats.errors.total() > 0 => {
+            (500, "every request failed".to_string(), r)
+        }
+        End::Done(r) => (200, "done".to_string(), r),
+        End::Killed(r) => (500, "killed by the admin, partial result".to_string(), r),
+        End::CutShort(r) => (
+            500,
+            "cut short by the agent's shutdown (SIGTERM), partial result".to_string(),
+            r,
+        ),
+        End::TimedOut(r) => (
+            502,
+            format!(
+                "timed out after executorTimeout {}s, partial result",
+                executor_timeout
+            ),
+            r,
+        ),
+    })
+}
+
 /// One line: requests, errors, rate and p99.
 fn summary(r: &RunResult) -> String {
     let rate = r.summary.as_ref().map_or(0.0, |s| s.requests_per_sec);
@@ -352,9 +439,30 @@ fn summary(r: &RunResult) -> String {
     )
 }
 
-fn save(path: &std::path::Path, result: &RunResult) -> Result<(), String> {
+/// The result as the JSON a saved file holds.
+fn to_json(result: &RunResult) -> Result<String, String> {
     let mut result = result.clone();
     result.finalize();
-    let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
-    loadbench_runner::save::write_atomic(path, json.as_bytes()).map_err(|e| e.to_string())
+    serde_json::to_string_pretty(&result).map_err(|e| e.to_string())
+}
+
+/// Where a trigger's result goes: `RUNID-shard-I-of-N.json`, or, when a result of that name is
+/// already there (a fixed `--run-id` fired again, a trigger covered under COVER_EARLY),
+/// `RUNID-shard-I-of-N.log<LOGID>.json`: a result a callback named is never overwritten. True
+/// when renamed.
+fn unused_path(dir: &Path, shard: &ShardSpec, log_id: i64) -> (PathBuf, bool) {
+    let name = result_file_name(shard);
+    let path = dir.join(&name);
+    if !path.exists() {
+        return (path, false);
+    }
+    let stem = name.trim_end_matches(".json");
+    (dir.join(format!("{stem}.log{log_id}.json")), true)
+}
+
+/// A trigger ready to run: the shard's load, which shard and run, where its result goes.
+struct Ready {
+    spec: LoadSpec,
+    shard: ShardSpec,
+    results_url: Option<upload::ResultsUrl>,
 }

@@ -4,8 +4,10 @@
 //! [`Loads`] that turns a job's `executorParams` plus its broadcast shard into a typed
 //! [`LoadSpec`] (the CLI supplies it, with its own `run` flag parser), and a shutdown flag.
 //! Out: registrations at the admin every 30 s, the executor endpoints (`/beat`, `/idleBeat`,
-//! `/run`, `/kill`, `/log`), one shard result file per trigger in the results folder and one
-//! callback per trigger. Loads run through the runner library in this process: no re-exec, no
+//! `/run`, `/kill`, `/log`), one shard result file per trigger in the results folder (also PUT
+//! to `--results-url`, [`upload`]), one callback per trigger, and each trigger's log on disk
+//! ([`logs`]). `--start-in` gives every shard of a broadcast one start and run id
+//! ([`trigger_time`]). Loads run through the runner library in this process: no re-exec, no
 //! shell, and every glue type but BEAN is refused, so the admin can never run a script here.
 //! Neighbours: runner (runs loads), plan (specs), model (results); the wire details are in
 //! [`protocol`], checked against the project's protocol notes.
@@ -17,6 +19,8 @@ pub mod params;
 pub mod protocol;
 mod registry;
 mod server;
+pub mod trigger_time;
+pub mod upload;
 
 pub use loadbench_plan::LoadSpec;
 
@@ -46,6 +50,13 @@ pub struct AgentConfig {
     pub advertise: Option<String>,
     /// Where each trigger's shard result is written.
     pub results_dir: PathBuf,
+    /// Where each shard result is also sent with HTTP PUT (`--results-url`).
+    pub results_url: Option<upload::ResultsUrl>,
+    /// This agent's shard when the admin sends no broadcast (`broadcastTotal` 0, as ratchjob
+    /// does for every address): `--shard I/N` of the agent.
+    pub shard: Option<ShardOf>,
+    /// Where the job logs are kept on disk (`--data-dir`), so `/log` answers after a restart.
+    pub data_dir: Option<PathBuf>,
 }
 
 /// A job's shard of the broadcast: `broadcastIndex` of `broadcastTotal` (a total of 0 is 1).
@@ -81,6 +92,11 @@ pub struct Prepared {
     pub run_id: Option<String>,
     /// The shards' common start (`--start-at`); `None`: start when the target checks out.
     pub start_at: Option<std::time::SystemTime>,
+    /// A start this long after the trigger (`--start-in`), the same on every shard of the
+    /// broadcast ([`trigger_time`]).
+    pub start_in: Option<std::time::Duration>,
+    /// The job's own `--results-url`, over the agent's.
+    pub results_url: Option<upload::ResultsUrl>,
 }
 
 /// Turns `executorParams`, split into words, and the broadcast shard into a load. An error is
@@ -120,6 +136,10 @@ pub fn run(
             "--access-token is required: give the admin's xxl.job.accessToken, or set LOADBENCH_XXL_JOB_TOKEN (or --insecure-no-token to let anyone who reaches the port start loads)".into(),
         ));
     }
+    let logs = match &config.data_dir {
+        Some(dir) => logs::Logs::on_disk(dir).map_err(AgentError::Config)?,
+        None => logs::Logs::default(),
+    };
     let listener = TcpListener::bind(config.listen).map_err(|source| AgentError::Listen {
         addr: config.listen,
         source,
@@ -133,9 +153,10 @@ pub fn run(
         "loadbench agent: executor {} on {local}, registering {address} at {}",
         config.app_name, config.admin
     );
-    let agent = Arc::new(jobs::Agent::new(config, admin, loads));
+    let agent = Arc::new(jobs::Agent::new(config, admin, loads, logs));
     std::thread::scope(|s| {
         s.spawn(|| registry::keep_registered(&agent, &address, shutdown));
+        s.spawn(|| agent.report_lost());
         let served = server::serve(listener, Arc::clone(&agent), shutdown);
         agent.stop_all();
         served

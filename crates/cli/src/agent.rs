@@ -17,6 +17,20 @@ pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
             a.listen
         ))
     })?;
+    let results_url = a
+        .results_url
+        .as_deref()
+        .map(loadbench_agent::upload::ResultsUrl::parse)
+        .transpose()
+        .map_err(UserError)?;
+    if let Some(url) = &results_url {
+        url.check_reachable().map_err(UserError)?;
+    }
+    let shard = a.shard.map(|s| ShardOf {
+        index: s.index(),
+        total: s.total(),
+    });
+    let data_dir = Some(a.data_dir.unwrap_or_else(|| a.results_dir.join("logs")));
     let config = AgentConfig {
         admin: a.admin,
         app_name: a.app_name,
@@ -25,6 +39,9 @@ pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
         listen,
         advertise: a.advertise,
         results_dir: a.results_dir,
+        results_url,
+        shard,
+        data_dir,
     };
     let stop = crate::signals::stop_flag()?;
     loadbench_agent::run(config, Arc::new(RunFlags), &stop).map_err(|e| match e {
@@ -61,10 +78,30 @@ impl Loads for RunFlags {
             let at = start_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
             Some(format!("start-{}", at.as_secs()))
         });
+        if let Some(id) = &run_id {
+            loadbench_runner::shard::check_run_id(id)
+                .map_err(|e| format!("executorParams: {e}"))?;
+        }
+        let start_in = args
+            .dist
+            .start_in
+            .as_deref()
+            .map(loadbench_agent::trigger_time::parse_start_in)
+            .transpose()
+            .map_err(|e| format!("executorParams: {e}"))?;
+        let results_url = args
+            .dist
+            .results_url
+            .as_deref()
+            .map(loadbench_agent::upload::ResultsUrl::parse)
+            .transpose()
+            .map_err(|e| format!("executorParams: {e}"))?;
         Ok(Prepared {
             spec,
             run_id,
             start_at,
+            start_in,
+            results_url,
         })
     }
 }

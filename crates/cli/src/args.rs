@@ -88,6 +88,18 @@ pub(crate) struct XxlJobArgs {
     /// volume, so `loadbench merge` finds them all).
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
+    /// Also upload each shard result with HTTP PUT: a folder URL ending in / (the file name is
+    /// appended) or a template with {run_id}, {shard}, {total}, {file}; checked at start.
+    #[arg(long)]
+    pub results_url: Option<String>,
+    /// This agent's shard I/N when the admin sends no broadcast index (ratchjob sends 0/0 to
+    /// every address); a real broadcast's index and total win.
+    #[arg(long, value_parser = values::shard)]
+    pub shard: Option<loadbench_plan::Shard>,
+    /// Folder for the job logs (kept per trigger, the last 200 and at most 7 days), so the
+    /// admin's log view works after a restart [default: RESULTS_DIR/logs].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -309,20 +321,40 @@ pub(crate) struct ShardArgs {
     /// (2026-11-24T18:00:00Z) or unix seconds; at most 24 h ahead.
     #[arg(long)]
     pub start_at: Option<String>,
+    /// Start this long after the trigger (0 to 24h, e.g. 10s): in an xxl-job job's parameters,
+    /// every shard of one broadcast starts at the same instant (docs/distributed.md); on the
+    /// command line, this long after the current whole second.
+    #[arg(long, conflicts_with = "start_at", allow_hyphen_values = true)]
+    pub start_in: Option<String>,
     /// The id of the distributed run, the same for every shard [default: from --start-at].
     #[arg(long)]
     pub run_id: Option<String>,
     /// Save the shard's result JSON in this folder as RUNID-shard-I-of-N.json (a shared volume).
     #[arg(long)]
     pub results_dir: Option<PathBuf>,
+    /// Also upload the shard's result with HTTP PUT: a folder URL ending in / (the file name
+    /// is appended) or a template with {run_id}, {shard}, {total}, {file}; retried, the local
+    /// copy kept.
+    #[arg(long)]
+    pub results_url: Option<String>,
 }
 
 /// `loadbench merge`.
 #[derive(Debug, Args)]
 pub(crate) struct MergeArgs {
-    /// The shard results (`run --shard … --save`), or merges of some of them.
+    /// The shard results (`run --shard … --save`), or merges of some of them; or one folder
+    /// holding RUNID-shard-I-of-N.json files (one run id, or pick one with --run-id).
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
+    /// With a folder: the run whose shards to merge [default: the only run id in the folder].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// With a folder: wait until all N shards of the run are there (complete files), then merge.
+    #[arg(long)]
+    pub wait: Option<u32>,
+    /// How long --wait waits before giving up (exit 1, naming the missing shards).
+    #[arg(long, default_value = "5m", value_parser = values::duration("--timeout"), requires = "wait")]
+    pub timeout: Duration,
     /// Write the merged result (JSON) to this file [default: stdout].
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,

@@ -37,7 +37,18 @@ pub(crate) fn shard_spec(a: &ShardArgs, env: Env<'_>) -> Result<Option<ShardSpec
         (None, true) => Some(shard_from_env(a.shard_count, env)?),
         (None, false) => None,
     };
-    if shard.is_none() && start_text.is_none() && run_id.is_none() {
+    let start_in = a
+        .start_in
+        .as_deref()
+        .map(loadbench_agent::trigger_time::parse_start_in)
+        .transpose()
+        .map_err(UserError)?;
+    if shard.is_none() && start_text.is_none() && run_id.is_none() && start_in.is_none() {
+        if a.results_url.is_some() {
+            return Err(UserError(
+                "--results-url names files by shard: add --shard I/N (or --shard-from-env)".into(),
+            ));
+        }
         if a.results_dir.is_some() {
             return Err(UserError(
                 "--results-dir names files by shard: add --shard I/N (or --shard-from-env)".into(),
@@ -45,9 +56,17 @@ pub(crate) fn shard_spec(a: &ShardArgs, env: Env<'_>) -> Result<Option<ShardSpec
         }
         return Ok(None);
     }
-    let start_at = match &start_text {
-        Some(t) => Some(parse_start_at(t).map_err(|e| UserError(e.to_string()))?),
-        None => None,
+    let start_at = match (&start_text, start_in) {
+        (Some(t), _) => Some(parse_start_at(t).map_err(|e| UserError(e.to_string()))?),
+        // This long after the current whole second (a scheduler's trigger gives the agent a
+        // common anchor; a command line has only its own clock).
+        (None, Some(d)) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            Some(UNIX_EPOCH + std::time::Duration::from_secs(now.as_secs()) + d)
+        }
+        (None, None) => None,
     };
     let run_id = match (run_id, start_at) {
         (Some(id), _) => id,
@@ -88,6 +107,46 @@ fn shard_from_env(count: Option<u32>, env: Env<'_>) -> Result<Shard, UserError> 
     Shard::new(index, total).map_err(|e| UserError(format!("--shard-from-env: {e}")))
 }
 
+/// `--results-url`, checked (form and reachability) before any load.
+pub(crate) fn results_url(
+    a: &ShardArgs,
+) -> Result<Option<loadbench_agent::upload::ResultsUrl>, UserError> {
+    let Some(text) = &a.results_url else {
+        return Ok(None);
+    };
+    let url = loadbench_agent::upload::ResultsUrl::parse(text).map_err(UserError)?;
+    url.check_reachable().map_err(UserError)?;
+    Ok(Some(url))
+}
+
+/// Uploads a shard's result to its `--results-url` (retried); one line on stderr either way.
+pub(crate) fn upload(
+    url: &loadbench_agent::upload::ResultsUrl,
+    spec: &ShardSpec,
+    json: &str,
+    quiet: bool,
+) -> bool {
+    let file = loadbench_runner::shard::result_file_name(spec);
+    let target = url.for_shard(loadbench_agent::upload::Naming {
+        run_id: &spec.run_id,
+        shard: spec.shard.index(),
+        total: spec.shard.total(),
+        file: &file,
+    });
+    match loadbench_agent::upload::put_with_retries(&target, json) {
+        Ok(()) => {
+            if !quiet {
+                eprintln!("shard result uploaded to {target}");
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("error: the shard result was NOT uploaded: {e}");
+            false
+        }
+    }
+}
+
 /// The file a shard's result goes to in `--results-dir`.
 pub(crate) fn results_path(dir: &Path, spec: &ShardSpec) -> PathBuf {
     dir.join(loadbench_runner::shard::result_file_name(spec))
@@ -105,8 +164,18 @@ pub(crate) fn write_hlog(path: &Path, r: &RunResult) -> Result<()> {
 /// writes the merged result.
 pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     crate::output::check_writable("-o", a.output.as_deref())?;
-    let mut runs = Vec::with_capacity(a.results.len());
-    for path in &a.results {
+    let files = match a.results.as_slice() {
+        [dir] if dir.is_dir() => from_folder(dir, &a)?,
+        _ if a.wait.is_some() || a.run_id.is_some() => {
+            return Err(UserError(
+                "--wait and --run-id take one folder: give the folder the shard results go to, e.g. `loadbench merge results/ --wait 3`".into(),
+            )
+            .into())
+        }
+        _ => a.results.clone(),
+    };
+    let mut runs = Vec::with_capacity(files.len());
+    for path in &files {
         match crate::report_cmd::load(path)? {
             SavedResult::Run(r) => runs.push(*r),
             other => {
@@ -138,6 +207,120 @@ pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
         None => crate::output::stdout(&json)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A shard result's file name in a folder: `RUNID-shard-I-of-N.json` → (run id, I, N).
+fn shard_file_name(name: &str) -> Option<(&str, u32, u32)> {
+    let stem = name.strip_suffix(".json")?;
+    let (head, total) = stem.rsplit_once("-of-")?;
+    let (run_id, index) = head.rsplit_once("-shard-")?;
+    let all_digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if run_id.is_empty() || !all_digits(index) || !all_digits(total) {
+        return None;
+    }
+    Some((run_id, index.parse().ok()?, total.parse().ok()?))
+}
+
+/// The shard files of one run in `dir` (waiting for all `--wait N` of them until the timeout).
+/// Files are taken only under their final name and only once they read as results, so a file
+/// still being written (a temporary name, or a half-written upload) is waited for.
+fn from_folder(dir: &Path, a: &MergeArgs) -> Result<Vec<PathBuf>> {
+    if let Some(id) = &a.run_id {
+        loadbench_runner::shard::check_run_id(id).map_err(|e| UserError(e.to_string()))?;
+    }
+    let deadline = std::time::Instant::now() + a.timeout;
+    loop {
+        let found = scan(dir)?;
+        let run_id = pick_run(dir, a.run_id.as_ref(), &found)?;
+        let shards = run_id.as_ref().and_then(|id| found.get(id));
+        let Some(want) = a.wait else {
+            return match shards {
+                Some(s) => Ok(s.iter().map(|(_, _, p)| p.clone()).collect()),
+                None => Err(UserError(format!(
+                    "{} holds no shard result{}: give the folder the shards wrote to",
+                    dir.display(),
+                    run_id.map(|id| format!(" of run {id}")).unwrap_or_default()
+                ))
+                .into()),
+            };
+        };
+        let complete: Vec<&(u32, u32, PathBuf)> = shards
+            .map(|s| {
+                s.iter()
+                    .filter(|(_, total, p)| *total == want && readable(p))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let have: std::collections::BTreeSet<u32> = complete.iter().map(|(i, _, _)| *i).collect();
+        if (0..want).all(|i| have.contains(&i)) {
+            return Ok(complete
+                .iter()
+                .filter(|(i, _, _)| *i < want)
+                .map(|(_, _, p)| p.clone())
+                .collect());
+        }
+        if std::time::Instant::now() >= deadline {
+            let missing: Vec<String> = (0..want)
+                .filter(|i| !have.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            anyhow::bail!(
+                "merge --wait: timed out after {} waiting for run {} in {}: shards {} of {want} are missing",
+                humantime::format_duration(a.timeout),
+                run_id.as_deref().unwrap_or("(none yet)"),
+                dir.display(),
+                missing.join(", ")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The run to merge: `--run-id`, or the only run id in the folder (`None`: none there yet).
+fn pick_run(dir: &Path, given: Option<&String>, found: &Found) -> Result<Option<String>> {
+    let mut ids: Vec<&String> = found.keys().collect();
+    ids.sort();
+    match (given, ids.as_slice()) {
+        (Some(id), _) => Ok(Some(id.clone())),
+        (None, [one]) => Ok(Some((*one).clone())),
+        (None, []) => Ok(None),
+        (None, many) => {
+            let list: Vec<&str> = many.iter().map(|s| s.as_str()).collect();
+            Err(UserError(format!(
+                "{} holds the shards of several runs ({}): pick one with --run-id",
+                dir.display(),
+                list.join(", ")
+            ))
+            .into())
+        }
+    }
+}
+
+/// Shard files in `dir` by run id: (index, total, path).
+type Found = std::collections::HashMap<String, Vec<(u32, u32, PathBuf)>>;
+
+fn scan(dir: &Path) -> Result<Found> {
+    let mut found = Found::new();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| UserError(format!("{}: {e}", dir.display())))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((run_id, index, total)) = name.to_str().and_then(shard_file_name) else {
+            continue;
+        };
+        found
+            .entry(run_id.to_string())
+            .or_default()
+            .push((index, total, entry.path()));
+    }
+    Ok(found)
+}
+
+/// A file that reads as a saved result (a complete file, not one still being written).
+fn readable(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .is_some_and(|text| RunResult::from_json(&text).is_ok())
 }
 
 /// One line of what was merged, and one naming missing shards.
@@ -182,5 +365,22 @@ fn summarize(r: &RunResult) {
     }
     if let Some(missing) = run.missing_text() {
         eprintln!("warning: {missing}: the merge covers only part of the load (--require-all makes this an error)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shard_file_name;
+
+    #[test]
+    fn folder_files_are_taken_only_under_a_shard_result_name() {
+        assert_eq!(
+            shard_file_name("job7-1795543200-shard-2-of-3.json"),
+            Some(("job7-1795543200", 2, 3))
+        );
+        assert_eq!(shard_file_name("a-shard-x-of-3.json"), None);
+        assert_eq!(shard_file_name("r-shard-0-of-3.log12.json"), None);
+        assert_eq!(shard_file_name("r-shard-0-of-3.json.tmp"), None);
+        assert_eq!(shard_file_name("-shard-0-of-3.json"), None);
     }
 }

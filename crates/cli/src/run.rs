@@ -23,6 +23,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     crate::output::check_writable("--save", args.save.as_deref())?;
     crate::output::check_writable("--hlog", args.hlog.as_deref())?;
     crate::output::check_writable("--results-dir", shard_file.as_deref())?;
+    let results_url = crate::dist::results_url(&args.dist)?;
     let opts = RenderOptions {
         percentiles: spec.percentiles.clone(),
         color: false,
@@ -52,6 +53,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             eprintln!("shard result saved to {}", path.display());
         }
         in_place &= saved;
+    }
+    if let (Some(url), Some(sh)) = (&results_url, &shard) {
+        in_place &= crate::dist::upload(url, sh, &json(), quiet);
     }
     if let Some(path) = &args.hlog {
         crate::dist::write_hlog(path, &result)?;

@@ -226,7 +226,7 @@ fn kill_stops_a_load_at_once_and_keeps_its_partial_result() {
     );
     assert_eq!(cb["handleCode"], 500, "{cb}");
     assert!(one_line(&cb["handleMsg"]).contains("killed"), "{cb}");
-    let r = result(&results.join("job2-log20-shard-0-of-1.json"));
+    let r = result(&results.join("job2-1795540000-shard-0-of-1.json"));
     assert!(r.interrupted && r.stats.requests > 0, "partial result kept");
     let idle = call(&executor, "idleBeat", Some(TOKEN), &json!({"jobId": 2}));
     assert_eq!(idle["code"], 200, "{idle}");
@@ -412,7 +412,7 @@ fn executor_timeout_and_bad_parameters_fail_the_trigger_with_one_line() {
         one_line(&cb["handleMsg"]).contains("executorTimeout 1s"),
         "{cb}"
     );
-    assert!(result(&results.join("job3-log30-shard-0-of-1.json")).interrupted);
+    assert!(result(&results.join("job3-1795540000-shard-0-of-1.json")).interrupted);
     assert!(agent.stop().success(), "{}", agent.stderr());
     let _ = std::fs::remove_dir_all(&results);
 }
@@ -440,13 +440,13 @@ fn the_agent_refuses_to_start_without_a_token() {
 }
 
 /// `ratchjob` on free loopback ports with its own data folder; killed on drop.
-struct Ratchjob {
+pub(crate) struct Ratchjob {
     child: std::process::Child,
-    api: String,
+    pub(crate) api: String,
 }
 
 impl Ratchjob {
-    fn start(dir: &Path) -> Ratchjob {
+    pub(crate) fn start(dir: &Path) -> Ratchjob {
         let port = free_port();
         let log = std::fs::File::create(dir.join("ratchjob.log")).unwrap();
         let child = std::process::Command::new("ratchjob")
@@ -471,7 +471,7 @@ impl Ratchjob {
         rj
     }
 
-    fn until(&self, secs: u64, what: &str, done: impl Fn(&Ratchjob) -> bool) {
+    pub(crate) fn until(&self, secs: u64, what: &str, done: impl Fn(&Ratchjob) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(secs);
         while !done(self) {
             assert!(Instant::now() < deadline, "timed out: {what}");
@@ -481,9 +481,15 @@ impl Ratchjob {
 
     /// Creates an enabled BEAN job of handler `loadbench` firing every 2 s; its id.
     fn create_job(&self, params: &str) -> u64 {
+        self.create_job_every(params, 2)
+    }
+
+    /// Creates an enabled BEAN job of handler `loadbench` with the sharding broadcast, firing
+    /// every `secs` seconds (ratchjob's fixed-rate INTERVAL schedule); its id.
+    pub(crate) fn create_job_every(&self, params: &str, secs: u32) -> u64 {
         let job = json!({
             "appName": "lbtest", "namespace": "xxl", "handleName": "loadbench",
-            "scheduleType": "INTERVAL", "intervalSecond": 2, "runMode": "BEAN",
+            "scheduleType": "INTERVAL", "intervalSecond": secs, "runMode": "BEAN",
             "routerStrategy": "SHARDING_BROADCAST", "blockingStrategy": "SERIAL_EXECUTION",
             "triggerParam": params, "enable": true,
         });
@@ -493,14 +499,21 @@ impl Ratchjob {
             .unwrap_or_else(|| panic!("{answer}"))
     }
 
-    /// The statuses of the job's tasks so far (SUCCESS, FAIL, RUNNING, ...).
-    fn statuses(&self, job: u64) -> Vec<String> {
-        let path = format!("/ratch/v1/job/task/list?jobId={job}&namespace=xxl&appName=lbtest");
+    /// The job's tasks so far (ratchjob's task records: taskId, triggerTime, status, ...).
+    pub(crate) fn tasks(&self, job: u64) -> Vec<Value> {
+        let path = format!(
+            "/ratch/v1/job/task/list?jobId={job}&namespace=xxl&appName=lbtest&pageSize=100"
+        );
         let answer = http(&self.api, "GET", &path, None).unwrap_or_default();
-        let list = answer["data"]["list"]
+        answer["data"]["list"]
             .as_array()
             .cloned()
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    /// The statuses of the job's tasks so far (SUCCESS, FAIL, RUNNING, ...).
+    fn statuses(&self, job: u64) -> Vec<String> {
+        let list = self.tasks(job);
         list.iter()
             .filter_map(|t| t["status"].as_str().map(str::to_string))
             .collect()

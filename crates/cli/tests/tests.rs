@@ -41,6 +41,7 @@ mod pool;
 mod report;
 mod run;
 mod save;
+mod schedule;
 mod serve;
 mod serve_h2;
 mod starved;

@@ -308,6 +308,28 @@ impl Agent {
         listen: &str,
         results: &Path,
     ) -> Agent {
+        Agent::spawn_with(flag, prefix, admin_url, listen, results, &[])
+    }
+
+    /// An agent with `--access-token token` and more flags (`extra`).
+    pub(crate) fn with_flags(
+        token: &str,
+        admin_url: &str,
+        listen: &str,
+        results: &Path,
+        extra: &[&str],
+    ) -> Agent {
+        Agent::spawn_with(Some(token), &[], admin_url, listen, results, extra)
+    }
+
+    fn spawn_with(
+        flag: Option<&str>,
+        prefix: &[&str],
+        admin_url: &str,
+        listen: &str,
+        results: &Path,
+        extra: &[&str],
+    ) -> Agent {
         let log = results.join(format!("agent-{}.log", super::unique()));
         let bin = env!("CARGO_BIN_EXE_loadbench");
         let mut cmd = match prefix.split_first() {
@@ -328,6 +350,7 @@ impl Agent {
         ])
         .args(["--listen", listen, "--results-dir"])
         .arg(results)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());

@@ -60,9 +60,7 @@ pub fn parse_start_in(text: &str) -> Result<Duration, String> {
             "--start-in {text} is negative: give a delay from 0 to 24h, e.g. 10s"
         ));
     }
-    let d = humantime::parse_duration(t).map_err(|_| {
-        format!("--start-in '{text}' is not a duration: give e.g. 10s, 1m or 1500ms")
-    })?;
+    let d = loadbench_units::duration(t).map_err(|e| format!("--start-in: {e}"))?;
     if d > MAX_START_IN {
         return Err(format!(
             "--start-in {text} is more than 24 hours: give a delay of at most 24h"

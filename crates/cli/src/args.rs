@@ -4,7 +4,7 @@ use crate::compare_cmd::CompareFormat;
 use crate::output::{any_format, FormatParser};
 use crate::values::{self, Percentiles, RateArg, SourceAddrs};
 use clap::{Args, Parser, Subcommand};
-use loadbench_model::Slo;
+use loadbench_model::{Gates, Slo};
 use loadbench_plan::Schedule;
 use loadbench_report::Format;
 use std::path::PathBuf;
@@ -115,6 +115,8 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub cooldown: Option<String>,
     #[command(flatten)]
+    pub gates: GateArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
 }
 
@@ -200,6 +202,10 @@ pub(crate) struct OutputArgs {
     /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// Also write a JUnit XML report to this file, one testcase per gate (for CI test
+    /// summaries; docs/gates.md).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -209,6 +215,36 @@ pub(crate) struct OutputArgs {
     pub no_live: bool,
     #[command(flatten)]
     pub live_web: LiveWebArgs,
+}
+
+/// Gates of `run` and `bench` (docs/gates.md): judged after the load, exit 4 when one fails.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Gates (docs/gates.md)")]
+pub(crate) struct GateArgs {
+    /// Gates that must pass, else exit 4: pNN or mean < DURATION, errors < SHARE% or COUNT,
+    /// rps > N, and in a bench TARGET/TARGET > RATIO (relative req/s), comma-separated or
+    /// repeated, e.g. 'p99<50ms,errors<0.1%,rps>1000'.
+    #[arg(long = "slo", value_name = "GATES", value_parser = values::gates)]
+    pub slo: Vec<Gates>,
+    /// A gate that cannot be judged (too few responses for its percentile, nothing attempted)
+    /// does not fail the run; it is still shown as unjudged.
+    #[arg(long)]
+    pub slo_allow_unjudged: bool,
+}
+
+impl GateArgs {
+    /// Every `--slo` as one list; `None` without any.
+    pub(crate) fn gates(&self) -> Option<Gates> {
+        (!self.slo.is_empty()).then(|| Gates {
+            text: self
+                .slo
+                .iter()
+                .map(|g| g.text.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            gates: self.slo.iter().flat_map(|g| g.gates.clone()).collect(),
+        })
+    }
 }
 
 /// The live web page of `run`, `find-max` and `bench`.
@@ -285,6 +321,8 @@ pub(crate) struct RunArgs {
     /// Also write the HdrHistogram interval log (one interval per second) to this file.
     #[arg(long)]
     pub hlog: Option<PathBuf>,
+    #[command(flatten)]
+    pub gates: GateArgs,
     #[command(flatten)]
     pub dist: ShardArgs,
 }

@@ -303,6 +303,7 @@ fn empty_result(s: &Scenario, file: &Path, run_dir: &Path) -> BenchResult {
         queueing: Vec::new(),
         resources: Default::default(),
         warnings: Vec::new(),
+        gates: None,
     }
 }
 

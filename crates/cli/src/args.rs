@@ -92,7 +92,7 @@ pub(crate) struct XxlJobArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("output", |a| a.help("What goes to stdout at the end: text, md (Markdown), csv, json or html")),
+    mut_arg("output", |a| a.help("What goes to stdout at the end: text, md (Markdown), csv, json, html or junit")),
     mut_arg("html", |a| a.help("Also write the HTML report to this file, its chart SVGs and PNGs beside it (the run folder always gets report.html)")),
     mut_arg("no_live", |a| a.help("No terminal dashboard: the plain progress bar and round lines instead (the dashboard is shown only when stderr is a terminal)")),
 )]
@@ -125,7 +125,7 @@ pub(crate) struct ReportArgs {
     /// A result saved by `loadbench run --save` (or `-o json`), `loadbench find-max --save` or
     /// `loadbench bench` (its `result.json`).
     pub result: PathBuf,
-    /// text, md (Markdown), csv, json or html; every kind of result renders in each.
+    /// text, md (Markdown), csv, json, html or junit; every kind of result renders in each.
     #[arg(short = 'f', long, default_value = "text", value_parser = any_format())]
     pub format: Format,
     /// Write to this file (atomically) instead of stdout; with html, the chart SVGs and PNGs
@@ -196,7 +196,7 @@ pub(crate) struct DemoArgs {
 /// (`mut_arg` on their structs).
 #[derive(Debug, Args)]
 pub(crate) struct OutputArgs {
-    /// Output format on stdout: text, json, csv, md (Markdown) or html.
+    /// Output format on stdout: text, json, csv, md (Markdown), html or junit.
     #[arg(short = 'o', long, default_value = "text", value_parser = any_format())]
     pub output: Format,
     /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
@@ -375,7 +375,7 @@ pub(crate) struct MergeArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("output", |a| a.help("Output format on stdout: text, json, csv (one row per step), md (Markdown) or html")),
+    mut_arg("output", |a| a.help("Output format on stdout: text, json, csv (one row per step), md (Markdown), html or junit")),
     mut_arg("html", |a| a.help("Also write the result as a self-contained HTML page to this file at the end, its chart SVGs beside it")),
     mut_arg("no_live", |a| a.help("No terminal dashboard: the plain step lines and progress bar instead (the dashboard is shown only when stderr is a terminal)")),
 )]

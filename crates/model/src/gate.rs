@@ -3,9 +3,11 @@
 //! find-max's [`SloStat`]; gates add the error share or count, the throughput and, in a bench,
 //! the relative speed of two targets. Parsed from text by `plan::parse_gates`.
 
+use crate::bench::{BenchCell, BenchResult};
 use crate::find_max::SloStat;
 use crate::result::Stats;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The gates of a run or a load, as typed once (`p99<10ms,rps>100`).
@@ -243,6 +245,142 @@ impl Gates {
             verdicts: self.gates.iter().map(|g| g.judge(s, None)).collect(),
         }
     }
+}
+
+/// The gates of a bench: those of every cell (`--slo`), of one load (its `slo`) and of one
+/// target (its `slo`). Ratio gates among them are judged per load × level, on every load that
+/// runs both targets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BenchGates {
+    /// Every cell's (`bench --slo`).
+    pub all: Vec<Gate>,
+    /// By load index: that load's cells'.
+    pub loads: Vec<Vec<Gate>>,
+    /// By target name: that target's cells'.
+    pub targets: BTreeMap<String, Vec<Gate>>,
+}
+
+impl BenchGates {
+    /// Whether no gate was given anywhere.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+            && self.loads.iter().all(Vec::is_empty)
+            && self.targets.values().all(Vec::is_empty)
+    }
+
+    /// The gates that apply to the cells of `target` in load `load`, in order: every cell's,
+    /// the load's, the target's.
+    fn of(&self, load: u32, target: &str) -> Vec<&Gate> {
+        let load = self.loads.get(load as usize).into_iter().flatten();
+        let target = self.targets.get(target).into_iter().flatten();
+        self.all.iter().chain(load).chain(target).collect()
+    }
+
+    /// Every ratio gate that applies to load `load` (any target's counts for every load).
+    fn ratios(&self, load: u32) -> Vec<&Gate> {
+        let of_load = self.loads.get(load as usize).into_iter().flatten();
+        let of_targets = self.targets.values().flatten();
+        self.all
+            .iter()
+            .chain(of_load)
+            .chain(of_targets)
+            .filter(|g| g.is_ratio())
+            .collect()
+    }
+
+    /// Judges every gate on a finished bench: each single-measurement gate on each of its
+    /// cells (latency and errors over the cell's rounds together, `rps` as the median of the
+    /// rounds' req/s), each ratio gate on each level of each load that runs both targets (the
+    /// ratio of the two cells' mean req/s, as the relative-speed lines).
+    pub fn judge(&self, r: &BenchResult, allow_unjudged: bool) -> GateReport {
+        let mut verdicts = Vec::new();
+        for c in &r.cells {
+            let Some(load) = r.loads.get(c.load as usize) else {
+                continue;
+            };
+            let label = format!(
+                "{} · {} · {}",
+                c.target,
+                load.name,
+                load.level_label(c.level as usize)
+            );
+            for g in self
+                .of(c.load, &c.target)
+                .into_iter()
+                .filter(|g| !g.is_ratio())
+            {
+                let measured = measure_cell(g, r, c);
+                verdicts.push(GateVerdict::from_measure(g, Some(label.clone()), measured));
+            }
+        }
+        for (li, load) in r.loads.iter().enumerate() {
+            for g in self.ratios(li as u32) {
+                let GateMetric::Ratio {
+                    numerator,
+                    denominator,
+                } = &g.metric
+                else {
+                    continue;
+                };
+                if !load.targets.contains(numerator) || !load.targets.contains(denominator) {
+                    continue;
+                }
+                for level in 0..load.levels.len() {
+                    let rps = |t: &str| {
+                        r.cells
+                            .iter()
+                            .find(|c| {
+                                c.load == li as u32 && c.level == level as u32 && c.target == t
+                            })
+                            .and_then(|c| c.requests_per_sec)
+                            .map(|s| s.mean)
+                    };
+                    let measured = match (rps(numerator), rps(denominator)) {
+                        (Some(a), Some(b)) if b > 0.0 => Ok(a / b),
+                        (_, Some(b)) if b <= 0.0 => Err(format!("{denominator} completed nothing")),
+                        _ => Err(format!(
+                            "no measured req/s of {} at this level",
+                            if rps(numerator).is_none() {
+                                numerator
+                            } else {
+                                denominator
+                            }
+                        )),
+                    };
+                    let label = format!("{} · {}", load.name, load.level_label(level));
+                    verdicts.push(GateVerdict::from_measure(g, Some(label), measured));
+                }
+            }
+        }
+        GateReport {
+            allow_unjudged,
+            verdicts,
+        }
+    }
+}
+
+/// A single-measurement gate on one bench cell.
+fn measure_cell(g: &Gate, r: &BenchResult, c: &BenchCell) -> Result<f64, String> {
+    if let Some(why) = &c.nothing {
+        return Err(format!("the cell measured nothing: {why}"));
+    }
+    if g.metric == GateMetric::Rps {
+        return c
+            .requests_per_sec
+            .map(|s| s.median)
+            .ok_or_else(|| "no round measured req/s".to_string());
+    }
+    let mut runs = r
+        .rounds
+        .iter()
+        .filter(|x| x.load == c.load && x.level == c.level && x.target == c.target)
+        .filter_map(|x| x.measured_run());
+    let Some(first) = runs.next() else {
+        return Err("no round measured anything".into());
+    };
+    let mut stats = first.stats.clone();
+    runs.for_each(|run| stats.merge(&run.stats));
+    g.measure(&stats)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use flows::{merge_flow, FlowStats};
-pub use gate::{Gate, GateMetric, GateOp, GateOutcome, GateReport, GateVerdict, Gates};
+pub use gate::{BenchGates, Gate, GateMetric, GateOp, GateOutcome, GateReport, GateVerdict, Gates};
 pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;

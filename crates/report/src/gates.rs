@@ -181,3 +181,104 @@ pub(crate) fn junit_cases(r: &GateReport, classname: &str) -> Vec<Case> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures;
+    use crate::{render_bench, Format};
+    use loadbench_model::{BenchGates, GateOutcome};
+
+    /// The fixture bench (direct, nginx, haproxy at c=50 and c=200) with a gate every cell
+    /// passes, one nginx fails (`rps>1000000`), and two ratio gates: nginx against direct.
+    fn gated() -> loadbench_model::BenchResult {
+        let mut r = fixtures::bench();
+        r.recompute();
+        let gates = loadbench_plan::parse_gates("errors<=100%,nginx/direct>0.01,nginx/direct>100")
+            .unwrap()
+            .gates;
+        let (all, ratios) = gates.split_at(1);
+        let mut bench = BenchGates {
+            all: all.to_vec(),
+            loads: vec![ratios.to_vec()],
+            ..Default::default()
+        };
+        bench.targets.insert(
+            "nginx".into(),
+            loadbench_plan::parse_gates("rps>1000000").unwrap().gates,
+        );
+        r.gates = Some(bench.judge(&r, false));
+        r
+    }
+
+    #[test]
+    fn bench_gates_are_judged_per_cell_and_ratios_per_level() {
+        let r = gated();
+        let v = &r.gates.as_ref().unwrap().verdicts;
+        // 6 cells × errors, 2 nginx cells × rps, 2 levels × 2 ratios.
+        assert_eq!(v.len(), 6 + 2 + 4);
+        let of = |gate: &'static str| v.iter().filter(move |x| x.gate.text == gate);
+        assert!(of("errors<=100%").all(|x| x.outcome == GateOutcome::Pass));
+        let rps: Vec<_> = of("rps>1000000").collect();
+        assert!(rps.iter().all(|x| x.outcome == GateOutcome::Fail));
+        assert_eq!(rps[0].cell.as_deref(), Some("nginx · closed · c=50"));
+        let cell = r
+            .cells
+            .iter()
+            .find(|c| c.target == "nginx" && c.level == 0)
+            .unwrap();
+        assert_eq!(rps[0].measured, cell.requests_per_sec.map(|s| s.median));
+        let low: Vec<_> = of("nginx/direct>0.01").collect();
+        assert_eq!(low.len(), 2);
+        assert!(low.iter().all(|x| x.outcome == GateOutcome::Pass));
+        assert_eq!(low[1].cell.as_deref(), Some("closed · c=200"));
+        let rel = r
+            .relative
+            .iter()
+            .find(|x| x.target == "nginx" && x.level == 0)
+            .unwrap();
+        assert!((low[0].measured.unwrap() - rel.ratio).abs() < 1e-9);
+        assert!(of("nginx/direct>100").all(|x| x.outcome == GateOutcome::Fail));
+        assert!(!r.gates.as_ref().unwrap().passed());
+    }
+
+    #[test]
+    fn every_format_shows_the_bench_gates() {
+        let r = gated();
+        let text = render_bench(Format::Text, &r);
+        assert!(
+            text.contains("Gates (12 gates: 8 passed, 4 failed)"),
+            "{text}"
+        );
+        let line = text.lines().find(|l| l.contains("rps>1000000")).unwrap();
+        assert!(line.trim_start().starts_with("FAIL") && line.contains("nginx · closed · c=50"));
+        let md = render_bench(Format::Markdown, &r);
+        assert!(
+            md.contains("| Result | Gate | Cell | Measured | Limit | Note |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| **FAIL** | `nginx/direct>100` | closed · c=50 |"),
+            "{md}"
+        );
+        let html = render_bench(Format::Html, &r);
+        assert!(html.contains("<section id=\"gates\">"));
+        assert!(html.contains(
+            "<tr class=\"fail\"><th scope=\"row\">nginx/direct&gt;100</th><td>closed · c=50</td>"
+        ));
+        let csv = render_bench(Format::Csv, &r);
+        assert!(
+            csv.contains("\ngate,cell,op,limit,measured,outcome,reason\n"),
+            "{csv}"
+        );
+        assert!(
+            csv.contains("nginx/direct>100,closed · c=200,>,100,"),
+            "{csv}"
+        );
+        let json = render_bench(Format::Json, &r);
+        let back = loadbench_model::BenchResult::from_json(&json).unwrap();
+        assert_eq!(back.gates, r.gates);
+        let junit = render_bench(Format::Junit, &r);
+        assert_eq!(junit.matches("<testcase ").count(), 12);
+        assert_eq!(junit.matches("<failure ").count(), 4);
+    }
+}

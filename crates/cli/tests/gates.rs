@@ -381,3 +381,120 @@ fn saved_find_max_and_bench_results_render_valid_junit() {
         assert_eq!(xpath(&junit, "count(//testcase/failure)"), "0", "{name}");
     }
 }
+
+/// Two reference backends: `fast` answers at once, `slow` one request at a time after 200 ms
+/// (at most 5 req/s), each at two connections for a second; `slow` carries `target_slo`.
+fn two_backends(dir: &Path, target_slo: &str) -> PathBuf {
+    let text = format!(
+        "name = \"gated\"\n\
+         [[target]]\nname = \"fast\"\nkind = \"upstream\"\n[target.upstream]\nthreads = 1\n\
+         [[target]]\nname = \"slow\"\nkind = \"upstream\"\n{target_slo}\n\
+         [target.upstream]\nthreads = 1\ndelay = \"200ms\"\nmax_concurrency = 1\n\
+         [[load]]\nname = \"pair\"\nmodel = \"closed\"\ntargets = [\"fast\", \"slow\"]\n\
+         connections = [2]\nduration = \"1s\"\n"
+    );
+    let file = dir.join("gated.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn bench(
+    file: &Path,
+    results: &Path,
+    args: &[&str],
+) -> (Output, Option<loadbench_model::BenchResult>) {
+    let (out, saved) = crate::bench::bench(file, results, &[&["--cooldown", "0s"], args].concat());
+    (out, saved)
+}
+
+#[test]
+fn bench_gates_pass_per_cell_and_on_the_relative_speed() {
+    let dir = tempdir("gates-bench-pass");
+    let file = two_backends(&dir, "");
+    let (out, r) = bench(
+        &file,
+        &dir.join("results"),
+        &["--slo", "errors<1%,fast/slow>2"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let gates = r.unwrap().gates.expect("gates judged");
+    // errors on each of the two cells, the ratio on the load's one level.
+    let seen: Vec<(&str, Option<&str>, GateOutcome)> = gates
+        .verdicts
+        .iter()
+        .map(|v| (v.gate.text.as_str(), v.cell.as_deref(), v.outcome))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("errors<1%", Some("fast · pair · c=2"), GateOutcome::Pass),
+            ("errors<1%", Some("slow · pair · c=2"), GateOutcome::Pass),
+            ("fast/slow>2", Some("pair · c=2"), GateOutcome::Pass),
+        ]
+    );
+    assert!(gates.verdicts[2].measured.unwrap() > 2.0);
+}
+
+#[test]
+fn a_failing_bench_exits_4_and_its_junit_names_the_failing_cells_with_their_figures() {
+    let dir = tempdir("gates-bench-fail");
+    let file = two_backends(&dir, "slo = \"p50<10ms\"");
+    let junit = dir.join("bench.xml");
+    let (out, r) = bench(
+        &file,
+        &dir.join("results"),
+        &["--slo", "slow/fast>0.9", "--junit", junit.to_str().unwrap()],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let r = r.unwrap();
+    let gates = r.gates.as_ref().unwrap();
+    let failed: Vec<&str> = gates.failed().map(|v| v.gate.text.as_str()).collect();
+    assert_eq!(failed, ["p50<10ms", "slow/fast>0.9"]);
+    assert!(
+        stderr.contains("gate failed: p50<10ms at slow · pair · c=2: measured "),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("Gates (2 gates: 0 passed, 2 failed)"),
+        "{stdout}"
+    );
+    if !valid_junit(&junit) {
+        return;
+    }
+    assert_eq!(xpath(&junit, "count(//testcase)"), "2");
+    assert_eq!(xpath(&junit, "string(//testsuite/@failures)"), "2");
+    let cell = xpath(&junit, "string(//testcase[1]/@name)");
+    assert_eq!(cell, "p50<10ms at slow · pair · c=2");
+    let message = xpath(&junit, "string(//testcase[1]/failure/@message)");
+    let p50 = r.gates.as_ref().unwrap().verdicts[0].measured.unwrap();
+    assert!(p50 >= 200_000.0, "{p50}");
+    assert!(
+        message.contains("measured ") && message.ends_with("limit < 10.00ms"),
+        "{message}"
+    );
+    let ratio = xpath(&junit, "string(//testcase[2]/failure/@message)");
+    assert!(
+        ratio.starts_with("slow/fast>0.9 at pair · c=2: measured 0.")
+            && ratio.ends_with("limit > 0.900"),
+        "{ratio}"
+    );
+}
+
+#[test]
+fn a_ratio_naming_an_unknown_target_is_exit_2_before_any_target_starts() {
+    let dir = tempdir("gates-bench-bad");
+    let file = two_backends(&dir, "");
+    let results = dir.join("results");
+    for (gate, needle) in [
+        ("fast/ghost>1", "'ghost', which the scenario does not have"),
+        ("p99=1ms", "is not a gate"),
+    ] {
+        let (out, _) = bench(&file, &results, &["--slo", gate]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{gate}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{gate}: {stderr}");
+        assert!(stderr.contains(needle), "{gate}: {stderr}");
+    }
+    assert!(!results.exists(), "a run folder was made: a load started");
+}

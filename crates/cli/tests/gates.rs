@@ -213,8 +213,13 @@ fn every_format_shows_each_gate_with_its_measured_value_and_result() {
     assert!(verdicts[0]["measured"].as_f64().unwrap() >= 50_000.0);
     assert_eq!(verdicts[1]["gate"]["metric"], "error_share");
     assert_eq!(verdicts[1]["outcome"], "pass");
+    rendered_formats_show_the_gates(&saved);
+}
+
+/// Markdown, HTML and CSV of the saved run with `p50<10ms` failing.
+fn rendered_formats_show_the_gates(saved: &Path) {
     // Markdown: a table row per gate.
-    let md = report(&saved, "md");
+    let md = report(saved, "md");
     assert!(md.contains("### Gates"), "{md}");
     let row = md
         .lines()
@@ -225,7 +230,7 @@ fn every_format_shows_each_gate_with_its_measured_value_and_result() {
         "{md}"
     );
     // HTML: the gates table, the failing row marked.
-    let html = report(&saved, "html");
+    let html = report(saved, "html");
     assert!(html.contains("<section id=\"gates\">"), "gates section");
     let row = html
         .lines()
@@ -236,7 +241,7 @@ fn every_format_shows_each_gate_with_its_measured_value_and_result() {
         "{row}"
     );
     // CSV: a table of its own after a blank line.
-    let csv = report(&saved, "csv");
+    let csv = report(saved, "csv");
     let gates = csv.split("\n\n").last().unwrap_or_default();
     assert!(
         gates.starts_with("gate,cell,op,limit,measured,outcome,reason\n"),

@@ -3,7 +3,7 @@
 //! find-max's [`SloStat`]; gates add the error share or count, the throughput and, in a bench,
 //! the relative speed of two targets. Parsed from text by `plan::parse_gates`.
 
-use crate::bench::{BenchCell, BenchResult};
+use crate::bench::{BenchCell, BenchLoad, BenchResult};
 use crate::find_max::SloStat;
 use crate::result::Stats;
 use serde::{Deserialize, Serialize};
@@ -315,41 +315,7 @@ impl BenchGates {
         }
         for (li, load) in r.loads.iter().enumerate() {
             for g in self.ratios(li as u32) {
-                let GateMetric::Ratio {
-                    numerator,
-                    denominator,
-                } = &g.metric
-                else {
-                    continue;
-                };
-                if !load.targets.contains(numerator) || !load.targets.contains(denominator) {
-                    continue;
-                }
-                for level in 0..load.levels.len() {
-                    let rps = |t: &str| {
-                        r.cells
-                            .iter()
-                            .find(|c| {
-                                c.load == li as u32 && c.level == level as u32 && c.target == t
-                            })
-                            .and_then(|c| c.requests_per_sec)
-                            .map(|s| s.mean)
-                    };
-                    let measured = match (rps(numerator), rps(denominator)) {
-                        (Some(a), Some(b)) if b > 0.0 => Ok(a / b),
-                        (_, Some(b)) if b <= 0.0 => Err(format!("{denominator} completed nothing")),
-                        _ => Err(format!(
-                            "no measured req/s of {} at this level",
-                            if rps(numerator).is_none() {
-                                numerator
-                            } else {
-                                denominator
-                            }
-                        )),
-                    };
-                    let label = format!("{} · {}", load.name, load.level_label(level));
-                    verdicts.push(GateVerdict::from_measure(g, Some(label), measured));
-                }
+                verdicts.extend(judge_ratio(g, r, li as u32, load));
             }
         }
         GateReport {
@@ -357,6 +323,41 @@ impl BenchGates {
             verdicts,
         }
     }
+}
+
+/// A ratio gate on each level of one load: nothing when the load does not run both targets.
+fn judge_ratio(g: &Gate, r: &BenchResult, li: u32, load: &BenchLoad) -> Vec<GateVerdict> {
+    let GateMetric::Ratio {
+        numerator,
+        denominator,
+    } = &g.metric
+    else {
+        return Vec::new();
+    };
+    if !load.targets.contains(numerator) || !load.targets.contains(denominator) {
+        return Vec::new();
+    }
+    (0..load.levels.len())
+        .map(|level| {
+            let rps = |t: &str| {
+                r.cells
+                    .iter()
+                    .find(|c| c.load == li && c.level == level as u32 && c.target == t)
+                    .and_then(|c| c.requests_per_sec)
+                    .map(|s| s.mean)
+            };
+            let measured = match (rps(numerator), rps(denominator)) {
+                (Some(a), Some(b)) if b > 0.0 => Ok(a / b),
+                (_, Some(b)) if b <= 0.0 => Err(format!("{denominator} completed nothing")),
+                (a, _) => Err(format!(
+                    "no measured req/s of {} at this level",
+                    if a.is_none() { numerator } else { denominator }
+                )),
+            };
+            let label = format!("{} · {}", load.name, load.level_label(level));
+            GateVerdict::from_measure(g, Some(label), measured)
+        })
+        .collect()
 }
 
 /// A single-measurement gate on one bench cell.

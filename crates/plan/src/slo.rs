@@ -92,23 +92,35 @@ fn parse_gate(item: &str) -> Result<Gate, String> {
         _ => (GateOp::Gt, &rest[1..]),
     };
     let (lhs, rhs) = (lhs.trim(), rhs.trim());
+    let (metric, limit) = parse_metric(lhs, rhs).map_err(|why| bad(&why))?;
+    Ok(Gate {
+        text: item.to_string(),
+        metric,
+        op,
+        limit,
+    })
+}
+
+/// The metric and its limit in the metric's unit; the problem (without the gate) otherwise.
+fn parse_metric(lhs: &str, rhs: &str) -> Result<(GateMetric, f64), String> {
     let number = |what: &str| {
         rhs.parse::<f64>()
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| bad(&format!("has no valid limit: give {what}")))
+            .ok_or_else(|| format!("has no valid limit: give {what}"))
     };
-    let (metric, limit) = match lhs.to_ascii_lowercase().as_str() {
+    Ok(match lhs.to_ascii_lowercase().as_str() {
         "errors" if rhs.ends_with('%') => (
             GateMetric::ErrorShare,
-            units::share(rhs).map_err(|e| bad(&e.to_string()))?,
+            units::share(rhs).map_err(|e| e.to_string())?,
         ),
         "errors" => {
             let n = number("a share such as 0.1% or a whole count such as 10")?;
             if n.fract() != 0.0 {
-                return Err(bad(
-                    "has a fractional count: give a share with % (0.1%) or a whole count (10)",
-                ));
+                return Err(
+                    "has a fractional count: give a share with % (0.1%) or a whole count (10)"
+                        .into(),
+                );
             }
             (GateMetric::ErrorCount, n)
         }
@@ -120,35 +132,24 @@ fn parse_gate(item: &str) -> Result<Gate, String> {
             let (a, b) = lhs.split_once('/').unwrap_or_default();
             let (a, b) = (a.trim(), b.trim());
             if a.is_empty() || b.is_empty() || b.contains('/') || a == b {
-                return Err(bad("is not a ratio of two targets: write TARGET/TARGET>0.9, such as 'nginx/direct>0.9'"));
+                return Err("is not a ratio of two targets: write TARGET/TARGET>0.9, such as 'nginx/direct>0.9'".into());
             }
-            let limit = number("a ratio such as 0.9")?;
-            (
-                GateMetric::Ratio {
-                    numerator: a.to_string(),
-                    denominator: b.to_string(),
-                },
-                limit,
-            )
+            let metric = GateMetric::Ratio {
+                numerator: a.to_string(),
+                denominator: b.to_string(),
+            };
+            (metric, number("a ratio such as 0.9")?)
         }
         low => {
             let stat = parse_stat(low)
-                .ok_or_else(|| bad(&format!("names an unknown metric '{lhs}': use pNN (p99, p99.9), mean, errors, rps or TARGET/TARGET (bench)")))?
-                .map_err(&bad)?;
+                .ok_or_else(|| format!("names an unknown metric '{lhs}': use pNN (p99, p99.9), mean, errors, rps or TARGET/TARGET (bench)"))?
+                .map_err(str::to_string)?;
             let limit = units::duration(rhs)
                 .ok()
                 .filter(|_| rhs.parse::<f64>().is_err())
-                .ok_or_else(|| {
-                    bad("has no valid duration limit: give one with a unit, such as 50ms or 1s")
-                })?;
+                .ok_or("has no valid duration limit: give one with a unit, such as 50ms or 1s")?;
             (GateMetric::Latency(stat), limit.as_secs_f64() * 1e6)
         }
-    };
-    Ok(Gate {
-        text: item.to_string(),
-        metric,
-        op,
-        limit,
     })
 }
 

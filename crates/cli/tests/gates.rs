@@ -503,3 +503,42 @@ fn a_ratio_naming_an_unknown_target_is_exit_2_before_any_target_starts() {
     }
     assert!(!results.exists(), "a run folder was made: a load started");
 }
+
+/// `find-max --junit`: one test case that passes when a rate held and fails, with why, when
+/// none did (50 ms answers against a 10 ms p50).
+#[test]
+fn find_max_writes_junit_with_whether_a_rate_held() {
+    let s = backend();
+    for (path, slo, code, failures) in
+        [("/", "p99<5s", 0, "0"), ("/delay/50ms", "p50<10ms", 1, "1")]
+    {
+        let junit = junit_path("find-max.xml");
+        let out = bin()
+            .args(["find-max", &url(&s, path), "--slo", slo, "-q", "-o", "json"])
+            .args(["--start-rate", "20", "--max-rate", "20", "--max-steps", "1"])
+            .args([
+                "--step-duration",
+                "500ms",
+                "--warmup",
+                "0s",
+                "--recovery-timeout",
+                "1s",
+            ])
+            .arg("--junit")
+            .arg(&junit)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{slo}: {:?}", text(&out));
+        if !valid_junit(&junit) {
+            return;
+        }
+        assert_eq!(xpath(&junit, "count(//testcase)"), "1");
+        assert_eq!(
+            xpath(&junit, "string(//testsuite/@failures)"),
+            failures,
+            "{slo}"
+        );
+        let name = xpath(&junit, "string(//testcase/@name)");
+        assert_eq!(name, format!("a rate held under the SLO {slo}"));
+    }
+}

@@ -112,9 +112,13 @@ fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
     if a.out.live_web.live_web.is_some() {
         return Err("executorParams: --live-web is not taken by the agent: it would serve a page on the load host; the job's log shows the progress".into());
     }
+    if !a.gates.slo.is_empty() || a.gates.slo_allow_unjudged {
+        return Err("executorParams: --slo is not taken by the agent: gates judge a whole run, and a trigger runs one shard of it".into());
+    }
     let given = [
         ("--save", a.save.is_some()),
         ("--html", a.out.html.is_some()),
+        ("--junit", a.out.junit.is_some()),
         ("--hlog", a.hlog.is_some()),
         ("--results-dir", a.dist.results_dir.is_some()),
         ("--shard", a.dist.shard.is_some()),

@@ -4,7 +4,7 @@ use crate::compare_cmd::CompareFormat;
 use crate::output::{any_format, FormatParser};
 use crate::values::{self, Percentiles, RateArg, SourceAddrs};
 use clap::{Args, Parser, Subcommand};
-use loadbench_model::Slo;
+use loadbench_model::{Gates, Slo};
 use loadbench_plan::Schedule;
 use loadbench_report::Format;
 use std::path::PathBuf;
@@ -104,7 +104,7 @@ pub(crate) struct XxlJobArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("output", |a| a.help("What goes to stdout at the end: text, md (Markdown), csv, json or html")),
+    mut_arg("output", |a| a.help("What goes to stdout at the end: text, md (Markdown), csv, json, html or junit")),
     mut_arg("html", |a| a.help("Also write the HTML report to this file, its chart SVGs and PNGs beside it (the run folder always gets report.html)")),
     mut_arg("no_live", |a| a.help("No terminal dashboard: the plain progress bar and round lines instead (the dashboard is shown only when stderr is a terminal)")),
 )]
@@ -127,6 +127,8 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub cooldown: Option<String>,
     #[command(flatten)]
+    pub gates: GateArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
 }
 
@@ -135,7 +137,7 @@ pub(crate) struct ReportArgs {
     /// A result saved by `loadbench run --save` (or `-o json`), `loadbench find-max --save` or
     /// `loadbench bench` (its `result.json`).
     pub result: PathBuf,
-    /// text, md (Markdown), csv, json or html; every kind of result renders in each.
+    /// text, md (Markdown), csv, json, html or junit; every kind of result renders in each.
     #[arg(short = 'f', long, default_value = "text", value_parser = any_format())]
     pub format: Format,
     /// Write to this file (atomically) instead of stdout; with html, the chart SVGs and PNGs
@@ -206,12 +208,16 @@ pub(crate) struct DemoArgs {
 /// (`mut_arg` on their structs).
 #[derive(Debug, Args)]
 pub(crate) struct OutputArgs {
-    /// Output format on stdout: text, json, csv, md (Markdown) or html.
+    /// Output format on stdout: text, json, csv, md (Markdown), html or junit.
     #[arg(short = 'o', long, default_value = "text", value_parser = any_format())]
     pub output: Format,
     /// Also write the result as a self-contained HTML page to this file, its chart SVGs beside it.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// Also write a JUnit XML report to this file, one testcase per gate (for CI test
+    /// summaries; docs/gates.md).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// No live progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -221,6 +227,36 @@ pub(crate) struct OutputArgs {
     pub no_live: bool,
     #[command(flatten)]
     pub live_web: LiveWebArgs,
+}
+
+/// Gates of `run` and `bench` (docs/gates.md): judged after the load, exit 4 when one fails.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Gates (docs/gates.md)")]
+pub(crate) struct GateArgs {
+    /// Gates that must pass, else exit 4: pNN or mean < DURATION, errors < SHARE% or COUNT,
+    /// rps > N, and in a bench TARGET/TARGET > RATIO (relative req/s), comma-separated or
+    /// repeated, e.g. 'p99<50ms,errors<0.1%,rps>1000'.
+    #[arg(long = "slo", value_name = "GATES", value_parser = values::gates)]
+    pub slo: Vec<Gates>,
+    /// A gate that cannot be judged (too few responses for its percentile, nothing attempted)
+    /// does not fail the run; it is still shown as unjudged.
+    #[arg(long)]
+    pub slo_allow_unjudged: bool,
+}
+
+impl GateArgs {
+    /// Every `--slo` as one list; `None` without any.
+    pub(crate) fn gates(&self) -> Option<Gates> {
+        (!self.slo.is_empty()).then(|| Gates {
+            text: self
+                .slo
+                .iter()
+                .map(|g| g.text.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            gates: self.slo.iter().flat_map(|g| g.gates.clone()).collect(),
+        })
+    }
 }
 
 /// The live web page of `run`, `find-max` and `bench`.
@@ -298,6 +334,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub hlog: Option<PathBuf>,
     #[command(flatten)]
+    pub gates: GateArgs,
+    #[command(flatten)]
     pub dist: ShardArgs,
 }
 
@@ -369,7 +407,7 @@ pub(crate) struct MergeArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("output", |a| a.help("Output format on stdout: text, json, csv (one row per step), md (Markdown) or html")),
+    mut_arg("output", |a| a.help("Output format on stdout: text, json, csv (one row per step), md (Markdown), html or junit")),
     mut_arg("html", |a| a.help("Also write the result as a self-contained HTML page to this file at the end, its chart SVGs beside it")),
     mut_arg("no_live", |a| a.help("No terminal dashboard: the plain step lines and progress bar instead (the dashboard is shown only when stderr is a terminal)")),
 )]

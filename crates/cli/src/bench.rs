@@ -22,7 +22,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let scenario = load(&a)?;
+    let mut scenario = load(&a)?;
+    if let Some(gates) = a.gates.gates() {
+        let loads: Vec<_> = scenario.loads.iter().collect();
+        scenario
+            .check_ratios(&gates.gates, &loads)
+            .map_err(|e| UserError(format!("--slo {e}")))?;
+        scenario.gates = gates.gates;
+    }
+    scenario.allow_unjudged = a.gates.slo_allow_unjudged;
     let opts = RunOptions {
         file: a.scenario.clone(),
         text: None,
@@ -227,7 +235,7 @@ pub(crate) fn exit_code(r: &BenchResult, in_place: bool) -> ExitCode {
     } else if !in_place || !empty.is_empty() || r.rounds.iter().any(|x| x.error.is_some()) {
         ExitCode::from(1)
     } else {
-        ExitCode::SUCCESS
+        crate::run::gates_code(r.gates.as_ref())
     }
 }
 

@@ -25,6 +25,7 @@ impl OutputArgs {
     ) -> Result<(Option<Arc<LiveWeb>>, Shown), UserError> {
         let addr = crate::live::web::asked(&self.live_web)?;
         crate::output::check_writable("--html", self.html.as_deref())?;
+        crate::output::check_writable("--junit", self.junit.as_deref())?;
         let web = crate::live::web::start(addr, opts, command)?;
         let shown = Shown::live(self.quiet, !self.no_live, command).with_web(web.clone());
         Ok((web, shown))
@@ -49,6 +50,12 @@ pub(crate) fn deliver(
         crate::output::write(path, saved, Format::Html, opts)?;
         if announce_html {
             eprintln!("HTML report written to {}", path.display());
+        }
+    }
+    if let Some(path) = &out.junit {
+        crate::output::write(path, saved, Format::Junit, opts)?;
+        if announce_html {
+            eprintln!("JUnit report written to {}", path.display());
         }
     }
     crate::output::print(saved, out.output, opts)

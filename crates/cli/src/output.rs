@@ -101,7 +101,7 @@ impl<T: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for FormatPa
 }
 
 /// `--format csv is not available for compare: use text or md`, or, for a name no command
-/// knows, `--format: unknown format 'xml': choose one of text, json, csv, md or html`.
+/// knows, `--format: unknown format 'xml': choose one of text, json, csv, md, html or junit`.
 fn unknown<T: ValueEnum>(flag: &str, text: &str, command: &str) -> String {
     let names: Vec<String> = T::value_variants()
         .iter()
@@ -211,7 +211,7 @@ mod tests {
             .filter_map(|f| f.to_possible_value())
             .collect();
         let names: Vec<&str> = values.iter().map(|v| v.get_name()).collect();
-        assert_eq!(names, ["text", "json", "csv", "md", "html"]);
+        assert_eq!(names, ["text", "json", "csv", "md", "html", "junit"]);
         let helps: Vec<Option<String>> = values
             .iter()
             .map(|v| v.get_help().map(|h| h.to_string()))
@@ -243,7 +243,7 @@ mod tests {
         assert_eq!(parse(" csv "), Ok(Format::Csv));
         assert_eq!(
             parse("xml").unwrap_err().trim_end(),
-            "error: --format: unknown format 'xml': choose one of text, json, csv, md or html"
+            "error: --format: unknown format 'xml': choose one of text, json, csv, md, html or junit"
         );
     }
 
@@ -251,7 +251,7 @@ mod tests {
     fn wrong_names_are_one_line_naming_the_choices() {
         assert_eq!(
             unknown::<OutputFormat>("--output", "xml", "run"),
-            "--output: unknown format 'xml': choose one of text, json, csv, md or html"
+            "--output: unknown format 'xml': choose one of text, json, csv, md, html or junit"
         );
     }
 

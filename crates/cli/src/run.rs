@@ -15,6 +15,14 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
+    let gates = args.gates.gates();
+    if let Some(ratio) = gates.iter().flat_map(|g| &g.gates).find(|g| g.is_ratio()) {
+        return Err(UserError(format!(
+            "--slo '{}' compares two bench targets: use it with loadbench bench, or give run a gate such as 'p99<50ms', 'errors<1%' or 'rps>1000'",
+            ratio.text
+        ))
+        .into());
+    }
     let shard = crate::dist::shard_spec(&args.dist, &crate::dist::process_env)?;
     let shard_file = match (&args.dist.results_dir, &shard) {
         (Some(dir), Some(sh)) => Some(crate::dist::results_path(dir, sh)),
@@ -38,6 +46,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     })??;
     let threads = generator.finish(loadbench_runner::generator_cores(&result));
     loadbench_runner::explain_with_generator(&mut result, Some(&threads));
+    result.gates = gates.map(|g| g.judge(&result.stats, args.gates.slo_allow_unjudged));
     // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.
     let mut in_place = true;
     let json = || loadbench_report::render_to_string(Format::Json, &result, &Default::default());
@@ -294,7 +303,8 @@ fn closed_only(a: &RunArgs) -> Result<(), UserError> {
 }
 
 /// 0 when something succeeded; 1 when every request failed or none completed (no silent
-/// zero, the reason from [`loadbench_model::Stats::nothing_completed`]); 130 when interrupted.
+/// zero, the reason from [`loadbench_model::Stats::nothing_completed`]); 130 when interrupted;
+/// 4 when a `--slo` gate failed ([`gates_code`]).
 fn exit_code(r: &RunResult) -> ExitCode {
     use loadbench_model::NothingCompleted;
     match r.stats.nothing_completed() {
@@ -307,6 +317,27 @@ fn exit_code(r: &RunResult) -> ExitCode {
             eprintln!("error: {why}");
             ExitCode::from(1)
         }
-        None => ExitCode::SUCCESS,
+        None => gates_code(r.gates.as_ref()),
     }
 }
+
+/// Exit code of a load that otherwise succeeded: 4 with one `gate failed:` line on stderr per
+/// gate that failed (or could not be judged without `--slo-allow-unjudged`), else 0.
+pub(crate) fn gates_code(gates: Option<&loadbench_model::GateReport>) -> ExitCode {
+    let Some(gates) = gates else {
+        return ExitCode::SUCCESS;
+    };
+    let mut failed = 0;
+    for v in gates.failed() {
+        eprintln!("gate failed: {}", loadbench_report::gates::verdict_line(v));
+        failed += 1;
+    }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(GATE_FAILED)
+    }
+}
+
+/// The exit code when a gate failed (README "Exit codes").
+pub(crate) const GATE_FAILED: u8 = 4;

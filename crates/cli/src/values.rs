@@ -83,6 +83,11 @@ pub(crate) fn slo(text: &str) -> Result<Slo, String> {
     loadbench_plan::parse_slo(text).map_err(|e| format!("--slo {e}"))
 }
 
+/// Parses `--slo` of `run` and `bench` (gates).
+pub(crate) fn gates(text: &str) -> Result<loadbench_model::Gates, String> {
+    loadbench_plan::parse_gates(text).map_err(|e| format!("--slo {e}"))
+}
+
 /// `--source-addrs` as one value (a list).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SourceAddrs(pub Vec<std::net::IpAddr>);

@@ -754,7 +754,7 @@ fn bad_options_and_unsupported_combinations_exit_2() {
             "-o",
             "yaml",
         ],
-        "--output: unknown format 'yaml': choose one of text, json, csv, md or html",
+        "--output: unknown format 'yaml': choose one of text, json, csv, md, html or junit",
     );
     assert_user_error(
         &["bench", "no-such.toml", "-o", "xml"],

@@ -19,6 +19,7 @@ mod example_apps;
 mod fields;
 mod find_max;
 mod flows;
+mod gates;
 mod h2;
 mod h2_load;
 mod h2_open;

@@ -183,6 +183,10 @@ pub fn run_scenario(
     result.resources = sampler.stop();
     result.ended_at = now();
     result.recompute();
+    let gates = scenario.bench_gates();
+    if !gates.is_empty() {
+        result.gates = Some(gates.judge(&result, scenario.allow_unjudged));
+    }
     let json = serde_json::to_string_pretty(&result).unwrap_or_default();
     if let Err(fallback) = write_or_fallback(&path, "bench", json.as_bytes()) {
         return Err(BenchError::SavedElsewhere(fallback, Box::new(result)));
@@ -303,6 +307,7 @@ fn empty_result(s: &Scenario, file: &Path, run_dir: &Path) -> BenchResult {
         queueing: Vec::new(),
         resources: Default::default(),
         warnings: Vec::new(),
+        gates: None,
     }
 }
 

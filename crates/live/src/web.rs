@@ -271,6 +271,7 @@ impl WebLoad {
             stats,
             evidence: None,
             why: Default::default(),
+            gates: None,
         };
         r.finalize();
         r

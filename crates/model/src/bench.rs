@@ -67,6 +67,10 @@ pub struct BenchResult {
     pub resources: Samples,
     /// Limits that were not enforced and other facts a reader must know.
     pub warnings: Vec<String>,
+    /// The gates (`--slo`, a load's or a target's `slo`) judged per cell and ratio once the
+    /// bench finished (docs/gates.md); absent without gates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<crate::gate::GateReport>,
 }
 
 /// The scenario as run (after command-line overrides).

@@ -16,6 +16,7 @@ pub mod errors;
 pub mod evidence;
 pub mod find_max;
 pub mod flows;
+pub mod gate;
 pub mod h2;
 pub mod histogram;
 pub mod hlog;
@@ -54,6 +55,7 @@ pub use find_max::{
     SloOp, SloStat, SloValue, StopReason, Verdict,
 };
 pub use flows::{merge_flow, FlowStats};
+pub use gate::{BenchGates, Gate, GateMetric, GateOp, GateOutcome, GateReport, GateVerdict, Gates};
 pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;

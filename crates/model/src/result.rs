@@ -540,6 +540,9 @@ pub struct RunResult {
     /// The findings drawn from `evidence` and the generator's CPU, strongest first.
     #[serde(default, skip_serializing_if = "crate::why::Why::is_empty")]
     pub why: crate::why::Why,
+    /// `--slo`: each gate judged on this run (docs/gates.md); absent without gates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<crate::gate::GateReport>,
 }
 
 impl RunResult {

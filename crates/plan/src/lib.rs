@@ -48,7 +48,7 @@ pub use schedule::{
     RATE_LIMIT_WHY,
 };
 pub use shard::{Shard, ShardError};
-pub use slo::parse_slo;
+pub use slo::{parse_gates, parse_slo};
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
 pub use target::{Route, Target};
 pub use transport::{ConnectTo, PemFile, TlsPlan, TransportSpec, MAX_STREAMS};

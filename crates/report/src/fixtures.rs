@@ -44,6 +44,7 @@ pub(crate) fn empty() -> RunResult {
         stats: Stats::default(),
         evidence: None,
         why: Default::default(),
+        gates: None,
     }
 }
 
@@ -295,6 +296,7 @@ pub(crate) fn bench() -> BenchResult {
         warnings: vec![
             "haproxy: memory limit 256MiB not enforced: the cgroup v2 memory controller is not delegated to this user".into(),
         ],
+        gates: None,
     };
     b.rounds = bench_rounds(&b.resources);
     b.recompute();

@@ -26,6 +26,7 @@
 
 mod charts;
 pub mod compare;
+pub mod gates;
 pub mod markup;
 pub mod options;
 mod render;
@@ -36,7 +37,7 @@ pub use loadbench_model::human as units;
 
 pub use charts::ChartFile;
 pub use options::{RenderOptions, Renderer, DEFAULT_PERCENTILES};
-pub use render::{csv, html, json, markdown, text};
+pub use render::{csv, html, json, junit, markdown, text};
 pub use render::{
     formats_for, render, render_bench, render_to_string, renderer, Format, Rendered, UnknownFormat,
     Unsupported,

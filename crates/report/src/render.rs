@@ -62,6 +62,14 @@ pub mod html {
     pub use run::{render_run, write_chart_files, Html};
 }
 
+/// JUnit XML for CI test summaries: one test case per gate (docs/gates.md).
+pub mod junit {
+    pub(crate) mod bench;
+    pub(crate) mod find_max;
+    pub(crate) mod run;
+    pub use run::JunitRenderer;
+}
+
 /// An output format. Everything the command line says of a format comes from here (its
 /// [`name`](Format::name), [`aliases`](Format::aliases) and help line,
 /// [`about`](Format::about)), so a new format needs no change in the CLI.
@@ -77,19 +85,22 @@ pub enum Format {
     Markdown,
     /// A self-contained page with SVG charts, plus the chart files to write beside it (`html`).
     Html,
+    /// JUnit XML, one test case per gate, for CI test summaries (`junit`).
+    Junit,
 }
 
 impl Format {
     /// Every format, in the order they are offered to the user.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Text,
         Format::Json,
         Format::Csv,
         Format::Markdown,
         Format::Html,
+        Format::Junit,
     ];
 
-    /// The format's name on the command line: `text`, `json`, `csv`, `md`, `html`.
+    /// The format's name on the command line: `text`, `json`, `csv`, `md`, `html`, `junit`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
@@ -97,6 +108,7 @@ impl Format {
             Format::Csv => "csv",
             Format::Markdown => "md",
             Format::Html => "html",
+            Format::Junit => "junit",
         }
     }
 
@@ -104,7 +116,7 @@ impl Format {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Format::Markdown => &["markdown"],
-            Format::Text | Format::Json | Format::Csv | Format::Html => &[],
+            Format::Text | Format::Json | Format::Csv | Format::Html | Format::Junit => &[],
         }
     }
 
@@ -113,6 +125,7 @@ impl Format {
         match self {
             Format::Markdown => Some("Markdown tables, for a pull request"),
             Format::Html => Some("A self-contained page with its charts inline"),
+            Format::Junit => Some("JUnit XML, one test case per --slo gate, for CI"),
             Format::Text | Format::Json | Format::Csv => None,
         }
     }
@@ -192,6 +205,11 @@ fn renderers(format: Format) -> Kinds {
             run: &markdown::Markdown,
             find_max: markdown::find_max::render,
             bench: markdown::bench::render,
+        },
+        Format::Junit => Kinds {
+            run: &junit::JunitRenderer,
+            find_max: |r, _| junit::find_max::render(r),
+            bench: junit::bench::render,
         },
     }
 }

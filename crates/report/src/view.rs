@@ -7,6 +7,7 @@ pub(crate) mod bench;
 pub(crate) mod distribution;
 pub(crate) mod endpoints;
 pub(crate) mod find_max;
+pub(crate) mod gates;
 pub(crate) mod profile;
 pub(crate) mod queueing;
 pub(crate) mod run;

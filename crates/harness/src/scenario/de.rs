@@ -99,10 +99,22 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     loadbench_plan::units::size(text).map_err(|e| e.to_string())
 }
 
-pub(super) fn opt_slo<'de, D: Deserializer<'de>>(
+/// A load's `slo`: gates (closed and open loads) or, when it is a latency SLO, a find-max
+/// load's search SLO too. A text that is neither fails here, with its line.
+pub(super) fn opt_load_slo<'de, D: Deserializer<'de>>(
     d: D,
-) -> Result<Option<loadbench_model::Slo>, D::Error> {
-    loadbench_plan::parse_slo(&String::deserialize(d)?)
+) -> Result<Option<(Option<loadbench_model::Slo>, loadbench_model::Gates)>, D::Error> {
+    let text = String::deserialize(d)?;
+    let gates =
+        loadbench_plan::parse_gates(&text).map_err(|e| de::Error::custom(format!("slo {e}")))?;
+    Ok(Some((loadbench_plan::parse_slo(&text).ok(), gates)))
+}
+
+/// A target's `slo`: gates for every cell of that target (docs/gates.md).
+pub(super) fn opt_gates<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<loadbench_model::Gates>, D::Error> {
+    loadbench_plan::parse_gates(&String::deserialize(d)?)
         .map(Some)
         .map_err(|e| de::Error::custom(format!("slo {e}")))
 }

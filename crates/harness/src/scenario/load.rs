@@ -10,7 +10,7 @@
 
 use super::model::{no_pipelining, ten_seconds, yes};
 use super::{de, MixRequest, RequestSpec, ScenarioError, ScenarioLoad};
-use loadbench_model::Slo;
+use loadbench_model::{Gates, Slo};
 use loadbench_plan::{LoadShape, Schedule};
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -41,8 +41,10 @@ pub(super) struct LoadFile {
     connections: Option<Vec<u32>>,
     #[serde(default, deserialize_with = "de::opt_levels")]
     rate: Option<Vec<f64>>,
-    #[serde(default, deserialize_with = "de::opt_slo")]
-    slo: Option<Slo>,
+    /// Find-max: the search's SLO; closed and open: the load's gates (both when it is a
+    /// latency SLO).
+    #[serde(default, deserialize_with = "de::opt_load_slo")]
+    slo: Option<(Option<Slo>, Gates)>,
     #[serde(default)]
     max_connections: Option<u32>,
     #[serde(default = "ten_seconds", deserialize_with = "de::duration")]
@@ -189,6 +191,10 @@ impl LoadFile {
             http2,
             values,
             flow,
+            gates: match self.model {
+                ModelName::FindMax => None,
+                ModelName::Closed | ModelName::Open => self.slo.map(|(_, gates)| gates),
+            },
         };
         check_values(&load).map_err(|b| b.at(key, file))?;
         Ok(load)
@@ -431,8 +437,19 @@ impl LoadFile {
         let cap = self
             .max_connections
             .unwrap_or(loadbench_plan::DEFAULT_MAX_CONNECTIONS);
-        let (rate, slo) = (self.rate.clone(), self.slo.clone());
-        let levels = match (self.model, self.connections.clone(), rate, slo) {
+        let rate = self.rate.clone();
+        let search_slo = match (self.model, &self.slo) {
+            (ModelName::FindMax, Some((None, gates))) => {
+                return Err(bad(
+                    "slo",
+                    format!("'{}' is not a latency SLO", gates.text),
+                    "a find-max load searches on latency: give pNN<DURATION or mean<DURATION conditions such as \"p99<50ms\"",
+                ))
+            }
+            (ModelName::FindMax, Some((slo, _))) => slo.clone(),
+            _ => None,
+        };
+        let levels = match (self.model, self.connections.clone(), rate, search_slo) {
             (ModelName::Closed, Some(connections), None, None) if !connections.is_empty() => {
                 if self.max_connections.is_some() {
                     return Err(bad(
@@ -465,8 +482,8 @@ impl LoadFile {
 
 fn mismatch(m: ModelName) -> Bad {
     let fix = match m {
-        ModelName::Closed => "closed loads take connections = [10, 50] (and no rate or slo)",
-        ModelName::Open => "open loads take rate = [1000, 5000] (and no connections or slo)",
+        ModelName::Closed => "closed loads take connections = [10, 50] (and no rate)",
+        ModelName::Open => "open loads take rate = [1000, 5000] (and no connections)",
         ModelName::FindMax => {
             "find-max loads take slo = \"p99<50ms\" (and no rate or connections; cap them with max_connections)"
         }

@@ -56,6 +56,11 @@ pub struct Scenario {
     pub loads: Vec<ScenarioLoad>,
     /// The folder of the scenario file, absolute: `{scenario_dir}`, and where targets run.
     pub dir: PathBuf,
+    /// Gates on every cell (`bench --slo`), beside the loads' and targets' own `slo`; set by
+    /// the command line after loading, checked with [`Scenario::check_ratios`].
+    pub gates: Vec<loadbench_model::Gate>,
+    /// `--slo-allow-unjudged`: a gate that cannot be judged does not fail the bench.
+    pub allow_unjudged: bool,
 }
 
 /// A scenario file as written, read by serde; [`ScenarioFile::validate`] makes it a [`Scenario`].
@@ -95,6 +100,61 @@ impl Scenario {
     /// The target called `name`.
     pub fn target(&self, name: &str) -> Option<&TargetSpec> {
         self.targets.iter().find(|t| t.name == name)
+    }
+
+    /// Every gate of the bench: `gates` on every cell, each load's and each target's `slo`.
+    pub fn bench_gates(&self) -> loadbench_model::BenchGates {
+        let list =
+            |g: &Option<loadbench_model::Gates>| g.as_ref().map_or(Vec::new(), |g| g.gates.clone());
+        loadbench_model::BenchGates {
+            all: self.gates.clone(),
+            loads: self.loads.iter().map(|l| list(&l.gates)).collect(),
+            targets: self
+                .targets
+                .iter()
+                .map(|t| (t.name.clone(), list(&t.slo)))
+                .filter(|(_, g)| !g.is_empty())
+                .collect(),
+        }
+    }
+
+    /// Each ratio gate among `gates` names two targets of the scenario that one of `loads`
+    /// runs both of; else a one-line problem and its fix.
+    pub fn check_ratios<'a>(
+        &self,
+        gates: impl IntoIterator<Item = &'a loadbench_model::Gate>,
+        loads: &[&ScenarioLoad],
+    ) -> Result<(), String> {
+        for g in gates {
+            let loadbench_model::GateMetric::Ratio {
+                numerator,
+                denominator,
+            } = &g.metric
+            else {
+                continue;
+            };
+            let names: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
+            if let Some(unknown) = [numerator, denominator]
+                .into_iter()
+                .find(|n| !names.contains(&n.as_str()))
+            {
+                return Err(format!(
+                    "'{}' names the target '{unknown}', which the scenario does not have: use two of {}",
+                    g.text,
+                    names.join(", ")
+                ));
+            }
+            let both = |l: &&ScenarioLoad| {
+                l.targets.contains(numerator) && l.targets.contains(denominator)
+            };
+            if !loads.iter().any(both) {
+                return Err(format!(
+                    "'{}' compares {numerator} and {denominator}, but no load runs both: add both to a load's targets",
+                    g.text
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

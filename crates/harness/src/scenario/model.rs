@@ -87,6 +87,10 @@ pub struct TargetSpec {
     /// run of its last load, drawn as a flame graph into the run folder.
     #[serde(default)]
     pub profile: bool,
+    /// `slo`: gates judged on every cell of this target once the bench finished
+    /// (docs/gates.md).
+    #[serde(default, deserialize_with = "de::opt_gates")]
+    pub slo: Option<loadbench_model::Gates>,
 }
 
 /// A loopback port: fixed or allocated per run.
@@ -216,6 +220,9 @@ pub struct ScenarioLoad {
     /// `[load.flow]`: a flow of steps each connection runs as a virtual user (docs/flows.md);
     /// it replaces `request` and `requests`.
     pub flow: Option<loadbench_plan::FlowSpec>,
+    /// Closed and open loads: `slo`, gates judged on each of the load's cells once the bench
+    /// finished (docs/gates.md). A find-max load's `slo` is its search's.
+    pub gates: Option<loadbench_model::Gates>,
 }
 
 /// A load's TLS options, for its `https://` targets.

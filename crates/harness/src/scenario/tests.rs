@@ -427,8 +427,8 @@ fn bad_send_windows_and_connect_limits_name_the_key() {
 
 #[test]
 fn settings_of_another_model_are_refused() {
-    let slo = with_loads(&[&format!("{CLOSED}\nslo = \"p99<5ms\"")]);
-    assert_key(&slo, "load[0].model", "connections = [10, 50]");
+    let rate = with_loads(&[&format!("{CLOSED}\nrate = [100]")]);
+    assert_key(&rate, "load[0].model", "connections = [10, 50]");
     let empty = with_loads(&["model = \"open\"\nrate = []"]);
     assert_key(&empty, "load[0].model", "rate = [1000, 5000]");
     let unknown = with_loads(&["model = \"closd\"\nconnections = [1]"]);
@@ -665,5 +665,57 @@ fn a_client_certificate_needs_its_key_and_both_are_relative_to_the_file() {
         &format!("{MINI}key = \"c.key\"\n"),
         "load[0].key",
         "add cert",
+    );
+}
+
+#[test]
+fn a_closed_or_open_loads_slo_and_a_targets_slo_are_gates() {
+    let mut text = with_loads(&[
+        &format!("{CLOSED}\nslo = \"p99<50ms,errors<1%,rps>10\""),
+        "model = \"open\"\nrate = [10]\nslo = \"errors<=3\"",
+        "model = \"find-max\"\nslo = \"p99<5ms\"",
+    ]);
+    text = text.replacen(
+        "name = \"b\"\nkind = \"upstream\"\n",
+        "name = \"b\"\nkind = \"upstream\"\nslo = \"mean<1s\"\n",
+        1,
+    );
+    let s = parse(&text).unwrap();
+    let texts = |i: usize| s.loads[i].gates.as_ref().map(|g| g.text.clone());
+    assert_eq!(texts(0).as_deref(), Some("p99<50ms,errors<1%,rps>10"));
+    assert_eq!(s.loads[0].gates.as_ref().unwrap().gates.len(), 3);
+    assert_eq!(texts(1).as_deref(), Some("errors<=3"));
+    // A find-max load's slo stays its search's.
+    assert_eq!(texts(2), None);
+    assert!(matches!(s.loads[2].levels[0], LoadShape::FindMax { .. }));
+    let g = s.bench_gates();
+    assert_eq!((g.all.len(), g.loads[0].len(), g.loads[2].len()), (0, 3, 0));
+    assert_eq!(g.targets["b"][0].text, "mean<1s");
+    assert!(!g.targets.contains_key("a"));
+}
+
+#[test]
+fn gate_mistakes_in_a_scenario_name_their_key() {
+    let e = assert_key(
+        &with_loads(&[&format!("{CLOSED}\nslo = \"latency<5ms\"")]),
+        "load[0].slo",
+        "unknown metric 'latency'",
+    );
+    assert!(e.line.is_some());
+    assert_key(
+        &with_loads(&["model = \"find-max\"\nslo = \"errors<1%\""]),
+        "load[0].slo",
+        "not a latency SLO",
+    );
+    assert_key(
+        &with_loads(&[&format!("{CLOSED}\nslo = \"a/ghost>0.9\"")]),
+        "load[0].slo",
+        "'ghost', which the scenario does not have",
+    );
+    // Both targets exist, but the load runs only a.
+    assert_key(
+        &with_loads(&[&format!("{CLOSED}\nslo = \"a/b>0.9\"")]),
+        "load[0].slo",
+        "no load runs both",
     );
 }

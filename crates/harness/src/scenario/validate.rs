@@ -22,6 +22,8 @@ impl ScenarioFile {
             targets: self.targets,
             loads: Vec::new(),
             dir: folder_of(file),
+            gates: Vec::new(),
+            allow_unjudged: false,
         };
         s.check_names_and_ports(file)?;
         let base = s.dir.clone();
@@ -34,6 +36,7 @@ impl ScenarioFile {
             .collect::<Result<_, _>>()?;
         s.start_order(file)?;
         s.check_source_addrs(file)?;
+        s.check_gate_ratios(file)?;
         Ok(s)
     }
 
@@ -57,6 +60,24 @@ impl ScenarioFile {
 }
 
 impl Scenario {
+    /// A load's or a target's ratio gates name targets of the file that the load (for a
+    /// target: some load) runs.
+    fn check_gate_ratios(&self, file: &Path) -> Result<(), ScenarioError> {
+        let fix = "give TARGET/TARGET>RATIO with two targets a load runs (docs/gates.md)";
+        for (i, l) in self.loads.iter().enumerate() {
+            let gates = l.gates.iter().flat_map(|g| &g.gates);
+            self.check_ratios(gates, &[l])
+                .map_err(|e| ScenarioError::new(file, format!("load[{i}].slo"), e, fix))?;
+        }
+        let all: Vec<&super::ScenarioLoad> = self.loads.iter().collect();
+        for (i, t) in self.targets.iter().enumerate() {
+            let gates = t.slo.iter().flat_map(|g| &g.gates);
+            self.check_ratios(gates, &all)
+                .map_err(|e| ScenarioError::new(file, format!("target[{i}].slo"), e, fix))?;
+        }
+        Ok(())
+    }
+
     /// Each load's `source_addrs` can reach each of its targets whose URL names an address:
     /// of the target's family, and loopback sources only for a loopback target. Caught here,
     /// not when the step runs after the targets started.

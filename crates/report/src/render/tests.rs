@@ -65,6 +65,11 @@ fn check_shape(result: &SavedResult, format: Format, r: &Rendered, what: &str) {
             assert!(widths.iter().all(|w| *w == widths[0]), "{what}");
         }
         Format::Text | Format::Markdown => assert!(files.is_empty(), "{what}"),
+        Format::Junit => {
+            assert!(r.text.starts_with("<?xml version=\"1.0\""), "{what}");
+            assert!(r.text.contains("<testcase "), "{what}");
+            assert!(files.is_empty(), "{what}");
+        }
     }
 }
 
@@ -135,7 +140,7 @@ fn unsupported_is_one_line_naming_what_works() {
     };
     assert_eq!(
         e.to_string(),
-        "csv is not available for find-max results: use text, json, md or html"
+        "csv is not available for find-max results: use text, json, md, html or junit"
     );
 }
 
@@ -174,7 +179,7 @@ fn unknown_format_names_the_choices() {
     let err = "xml".parse::<Format>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown format 'xml': choose one of text, json, csv, md, html"
+        "unknown format 'xml': choose one of text, json, csv, md, html, junit"
     );
 }
 

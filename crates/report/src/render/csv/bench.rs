@@ -36,7 +36,12 @@ pub(crate) fn render(r: &BenchResult) -> String {
     for round in &r.rounds {
         out += &line(&fields(r, round));
     }
-    out + &endpoint_rows(r)
+    out += &endpoint_rows(r);
+    if let Some(gates) = &r.gates {
+        out += "\n";
+        out += &crate::gates::csv_table(gates);
+    }
+    out
 }
 
 /// A request mix: after a blank line, a second table with one row per round and request

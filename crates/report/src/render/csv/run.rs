@@ -22,7 +22,12 @@ impl Renderer for CsvRenderer {
         let (header, row): (Vec<String>, Vec<String>) = columns(result, opts).into_iter().unzip();
         writeln!(out, "{}", line(&header))?;
         writeln!(out, "{}", line(&row))?;
-        endpoint_table(result, opts, out)
+        endpoint_table(result, opts, out)?;
+        if let Some(gates) = &result.gates {
+            writeln!(out)?;
+            out.write_all(crate::gates::csv_table(gates).as_bytes())?;
+        }
+        Ok(())
     }
 }
 

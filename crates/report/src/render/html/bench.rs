@@ -50,6 +50,9 @@ pub(crate) fn bench_page(r: &BenchResult, charts: &[Chart]) -> String {
         body += &section("why", "Why", &why);
     }
     body += &page::alerts(&alerts(r));
+    if let Some(gates) = &r.gates {
+        body += &crate::gates::html_section(gates);
+    }
     body += &section("summary", "Summary", &summary(r));
     if !r.queueing.is_empty() {
         body += &section("queueing", "Queueing", &queueing_section(r));

@@ -49,6 +49,9 @@ pub(crate) fn run_page(r: &RunResult, opts: &RenderOptions, charts: &[Chart]) ->
     let summary = r.stats.summary();
     let mut body = header(r);
     body += &page::alerts(&run_alerts(r, &summary));
+    if let Some(gates) = &r.gates {
+        body += &crate::gates::html_section(gates);
+    }
     body += &summary_section(r, &summary, opts);
     let why = crate::why::html_list(&r.why);
     if !why.is_empty() {

@@ -45,6 +45,9 @@ pub(crate) fn render(r: &BenchResult) -> String {
         };
         out += &format!("\n> **{word}:** {}\n", escape_text(&w));
     }
+    if let Some(gates) = &r.gates {
+        out += &crate::gates::markdown_section(gates);
+    }
     for li in 0..r.loads.len() as u32 {
         out += &load_section(r, li);
     }

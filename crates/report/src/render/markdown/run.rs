@@ -59,6 +59,9 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     }
     out += &summary_table(r, &summary);
     out += &format!("\n{}\n", model_note(&r.config.load));
+    if let Some(gates) = &r.gates {
+        out += &crate::gates::markdown_section(gates);
+    }
     if let Some(goaway) = crate::words::goaway_text(&r.stats.h2) {
         out += &format!("\nHTTP/2: {}.\n", escape_text(&goaway));
     }

@@ -35,6 +35,10 @@ pub(crate) fn render(r: &BenchResult) -> String {
         r.started_at, r.ended_at, r.run_dir
     ));
     lines.extend(warning_lines(r));
+    if let Some(gates) = &r.gates {
+        lines.push(String::new());
+        lines.extend(crate::gates::text_lines(gates));
+    }
     for li in 0..r.loads.len() as u32 {
         lines.push(String::new());
         lines.extend(load_section(r, li));

@@ -44,9 +44,10 @@ impl Renderer for TextRenderer {
 
 type Section = fn(&Report) -> Vec<String>;
 
-const SECTIONS: [Section; 11] = [
+const SECTIONS: [Section; 12] = [
     header,
     summary,
+    gates,
     latency,
     percentiles,
     histogram,
@@ -57,6 +58,14 @@ const SECTIONS: [Section; 11] = [
     phases,
     why,
 ];
+
+/// Each `--slo` gate with its measured value and pass/fail; nothing without gates.
+fn gates(rep: &Report) -> Vec<String> {
+    rep.r
+        .gates
+        .as_ref()
+        .map_or_else(Vec::new, crate::gates::text_lines)
+}
 
 /// The findings that apply to this run (kernel evidence, the generator's CPU).
 fn why(rep: &Report) -> Vec<String> {

@@ -29,6 +29,7 @@ pub mod compare;
 pub mod markup;
 pub mod options;
 mod render;
+pub mod trend;
 mod view;
 pub mod why;
 mod words;

@@ -56,6 +56,9 @@ pub struct Scenario {
     pub loads: Vec<ScenarioLoad>,
     /// The folder of the scenario file, absolute: `{scenario_dir}`, and where targets run.
     pub dir: PathBuf,
+    /// `history = "…"`: the history database the result is appended to (docs/history.md),
+    /// relative to the scenario's folder; `""` for the default path.
+    pub history: Option<PathBuf>,
 }
 
 /// A scenario file as written, read by serde; [`ScenarioFile::validate`] makes it a [`Scenario`].
@@ -75,6 +78,8 @@ struct ScenarioFile {
     targets: Vec<TargetSpec>,
     #[serde(rename = "load", default)]
     loads: Vec<load::LoadFile>,
+    #[serde(default)]
+    history: Option<PathBuf>,
 }
 
 impl Scenario {

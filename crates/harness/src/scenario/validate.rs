@@ -22,7 +22,12 @@ impl ScenarioFile {
             targets: self.targets,
             loads: Vec::new(),
             dir: folder_of(file),
+            history: None,
         };
+        s.history = self.history.map(|h| match h.as_os_str().is_empty() {
+            true => h,
+            false => s.dir.join(h),
+        });
         s.check_names_and_ports(file)?;
         let base = s.dir.clone();
         let names: HashSet<String> = s.targets.iter().map(|t| t.name.clone()).collect();

@@ -640,4 +640,40 @@ mod tests {
         let e = History::open(dir.path()).unwrap_err();
         assert!(matches!(e, HistoryError::Unreadable { .. }), "{e}");
     }
+
+    #[test]
+    fn eight_writers_at_once_lose_no_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for w in 0..8 {
+                let (path, start) = (&path, &start);
+                s.spawn(move || {
+                    start.wait();
+                    // Each writer creates or opens the file itself, as a CI job would.
+                    let mut h = History::open(path).unwrap();
+                    let mine = Labels::from_pairs([("writer".into(), w.to_string())]);
+                    for i in 0..25 {
+                        h.append(&entry("http://a/", f64::from(i)), &mine, &Git::default())
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let h = History::open(&path).unwrap();
+        assert_eq!(h.runs(&Query::default()).unwrap().len(), 200);
+        for w in 0..8 {
+            let q = Query {
+                labels: Labels::from_pairs([("writer".into(), w.to_string())]),
+                ..Query::default()
+            };
+            assert_eq!(h.runs(&q).unwrap().len(), 25, "writer {w}");
+        }
+        let check: String = h
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+    }
 }

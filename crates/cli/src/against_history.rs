@@ -104,10 +104,145 @@ pub(crate) fn compare(a: &CompareArgs, threshold: f64) -> Result<ExitCode> {
         .into());
     }
     let saved = crate::report_cmd::load(&a.base)?;
-    let busy = busy_host(&saved);
     let entry = Entry::of(&saved, String::new());
     let history = open_existing(a.db.as_deref())?;
-    let subjects: Vec<Subject> = match entry.kind {
+    let mut judging = Judging {
+        rows: Vec::new(),
+        judged: 0,
+        failing: false,
+        too_few: Vec::new(),
+    };
+    for s in &subjects(&entry) {
+        let q = Query {
+            labels: labels.clone(),
+            target: Some(s.target.clone()),
+            load: Some(s.load.clone()),
+            kind: Some(entry.kind),
+            last: None,
+        };
+        let mut points = history.points(&q).map_err(history_error)?;
+        // The new result itself, when it was already appended, is no part of its history.
+        points.retain(|p| p.time != entry.time);
+        let skip = points.len().saturating_sub(a.last);
+        let figures: Vec<Figures> = points[skip..].iter().map(|p| p.figures.clone()).collect();
+        judging.subject(s, &figures, &metrics, threshold);
+    }
+    if !judging.rows.is_empty() {
+        let labels_text = match labels.joined() {
+            t if t.is_empty() => "any labels".to_string(),
+            t => t,
+        };
+        let intro = format!(
+            "{} against the last {} runs with {labels_text} in {} (regression: outside the 95% prediction interval and beyond {})\n\n",
+            a.base.display(),
+            a.last,
+            history.path().display(),
+            units::percent(threshold)
+        );
+        crate::output::stdout(&format!("{intro}{}", judging.table(a.format)))?;
+    }
+    Ok(judging.exit_code(a, busy_host(&saved).as_deref()))
+}
+
+/// The rows so far and what they add up to.
+struct Judging {
+    rows: Vec<Vec<String>>,
+    /// Metrics with a verdict.
+    judged: usize,
+    /// A regression among them.
+    failing: bool,
+    /// The series with too few runs in the history, said as such.
+    too_few: Vec<String>,
+}
+
+impl Judging {
+    /// Judges each metric of `s` against `history` (its series' figures, oldest first).
+    fn subject(&mut self, s: &Subject, history: &[Figures], metrics: &[Metric], threshold: f64) {
+        if history.len() < MIN_HISTORY {
+            self.too_few.push(format!(
+                "{} × {}: {} matching",
+                s.target,
+                s.load,
+                history.len()
+            ));
+            return;
+        }
+        for &m in metrics {
+            let values: Vec<f64> = history.iter().filter_map(|f| m.of(f)).collect();
+            let j = m
+                .of(&s.figures)
+                .and_then(|new| judge(&values, new, m == Metric::Rps, threshold));
+            if let Some(j) = &j {
+                self.judged += 1;
+                self.failing |= j.verdict == Verdict::Regression;
+            }
+            self.rows.push(row(s, m, values.len(), j.as_ref()));
+        }
+    }
+
+    fn table(&self, format: CompareFormat) -> String {
+        let head = [
+            "target",
+            "load",
+            "metric",
+            "history",
+            "n",
+            "95% interval",
+            "new",
+            "change",
+            "verdict",
+        ];
+        match format {
+            CompareFormat::Text => {
+                let mut all = vec![head.iter().map(ToString::to_string).collect()];
+                all.extend(self.rows.iter().cloned());
+                aligned(&all)
+            }
+            CompareFormat::Md => {
+                let mut align = vec![Align::Left; 3];
+                align.extend([Align::Right; 5]);
+                align.push(Align::Left);
+                markdown::table(&head, &align, &self.rows)
+            }
+        }
+    }
+
+    /// 3 when nothing could be judged or the new result was measured on a `busy` host (unless
+    /// --ignore-host), else 1 on a regression, else 0; the reason for a 3 on stderr.
+    fn exit_code(&self, a: &CompareArgs, busy: Option<&str>) -> ExitCode {
+        if self.judged == 0 {
+            eprintln!(
+                "not judged (exit 3): too few runs in the history to judge a spread (at least {MIN_HISTORY} needed): {}; append more with --history and matching --label",
+                self.too_few.join("; ")
+            );
+            return ExitCode::from(3);
+        }
+        if !self.too_few.is_empty() {
+            eprintln!(
+                "not judged, too few runs in the history: {}",
+                self.too_few.join("; ")
+            );
+        }
+        if let (Some(b), false) = (busy, a.ignore_host) {
+            let would = if self.failing {
+                "the figures above would read as a regression"
+            } else {
+                "no regression is seen above"
+            };
+            eprintln!("not judged (exit 3): {} was measured on a busy host, {b}; {would}, but a busy host moves req/s and latency by itself: rerun on a quiet host, or pass --ignore-host to judge anyway", a.base.display());
+            return ExitCode::from(3);
+        }
+        if self.failing {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// The series of the new result: a run's one, a bench's cells.
+fn subjects(entry: &Entry) -> Vec<Subject> {
+    match entry.kind {
         Kind::Bench => entry
             .cells
             .iter()
@@ -122,110 +257,7 @@ pub(crate) fn compare(a: &CompareArgs, threshold: f64) -> Result<ExitCode> {
             load: entry.load.clone(),
             figures: entry.figures.clone(),
         }],
-    };
-    let mut rows = Vec::new();
-    let mut judged = 0;
-    let mut failing = false;
-    let mut too_few = Vec::new();
-    for s in &subjects {
-        let q = Query {
-            labels: labels.clone(),
-            target: Some(s.target.clone()),
-            load: Some(s.load.clone()),
-            kind: Some(entry.kind),
-            last: None,
-        };
-        let mut points = history.points(&q).map_err(history_error)?;
-        // The new result itself, when it was already appended, is no part of its history.
-        points.retain(|p| p.time != entry.time);
-        let skip = points.len().saturating_sub(a.last);
-        let points = &points[skip..];
-        if points.len() < MIN_HISTORY {
-            too_few.push(format!(
-                "{} × {}: {} matching",
-                s.target,
-                s.load,
-                points.len()
-            ));
-            continue;
-        }
-        for &m in &metrics {
-            let values: Vec<f64> = points.iter().filter_map(|p| m.of(&p.figures)).collect();
-            let j = m
-                .of(&s.figures)
-                .and_then(|new| judge(&values, new, m == Metric::Rps, threshold));
-            if let Some(j) = &j {
-                judged += 1;
-                failing |= j.verdict == Verdict::Regression;
-            }
-            rows.push(row(s, m, values.len(), j.as_ref()));
-        }
     }
-    let head = [
-        "target",
-        "load",
-        "metric",
-        "history",
-        "n",
-        "95% interval",
-        "new",
-        "change",
-        "verdict",
-    ];
-    let table = match a.format {
-        CompareFormat::Text => {
-            let mut all = vec![head.iter().map(ToString::to_string).collect()];
-            all.extend(rows.iter().cloned());
-            aligned(&all)
-        }
-        CompareFormat::Md => {
-            let mut align = vec![Align::Left; 3];
-            align.extend([Align::Right; 5]);
-            align.push(Align::Left);
-            markdown::table(&head, &align, &rows)
-        }
-    };
-    let labels_text = match labels.joined() {
-        t if t.is_empty() => "any labels".to_string(),
-        t => t,
-    };
-    let intro = format!(
-        "{} against the last {} runs with {labels_text} in {} (regression: outside the 95% prediction interval and beyond {})\n\n",
-        a.base.display(),
-        a.last,
-        history.path().display(),
-        units::percent(threshold)
-    );
-    if !rows.is_empty() {
-        crate::output::stdout(&format!("{intro}{table}"))?;
-    }
-    if judged == 0 {
-        eprintln!(
-            "not judged (exit 3): too few runs in the history to judge a spread (at least {MIN_HISTORY} needed): {}; append more with --history and matching --label",
-            too_few.join("; ")
-        );
-        return Ok(ExitCode::from(3));
-    }
-    if !too_few.is_empty() {
-        eprintln!(
-            "not judged, too few runs in the history: {}",
-            too_few.join("; ")
-        );
-    }
-    if let (Some(b), false) = (&busy, a.ignore_host) {
-        let would = if failing {
-            "the figures above would read as a regression"
-        } else {
-            "no regression is seen above"
-        };
-        eprintln!("not judged (exit 3): {} was measured on a busy host, {b}; {would}, but a busy host moves req/s and latency by itself: rerun on a quiet host, or pass --ignore-host to judge anyway", a.base.display());
-        return Ok(ExitCode::from(3));
-    }
-    Ok(if failing {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 fn row(s: &Subject, m: Metric, n: usize, j: Option<&Judgement>) -> Vec<String> {

@@ -94,20 +94,29 @@ fn thirty_runs_are_listed_and_charted() {
     let url = format!("http://{}/", server.local_addr());
     let dir = tempdir("history-thirty");
     let db = dir.join("h.sqlite");
+    let commit = append_thirty(&dir, &url, &db);
+    check_list(&dir, &url, &db, commit.as_deref());
+    check_database(&db);
+    check_trend(&dir, &url, &db);
+}
+
+/// 30 runs into `db`: 2 in a git repository (its commit returned, without git `None`), 20
+/// one after another, 8 at once.
+fn append_thirty(dir: &Path, url: &str, db: &Path) -> Option<String> {
     let db_arg = format!("--history={}", db.display());
     // 2 runs inside a git repository: filed under its commit and branch.
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     let commit = git_repo(&repo);
     for _ in 0..2 {
-        let out = short_run(&repo, &url, &[&db_arg, "--label", "batch=git"])
+        let out = short_run(&repo, url, &[&db_arg, "--label", "batch=git"])
             .output()
             .unwrap();
         ok(&out, "run in the repository");
     }
     // 20 one after another, outside any repository.
     for i in 0..20 {
-        let out = short_run(&dir, &url, &[&db_arg, "--label", "batch=serial"])
+        let out = short_run(dir, url, &[&db_arg, "--label", "batch=serial"])
             .output()
             .unwrap();
         ok(&out, &format!("serial run {i}"));
@@ -115,7 +124,7 @@ fn thirty_runs_are_listed_and_charted() {
     // 8 writer processes at once.
     let children: Vec<_> = (0..8)
         .map(|_| {
-            short_run(&dir, &url, &[&db_arg, "--label", "batch=parallel"])
+            short_run(dir, url, &[&db_arg, "--label", "batch=parallel"])
                 .spawn()
                 .expect("loadbench starts")
         })
@@ -124,8 +133,13 @@ fn thirty_runs_are_listed_and_charted() {
         let out = child.wait_with_output().unwrap();
         ok(&out, &format!("parallel writer {i}"));
     }
+    commit
+}
+
+/// `history` lists all 30, in order, and its filters pick the right ones.
+fn check_list(dir: &Path, url: &str, db: &Path, commit: Option<&str>) {
     let dbs = db.display().to_string();
-    let all = listed(&loadbench(&dir, &["history", "--db", &dbs]));
+    let all = listed(&loadbench(dir, &["history", "--db", &dbs]));
     assert_eq!(all.len(), 30, "{all:#?}");
     let ids: Vec<u32> = all
         .iter()
@@ -138,22 +152,22 @@ fn thirty_runs_are_listed_and_charted() {
     );
     assert!(all
         .iter()
-        .all(|l| l.contains(&url) && l.contains("closed c=2")));
+        .all(|l| l.contains(url) && l.contains("closed c=2")));
     let parallel = listed(&loadbench(
-        &dir,
+        dir,
         &["history", "--db", &dbs, "--label", "batch=parallel"],
     ));
     assert_eq!(parallel.len(), 8);
-    let last = listed(&loadbench(&dir, &["history", "--db", &dbs, "--last", "5"]));
+    let last = listed(&loadbench(dir, &["history", "--db", &dbs, "--last", "5"]));
     assert_eq!(
         last.first().map(|l| l.split_whitespace().next()),
         Some(Some("26"))
     );
     assert_eq!(last.len(), 5);
-    if let Some(commit) = &commit {
+    if let Some(commit) = commit {
         let filter = format!("commit={commit}");
         let in_git = listed(&loadbench(
-            &dir,
+            dir,
             &["history", "--db", &dbs, "--label", &filter],
         ));
         assert_eq!(in_git.len(), 2, "{in_git:#?}");
@@ -162,7 +176,7 @@ fn thirty_runs_are_listed_and_charted() {
             "{in_git:#?}"
         );
         let none = listed(&loadbench(
-            &dir,
+            dir,
             &[
                 "history",
                 "--db",
@@ -178,8 +192,11 @@ fn thirty_runs_are_listed_and_charted() {
             "runs outside the repository have no branch: {none:#?}"
         );
     }
-    // The database: 30 rows, WAL, intact.
-    let conn = rusqlite::Connection::open(&db).unwrap();
+}
+
+/// The database: 30 rows, WAL, intact.
+fn check_database(db: &Path) {
+    let conn = rusqlite::Connection::open(db).unwrap();
     let count: i64 = conn
         .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
         .unwrap();
@@ -192,21 +209,23 @@ fn thirty_runs_are_listed_and_charted() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
-    drop(conn);
-    // The trend table: one series of 30 runs.
-    let trend = loadbench(&dir, &["history", "trend", "--db", &dbs]);
+}
+
+/// The trend table: one series of 30 runs; the trend page, as headless Chromium has it: a dot
+/// per run in each chart (and one in the legend's swatch).
+fn check_trend(dir: &Path, url: &str, db: &Path) {
+    let dbs = db.display().to_string();
+    let trend = loadbench(dir, &["history", "trend", "--db", &dbs]);
     ok(&trend, "history trend");
     let (table, _) = text(&trend);
     assert!(
         table.starts_with(&format!("{url} × closed c=2 (30 runs)")),
         "{table}"
     );
-    // The trend page, as headless Chromium has it: a dot per run in each chart (and one in
-    // the legend's swatch).
     let page = dir.join("trend.html");
     let pages = page.display().to_string();
     ok(
-        &loadbench(&dir, &["history", "html", "--db", &dbs, "-o", &pages]),
+        &loadbench(dir, &["history", "html", "--db", &dbs, "-o", &pages]),
         "history html",
     );
     let Some(browser) = chromium() else {
@@ -221,7 +240,7 @@ fn thirty_runs_are_listed_and_charted() {
     let lastfive = lastfive.display().to_string();
     ok(
         &loadbench(
-            &dir,
+            dir,
             &[
                 "history", "html", "--db", &dbs, "--last", "5", "-o", &lastfive,
             ],
@@ -395,17 +414,43 @@ fn bad_history_input_is_one_line_and_exit_2_before_any_load() {
         .unwrap(),
         "good run",
     );
+    let files = BadFiles {
+        notdb,
+        newer,
+        good,
+        good_json,
+    };
+    bad_runs(&server, &url, &dir, &files);
+    bad_reads(&dir, &files);
+}
+
+/// The files of the bad-input test.
+struct BadFiles {
+    /// Text, not SQLite.
+    notdb: PathBuf,
+    /// Schema version 99.
+    newer: PathBuf,
+    /// A good history.
+    good: PathBuf,
+    /// A result saved by a run.
+    good_json: String,
+}
+
+/// `run` with a bad history or label: one line, exit 2, no request, no result, file untouched.
+fn bad_runs(server: &Server, url: &str, dir: &Path, f: &BadFiles) {
+    let (notdb, newer, good) = (&f.notdb, &f.newer, &f.good);
+    let newer_arg = format!("--history={}", newer.display());
     let save = dir.join("saved.json");
     let save_s = save.display().to_string();
     let cases: Vec<(Vec<String>, Option<&PathBuf>, &str)> = vec![
         (
             vec![format!("--history={}", notdb.display())],
-            Some(&notdb),
+            Some(notdb),
             "is not a SQLite database",
         ),
         (
             vec![newer_arg.clone()],
-            Some(&newer),
+            Some(newer),
             "has schema version 99, newer than",
         ),
         (
@@ -419,7 +464,7 @@ fn bad_history_input_is_one_line_and_exit_2_before_any_load() {
                 "--label".into(),
                 "no-equals".into(),
             ],
-            Some(&good),
+            Some(good),
             "--label 'no-equals' is not key=value",
         ),
         (vec!["--label".into(), "a=b".into()], None, "add --history"),
@@ -429,7 +474,7 @@ fn bad_history_input_is_one_line_and_exit_2_before_any_load() {
         let sent = server.stats().total;
         let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
         all.extend(["--save", &save_s]);
-        let out = short_run(&dir, &url, &all).output().unwrap();
+        let out = short_run(dir, url, &all).output().unwrap();
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
@@ -447,8 +492,12 @@ fn bad_history_input_is_one_line_and_exit_2_before_any_load() {
             assert!(snapshot(f) == b, "{args:?}: {} changed", f.display());
         }
     }
-    // Reading commands refuse the same files the same way.
-    for db in [&notdb, &newer] {
+}
+
+/// Reading commands refuse the same files the same way, and never create a database.
+fn bad_reads(dir: &Path, f: &BadFiles) {
+    let good_json = &f.good_json;
+    for db in [&f.notdb, &f.newer] {
         let before = snapshot(db);
         let dbs = db.display().to_string();
         for args in [
@@ -460,17 +509,17 @@ fn bad_history_input_is_one_line_and_exit_2_before_any_load() {
                 "branch=main",
                 "--db",
                 &dbs,
-                &good_json,
+                good_json,
             ],
         ] {
-            let out = loadbench(&dir, &args);
+            let out = loadbench(dir, &args);
             let (_, stderr) = text(&out);
             assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
             assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         }
         assert!(snapshot(db) == before, "{} changed", db.display());
     }
-    let out = loadbench(&dir, &["history", "--db", "missing.sqlite"]);
+    let out = loadbench(dir, &["history", "--db", "missing.sqlite"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         !dir.join("missing.sqlite").exists(),

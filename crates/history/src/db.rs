@@ -2,6 +2,7 @@
 
 use crate::entry::{Entry, Figures, Kind};
 use crate::labels::{Git, Labels};
+use rusqlite::types::Value;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -321,29 +322,21 @@ impl History {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sqlite)?;
-        let f = &entry.figures;
+        let mut run: Vec<Value> = vec![
+            entry.time.clone().into(),
+            entry.kind.name().to_string().into(),
+            entry.target.clone().into(),
+            entry.load.clone().into(),
+            labels_json.into(),
+            git.commit.clone().into(),
+            git.branch.clone().into(),
+        ];
+        run.extend(figure_values(&entry.figures));
+        run.push(entry.result_json.clone().into());
         tx.execute(
             "INSERT INTO runs (time, kind, target, load, labels, git_commit, git_branch, rps, p50_us, p99_us, error_ratio, count, rps_ci_low, rps_ci_high, p99_ci_low, p99_ci_high, result)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                entry.time,
-                entry.kind.name(),
-                entry.target,
-                entry.load,
-                labels_json,
-                git.commit,
-                git.branch,
-                f.requests_per_sec,
-                f.p50_us,
-                f.p99_us,
-                f.error_ratio,
-                f.count.map(|c| c as i64),
-                f.rps_ci.map(|c| c.0),
-                f.rps_ci.map(|c| c.1),
-                f.p99_ci.map(|c| c.0),
-                f.p99_ci.map(|c| c.1),
-                entry.result_json,
-            ],
+            rusqlite::params_from_iter(run),
         )
         .map_err(sqlite)?;
         let id = tx.last_insert_rowid();
@@ -355,25 +348,17 @@ impl History {
             .map_err(sqlite)?;
         }
         for c in &entry.cells {
-            let f = &c.figures;
+            let mut cell: Vec<Value> = vec![
+                id.into(),
+                c.target.clone().into(),
+                c.load.clone().into(),
+                c.level.clone().into(),
+            ];
+            cell.extend(figure_values(&c.figures));
             tx.execute(
                 "INSERT INTO cells (run_id, target, load, level, rps, p50_us, p99_us, error_ratio, count, rps_ci_low, rps_ci_high, p99_ci_low, p99_ci_high)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
-                    id,
-                    c.target,
-                    c.load,
-                    c.level,
-                    f.requests_per_sec,
-                    f.p50_us,
-                    f.p99_us,
-                    f.error_ratio,
-                    f.count.map(|c| c as i64),
-                    f.rps_ci.map(|c| c.0),
-                    f.rps_ci.map(|c| c.1),
-                    f.p99_ci.map(|c| c.0),
-                    f.p99_ci.map(|c| c.1),
-                ],
+                rusqlite::params_from_iter(cell),
             )
             .map_err(sqlite)?;
         }
@@ -476,18 +461,7 @@ impl History {
                 && q.load.as_ref().is_none_or(|l| *l == p.load)
         });
         if let Some(n) = q.last {
-            let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
-            let mut kept: Vec<Point> = points
-                .into_iter()
-                .rev()
-                .filter(|p| {
-                    let count = seen.entry((p.target.clone(), p.load.clone())).or_default();
-                    *count += 1;
-                    *count <= n
-                })
-                .collect();
-            kept.reverse();
-            points = kept;
+            points = last_per_series(points, n);
         }
         Ok(points)
     }
@@ -499,6 +473,37 @@ impl History {
             .optional()
             .map_err(self.sqlite())
     }
+}
+
+/// The newest `n` points of each series, still oldest first.
+fn last_per_series(points: Vec<Point>, n: usize) -> Vec<Point> {
+    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut kept: Vec<Point> = points
+        .into_iter()
+        .rev()
+        .filter(|p| {
+            let count = seen.entry((p.target.clone(), p.load.clone())).or_default();
+            *count += 1;
+            *count <= n
+        })
+        .collect();
+    kept.reverse();
+    kept
+}
+
+/// The figure columns in their order: rps, p50, p99, error ratio, count, the two CIs.
+fn figure_values(f: &Figures) -> [Value; 9] {
+    [
+        f.requests_per_sec.into(),
+        f.p50_us.into(),
+        f.p99_us.into(),
+        f.error_ratio.into(),
+        f.count.map(|c| i64::try_from(c).unwrap_or(i64::MAX)).into(),
+        f.rps_ci.map(|c| c.0).into(),
+        f.rps_ci.map(|c| c.1).into(),
+        f.p99_ci.map(|c| c.0).into(),
+        f.p99_ci.map(|c| c.1).into(),
+    ]
 }
 
 fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {

@@ -526,3 +526,98 @@ fn bad_reads(dir: &Path, f: &BadFiles) {
         "reading never creates a database"
     );
 }
+
+#[test]
+fn a_scenario_with_history_files_each_bench_and_its_cells() {
+    let _machine = loading();
+    let dir = tempdir("history-bench");
+    let file = dir.join("hist.toml");
+    std::fs::write(
+        &file,
+        "name = \"hist\"\nrounds = 2\nhistory = \"h.sqlite\"\n\
+         [[target]]\nname = \"backend\"\nkind = \"upstream\"\n\
+         [[load]]\nname = \"sweep\"\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [1, 2]\n",
+    )
+    .unwrap();
+    let mut saved = Vec::new();
+    for i in 0..3 {
+        let results = dir.join(format!("results-{i}"));
+        let out = bin()
+            .current_dir(&dir)
+            .arg("bench")
+            .arg(&file)
+            .arg("--results")
+            .arg(&results)
+            .args([
+                "--duration",
+                "300ms",
+                "--warmup",
+                "0s",
+                "--cooldown",
+                "0s",
+                "-q",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        ok(&out, &format!("bench {i}"));
+        let folder = std::fs::read_dir(&results)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        saved.push(folder.join("result.json"));
+    }
+    let db = dir.join("h.sqlite").display().to_string();
+    let benches = listed(&loadbench(
+        &dir,
+        &["history", "--db", &db, "--kind", "bench"],
+    ));
+    assert_eq!(benches.len(), 3, "{benches:#?}");
+    assert!(
+        benches
+            .iter()
+            .all(|l| l.contains(" bench ") && l.contains(" hist ")),
+        "{benches:#?}"
+    );
+    let conn = rusqlite::Connection::open(dir.join("h.sqlite")).unwrap();
+    let cells: i64 = conn
+        .query_row("SELECT count(*) FROM cells", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(cells, 6, "2 levels × 3 benches");
+    drop(conn);
+    let trend = loadbench(
+        &dir,
+        &["history", "trend", "--db", &db, "--target", "backend"],
+    );
+    ok(&trend, "history trend");
+    let (table, _) = text(&trend);
+    for series in [
+        "backend × sweep c=1 (3 runs)",
+        "backend × sweep c=2 (3 runs)",
+    ] {
+        assert!(table.contains(series), "{table}");
+    }
+    // The last bench against the history: itself left out, 2 runs remain, too few for a verdict.
+    let last = saved[2].display().to_string();
+    let out = loadbench(
+        &dir,
+        &[
+            "compare",
+            "--against-history",
+            "",
+            "--db",
+            &db,
+            "--ignore-host",
+            &last,
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("backend × sweep c=1: 2 matching"),
+        "{stderr}"
+    );
+}

@@ -539,37 +539,7 @@ fn a_scenario_with_history_files_each_bench_and_its_cells() {
          [[load]]\nname = \"sweep\"\nmodel = \"closed\"\ntargets = [\"backend\"]\nconnections = [1, 2]\n",
     )
     .unwrap();
-    let mut saved = Vec::new();
-    for i in 0..3 {
-        let results = dir.join(format!("results-{i}"));
-        let out = bin()
-            .current_dir(&dir)
-            .arg("bench")
-            .arg(&file)
-            .arg("--results")
-            .arg(&results)
-            .args([
-                "--duration",
-                "300ms",
-                "--warmup",
-                "0s",
-                "--cooldown",
-                "0s",
-                "-q",
-                "-o",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        ok(&out, &format!("bench {i}"));
-        let folder = std::fs::read_dir(&results)
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap()
-            .path();
-        saved.push(folder.join("result.json"));
-    }
+    let saved = three_benches(&dir, &file);
     let db = dir.join("h.sqlite").display().to_string();
     let benches = listed(&loadbench(
         &dir,
@@ -620,4 +590,40 @@ fn a_scenario_with_history_files_each_bench_and_its_cells() {
         stderr.contains("backend × sweep c=1: 2 matching"),
         "{stderr}"
     );
+}
+
+/// `loadbench bench FILE` three times (300 ms steps, no warm-up or cooldown); their result.json.
+fn three_benches(dir: &Path, file: &Path) -> Vec<PathBuf> {
+    let mut saved = Vec::new();
+    for i in 0..3 {
+        let results = dir.join(format!("results-{i}"));
+        let out = bin()
+            .current_dir(dir)
+            .arg("bench")
+            .arg(file)
+            .arg("--results")
+            .arg(&results)
+            .args([
+                "--duration",
+                "300ms",
+                "--warmup",
+                "0s",
+                "--cooldown",
+                "0s",
+                "-q",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        ok(&out, &format!("bench {i}"));
+        let folder = std::fs::read_dir(&results)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        saved.push(folder.join("result.json"));
+    }
+    saved
 }

@@ -7,7 +7,7 @@
 //! series; or a new result measured on a busy host, unless `--ignore-host`).
 
 use crate::args::CompareArgs;
-use crate::compare_cmd::CompareFormat;
+use crate::compare_cmd::{parse_threshold, CompareFormat};
 use crate::history_cmd::{aligned, history_error, open_existing};
 use crate::UserError;
 use anyhow::Result;
@@ -93,7 +93,8 @@ struct Subject {
     figures: Figures,
 }
 
-pub(crate) fn compare(a: &CompareArgs, threshold: f64) -> Result<ExitCode> {
+pub(crate) fn compare(a: &CompareArgs) -> Result<ExitCode> {
+    let threshold = parse_threshold(&a.threshold)?;
     let labels = labels(a.against_history.as_deref().unwrap_or_default())?;
     let metrics = metrics(&a.metrics)?;
     if a.last < MIN_HISTORY {

@@ -26,9 +26,6 @@ pub(crate) enum CompareFormat {
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     let threshold = parse_threshold(&a.threshold)?;
-    if a.against_history.is_some() {
-        return crate::against_history::compare(&a, threshold);
-    }
     let format = a.format;
     let new_path = a.new.as_deref().ok_or_else(|| {
         UserError(

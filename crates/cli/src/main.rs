@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         args::Command::FindMax(a) => find_max::find_max(*a),
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Report(a) => report_cmd::report(a),
+        args::Command::Compare(a) if a.against_history.is_some() => against_history::compare(&a),
         args::Command::Compare(a) => compare_cmd::compare(a),
         args::Command::History(a) => history_cmd::history(a),
         args::Command::Merge(a) => dist::merge(a),

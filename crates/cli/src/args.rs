@@ -674,6 +674,19 @@ pub(crate) enum HistoryView {
     /// Write one self-contained HTML page with the trend charts of each target × load: req/s,
     /// p50, p99 (with each run's 95% confidence interval where it has one) and errors.
     Html(HistoryHtmlArgs),
+    /// Print the whole result JSON of one kept run (by its id in the list), for
+    /// `loadbench report` or `loadbench compare`.
+    Show(HistoryShowArgs),
+}
+
+/// `loadbench history show`.
+#[derive(Debug, Args)]
+pub(crate) struct HistoryShowArgs {
+    /// The run's id, as `loadbench history` lists it.
+    pub id: i64,
+    /// The history database [default: as --history].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
 }
 
 /// `loadbench history html`.

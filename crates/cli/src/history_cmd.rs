@@ -115,6 +115,7 @@ pub(crate) fn history(a: HistoryCmdArgs) -> Result<ExitCode> {
         None => list(&a.filter),
         Some(HistoryView::Trend(f)) => trend(&f),
         Some(HistoryView::Html(h)) => html(&h.output, &h.filter),
+        Some(HistoryView::Show(s)) => show(s.id, s.db.as_deref()),
     }?;
     Ok(ExitCode::SUCCESS)
 }
@@ -126,6 +127,19 @@ fn query(f: &HistoryFilter) -> Query {
         load: f.load.clone(),
         kind: f.kind,
         last: f.last,
+    }
+}
+
+/// The stored result JSON of run `id`.
+fn show(id: i64, db: Option<&Path>) -> Result<()> {
+    let history = open_existing(db)?;
+    match history.result_json(id).map_err(history_error)? {
+        Some(json) => crate::output::stdout(&json),
+        None => Err(UserError(format!(
+            "no run {id} in {}: `loadbench history` lists the ids",
+            history.path().display()
+        ))
+        .into()),
     }
 }
 

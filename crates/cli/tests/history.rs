@@ -96,6 +96,7 @@ fn thirty_runs_are_listed_and_charted() {
     let db = dir.join("h.sqlite");
     let commit = append_thirty(&dir, &url, &db);
     check_list(&dir, &url, &db, commit.as_deref());
+    check_show(&dir, &url, &db);
     check_database(&db);
     check_trend(&dir, &url, &db);
 }
@@ -192,6 +193,18 @@ fn check_list(dir: &Path, url: &str, db: &Path, commit: Option<&str>) {
             "runs outside the repository have no branch: {none:#?}"
         );
     }
+}
+
+/// A kept run's whole result, as `report` and `compare` read it; an unknown id is refused.
+fn check_show(dir: &Path, url: &str, db: &Path) {
+    let dbs = db.display().to_string();
+    let shown = loadbench(dir, &["history", "show", "26", "--db", &dbs]);
+    ok(&shown, "history show");
+    let r = loadbench_model::RunResult::from_json(&text(&shown).0).expect("a run result");
+    assert_eq!(r.config.url, url);
+    assert_eq!(r.stats.requests + r.stats.errors.total(), 100);
+    let missing = loadbench(dir, &["history", "show", "31", "--db", &dbs]);
+    assert_eq!(missing.status.code(), Some(2), "{:?}", text(&missing));
 }
 
 /// The database: 30 rows, WAL, intact.

@@ -193,6 +193,7 @@ fn man_dir_writes_one_page_per_command() {
             "loadbench-agent-xxl-job.1".into(),
             "loadbench-history-trend.1".into(),
             "loadbench-history-html.1".into(),
+            "loadbench-history-show.1".into(),
         ])
         .collect();
     expected.sort();

@@ -6,7 +6,9 @@
 //! unchanged one (p50 with a large effect: latency, never req/s of a tiny run, so a loaded
 //! 2-core machine gives no false alarm); and bad input (a non-SQLite file, a newer schema, a
 //! directory, a malformed or orphan `--label`): one line, exit 2, no request sent, the
-//! database byte for byte and mtime as it was.
+//! database byte for byte and mtime as it was. A scenario's `history = …` files each bench
+//! with its cells; a find-max search is filed with the rate that held; `history show` gives a
+//! kept result back.
 
 use crate::live_web::{chromium, dump_dom};
 use crate::support::{bin, have, loading, tempdir, text};
@@ -639,4 +641,63 @@ fn three_benches(dir: &Path, file: &Path) -> Vec<PathBuf> {
         saved.push(folder.join("result.json"));
     }
     saved
+}
+
+#[test]
+fn a_find_max_search_is_filed_with_the_rate_that_held() {
+    let _machine = loading();
+    let server = backend(None, None);
+    let url = format!("http://{}/", server.local_addr());
+    let dir = tempdir("history-find-max");
+    let db = dir.join("h.sqlite").display().to_string();
+    let history = format!("--history={db}");
+    let save = dir.join("fm.json");
+    let out = bin()
+        .current_dir(&dir)
+        .args([
+            "find-max",
+            &url,
+            "--slo",
+            "p99<2s",
+            "--start-rate",
+            "20",
+            "--max-rate",
+            "40",
+        ])
+        .args([
+            "--step-duration",
+            "500ms",
+            "--warmup",
+            "0s",
+            "-q",
+            "-o",
+            "json",
+        ])
+        .args([history.as_str(), "--label", "suite=fm", "--save"])
+        .arg(&save)
+        .output()
+        .unwrap();
+    // A busy machine may stop the search at 20/s (the generator fell behind): the row must
+    // hold whatever rate held.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{:?}", text(&out));
+    let saved = std::fs::read_to_string(&save).unwrap();
+    let r = loadbench_model::FindMaxResult::from_json(&saved).unwrap();
+    let held = r
+        .max_rate
+        .map_or_else(|| " - ".to_string(), |m| format!(" {m:.2} "));
+    let rows = listed(&loadbench(
+        &dir,
+        &["history", "--db", &db, "--kind", "find-max"],
+    ));
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let row = &rows[0];
+    assert!(
+        row.contains(" find-max ") && row.contains("find-max p99<2s"),
+        "{row}"
+    );
+    assert!(
+        row.contains(&held),
+        "the highest rate that held, {held}: {row}"
+    );
+    assert!(row.contains("suite=fm"), "{row}");
 }

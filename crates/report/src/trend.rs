@@ -113,7 +113,7 @@ mod tests {
             rps_ci: ci.then_some((990.0 + v, 1010.0 + v)),
             p50_us: Some(100.0 + v),
             p99_us: Some(900.0 + v),
-            p99_ci: ci.then_some((800.0, 1000.0 + v)),
+            p99_ci: ci.then_some((880.0 + v, 920.0 + v)),
             error_ratio: Some(0.0),
         }
     }
@@ -150,5 +150,28 @@ mod tests {
         assert!(page.contains("<th scope=\"row\">#5</th>"));
         assert!(page.contains("0123456789<"), "commits shortened");
         assert!(!page.contains("<script"));
+    }
+
+    #[test]
+    fn a_run_with_an_interval_gets_a_whisker_with_two_caps() {
+        let series = |ci: bool| Series {
+            target: "t".into(),
+            load: "closed c=2".into(),
+            runs: (1..=4).map(|i| run(i, ci && i % 2 == 0)).collect(),
+        };
+        let lines = |page: &str, chart: &str| {
+            let f = figure(page, chart);
+            f[..f.find("<div class=\"compact\">").unwrap()]
+                .matches("<polyline")
+                .count()
+        };
+        let (with, without) = (page(&[series(true)]), page(&[series(false)]));
+        for chart in ["trend-1-rps", "trend-1-p99"] {
+            // Two runs with an interval: a stroke and two caps each.
+            assert_eq!(lines(&with, chart), lines(&without, chart) + 6, "{chart}");
+        }
+        assert_eq!(lines(&with, "trend-1-p50"), lines(&without, "trend-1-p50"));
+        assert!(with.contains("Requests per second, 95% CI"));
+        assert!(!without.contains("Requests per second, 95% CI"));
     }
 }

@@ -1,6 +1,7 @@
 //! The trend charts of one series of the history (a target × load over runs, oldest first):
 //! req/s and p99 with each run's 95% confidence interval as whiskers, p50, and the error
-//! share. x is the run's place in the series (1 = oldest shown).
+//! share. x is the run's place in the series, oldest first, one slot per run, labelled with the
+//! run's name (`#12`; with many runs, every few runs).
 
 use super::{solid, Axis, Extras, Line, Plot, Whisker, BLUE, GREEN, ORANGE, RED};
 use crate::charts::axis::{Scale, Unit};
@@ -12,7 +13,8 @@ pub(crate) fn plots(s: &Series, prefix: &str) -> Vec<Plot> {
     let p99_ci = whiskers(s, |r| r.p99_ci, 1e3);
     let rps_title = format!("Requests per second{}", ci_words(&rps_ci));
     let p99_title = format!("p99 latency{}", ci_words(&p99_ci));
-    vec![
+    let names = categories(s);
+    let mut plots = vec![
         plot(
             (prefix, "rps", rps_title),
             axis("requests per second", Unit::Rate),
@@ -45,12 +47,35 @@ pub(crate) fn plots(s: &Series, prefix: &str) -> Vec<Plot> {
             ),
             vec![],
         ),
-    ]
+    ];
+    for p in &mut plots {
+        p.extras.categories.clone_from(&names);
+    }
+    plots
 }
 
-/// Run `i` (0-based, oldest first) sits at x = i + 1.
+/// Run `i` (0-based, oldest first) sits in slot i.
 fn x(i: usize) -> f64 {
-    (i + 1) as f64
+    i as f64
+}
+
+/// Most labels under the x axis; with more runs, every few runs are named.
+const MAX_X_LABELS: usize = 10;
+
+/// The slots' names: the runs' labels, blank between the named ones when there are many.
+fn categories(s: &Series) -> Vec<String> {
+    let every = s.runs.len().div_ceil(MAX_X_LABELS).max(1);
+    s.runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if i % every == 0 {
+                r.label.clone()
+            } else {
+                String::new()
+            }
+        })
+        .collect()
 }
 
 fn points(s: &Series, value: impl Fn(&Run) -> Option<f64>) -> Vec<(f64, f64)> {

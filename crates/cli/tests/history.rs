@@ -364,6 +364,29 @@ fn a_slowed_backend_is_flagged_against_history_and_an_unchanged_one_is_not() {
         );
         assert!(stdout.contains("regression"), "{stdout}");
     }
+    // The same verdict as Markdown, for a pull request.
+    let md = loadbench(
+        &dir,
+        &[
+            "compare",
+            "--against-history",
+            "branch=main",
+            "--db",
+            &db,
+            "--metrics",
+            "p50",
+            "--threshold",
+            "500%",
+            "--ignore-host",
+            "-f",
+            "md",
+            &dir.join("slow-0.json").display().to_string(),
+        ],
+    );
+    assert_eq!(md.status.code(), Some(1), "{:?}", text(&md));
+    let (table, _) = text(&md);
+    assert!(table.contains("| target | load | metric |"), "{table}");
+    assert!(table.contains("| regression |"), "{table}");
     drop(slow);
 }
 

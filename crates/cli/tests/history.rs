@@ -287,26 +287,32 @@ fn judged(dir: &Path, url: &str, db: &str, save: &Path) -> (Option<i32>, String,
         &short_run(dir, url, &["--save", &save_s]).output().unwrap(),
         "run",
     );
-    let out = loadbench(
-        dir,
-        &[
-            "compare",
-            "--against-history",
-            "branch=main",
-            "--last",
-            "10",
-            "--db",
-            db,
-            "--metrics",
-            "p50",
-            "--threshold",
-            "500%",
-            "--ignore-host",
-            &save_s,
-        ],
-    );
+    let out = against_main(dir, db, save, &[]);
     let (stdout, stderr) = text(&out);
     (out.status.code(), stdout, stderr)
+}
+
+/// `compare --against-history branch=main --last 10 --metrics p50 --threshold 500%
+/// --ignore-host ARGS SAVED`.
+fn against_main(dir: &Path, db: &str, saved: &Path, args: &[&str]) -> Output {
+    let saved = saved.display().to_string();
+    let mut all = vec![
+        "compare",
+        "--against-history",
+        "branch=main",
+        "--last",
+        "10",
+        "--db",
+        db,
+        "--metrics",
+        "p50",
+        "--threshold",
+        "500%",
+        "--ignore-host",
+    ];
+    all.extend(args);
+    all.push(&saved);
+    loadbench(dir, &all)
 }
 
 #[test]
@@ -365,24 +371,7 @@ fn a_slowed_backend_is_flagged_against_history_and_an_unchanged_one_is_not() {
         assert!(stdout.contains("regression"), "{stdout}");
     }
     // The same verdict as Markdown, for a pull request.
-    let md = loadbench(
-        &dir,
-        &[
-            "compare",
-            "--against-history",
-            "branch=main",
-            "--db",
-            &db,
-            "--metrics",
-            "p50",
-            "--threshold",
-            "500%",
-            "--ignore-host",
-            "-f",
-            "md",
-            &dir.join("slow-0.json").display().to_string(),
-        ],
-    );
+    let md = against_main(&dir, &db, &dir.join("slow-0.json"), &["-f", "md"]);
     assert_eq!(md.status.code(), Some(1), "{:?}", text(&md));
     let (table, _) = text(&md);
     assert!(table.contains("| target | load | metric |"), "{table}");

@@ -6,8 +6,8 @@
 //!   `m ± t(0.975, n − 1) · s · √(1 + 1/n)` (Student's t): where a new run falls 95% of the
 //!   time when nothing changed;
 //! - a regression is a new value outside that interval on the worse side *and* a change from
-//!   `m` larger than the threshold (`compare --threshold`, 5% by default): noise rarely alarms, nor does a significant
-//!   but tiny change.
+//!   `m` larger than the threshold (`compare --threshold`, 5% by default): noise rarely
+//!   alarms, nor does a significant but tiny change.
 
 use loadbench_model::bench_stats::t_critical_95;
 

@@ -41,6 +41,9 @@ pub(crate) enum Command {
     /// Compare two saved run results or two bench results: req/s, p50 and p99 with a
     /// significance test; exit 1 on a regression beyond the threshold.
     Compare(CompareArgs),
+    /// List the runs kept by --history, show their trend per target × load, or write the
+    /// trend charts as one HTML page (docs/history.md).
+    History(HistoryCmdArgs),
     /// Merge the results of the shards of one distributed run exactly (histograms added,
     /// series aligned on wall-clock seconds); records the shards, their hosts and start skew.
     Merge(MergeArgs),
@@ -153,10 +156,14 @@ pub(crate) struct ReportArgs {
 pub(crate) struct CompareArgs {
     /// The baseline result: saved by `loadbench run --save` (or `-o json`), or a
     /// `loadbench bench` result.json (then each target × load × level in both is compared
-    /// across rounds). Not a find-max result.
+    /// across rounds). Not a find-max result. With --against-history: the result to judge.
     pub base: PathBuf,
     /// The result to judge against the baseline, of the same kind (two runs or two benches).
-    pub new: PathBuf,
+    #[arg(
+        required_unless_present = "against_history",
+        conflicts_with = "against_history"
+    )]
+    pub new: Option<PathBuf>,
     /// Smallest relative change that counts: 5% or 0.05.
     #[arg(long, default_value = "5%")]
     pub threshold: String,
@@ -167,6 +174,22 @@ pub(crate) struct CompareArgs {
     /// quarter of its cores or more): without it such a comparison exits 3, no verdict.
     #[arg(long)]
     pub ignore_host: bool,
+    /// Judge the one result given against the spread of the last --last runs in the history
+    /// with these labels (KEY=VALUE, comma-separated, e.g. 'branch=main'; '' for any) and the
+    /// same target and load: a regression is outside their 95% prediction interval and
+    /// beyond --threshold (docs/history.md).
+    #[arg(long, value_name = "LABELS")]
+    pub against_history: Option<String>,
+    /// With --against-history: how many of the latest matching runs form the spread (at
+    /// least 3 are needed for a verdict).
+    #[arg(long, default_value_t = 10, requires = "against_history")]
+    pub last: usize,
+    /// With --against-history: the history database [default: as --history].
+    #[arg(long, value_name = "PATH", requires = "against_history")]
+    pub db: Option<PathBuf>,
+    /// With --against-history: the metrics judged, comma-separated, of rps, p50 and p99.
+    #[arg(long, default_value = "rps,p50,p99", requires = "against_history")]
+    pub metrics: String,
 }
 
 #[derive(Debug, Args)]
@@ -227,6 +250,24 @@ pub(crate) struct OutputArgs {
     pub no_live: bool,
     #[command(flatten)]
     pub live_web: LiveWebArgs,
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// `--history` and `--label` of `run`, `find-max` and `bench` (docs/history.md).
+#[derive(Debug, Args)]
+pub(crate) struct HistoryArgs {
+    /// Append the finished result to the history database (SQLite): `--history=PATH`, or
+    /// `--history` alone for $XDG_DATA_HOME/loadbench/history.sqlite (else
+    /// ~/.local/share/loadbench/history.sqlite). See `loadbench history`.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true,
+          default_missing_value = "")]
+    pub history: Option<PathBuf>,
+    /// A label the result is filed under in the history, KEY=VALUE (repeatable), e.g.
+    /// --label branch=main; git's `commit` and `branch` of the current directory are added
+    /// unless given.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = values::label)]
+    pub labels: Vec<(String, String)>,
 }
 
 /// Gates of `run` and `bench` (docs/gates.md): judged after the load, exit 4 when one fails.
@@ -682,4 +723,74 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+}
+
+/// `loadbench history`: the runs kept by `--history`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct HistoryCmdArgs {
+    #[command(subcommand)]
+    pub view: Option<HistoryView>,
+    #[command(flatten)]
+    pub filter: HistoryFilter,
+}
+
+/// What `loadbench history` shows besides the list of runs.
+#[derive(Debug, Subcommand)]
+pub(crate) enum HistoryView {
+    /// A table per target × load (a bench: per target × load × level): req/s with its 95%
+    /// confidence interval, p50, p99 and errors of each run, oldest first.
+    Trend(HistoryFilter),
+    /// Write one self-contained HTML page with the trend charts of each target × load: req/s,
+    /// p50, p99 (with each run's 95% confidence interval where it has one) and errors.
+    Html(HistoryHtmlArgs),
+    /// Print the whole result JSON of one kept run (by its id in the list), for
+    /// `loadbench report` or `loadbench compare`.
+    Show(HistoryShowArgs),
+}
+
+/// `loadbench history show`.
+#[derive(Debug, Args)]
+pub(crate) struct HistoryShowArgs {
+    /// The run's id, as `loadbench history` lists it.
+    pub id: i64,
+    /// The history database [default: as --history].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// `loadbench history html`.
+#[derive(Debug, Args)]
+pub(crate) struct HistoryHtmlArgs {
+    /// The HTML file to write (atomically).
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub filter: HistoryFilter,
+}
+
+/// Which runs `loadbench history` reads.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct HistoryFilter {
+    /// The history database [default: $XDG_DATA_HOME/loadbench/history.sqlite, else
+    /// ~/.local/share/loadbench/history.sqlite].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Only runs with this label, KEY=VALUE (repeatable; `branch` and `commit` are git's
+    /// unless the run was given them as labels).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = values::label)]
+    pub labels: Vec<(String, String)>,
+    /// Only this target: a run's URL or a bench's scenario name (trend and html: the series'
+    /// target, a bench cell's target name).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only this load, as the list shows it, e.g. 'closed c=50'.
+    #[arg(long)]
+    pub load: Option<String>,
+    /// Only results of this command: run, find-max or bench.
+    #[arg(long, value_parser = values::history_kind)]
+    pub kind: Option<loadbench_history::Kind>,
+    /// Only the last N runs (trend and html: the last N of each series).
+    #[arg(long)]
+    pub last: Option<usize>,
 }

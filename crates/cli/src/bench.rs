@@ -38,9 +38,11 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         upstream_exe: std::env::current_exe()?,
     };
     let (web, shown) = a.out.start("bench", &Default::default())?;
+    let recorder = a.out.history.recorder(scenario.history.as_deref())?;
     let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     crate::deliver::deliver(&saved, &a.out, &Default::default(), web.as_deref(), true)?;
+    crate::history_cmd::record(recorder, &saved, a.out.quiet)?;
     if in_place {
         eprintln!(
             "result saved to {}",

@@ -27,9 +27,15 @@ pub(crate) enum CompareFormat {
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     let threshold = parse_threshold(&a.threshold)?;
     let format = a.format;
-    let names = [a.base.display().to_string(), a.new.display().to_string()];
+    let new_path = a.new.as_deref().ok_or_else(|| {
+        UserError(
+            "compare needs two results, BASE.json NEW.json (or --against-history LABELS NEW.json)"
+                .into(),
+        )
+    })?;
+    let names = [a.base.display().to_string(), new_path.display().to_string()];
     let names = [names[0].as_str(), names[1].as_str()];
-    let (base, new) = (comparable(&a.base)?, comparable(&a.new)?);
+    let (base, new) = (comparable(&a.base)?, comparable(new_path)?);
     let busy = [base.busy_host(), new.busy_host()];
     let (report, failing) = match (base, new) {
         (Side::Run(base), Side::Run(new)) => {
@@ -142,7 +148,7 @@ fn comparable(path: &Path) -> Result<Side, UserError> {
 }
 
 /// `5%` or `0.05`. A bare number above 1 is refused: `5` most likely means 5%, not 500%.
-fn parse_threshold(text: &str) -> Result<f64, UserError> {
+pub(crate) fn parse_threshold(text: &str) -> Result<f64, UserError> {
     let t = text.trim();
     let value = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0).ok(),

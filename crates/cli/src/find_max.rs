@@ -14,6 +14,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     crate::output::check_writable("--save", args.save.as_deref())?;
     let opts = Default::default();
     let (web, shown) = args.out.start("find-max", &opts)?;
+    let recorder = args.out.history.recorder(None)?;
     let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
     // The search saved after every step; the final write is checked here, with a fallback.
@@ -24,6 +25,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
     crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), false)?;
+    crate::history_cmd::record(recorder, &saved, args.out.quiet)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }

@@ -1,6 +1,7 @@
 //! The `loadbench` binary: parse the command line, dispatch to one subcommand, turn errors into
 //! one line and an exit code (2 for a mistake in the input, 1 for anything else).
 
+mod against_history;
 mod agent;
 mod args;
 mod bench;
@@ -9,6 +10,7 @@ mod deliver;
 mod demo;
 mod dist;
 mod find_max;
+mod history_cmd;
 mod imports;
 mod live;
 mod load_flags;
@@ -50,7 +52,9 @@ fn main() -> ExitCode {
         args::Command::FindMax(a) => find_max::find_max(*a),
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Report(a) => report_cmd::report(a),
+        args::Command::Compare(a) if a.against_history.is_some() => against_history::compare(&a),
         args::Command::Compare(a) => compare_cmd::compare(a),
+        args::Command::History(a) => history_cmd::history(a),
         args::Command::Merge(a) => dist::merge(a),
         args::Command::Agent(args::AgentCommand::XxlJob(a)) => agent::xxl_job(a),
         args::Command::Completions(a) => manual::completions(a),

@@ -37,6 +37,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         color: false,
     };
     let (web, shown) = args.out.start("run", &opts)?;
+    let recorder = args.out.history.recorder(None)?;
     let quiet = args.out.quiet;
     // The generator's own threads over the run: one runnable but off a CPU shared its core.
     let generator = loadbench_harness::generator::GeneratorWatch::start();
@@ -71,6 +72,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
     crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), !quiet)?;
+    crate::history_cmd::record(recorder, &saved, quiet)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
 }

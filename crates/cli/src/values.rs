@@ -108,3 +108,15 @@ pub(crate) fn shard(text: &str) -> Result<loadbench_plan::Shard, String> {
 pub(crate) fn connect_to(text: &str) -> Result<loadbench_plan::ConnectTo, String> {
     loadbench_plan::ConnectTo::parse(text)
 }
+
+/// Parses `--label key=value`.
+pub(crate) fn label(text: &str) -> Result<(String, String), String> {
+    loadbench_history::Labels::parse_one(text).map_err(|e| e.to_string())
+}
+
+/// Parses `--kind run|find-max|bench`.
+pub(crate) fn history_kind(text: &str) -> Result<loadbench_history::Kind, String> {
+    loadbench_history::Kind::parse(text).ok_or_else(|| {
+        format!("--kind '{text}' is not a kind of result: give run, find-max or bench")
+    })
+}

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Debian's chromium, or None (after saying why) outside CI.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(PathBuf::from)
@@ -39,7 +39,7 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// The page at `url` as headless Chromium has it after loading it (`--dump-dom`).
-fn dump_dom(browser: &Path, url: &str) -> String {
+pub(crate) fn dump_dom(browser: &Path, url: &str) -> String {
     let profile = tempdir("chromium-profile");
     let mut child = Command::new(browser)
         .args([

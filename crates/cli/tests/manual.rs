@@ -188,7 +188,13 @@ fn man_dir_writes_one_page_per_command() {
     let mut expected: Vec<String> = subcommands()
         .iter()
         .map(|s| format!("loadbench-{s}.1"))
-        .chain(["loadbench.1".into(), "loadbench-agent-xxl-job.1".into()])
+        .chain([
+            "loadbench.1".into(),
+            "loadbench-agent-xxl-job.1".into(),
+            "loadbench-history-trend.1".into(),
+            "loadbench-history-html.1".into(),
+            "loadbench-history-show.1".into(),
+        ])
         .collect();
     expected.sort();
     assert_eq!(written, expected);

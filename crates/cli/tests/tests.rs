@@ -25,6 +25,7 @@ mod h2_load;
 mod h2_open;
 mod headline;
 mod help;
+mod history;
 mod imports;
 mod input_files;
 mod kubernetes;

@@ -30,6 +30,7 @@ pub mod gates;
 pub mod markup;
 pub mod options;
 mod render;
+pub mod trend;
 mod view;
 pub mod why;
 mod words;

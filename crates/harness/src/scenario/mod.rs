@@ -61,6 +61,9 @@ pub struct Scenario {
     pub gates: Vec<loadbench_model::Gate>,
     /// `--slo-allow-unjudged`: a gate that cannot be judged does not fail the bench.
     pub allow_unjudged: bool,
+    /// `history = "…"`: the history database the result is appended to (docs/history.md),
+    /// relative to the scenario's folder; `""` for the default path.
+    pub history: Option<PathBuf>,
 }
 
 /// A scenario file as written, read by serde; [`ScenarioFile::validate`] makes it a [`Scenario`].
@@ -80,6 +83,8 @@ struct ScenarioFile {
     targets: Vec<TargetSpec>,
     #[serde(rename = "load", default)]
     loads: Vec<load::LoadFile>,
+    #[serde(default)]
+    history: Option<PathBuf>,
 }
 
 impl Scenario {

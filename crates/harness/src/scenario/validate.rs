@@ -24,7 +24,12 @@ impl ScenarioFile {
             dir: folder_of(file),
             gates: Vec::new(),
             allow_unjudged: false,
+            history: None,
         };
+        s.history = self.history.map(|h| match h.as_os_str().is_empty() {
+            true => h,
+            false => s.dir.join(h),
+        });
         s.check_names_and_ports(file)?;
         let base = s.dir.clone();
         let names: HashSet<String> = s.targets.iter().map(|t| t.name.clone()).collect();

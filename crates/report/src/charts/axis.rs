@@ -32,6 +32,8 @@ pub(crate) enum Unit {
     Cores,
     /// Mebibytes (values already divided by 2^20, so ticks fall on round MiB), `20MiB`.
     Mebibytes,
+    /// A share in percent (values already multiplied by 100), `0.5%`.
+    Percent,
 }
 
 /// One axis: its scale, what it measures and its title.
@@ -101,6 +103,7 @@ impl Axis {
             Unit::Percentile => units::percentile_label(v),
             Unit::Cores => trim_zeros(&format!("{v:.2}")),
             Unit::Mebibytes => format!("{}MiB", trim_zeros(&format!("{v:.2}"))),
+            Unit::Percent => format!("{}%", trim_zeros(&format!("{v:.2}"))),
         }
     }
 }

@@ -10,6 +10,7 @@ mod draw;
 mod find_max;
 mod png;
 mod run;
+mod trend;
 
 use plotters::style::RGBColor;
 use std::io;
@@ -176,6 +177,14 @@ pub(crate) fn find_max_charts(result: &loadbench_model::FindMaxResult) -> Vec<Ch
 /// targets' and the generator's CPU and memory over the whole run.
 pub(crate) fn bench_charts(result: &loadbench_model::BenchResult) -> Vec<Chart> {
     bench::plots(result).iter().map(Plot::chart).collect()
+}
+
+/// The charts of one series of the history, named `prefix-rps`, `prefix-p50`, ….
+pub(crate) fn trend_charts(series: &crate::trend::Series, prefix: &str) -> Vec<Chart> {
+    trend::plots(series, prefix)
+        .iter()
+        .map(Plot::chart)
+        .collect()
 }
 
 /// A chart as a file to write beside the HTML page: `latency-spectrum.svg` or `.png`.

@@ -70,10 +70,13 @@ impl Loads for RunFlags {
 }
 
 /// Flags that choose the shard (the broadcast does), write files elsewhere on the load host
-/// (the agent's --results-dir does) or serve a live page there.
+/// (the agent's --results-dir does) or serve a live page or the live series there.
 fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
     if a.out.live_web.live_web.is_some() {
         return Err("executorParams: --live-web is not taken by the agent: it would serve a page on the load host; the job's log shows the progress".into());
+    }
+    if a.out.metrics.metrics_listen.is_some() {
+        return Err("executorParams: --metrics-listen is not taken by the agent: it would serve the series on the load host; the job's log shows the progress".into());
     }
     let given = [
         ("--save", a.save.is_some()),
@@ -164,6 +167,10 @@ mod tests {
             .prepare(&words("http://h/ --live-web"), shard)
             .unwrap_err();
         assert!(e.contains("--live-web is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --metrics-listen 127.0.0.1:0"), shard)
+            .unwrap_err();
+        assert!(e.contains("--metrics-listen is not taken"), "{e}");
         let e = RunFlags
             .prepare(&words("http://h/ --shard 0/2"), shard)
             .unwrap_err();

@@ -209,6 +209,22 @@ pub(crate) struct OutputArgs {
     pub no_live: bool,
     #[command(flatten)]
     pub live_web: LiveWebArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// The live series for Prometheus of `run`, `find-max` and `bench` (docs/metrics.md).
+#[derive(Debug, Args)]
+pub(crate) struct MetricsArgs {
+    /// Serve the live series as Prometheus text at http://ADDR/metrics while the command runs
+    /// (ADDR is IP:PORT, port 0 for a free one; the URL goes to stderr). docs/metrics.md lists
+    /// the series.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Allow --metrics-listen on an address other than loopback (the series name the target to
+    /// whoever can reach it).
+    #[arg(long, requires = "metrics_listen")]
+    pub metrics_public: bool,
 }
 
 /// The live web page of `run`, `find-max` and `bench`.

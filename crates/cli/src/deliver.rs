@@ -1,6 +1,7 @@
 //! The start and the end that `run`, `find-max` and `bench` share, around their flattened
-//! output flags ([`OutputArgs`]): before the load, [`OutputArgs::start`] checks `--live-web` and
-//! `--html`, starts the live page and says what stderr shows; after it (and after each command
+//! output flags ([`OutputArgs`]): before the load, [`OutputArgs::start`] checks `--live-web`,
+//! `--metrics-listen` and `--html`, starts the live page and the metrics endpoint and says what
+//! stderr shows; after it (and after each command
 //! saved its own files), [`deliver`] gives the live page the final result, writes `--html` and
 //! prints the result in `-o`'s format. The exit code is the command's.
 
@@ -8,26 +9,65 @@ use crate::args::OutputArgs;
 use crate::progress::Shown;
 use crate::UserError;
 use anyhow::Result;
+use loadbench_live::metrics::Metrics;
 use loadbench_live::web::LiveWeb;
 use loadbench_model::SavedResult;
 use loadbench_report::Format;
 use loadbench_report::RenderOptions;
 use std::sync::Arc;
 
+/// What a command serves while it runs: the live page (`--live-web`) and the live series
+/// (`--metrics-listen`), each when asked for.
+#[derive(Default)]
+pub(crate) struct Served {
+    web: Option<Arc<LiveWeb>>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl Served {
+    /// The live page, if one is served.
+    pub(crate) fn web(&self) -> Option<&LiveWeb> {
+        self.web.as_deref()
+    }
+
+    /// The live series, if they are served.
+    pub(crate) fn metrics(&self) -> Option<&Metrics> {
+        self.metrics.as_deref()
+    }
+}
+
 impl OutputArgs {
-    /// Before the load: `--live-web` and `--html` checked, the live page started when asked
-    /// for, and what stderr shows while `command` runs (nothing with `-q`, the dashboard unless
-    /// `--no-live`, the page beside it).
+    /// Before the load: `--live-web`, `--metrics-listen` and `--html` checked, the live page
+    /// and the metrics endpoint started when asked for, and what stderr shows while `command`
+    /// runs (nothing with `-q`, the dashboard unless `--no-live`, the page and the series
+    /// beside it).
     pub(crate) fn start(
         &self,
         command: &'static str,
         opts: &RenderOptions,
-    ) -> Result<(Option<Arc<LiveWeb>>, Shown), UserError> {
+    ) -> Result<(Served, Shown), UserError> {
         let addr = crate::live::web::asked(&self.live_web)?;
+        let metrics_addr = self
+            .metrics
+            .metrics_listen
+            .as_deref()
+            .map(|t| loadbench_live::metrics::parse_addr(t, self.metrics.metrics_public))
+            .transpose()
+            .map_err(|e| UserError(e.to_string()))?;
         crate::output::check_writable("--html", self.html.as_deref())?;
+        let metrics = match metrics_addr {
+            Some(a) => {
+                let m = Metrics::new(command);
+                loadbench_live::metrics::serve(a, &m).map_err(|e| UserError(e.to_string()))?;
+                Some(m)
+            }
+            None => None,
+        };
         let web = crate::live::web::start(addr, opts, command)?;
-        let shown = Shown::live(self.quiet, !self.no_live, command).with_web(web.clone());
-        Ok((web, shown))
+        let shown = Shown::live(self.quiet, !self.no_live, command)
+            .with_web(web.clone())
+            .with_metrics(metrics.clone());
+        Ok((Served { web, metrics }, shown))
     }
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
-    let (web, shown) = args.out.start("run", &opts)?;
+    let (served, shown) = args.out.start("run", &opts)?;
     let quiet = args.out.quiet;
     // The generator's own threads over the run: one runnable but off a CPU shared its core.
     let generator = loadbench_harness::generator::GeneratorWatch::start();
@@ -57,9 +57,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         crate::dist::write_hlog(path, &result)?;
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), !quiet)?;
+    crate::deliver::deliver(&saved, &args.out, &opts, served.web(), !quiet)?;
     let code = exit_code(&result);
-    Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
+    Ok(crate::live::web::conclude(&served, in_place, code))
 }
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).

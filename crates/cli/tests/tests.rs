@@ -31,6 +31,7 @@ mod library;
 mod live;
 mod live_web;
 mod manual;
+mod metrics;
 mod mix;
 mod netns;
 mod open;

@@ -1,0 +1,142 @@
+//! Live metrics for Prometheus (issue 39, docs/metrics.md) with the real binary: a real
+//! Prometheus (Debian's `prometheus`; skipped without it unless CI is set) scrapes
+//! `--metrics-listen` while `loadbench run` loads the reference backend, and its query API then
+//! gives the saved result's totals (responses by status, errors by class) and a p99 within the
+//! histogram's bucket of the result's. Bad input (an address that is not loopback without
+//! `--metrics-public`, a port in use, not an address) is one line, exit 2, before any request.
+
+use crate::support::prometheus::Prometheus;
+use crate::support::{bin, free_port, have, loading, text, Run};
+use loadbench_model::{ErrorKind, RunResult};
+use loadbench_upstream::{Server, ServerConfig};
+use std::collections::BTreeMap;
+
+fn backend(fail_rate: f64) -> Server {
+    Server::start(ServerConfig {
+        fail_rate,
+        ..ServerConfig::ephemeral()
+    })
+    .expect("reference backend starts")
+}
+
+/// `sum by (label)` of the last value of `series` over the last 10 minutes (the run's series go
+/// stale once it has exited), as label value -> count.
+fn by(prom: &Prometheus, series: &str, label: &str) -> BTreeMap<String, u64> {
+    let q = format!("sum by ({label}) (last_over_time({series}[10m]))");
+    prom.query(&q)
+        .unwrap_or_else(|| panic!("query {q} failed"))
+        .into_iter()
+        .map(|(m, v)| (m[label].as_str().unwrap_or("").to_string(), v as u64))
+        .collect()
+}
+
+fn error_name(kind: ErrorKind) -> String {
+    serde_json::to_value(kind)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The p99 Prometheus computes from the scraped buckets lies in the bucket of the result's p99
+/// (its bounds, give or take the per-second histograms' 1%).
+fn assert_p99_within_resolution(prom: &Prometheus, r: &RunResult) {
+    let q = "histogram_quantile(0.99, sum by (le) \
+             (last_over_time(loadbench_latency_seconds_bucket[10m])))";
+    let p99 = prom.value(q).expect("a p99 from the histogram");
+    let want = r.stats.latency.hist.percentile_ns(99.0) as f64 / 1e9;
+    let bounds = loadbench_live::metrics::bucket_bounds();
+    let i = bounds.partition_point(|&b| b < want);
+    let lo = if i == 0 { 0.0 } else { bounds[i - 1] };
+    let hi = bounds[i];
+    assert!(
+        p99 >= lo * 0.99 && p99 <= hi * 1.01,
+        "Prometheus's p99 {p99} s is outside the bucket {lo}..{hi} s of the result's p99 {want} s"
+    );
+}
+
+#[test]
+fn prometheus_scrapes_the_totals_and_the_p99_of_the_saved_result() {
+    if !have("prometheus") {
+        return;
+    }
+    let _machine = loading();
+    let server = backend(0.05);
+    let base = format!("http://{}", server.local_addr());
+    let port = free_port();
+    let prom = Prometheus::start(&[format!("127.0.0.1:{port}")]);
+    // Half the requests to a route that resets the connection: errors of a class beside the
+    // 200s and the 500s of --fail-rate.
+    let r = Run::new(&format!("{base}/"))
+        .args(["-u", &format!("{base}/fault/reset")])
+        .args(["-c", "4", "-t", "1", "-d", "4s"])
+        .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+        .ok();
+    assert!(r.stats.requests > 0 && r.stats.errors.total() > 0, "{r:?}");
+    let total = "sum(last_over_time(loadbench_responses_total[10m]))";
+    let got = prom.settle(total, r.stats.requests as f64, 20);
+    assert_eq!(
+        got,
+        Some(r.stats.requests as f64),
+        "responses: {}",
+        prom.log()
+    );
+    let status: BTreeMap<String, u64> = r
+        .stats
+        .status
+        .0
+        .iter()
+        .map(|(code, n)| (code.to_string(), *n))
+        .collect();
+    assert!(status.contains_key("500"), "{status:?}");
+    assert_eq!(by(&prom, "loadbench_responses_total", "code"), status);
+    let errors: BTreeMap<String, u64> = r
+        .stats
+        .errors
+        .0
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| (error_name(*k), *n))
+        .collect();
+    assert_eq!(by(&prom, "loadbench_errors_total", "class"), errors);
+    let sent = prom.value("sum(last_over_time(loadbench_sent_requests_total[10m]))");
+    assert_eq!(sent, Some(r.stats.sent as f64));
+    let count = prom.value("sum(last_over_time(loadbench_latency_seconds_count[10m]))");
+    assert_eq!(
+        count,
+        Some(r.stats.latency.hist.len() as f64),
+        "the histogram holds every latency the result does"
+    );
+    assert_p99_within_resolution(&prom, &r);
+    let running = prom.value("last_over_time(loadbench_running[10m])");
+    assert_eq!(running, Some(0.0), "the last scrape came after the end");
+}
+
+#[test]
+fn a_bad_listen_address_is_one_line_and_exit_2_before_any_request() {
+    let server = backend(0.0);
+    let url = format!("http://{}/", server.local_addr());
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let in_use = taken.local_addr().unwrap().to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--metrics-listen", "0.0.0.0:0"], "--metrics-public"),
+        (&["--metrics-listen", "nowhere"], "is not an address"),
+        (&["--metrics-listen", &in_use], "cannot listen there"),
+        (&["--metrics-public"], "--metrics-listen"),
+    ];
+    for (args, says) in cases {
+        for command in [
+            &["run", &url, "-d", "1s"][..],
+            &["find-max", &url, "--slo", "p99<1s"][..],
+        ] {
+            let out = bin().args(command).args(args).output().unwrap();
+            let (_, err) = text(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            if !says.starts_with("--metrics-listen") {
+                assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+            }
+        }
+    }
+    assert_eq!(server.stats().total, 0, "no request reached the backend");
+}

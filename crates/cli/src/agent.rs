@@ -75,8 +75,8 @@ fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
     if a.out.live_web.live_web.is_some() {
         return Err("executorParams: --live-web is not taken by the agent: it would serve a page on the load host; the job's log shows the progress".into());
     }
-    if a.out.metrics.metrics_listen.is_some() {
-        return Err("executorParams: --metrics-listen is not taken by the agent: it would serve the series on the load host; the job's log shows the progress".into());
+    if a.out.metrics.metrics_listen.is_some() || a.out.metrics.prometheus_remote_write.is_some() {
+        return Err("executorParams: --metrics-listen and --prometheus-remote-write are not taken by the agent: the job's log shows the progress".into());
     }
     let given = [
         ("--save", a.save.is_some()),
@@ -170,7 +170,10 @@ mod tests {
         let e = RunFlags
             .prepare(&words("http://h/ --metrics-listen 127.0.0.1:0"), shard)
             .unwrap_err();
-        assert!(e.contains("--metrics-listen is not taken"), "{e}");
+        assert!(
+            e.contains("--metrics-listen and --prometheus-remote-write are not taken"),
+            "{e}"
+        );
         let e = RunFlags
             .prepare(&words("http://h/ --shard 0/2"), shard)
             .unwrap_err();

@@ -225,6 +225,11 @@ pub(crate) struct MetricsArgs {
     /// whoever can reach it).
     #[arg(long, requires = "metrics_listen")]
     pub metrics_public: bool,
+    /// Push the same series every 5 s (and once at the end) to a Prometheus remote-write
+    /// receiver at this http:// URL, labelled with the run id, shard and host; checked with an
+    /// empty write before the load. Lost pushes never slow the load; they are counted at the end.
+    #[arg(long, value_name = "URL")]
+    pub prometheus_remote_write: Option<String>,
 }
 
 /// The live web page of `run`, `find-max` and `bench`.

@@ -29,7 +29,9 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let (served, shown) = a.out.start("bench", &Default::default())?;
+    let (served, shown) = a
+        .out
+        .start("bench", &Default::default(), &Default::default())?;
     let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
     crate::deliver::deliver(&saved, &a.out, &Default::default(), served.web(), true)?;

@@ -10,6 +10,7 @@ use crate::progress::Shown;
 use crate::UserError;
 use anyhow::Result;
 use loadbench_live::metrics::Metrics;
+use loadbench_live::remote_write::RemoteWrite;
 use loadbench_live::web::LiveWeb;
 use loadbench_model::SavedResult;
 use loadbench_report::Format;
@@ -22,6 +23,36 @@ use std::sync::Arc;
 pub(crate) struct Served {
     web: Option<Arc<LiveWeb>>,
     metrics: Option<Arc<Metrics>>,
+}
+
+/// Who pushes (`--prometheus-remote-write`): the run id and shard of a distributed run's shard
+/// (a run of its own otherwise), added to every pushed series with the host.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PushId {
+    pub run_id: Option<String>,
+    pub shard: Option<String>,
+}
+
+impl PushId {
+    fn labels(&self, command: &str) -> loadbench_live::metrics::Labels {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let run_id = self
+            .run_id
+            .clone()
+            .unwrap_or_else(|| format!("{command}-{at}-{}", std::process::id()));
+        vec![
+            ("job".into(), "loadbench".into()),
+            ("run_id".into(), run_id),
+            (
+                "shard".into(),
+                self.shard.clone().unwrap_or_else(|| "0/1".into()),
+            ),
+            ("host".into(), loadbench_runner::host::detect().hostname),
+        ]
+    }
 }
 
 impl Served {
@@ -45,6 +76,7 @@ impl OutputArgs {
         &self,
         command: &'static str,
         opts: &RenderOptions,
+        id: &PushId,
     ) -> Result<(Served, Shown), UserError> {
         let addr = crate::live::web::asked(&self.live_web)?;
         let metrics_addr = self
@@ -55,18 +87,22 @@ impl OutputArgs {
             .transpose()
             .map_err(|e| UserError(e.to_string()))?;
         crate::output::check_writable("--html", self.html.as_deref())?;
-        let metrics = match metrics_addr {
-            Some(a) => {
-                let m = Metrics::new(command);
-                loadbench_live::metrics::serve(a, &m).map_err(|e| UserError(e.to_string()))?;
-                Some(m)
-            }
-            None => None,
+        let push_url = self.metrics.prometheus_remote_write.as_deref();
+        let metrics = (metrics_addr.is_some() || push_url.is_some()).then(|| Metrics::new(command));
+        if let (Some(a), Some(m)) = (metrics_addr, &metrics) {
+            loadbench_live::metrics::serve(a, m).map_err(|e| UserError(e.to_string()))?;
+        }
+        let push = match (push_url, &metrics) {
+            (Some(url), Some(m)) => Some(Arc::new(
+                RemoteWrite::start(url, m, id.labels(command))
+                    .map_err(|e| UserError(e.to_string()))?,
+            )),
+            _ => None,
         };
         let web = crate::live::web::start(addr, opts, command)?;
         let shown = Shown::live(self.quiet, !self.no_live, command)
             .with_web(web.clone())
-            .with_metrics(metrics.clone());
+            .with_metrics(metrics.clone(), push);
         Ok((Served { web, metrics }, shown))
     }
 }

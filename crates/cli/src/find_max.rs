@@ -13,7 +13,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     let opts = Default::default();
-    let (served, shown) = args.out.start("find-max", &opts)?;
+    let (served, shown) = args.out.start("find-max", &opts, &Default::default())?;
     let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
     // The search saved after every step; the final write is checked here, with a fallback.

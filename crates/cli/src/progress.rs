@@ -7,6 +7,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadbench_live::heading::Heading;
 use loadbench_live::metrics::Metrics;
+use loadbench_live::remote_write::RemoteWrite;
 use loadbench_model::FindMaxStep;
 use loadbench_plan::{Plan, Stop};
 use loadbench_runner::{Control, Live, Observer};
@@ -36,8 +37,11 @@ pub(crate) struct Shown {
     live: Option<&'static str>,
     /// The live web page (`--live-web`), fed beside whatever stderr shows.
     web: Option<Arc<loadbench_live::web::LiveWeb>>,
-    /// The live series (`--metrics-listen`), fed beside whatever stderr shows.
+    /// The live series (`--metrics-listen`, `--prometheus-remote-write`), fed beside whatever
+    /// stderr shows.
     metrics: Option<Arc<Metrics>>,
+    /// Their pusher (`--prometheus-remote-write`), ended with the command's loads.
+    push: Option<Arc<RemoteWrite>>,
 }
 
 impl Shown {
@@ -48,6 +52,7 @@ impl Shown {
             live: live.then_some(command),
             web: None,
             metrics: None,
+            push: None,
         }
     }
 
@@ -61,9 +66,17 @@ impl Shown {
         Shown { web, ..self }
     }
 
-    /// The same, feeding the live series `metrics` too.
-    pub(crate) fn with_metrics(self, metrics: Option<Arc<Metrics>>) -> Shown {
-        Shown { metrics, ..self }
+    /// The same, feeding the live series `metrics` too (pushed by `push`, if given).
+    pub(crate) fn with_metrics(
+        self,
+        metrics: Option<Arc<Metrics>>,
+        push: Option<Arc<RemoteWrite>>,
+    ) -> Shown {
+        Shown {
+            metrics,
+            push,
+            ..self
+        }
     }
 
     /// The live series, if they are served.
@@ -128,6 +141,12 @@ impl Bar {
     pub(crate) fn finish(self) {
         if let Some(m) = self.shown.metrics() {
             m.finish();
+        }
+        if let Some(push) = &self.shown.push {
+            let counts = push.finish();
+            if let Some(line) = counts.lost_line(push.url()) {
+                eprintln!("{line}");
+            }
         }
         if let Some(d) = self
             .dashboard

@@ -27,7 +27,11 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
-    let (served, shown) = args.out.start("run", &opts)?;
+    let id = crate::deliver::PushId {
+        run_id: shard.as_ref().map(|sh| sh.run_id.clone()),
+        shard: shard.as_ref().map(|sh| sh.shard.to_string()),
+    };
+    let (served, shown) = args.out.start("run", &opts, &id)?;
     let quiet = args.out.quiet;
     // The generator's own threads over the run: one runnable but off a CPU shared its core.
     let generator = loadbench_harness::generator::GeneratorWatch::start();

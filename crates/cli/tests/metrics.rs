@@ -2,14 +2,19 @@
 //! Prometheus (Debian's `prometheus`; skipped without it unless CI is set) scrapes
 //! `--metrics-listen` while `loadbench run` loads the reference backend, and its query API then
 //! gives the saved result's totals (responses by status, errors by class) and a p99 within the
-//! histogram's bucket of the result's. Bad input (an address that is not loopback without
-//! `--metrics-public`, a port in use, not an address) is one line, exit 2, before any request.
+//! histogram's bucket of the result's. Three shards pushing with `--prometheus-remote-write` and
+//! one run id add up to `loadbench merge`'s total; a Prometheus killed mid-run costs pushes (one
+//! line says how many), never the result. Bad input (an address that is not loopback without
+//! `--metrics-public`, a port in use, not an address; a push URL with nothing listening or no
+//! receiver) is one line, exit 2, before any load.
 
 use crate::support::prometheus::Prometheus;
-use crate::support::{bin, free_port, have, loading, text, Run};
+use crate::support::{bin, free_port, have, loading, tempdir, text, Run};
 use loadbench_model::{ErrorKind, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
 
 fn backend(fail_rate: f64) -> Server {
     Server::start(ServerConfig {
@@ -139,4 +144,138 @@ fn a_bad_listen_address_is_one_line_and_exit_2_before_any_request() {
         }
     }
     assert_eq!(server.stats().total, 0, "no request reached the backend");
+}
+
+#[test]
+fn three_shards_pushing_with_one_run_id_add_up_to_the_merge() {
+    if !have("prometheus") {
+        return;
+    }
+    let _machine = loading();
+    let server = backend(0.0);
+    let url = format!("http://{}/", server.local_addr());
+    let prom = Prometheus::start(&[]);
+    let dir = tempdir("push-shards");
+    let run_id = format!("t39-{}", crate::support::unique());
+    let children: Vec<Child> = (0..3)
+        .map(|i| {
+            bin()
+                .args(["run", &url, "--quiet", "-n", "900", "-c", "6", "-t", "1"])
+                .args(["--shard", &format!("{i}/3"), "--run-id", &run_id])
+                .arg("--results-dir")
+                .arg(&dir)
+                .args(["--prometheus-remote-write", &prom.write_url()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("the loadbench binary runs")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        let (_, err) = text(&out);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("lost"), "no push lost: {err}");
+    }
+    let shards: Vec<PathBuf> = (0..3)
+        .map(|i| dir.join(format!("{run_id}-shard-{i}-of-3.json")))
+        .collect();
+    let merged = dir.join("merged.json");
+    let out = crate::dist::merge(&shards, &merged);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let merged = crate::dist::read(&merged);
+    assert_eq!(merged.stats.requests, 900);
+    let q = format!(
+        "sum by (run_id) (last_over_time(loadbench_responses_total{{run_id=\"{run_id}\"}}[10m]))"
+    );
+    let got = prom.settle(&q, merged.stats.requests as f64, 20);
+    assert_eq!(got, Some(merged.stats.requests as f64), "{}", prom.log());
+    let per_shard = by(
+        &prom,
+        &format!("loadbench_responses_total{{run_id=\"{run_id}\"}}"),
+        "shard",
+    );
+    assert_eq!(
+        per_shard.keys().cloned().collect::<Vec<_>>(),
+        ["0/3", "1/3", "2/3"],
+        "each shard pushed under its own label"
+    );
+}
+
+#[test]
+fn killing_prometheus_mid_run_loses_pushes_not_the_result() {
+    if !have("prometheus") {
+        return;
+    }
+    let _machine = loading();
+    let server = backend(0.0);
+    let url = format!("http://{}/", server.local_addr());
+    let mut prom = Prometheus::start(&[]);
+    let dir = tempdir("push-kill");
+    let save = dir.join("result.json");
+    // The open model with -n: exactly 1600 requests, about 8 s at 200/s, so the server is
+    // gone for the 5 s push and the final one.
+    let child = bin()
+        .args([
+            "run", &url, "--quiet", "--rate", "200", "-n", "1600", "-c", "4", "-t", "1",
+        ])
+        .args(["--prometheus-remote-write", &prom.write_url()])
+        .arg("--save")
+        .arg(&save)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the loadbench binary runs");
+    // The start probe has passed once the load reaches the backend.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.stats().total == 0 {
+        assert!(std::time::Instant::now() < until, "the load never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    prom.kill();
+    let out = child.wait_with_output().unwrap();
+    let (_, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    let r = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(r.stats.requests, 1600, "{err}");
+    assert_eq!(
+        server.stats().total,
+        1600,
+        "the backend saw every request once"
+    );
+    let lost: Vec<&str> = err.lines().filter(|l| l.contains("pushes to")).collect();
+    assert_eq!(lost.len(), 1, "one line about the lost pushes: {err}");
+    assert!(
+        lost[0].contains("were lost") && lost[0].contains(&prom.write_url()),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unreachable_or_foreign_push_url_is_one_line_and_exit_2_before_any_request() {
+    let server = backend(0.0);
+    let url = format!("http://{}/", server.local_addr());
+    let closed = format!("http://127.0.0.1:{}/api/v1/write", free_port());
+    // The reference backend answers a POST to /api/v1/write with a 404: not a receiver.
+    let foreign = format!("http://{}/api/v1/write", server.local_addr());
+    for (push, says) in [
+        (closed.as_str(), "cannot connect"),
+        (foreign.as_str(), "404"),
+        ("https://127.0.0.1:1/api/v1/write", "only http://"),
+        ("nowhere", "not a URL"),
+    ] {
+        let out = bin()
+            .args(["run", &url, "-d", "1s", "--prometheus-remote-write", push])
+            .output()
+            .unwrap();
+        let (_, err) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{push}: {err}");
+        assert!(err.contains(says), "{push}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    }
+    let routes = server.stats().routes;
+    assert_eq!(
+        routes["/"], 0,
+        "only the probes reached the backend, no load: {routes:?}"
+    );
 }

@@ -166,7 +166,7 @@ impl Bar {
             web.load_started(live, plan, heading.clone());
         }
         if let Some(m) = &self.shown.metrics {
-            m.load_started(live);
+            m.load_started(live, plan);
         }
         if let Some(d) = self.dashboard() {
             if let Some(d) = d.as_ref() {

@@ -12,7 +12,7 @@ use crate::support::prometheus::Prometheus;
 use crate::support::{bin, free_port, have, loading, tempdir, text, Run};
 use loadbench_model::{ErrorKind, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 
@@ -277,5 +277,135 @@ fn an_unreachable_or_foreign_push_url_is_one_line_and_exit_2_before_any_request(
     assert_eq!(
         routes["/"], 0,
         "only the probes reached the backend, no load: {routes:?}"
+    );
+}
+
+/// Every sample name (`loadbench_latency_seconds_bucket`, ...) of the scrapes of `command`'s
+/// endpoint at `port`, scraped every 200 ms from its start to its exit, and the bench samples'
+/// label sets seen.
+fn scrape_names(command: &mut std::process::Command, port: u16) -> (BTreeSet<String>, String) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the loadbench binary runs");
+    let mut names = BTreeSet::new();
+    let mut last = String::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < until,
+            "still running after 120 s"
+        );
+        if let Some((200, body)) = crate::support::prometheus::get(port, "/metrics") {
+            for line in body.lines().filter(|l| !l.starts_with('#')) {
+                let name = line.split(['{', ' ']).next().unwrap_or_default();
+                names.insert(name.to_string());
+            }
+            if body.contains("loadbench_responses_total") {
+                last = body;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    (names, last)
+}
+
+/// Every `loadbench_…` name in an `expr` or `query` of the dashboard.
+fn dashboard_names(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                if let (true, Some(text)) = (k == "expr" || k == "query", v.as_str()) {
+                    let mut rest = text;
+                    while let Some(i) = rest.find("loadbench_") {
+                        let name: String = rest[i..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        rest = &rest[i + name.len()..];
+                        out.insert(name);
+                    }
+                }
+                dashboard_names(v, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| dashboard_names(v, out)),
+        _ => {}
+    }
+}
+
+const METRICS_BENCH: &str = "name = \"m\"\nrounds = 1\ncooldown = \"1s\"\n\
+    [[target]]\nname = \"up\"\nkind = \"upstream\"\n\
+    limits = { cpus = 1.5, memory = \"256MiB\" }\n\
+    [[load]]\nname = \"paced\"\nmodel = \"open\"\ntargets = [\"up\"]\n\
+    rate = [200]\nduration = \"4s\"\n";
+
+/// The Grafana dashboard parses, and every series its queries name is in a real scrape: of an
+/// open-model run with errors (the load's series), and of a bench (the target's series, the
+/// step as labels).
+#[test]
+fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
+    let _machine = loading();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text_of = std::fs::read_to_string(root.join("deploy/grafana/loadbench.json")).unwrap();
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&text_of).expect("the dashboard parses");
+    let mut wanted = BTreeSet::new();
+    dashboard_names(&dashboard, &mut wanted);
+    assert!(wanted.len() >= 15, "{wanted:?}");
+
+    let server = backend(0.0);
+    let base = format!("http://{}", server.local_addr());
+    let port = free_port();
+    let dir = tempdir("metrics-bench");
+    let save = dir.join("run.json");
+    let (mut names, last) = scrape_names(
+        bin()
+            .args([
+                "run",
+                &format!("{base}/"),
+                "-u",
+                &format!("{base}/fault/reset"),
+            ])
+            .args(["--rate", "200", "-d", "4s", "-t", "1", "--quiet"])
+            .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+            .arg("--save")
+            .arg(&save),
+        port,
+    );
+    let r = RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let scheduled = r.stats.scheduled.expect("an open-model run has a schedule");
+    assert!(
+        last.contains(&format!(
+            "loadbench_scheduled_requests_total{{command=\"run\"}} {scheduled}\n"
+        )),
+        "the last scrape's schedule is the result's ({scheduled}): {last}"
+    );
+    let file = dir.join("m.toml");
+    std::fs::write(&file, METRICS_BENCH).unwrap();
+    let port = free_port();
+    let (bench_names, last) = scrape_names(
+        bin()
+            .args(["bench", "--quiet"])
+            .arg(&file)
+            .arg("--results")
+            .arg(dir.join("results"))
+            .args(["--metrics-listen", &format!("127.0.0.1:{port}")]),
+        port,
+    );
+    names.extend(bench_names);
+    let missing: Vec<&String> = wanted.iter().filter(|n| !names.contains(*n)).collect();
+    assert!(
+        missing.is_empty(),
+        "in the dashboard, never scraped: {missing:?}; scraped: {names:?}"
+    );
+    assert!(
+        last.contains(
+            "loadbench_sent_requests_total{command=\"bench\",target=\"up\",load=\"paced\",level=\"200/s\",round=\"1\"}"
+        ),
+        "the bench step as labels: {last}"
     );
 }

@@ -13,6 +13,7 @@
 
 use loadbench_engine::Pulse;
 use loadbench_model::{ErrorCounts, Histo, SeriesPoint, StatusCounts};
+use loadbench_plan::{LoadShape, Plan, Schedule};
 use loadbench_runner::Live;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -129,6 +130,10 @@ impl Totals {
         self.bytes_read += p.bytes_read;
         self.bytes_written += p.bytes_written;
         self.scheduled += p.target.unwrap_or(0);
+        self.add_latency(p, bounds);
+    }
+
+    fn add_latency(&mut self, p: &SeriesPoint, bounds: &[f64]) {
         if self.buckets.len() <= bounds.len() {
             self.buckets.resize(bounds.len() + 1, 0);
         }
@@ -145,10 +150,22 @@ impl Totals {
     }
 }
 
+/// Open model: the requests `schedule` calls for in second `second` of the window (the
+/// engine's own rule for the result's per-second `target`: request k is due when the scheduled
+/// count first exceeds k).
+fn scheduled_in(schedule: &Schedule, second: u32) -> u64 {
+    let due_before = |t: f64| (schedule.count_until(t) - 1e-9).ceil().max(0.0) as u64;
+    let s = f64::from(second);
+    let end = schedule.duration().as_secs_f64();
+    due_before((s + 1.0).min(end)).saturating_sub(due_before(s.min(end)))
+}
+
 /// The load running now.
 struct Current {
     labels: Labels,
     live: Arc<Live>,
+    /// Open model: the schedule, whose per-second counts are the target.
+    schedule: Option<Schedule>,
     /// Closed seconds already added to `seconds`.
     seen: usize,
     /// What the closed seconds added (connects, bytes, schedule, latency).
@@ -165,10 +182,12 @@ impl Current {
         let pulse = self.live.pulse(self.seen);
         self.seen += pulse.series.len();
         for p in &pulse.series {
-            self.seconds.add_second(p, bounds);
-        }
-        if let Some(p) = pulse.series.last() {
-            self.last = Some(p.clone());
+            let p = SeriesPoint {
+                target: self.schedule.as_ref().map(|s| scheduled_in(s, p.second)),
+                ..p.clone()
+            };
+            self.seconds.add_second(&p, bounds);
+            self.last = Some(p);
         }
         self.now = Pulse {
             series: Vec::new(),
@@ -251,13 +270,18 @@ impl Metrics {
         lock(&self.state).next_labels = labels;
     }
 
-    /// A load starts: its pulses are read from now on.
-    pub fn load_started(&self, live: &Arc<Live>) {
+    /// A load of `plan` starts: its pulses are read from now on.
+    pub fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        let schedule = match &plan.load {
+            LoadShape::Open { schedule, .. } => Some(schedule.clone()),
+            _ => None,
+        };
         let mut st = lock(&self.state);
         Self::fold(&mut st, &self.bounds);
         st.current = Some(Current {
             labels: st.next_labels.clone(),
             live: Arc::clone(live),
+            schedule,
             seen: 0,
             seconds: Totals::default(),
             now: Pulse::default(),
@@ -536,7 +560,8 @@ const READ_HELP: &str = "Response bytes read.";
 const WRITTEN: &str = "loadbench_written_bytes_total";
 const WRITTEN_HELP: &str = "Request bytes written.";
 const SCHEDULED: &str = "loadbench_scheduled_requests_total";
-const SCHEDULED_HELP: &str = "Open model: requests the schedule called for so far.";
+const SCHEDULED_HELP: &str =
+    "Open model: requests the schedule called for in the seconds closed so far.";
 const LATENCY: &str = "loadbench_latency_seconds";
 const LATENCY_HELP: &str =
     "Response time of completed responses; buckets 100us * 2^(k/4), k = 0..80 (19% wide).";

@@ -23,6 +23,7 @@ use std::sync::Arc;
 pub(crate) struct Served {
     web: Option<Arc<LiveWeb>>,
     metrics: Option<Arc<Metrics>>,
+    push: Option<Arc<RemoteWrite>>,
 }
 
 /// Who pushes (`--prometheus-remote-write`): the run id and shard of a distributed run's shard
@@ -65,6 +66,19 @@ impl Served {
     pub(crate) fn metrics(&self) -> Option<&Metrics> {
         self.metrics.as_deref()
     }
+
+    /// What the pushes of `--prometheus-remote-write` came to (final once the loads are done).
+    pub(crate) fn remote_write(&self) -> Option<loadbench_model::RemoteWriteCounts> {
+        self.push.as_ref().map(|p| {
+            let c = p.counts();
+            loadbench_model::RemoteWriteCounts {
+                url: p.url().to_string(),
+                pushes: c.made,
+                sent: c.sent,
+                lost: c.lost,
+            }
+        })
+    }
 }
 
 impl OutputArgs {
@@ -102,8 +116,8 @@ impl OutputArgs {
         let web = crate::live::web::start(addr, opts, command)?;
         let shown = Shown::live(self.quiet, !self.no_live, command)
             .with_web(web.clone())
-            .with_metrics(metrics.clone(), push);
-        Ok((Served { web, metrics }, shown))
+            .with_metrics(metrics.clone(), push.clone());
+        Ok((Served { web, metrics, push }, shown))
     }
 }
 

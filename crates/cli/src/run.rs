@@ -39,6 +39,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
         None => loadbench_runner::run(&spec, ctl).map_err(run_error),
     })??;
+    // The pushes are over (the observer ended them with the loads): their counts go in the
+    // result.
+    result.remote_write = served.remote_write();
     let threads = generator.finish(loadbench_runner::generator_cores(&result));
     loadbench_runner::explain_with_generator(&mut result, Some(&threads));
     // Files first: a stdout that fails (a closed pipe, a full disk) must not lose the run.

@@ -185,6 +185,15 @@ fn three_shards_pushing_with_one_run_id_add_up_to_the_merge() {
     assert!(out.status.success(), "{:?}", text(&out));
     let merged = crate::dist::read(&merged);
     assert_eq!(merged.stats.requests, 900);
+    let pushed = merged
+        .remote_write
+        .clone()
+        .expect("the shards' pushes in the merge");
+    assert_eq!((pushed.lost, pushed.sent), (0, pushed.pushes), "{pushed:?}");
+    assert!(
+        pushed.pushes >= 3,
+        "a final push per shard at least: {pushed:?}"
+    );
     let q = format!(
         "sum by (run_id) (last_over_time(loadbench_responses_total{{run_id=\"{run_id}\"}}[10m]))"
     );
@@ -248,6 +257,12 @@ fn killing_prometheus_mid_run_loses_pushes_not_the_result() {
     assert!(
         lost[0].contains("were lost") && lost[0].contains(&prom.write_url()),
         "{err}"
+    );
+    let pushed = r.remote_write.expect("the pushes in the result");
+    assert!(pushed.lost >= 1, "{pushed:?}");
+    assert!(
+        lost[0].contains(&format!("{} of {} pushes", pushed.lost, pushed.pushes)),
+        "the line and the result agree: {pushed:?} {err}"
     );
 }
 

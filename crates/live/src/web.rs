@@ -271,6 +271,7 @@ impl WebLoad {
             stats,
             evidence: None,
             why: Default::default(),
+            remote_write: None,
         };
         r.finalize();
         r

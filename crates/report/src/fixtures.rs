@@ -44,6 +44,7 @@ pub(crate) fn empty() -> RunResult {
         stats: Stats::default(),
         evidence: None,
         why: Default::default(),
+        remote_write: None,
     }
 }
 

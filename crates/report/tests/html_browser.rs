@@ -558,6 +558,7 @@ fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult
         stats,
         evidence: None,
         why: Default::default(),
+        remote_write: None,
     };
     r.finalize();
     r

@@ -26,6 +26,7 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
         stats: o.stats,
         evidence: None,
         why: Default::default(),
+        remote_write: None,
     };
     if let Some(v) = r.config.values.as_mut() {
         v.places = o.places;

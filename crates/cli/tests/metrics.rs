@@ -146,25 +146,18 @@ fn a_bad_listen_address_is_one_line_and_exit_2_before_any_request() {
     assert_eq!(server.stats().total, 0, "no request reached the backend");
 }
 
-#[test]
-fn three_shards_pushing_with_one_run_id_add_up_to_the_merge() {
-    if !have("prometheus") {
-        return;
-    }
-    let _machine = loading();
-    let server = backend(0.0);
-    let url = format!("http://{}/", server.local_addr());
-    let prom = Prometheus::start(&[]);
-    let dir = tempdir("push-shards");
-    let run_id = format!("t39-{}", crate::support::unique());
+/// Runs shards 0, 1 and 2 of 3 of 900 requests under `run_id`, each pushing to `write_url`
+/// and saving its result into `dir`; asserts each succeeded without a lost push; returns their
+/// result files.
+fn push_shards(url: &str, run_id: &str, write_url: &str, dir: &std::path::Path) -> Vec<PathBuf> {
     let children: Vec<Child> = (0..3)
         .map(|i| {
             bin()
-                .args(["run", &url, "--quiet", "-n", "900", "-c", "6", "-t", "1"])
-                .args(["--shard", &format!("{i}/3"), "--run-id", &run_id])
+                .args(["run", url, "--quiet", "-n", "900", "-c", "6", "-t", "1"])
+                .args(["--shard", &format!("{i}/3"), "--run-id", run_id])
                 .arg("--results-dir")
-                .arg(&dir)
-                .args(["--prometheus-remote-write", &prom.write_url()])
+                .arg(dir)
+                .args(["--prometheus-remote-write", write_url])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -177,9 +170,23 @@ fn three_shards_pushing_with_one_run_id_add_up_to_the_merge() {
         assert!(out.status.success(), "{err}");
         assert!(!err.contains("lost"), "no push lost: {err}");
     }
-    let shards: Vec<PathBuf> = (0..3)
+    (0..3)
         .map(|i| dir.join(format!("{run_id}-shard-{i}-of-3.json")))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn three_shards_pushing_with_one_run_id_add_up_to_the_merge() {
+    if !have("prometheus") {
+        return;
+    }
+    let _machine = loading();
+    let server = backend(0.0);
+    let url = format!("http://{}/", server.local_addr());
+    let prom = Prometheus::start(&[]);
+    let dir = tempdir("push-shards");
+    let run_id = format!("t39-{}", crate::support::unique());
+    let shards = push_shards(&url, &run_id, &prom.write_url(), &dir);
     let merged = dir.join("merged.json");
     let out = crate::dist::merge(&shards, &merged);
     assert!(out.status.success(), "{:?}", text(&out));

@@ -302,10 +302,18 @@ fn an_unreachable_or_foreign_push_url_is_one_line_and_exit_2_before_any_request(
     );
 }
 
-/// Every sample name (`loadbench_latency_seconds_bucket`, ...) of the scrapes of `command`'s
-/// endpoint at `port`, scraped every 200 ms from its start to its exit, and the bench samples'
-/// label sets seen.
-fn scrape_names(command: &mut std::process::Command, port: u16) -> (BTreeSet<String>, String) {
+/// What [`scrape`] saw.
+struct Scraped {
+    /// Every sample name (`loadbench_latency_seconds_bucket`, ...).
+    names: BTreeSet<String>,
+    /// The last exposition with responses in it.
+    last: String,
+    /// The sum of `loadbench_responses_total` at each scrape that had it, in order.
+    totals: Vec<f64>,
+}
+
+/// Scrapes the endpoint at `port` of `command` every 200 ms from its start to its exit.
+fn scrape(command: &mut std::process::Command, port: u16) -> Scraped {
     let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -313,6 +321,7 @@ fn scrape_names(command: &mut std::process::Command, port: u16) -> (BTreeSet<Str
         .expect("the loadbench binary runs");
     let mut names = BTreeSet::new();
     let mut last = String::new();
+    let mut totals = Vec::new();
     let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         assert!(
@@ -324,7 +333,13 @@ fn scrape_names(command: &mut std::process::Command, port: u16) -> (BTreeSet<Str
                 let name = line.split(['{', ' ']).next().unwrap_or_default();
                 names.insert(name.to_string());
             }
-            if body.contains("loadbench_responses_total") {
+            let responses: Vec<f64> = body
+                .lines()
+                .filter(|l| l.starts_with("loadbench_responses_total{"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+                .collect();
+            if !responses.is_empty() {
+                totals.push(responses.iter().sum());
                 last = body;
             }
         }
@@ -332,7 +347,11 @@ fn scrape_names(command: &mut std::process::Command, port: u16) -> (BTreeSet<Str
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}", text(&out));
-    (names, last)
+    Scraped {
+        names,
+        last,
+        totals,
+    }
 }
 
 /// Every `loadbench_…` name in an `expr` or `query` of the dashboard.
@@ -384,7 +403,9 @@ fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
     let port = free_port();
     let dir = tempdir("metrics-bench");
     let save = dir.join("run.json");
-    let (mut names, last) = scrape_names(
+    let Scraped {
+        mut names, last, ..
+    } = scrape(
         bin()
             .args([
                 "run",
@@ -409,7 +430,11 @@ fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
     let file = dir.join("m.toml");
     std::fs::write(&file, METRICS_BENCH).unwrap();
     let port = free_port();
-    let (bench_names, last) = scrape_names(
+    let Scraped {
+        names: bench_names,
+        last,
+        ..
+    } = scrape(
         bin()
             .args(["bench", "--quiet"])
             .arg(&file)
@@ -429,5 +454,49 @@ fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
             "loadbench_sent_requests_total{command=\"bench\",target=\"up\",load=\"paced\",level=\"200/s\",round=\"1\"}"
         ),
         "the bench step as labels: {last}"
+    );
+}
+
+/// A find-max's steps are loads one after another: its counters add them up, so they never go
+/// back between steps, and the last scrape comes after the end.
+#[test]
+fn find_max_counters_only_grow_across_its_steps() {
+    let _machine = loading();
+    let server = backend(0.0);
+    let url = format!("http://{}/", server.local_addr());
+    let port = free_port();
+    let seen = scrape(
+        bin()
+            .args(["find-max", &url, "--slo", "p99<1s", "--quiet", "-t", "1"])
+            .args([
+                "--start-rate",
+                "100",
+                "--max-rate",
+                "400",
+                "--step-duration",
+                "1s",
+            ])
+            .args(["--max-steps", "3"])
+            .args(["--metrics-listen", &format!("127.0.0.1:{port}")]),
+        port,
+    );
+    assert!(
+        seen.totals.len() >= 3,
+        "scraped too rarely: {:?}",
+        seen.totals
+    );
+    assert!(
+        seen.totals.windows(2).all(|w| w[1] >= w[0]),
+        "a counter went back: {:?}",
+        seen.totals
+    );
+    let first = seen.totals[0];
+    let last = *seen.totals.last().unwrap();
+    assert!(last > first && last >= 150.0, "{:?}", seen.totals);
+    assert!(
+        seen.last
+            .contains("loadbench_running{command=\"find-max\"} 0\n"),
+        "{}",
+        seen.last
     );
 }

@@ -384,18 +384,40 @@ const METRICS_BENCH: &str = "name = \"m\"\nrounds = 1\ncooldown = \"1s\"\n\
     [[load]]\nname = \"paced\"\nmodel = \"open\"\ntargets = [\"up\"]\n\
     rate = [200]\nduration = \"4s\"\n";
 
-/// The Grafana dashboard parses, and every series its queries name is in a real scrape: of an
-/// open-model run with errors (the load's series), and of a bench (the target's series, the
-/// step as labels).
-#[test]
-fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
-    let _machine = loading();
+/// Every series deploy/grafana/loadbench.json's queries name (it must parse).
+fn dashboard_series() -> BTreeSet<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text_of = std::fs::read_to_string(root.join("deploy/grafana/loadbench.json")).unwrap();
     let dashboard: serde_json::Value =
         serde_json::from_str(&text_of).expect("the dashboard parses");
     let mut wanted = BTreeSet::new();
     dashboard_names(&dashboard, &mut wanted);
+    wanted
+}
+
+/// The scrapes of [`METRICS_BENCH`] run in `dir`.
+fn scrape_bench(dir: &std::path::Path) -> Scraped {
+    let file = dir.join("m.toml");
+    std::fs::write(&file, METRICS_BENCH).unwrap();
+    let port = free_port();
+    scrape(
+        bin()
+            .args(["bench", "--quiet"])
+            .arg(&file)
+            .arg("--results")
+            .arg(dir.join("results"))
+            .args(["--metrics-listen", &format!("127.0.0.1:{port}")]),
+        port,
+    )
+}
+
+/// The Grafana dashboard parses, and every series its queries name is in a real scrape: of an
+/// open-model run with errors (the load's series), and of a bench (the target's series, the
+/// step as labels).
+#[test]
+fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
+    let _machine = loading();
+    let wanted = dashboard_series();
     assert!(wanted.len() >= 15, "{wanted:?}");
 
     let server = backend(0.0);
@@ -427,22 +449,11 @@ fn every_series_of_the_grafana_dashboard_is_in_a_real_scrape() {
         )),
         "the last scrape's schedule is the result's ({scheduled}): {last}"
     );
-    let file = dir.join("m.toml");
-    std::fs::write(&file, METRICS_BENCH).unwrap();
-    let port = free_port();
     let Scraped {
         names: bench_names,
         last,
         ..
-    } = scrape(
-        bin()
-            .args(["bench", "--quiet"])
-            .arg(&file)
-            .arg("--results")
-            .arg(dir.join("results"))
-            .args(["--metrics-listen", &format!("127.0.0.1:{port}")]),
-        port,
-    );
+    } = scrape_bench(&dir);
     names.extend(bench_names);
     let missing: Vec<&String> = wanted.iter().filter(|n| !names.contains(*n)).collect();
     assert!(

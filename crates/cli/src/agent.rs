@@ -107,13 +107,16 @@ impl Loads for RunFlags {
 }
 
 /// Flags that choose the shard (the broadcast does), write files elsewhere on the load host
-/// (the agent's --results-dir does) or serve a live page there.
+/// (the agent's --results-dir does) or serve a live page or the live series there.
 fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
     if a.out.live_web.live_web.is_some() {
         return Err("executorParams: --live-web is not taken by the agent: it would serve a page on the load host; the job's log shows the progress".into());
     }
     if !a.gates.slo.is_empty() || a.gates.slo_allow_unjudged {
         return Err("executorParams: --slo is not taken by the agent: gates judge a whole run, and a trigger runs one shard of it".into());
+    }
+    if a.out.metrics.metrics_listen.is_some() || a.out.metrics.prometheus_remote_write.is_some() {
+        return Err("executorParams: --metrics-listen and --prometheus-remote-write are not taken by the agent: the job's log shows the progress".into());
     }
     let given = [
         ("--save", a.save.is_some()),
@@ -205,6 +208,13 @@ mod tests {
             .prepare(&words("http://h/ --live-web"), shard)
             .unwrap_err();
         assert!(e.contains("--live-web is not taken"), "{e}");
+        let e = RunFlags
+            .prepare(&words("http://h/ --metrics-listen 127.0.0.1:0"), shard)
+            .unwrap_err();
+        assert!(
+            e.contains("--metrics-listen and --prometheus-remote-write are not taken"),
+            "{e}"
+        );
         let e = RunFlags
             .prepare(&words("http://h/ --shard 0/2"), shard)
             .unwrap_err();

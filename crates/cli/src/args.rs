@@ -252,6 +252,7 @@ pub(crate) struct OutputArgs {
     pub live_web: LiveWebArgs,
     #[command(flatten)]
     pub history: HistoryArgs,
+    pub metrics: MetricsArgs,
 }
 
 /// `--history` and `--label` of `run`, `find-max` and `bench` (docs/history.md).
@@ -298,6 +299,25 @@ impl GateArgs {
             gates: self.slo.iter().flat_map(|g| g.gates.clone()).collect(),
         })
     }
+}
+
+/// The live series for Prometheus of `run`, `find-max` and `bench` (docs/metrics.md).
+#[derive(Debug, Args)]
+pub(crate) struct MetricsArgs {
+    /// Serve the live series as Prometheus text at http://ADDR/metrics while the command runs
+    /// (ADDR is IP:PORT, port 0 for a free one; the URL goes to stderr). docs/metrics.md lists
+    /// the series.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Allow --metrics-listen on an address other than loopback (the series name the target to
+    /// whoever can reach it).
+    #[arg(long, requires = "metrics_listen")]
+    pub metrics_public: bool,
+    /// Push the same series every 5 s (and once at the end) to a Prometheus remote-write
+    /// receiver at this http:// URL, labelled with the run id, shard and host; checked with an
+    /// empty write before the load. Lost pushes never slow the load; they are counted at the end.
+    #[arg(long, value_name = "URL")]
+    pub prometheus_remote_write: Option<String>,
 }
 
 /// The live web page of `run`, `find-max` and `bench`.

@@ -37,11 +37,13 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         results: a.results.clone(),
         upstream_exe: std::env::current_exe()?,
     };
-    let (web, shown) = a.out.start("bench", &Default::default())?;
+    let (served, shown) = a
+        .out
+        .start("bench", &Default::default(), &Default::default())?;
     let recorder = a.out.history.recorder(scenario.history.as_deref())?;
     let (result, in_place) = run(&scenario, &opts, shown)?;
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::deliver::deliver(&saved, &a.out, &Default::default(), web.as_deref(), true)?;
+    crate::deliver::deliver(&saved, &a.out, &Default::default(), served.web(), true)?;
     crate::history_cmd::record(recorder, &saved, a.out.quiet)?;
     if in_place {
         eprintln!(
@@ -51,7 +53,7 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
     }
     // The exit code already says whether the result is in place.
     let code = exit_code(&result, in_place);
-    Ok(crate::live::web::conclude(web.as_deref(), true, code))
+    Ok(crate::live::web::conclude(&served, true, code))
 }
 
 /// Runs a scenario with progress on stderr as `shown` asks (the dashboard only when stderr is
@@ -130,6 +132,9 @@ struct Progress<'a> {
 
 impl Observer for Progress<'_> {
     fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        if let Some(m) = self.bar.metrics() {
+            m.set_labels(self.steps.running_labels().unwrap_or_default());
+        }
         self.bar.load_started_as(live, plan, self.steps.running());
     }
 
@@ -148,6 +153,9 @@ impl Observer for Progress<'_> {
 
 impl BenchObserver for Progress<'_> {
     fn sampling(&self, latest: &LatestSample) {
+        if let Some(m) = self.bar.metrics() {
+            m.set_targets(target_source(self.scenario, latest));
+        }
         self.bar.on_dashboard(|d| {
             d.set_matrix(loadbench_live::matrix::Matrix::new(self.scenario, latest));
         });
@@ -177,6 +185,37 @@ impl BenchObserver for Progress<'_> {
             lines.for_each(|l| eprintln!("{l}"));
         }
     }
+}
+
+/// Reads the bench targets' latest resource samples beside their limits, for the live series.
+fn target_source(
+    scenario: &Scenario,
+    latest: &LatestSample,
+) -> loadbench_live::metrics::TargetSource {
+    let limits: Vec<_> = scenario
+        .targets
+        .iter()
+        .map(|t| (t.name.clone(), t.limits.cpus, t.limits.memory))
+        .collect();
+    let latest = latest.clone();
+    Box::new(move || {
+        let sample = latest.get();
+        limits
+            .iter()
+            .map(|(name, cpus, memory)| {
+                let sampled = sample
+                    .as_ref()
+                    .and_then(|s| s.targets.iter().find(|t| &t.name == name));
+                loadbench_live::metrics::TargetSample {
+                    target: name.clone(),
+                    cpu_cores: sampled.map(|t| t.cpu_cores),
+                    memory_bytes: sampled.map(|t| t.rss_bytes as f64),
+                    cpu_limit_cores: *cpus,
+                    memory_limit_bytes: memory.map(|m| m as f64),
+                }
+            })
+            .collect()
+    })
 }
 
 /// The progress line of a finished round.

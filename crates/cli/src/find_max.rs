@@ -13,7 +13,7 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     let opts = Default::default();
-    let (web, shown) = args.out.start("find-max", &opts)?;
+    let (served, shown) = args.out.start("find-max", &opts, &Default::default())?;
     let recorder = args.out.history.recorder(None)?;
     let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
@@ -24,10 +24,10 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
         in_place = crate::run::save_json(path, "find-max", &json, true);
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), false)?;
+    crate::deliver::deliver(&saved, &args.out, &opts, served.web(), false)?;
     crate::history_cmd::record(recorder, &saved, args.out.quiet)?;
     let code = exit_code(&result);
-    Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
+    Ok(crate::live::web::conclude(&served, in_place, code))
 }
 
 /// The flags as a search; `--slo` is required.

@@ -6,6 +6,8 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadbench_live::heading::Heading;
+use loadbench_live::metrics::Metrics;
+use loadbench_live::remote_write::RemoteWrite;
 use loadbench_model::FindMaxStep;
 use loadbench_plan::{Plan, Stop};
 use loadbench_runner::{Control, Live, Observer};
@@ -35,6 +37,11 @@ pub(crate) struct Shown {
     live: Option<&'static str>,
     /// The live web page (`--live-web`), fed beside whatever stderr shows.
     web: Option<Arc<loadbench_live::web::LiveWeb>>,
+    /// The live series (`--metrics-listen`, `--prometheus-remote-write`), fed beside whatever
+    /// stderr shows.
+    metrics: Option<Arc<Metrics>>,
+    /// Their pusher (`--prometheus-remote-write`), ended with the command's loads.
+    push: Option<Arc<RemoteWrite>>,
 }
 
 impl Shown {
@@ -44,6 +51,8 @@ impl Shown {
             quiet,
             live: live.then_some(command),
             web: None,
+            metrics: None,
+            push: None,
         }
     }
 
@@ -55,6 +64,24 @@ impl Shown {
     /// The same, feeding the live web page `web` too.
     pub(crate) fn with_web(self, web: Option<Arc<loadbench_live::web::LiveWeb>>) -> Shown {
         Shown { web, ..self }
+    }
+
+    /// The same, feeding the live series `metrics` too (pushed by `push`, if given).
+    pub(crate) fn with_metrics(
+        self,
+        metrics: Option<Arc<Metrics>>,
+        push: Option<Arc<RemoteWrite>>,
+    ) -> Shown {
+        Shown {
+            metrics,
+            push,
+            ..self
+        }
+    }
+
+    /// The live series, if they are served.
+    pub(crate) fn metrics(&self) -> Option<&Arc<Metrics>> {
+        self.metrics.as_ref()
     }
 }
 
@@ -104,8 +131,23 @@ impl Bar {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Closes the dashboard, if one was opened (printing the step lines it held back).
+    /// The live series, if they are served.
+    pub(crate) fn metrics(&self) -> Option<&Arc<Metrics>> {
+        self.shown.metrics()
+    }
+
+    /// Closes the dashboard, if one was opened (printing the step lines it held back); the
+    /// live series say the command is done.
     pub(crate) fn finish(self) {
+        if let Some(m) = self.shown.metrics() {
+            m.finish();
+        }
+        if let Some(push) = &self.shown.push {
+            let counts = push.finish();
+            if let Some(line) = counts.lost_line(push.url()) {
+                eprintln!("{line}");
+            }
+        }
         if let Some(d) = self
             .dashboard
             .into_inner()
@@ -122,6 +164,9 @@ impl Bar {
     pub(crate) fn load_started_as(&self, live: &Arc<Live>, plan: &Plan, heading: Option<Heading>) {
         if let Some(web) = &self.shown.web {
             web.load_started(live, plan, heading.clone());
+        }
+        if let Some(m) = &self.shown.metrics {
+            m.load_started(live, plan);
         }
         if let Some(d) = self.dashboard() {
             if let Some(d) = d.as_ref() {
@@ -146,6 +191,9 @@ impl Observer for Bar {
     fn load_finished(&self) {
         if let Some(web) = &self.shown.web {
             web.load_finished();
+        }
+        if let Some(m) = &self.shown.metrics {
+            m.load_finished();
         }
         if let Some(d) = self.open_dashboard().as_ref() {
             d.load_finished();

@@ -36,7 +36,11 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         percentiles: spec.percentiles.clone(),
         color: false,
     };
-    let (web, shown) = args.out.start("run", &opts)?;
+    let id = crate::deliver::PushId {
+        run_id: shard.as_ref().map(|sh| sh.run_id.clone()),
+        shard: shard.as_ref().map(|sh| sh.shard.to_string()),
+    };
+    let (served, shown) = args.out.start("run", &opts, &id)?;
     let recorder = args.out.history.recorder(None)?;
     let quiet = args.out.quiet;
     // The generator's own threads over the run: one runnable but off a CPU shared its core.
@@ -45,6 +49,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         Some(sh) => loadbench_runner::run_shard(&spec, sh, ctl).map_err(shard_error),
         None => loadbench_runner::run(&spec, ctl).map_err(run_error),
     })??;
+    // The pushes are over (the observer ended them with the loads): their counts go in the
+    // result.
+    result.remote_write = served.remote_write();
     let threads = generator.finish(loadbench_runner::generator_cores(&result));
     loadbench_runner::explain_with_generator(&mut result, Some(&threads));
     result.gates = gates.map(|g| g.judge(&result.stats, args.gates.slo_allow_unjudged));
@@ -71,10 +78,10 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         crate::dist::write_hlog(path, &result)?;
     }
     let saved = loadbench_model::SavedResult::from(result.clone());
-    crate::deliver::deliver(&saved, &args.out, &opts, web.as_deref(), !quiet)?;
+    crate::deliver::deliver(&saved, &args.out, &opts, served.web(), !quiet)?;
     crate::history_cmd::record(recorder, &saved, quiet)?;
     let code = exit_code(&result);
-    Ok(crate::live::web::conclude(web.as_deref(), in_place, code))
+    Ok(crate::live::web::conclude(&served, in_place, code))
 }
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).

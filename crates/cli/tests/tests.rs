@@ -33,6 +33,7 @@ mod library;
 mod live;
 mod live_web;
 mod manual;
+mod metrics;
 mod mix;
 mod netns;
 mod open;

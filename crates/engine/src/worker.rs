@@ -240,16 +240,21 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
     /// Copies the counters the recorder keeps anyway, the open connections, the pool's full
     /// time and the schedule's lag into this worker's [`Pulse`] slot.
     fn publish_pulse(&self, now: Instant, live: &LiveCounters) {
+        live.pulse
+            .publish(self.pulse_now(now), self.ctx.recorder.closed());
+    }
+
+    /// The counters of [`Worker::publish_pulse`], without the seconds.
+    fn pulse_now(&self, now: Instant) -> Pulse {
         let pool_full = self.pool.full_until(now);
         let lag = self.pacer.as_ref().and_then(Pacer::due);
         let open = self.proto.conns().iter().filter(|c| c.is_open()).count();
-        let pulse = Pulse {
+        Pulse {
             open_connections: open as u64,
             pool_full_us: micros(pool_full),
             lag_us: lag.map_or(0, |d| micros(now.saturating_duration_since(d))),
             ..self.ctx.recorder.pulse()
-        };
-        live.pulse.publish(pulse, self.ctx.recorder.closed());
+        }
     }
 
     /// At the end: each connection's completed requests, and every request without an
@@ -278,9 +283,14 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         let past_deadline = self.ctx.stop_claiming();
         let end = self.ctx.window_end().map_or(now, |d| now.min(d));
         let abandoned = past_deadline + self.account_unanswered(end);
-        self.publish_pulse(now, live);
+        let pulse = self.pulse_now(now);
+        live.pulse
+            .publish(pulse.clone(), self.ctx.recorder.closed());
         let pool = self.pool_counts();
         let mut stats = self.ctx.recorder.finish(end, abandoned);
+        // Once more with every second `finish` closed (the last, partial one too), so a live
+        // view's latency (the metrics endpoint's histogram) ends where the result's does.
+        live.pulse.publish(pulse, &stats.series.0);
         stats.pool = pool;
         self.proto.add_stats(&mut stats);
         stats

@@ -67,6 +67,19 @@ impl BenchSteps {
         self.done.store(done, Ordering::Relaxed);
     }
 
+    /// The step running (the first not finished) as the metrics' labels ([`crate::metrics`]):
+    /// the target(s), the load's name, its level label and the round (from 1).
+    pub fn running_labels(&self) -> Option<Vec<(String, String)>> {
+        let step = self.steps.get(self.done.load(Ordering::Relaxed))?;
+        let load = self.loads.get(step.load)?;
+        Some(vec![
+            ("target".into(), step.targets.join("+")),
+            ("load".into(), load.name.clone()),
+            ("level".into(), load.level_label(step.level)),
+            ("round".into(), (step.round + 1).to_string()),
+        ])
+    }
+
     /// The heading of the step running (the first not finished), if any is left.
     pub fn running(&self) -> Option<Heading> {
         let i = self.done.load(Ordering::Relaxed);

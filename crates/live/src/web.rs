@@ -272,6 +272,7 @@ impl WebLoad {
             evidence: None,
             why: Default::default(),
             gates: None,
+            remote_write: None,
         };
         r.finalize();
         r

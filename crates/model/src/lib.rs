@@ -69,8 +69,8 @@ pub use resources::{
 };
 pub use result::ValuesRecord;
 pub use result::{
-    HostInfo, ResultKind, RunConfig, RunResult, Stats, Summary, OLDEST_SCHEMA_VERSION,
-    SCHEMA_VERSION,
+    HostInfo, RemoteWriteCounts, ResultKind, RunConfig, RunResult, Stats, Summary,
+    OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
 };
 pub use saved::{InvalidResult, ResultReadError, SavedResult};
 pub use series::{SecondCounts, Series, SeriesPoint};

@@ -543,6 +543,33 @@ pub struct RunResult {
     /// `--slo`: each gate judged on this run (docs/gates.md); absent without gates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<crate::gate::GateReport>,
+    /// `--prometheus-remote-write`: what the pushes of the live series came to; absent
+    /// without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_write: Option<RemoteWriteCounts>,
+}
+
+/// What the pushes of the live series to a Prometheus remote-write receiver came to
+/// (docs/metrics.md). A lost push never changes the measurement.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteWriteCounts {
+    /// The receiver's URL.
+    pub url: String,
+    /// Pushes made (each a snapshot of every series, every 5 s and once at the end).
+    pub pushes: u64,
+    /// Pushes the receiver accepted.
+    pub sent: u64,
+    /// Pushes lost: refused, dropped from the full retry buffer, or unsent at the end.
+    pub lost: u64,
+}
+
+impl RemoteWriteCounts {
+    /// Adds another shard's pushes (the URL stays the first's).
+    pub fn add(&mut self, o: &RemoteWriteCounts) {
+        self.pushes += o.pushes;
+        self.sent += o.sent;
+        self.lost += o.lost;
+    }
 }
 
 impl RunResult {

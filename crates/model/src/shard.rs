@@ -333,6 +333,18 @@ fn add_up(results: &[RunResult], runs: &[&ShardRun], mut merged_run: ShardRun) -
     // Each shard's kernel evidence is its own host's: the merge keeps none of it.
     out.evidence = None;
     out.why = Default::default();
+    // Every shard's pushes of the live series, added up.
+    out.remote_write = results.iter().filter_map(|r| r.remote_write.as_ref()).fold(
+        None,
+        |sum: Option<crate::result::RemoteWriteCounts>, c| {
+            let mut sum = sum.unwrap_or_else(|| crate::result::RemoteWriteCounts {
+                url: c.url.clone(),
+                ..Default::default()
+            });
+            sum.add(c);
+            Some(sum)
+        },
+    );
     out.finalize();
     out
 }

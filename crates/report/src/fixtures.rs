@@ -45,6 +45,7 @@ pub(crate) fn empty() -> RunResult {
         evidence: None,
         why: Default::default(),
         gates: None,
+        remote_write: None,
     }
 }
 

@@ -559,6 +559,7 @@ fn finalized_run(config: RunConfig, stats: Stats, times: [&str; 2]) -> RunResult
         evidence: None,
         why: Default::default(),
         gates: None,
+        remote_write: None,
     };
     r.finalize();
     r

@@ -27,6 +27,7 @@ pub fn build_result(plan: &Plan, o: Outcome) -> RunResult {
         evidence: None,
         why: Default::default(),
         gates: None,
+        remote_write: None,
     };
     if let Some(v) = r.config.values.as_mut() {
         v.places = o.places;

@@ -30,11 +30,19 @@ pub(crate) fn start(
 }
 
 /// The end of a command that ran a load: lets the live page (when one was served) take the final
-/// result, then returns `code`, or 1 when the result went to a fallback file instead of the
-/// asked path (`in_place` false: nothing is lost, but the user's file is not there).
-pub(crate) fn conclude(web: Option<&LiveWeb>, in_place: bool, code: ExitCode) -> ExitCode {
-    if let Some(web) = web {
+/// result and the metrics endpoint (when one was scraped) its last scrape, then returns `code`,
+/// or 1 when the result went to a fallback file instead of the asked path (`in_place` false:
+/// nothing is lost, but the user's file is not there).
+pub(crate) fn conclude(
+    served: &crate::deliver::Served,
+    in_place: bool,
+    code: ExitCode,
+) -> ExitCode {
+    if let Some(web) = served.web() {
         web.linger();
+    }
+    if let Some(metrics) = served.metrics() {
+        metrics.linger();
     }
     if in_place {
         code

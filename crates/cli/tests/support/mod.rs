@@ -8,6 +8,7 @@ pub(crate) mod nginx;
 /// `examples/orders.toml`'s targets, started without load; the harness's tests use them too.
 #[path = "../../../harness/tests/orders_targets.rs"]
 pub(crate) mod orders;
+pub(crate) mod prometheus;
 /// The raw test server lives with the engine's tests, which drive the engine against it.
 #[path = "../../../engine/tests/raw.rs"]
 pub(crate) mod raw;

@@ -252,6 +252,7 @@ pub(crate) struct OutputArgs {
     pub live_web: LiveWebArgs,
     #[command(flatten)]
     pub history: HistoryArgs,
+    #[command(flatten)]
     pub metrics: MetricsArgs,
 }
 

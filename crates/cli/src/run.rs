@@ -15,14 +15,7 @@ use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = spec(&args)?;
-    let gates = args.gates.gates();
-    if let Some(ratio) = gates.iter().flat_map(|g| &g.gates).find(|g| g.is_ratio()) {
-        return Err(UserError(format!(
-            "--slo '{}' compares two bench targets: use it with loadbench bench, or give run a gate such as 'p99<50ms', 'errors<1%' or 'rps>1000'",
-            ratio.text
-        ))
-        .into());
-    }
+    let gates = run_gates(&args)?;
     let shard = crate::dist::shard_spec(&args.dist, &crate::dist::process_env)?;
     let shard_file = match (&args.dist.results_dir, &shard) {
         (Some(dir), Some(sh)) => Some(crate::dist::results_path(dir, sh)),
@@ -82,6 +75,18 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     crate::history_cmd::record(recorder, &saved, quiet)?;
     let code = exit_code(&result);
     Ok(crate::live::web::conclude(&served, in_place, code))
+}
+
+/// `run`'s `--slo` gates; a ratio between bench targets is refused (exit 2).
+fn run_gates(args: &RunArgs) -> Result<Option<loadbench_model::Gates>, UserError> {
+    let gates = args.gates.gates();
+    if let Some(ratio) = gates.iter().flat_map(|g| &g.gates).find(|g| g.is_ratio()) {
+        return Err(UserError(format!(
+            "--slo '{}' compares two bench targets: use it with loadbench bench, or give run a gate such as 'p99<50ms', 'errors<1%' or 'rps>1000'",
+            ratio.text
+        )));
+    }
+    Ok(gates)
 }
 
 /// A load that could not start: the user's mistake (exit 2) or not (exit 1).

@@ -251,7 +251,7 @@ fn rendered_formats_show_the_gates(saved: &Path) {
 }
 
 /// `xmllint --schema` on a JUnit file; false (skipped with a message) without xmllint outside CI.
-fn valid_junit(file: &Path) -> bool {
+pub(crate) fn valid_junit(file: &Path) -> bool {
     if !have("xmllint") {
         return false;
     }
@@ -267,7 +267,7 @@ fn valid_junit(file: &Path) -> bool {
 }
 
 /// An XPath expression's value in a file, by xmllint's parser.
-fn xpath(file: &Path, expr: &str) -> String {
+pub(crate) fn xpath(file: &Path, expr: &str) -> String {
     let out: Output = std::process::Command::new("xmllint")
         .args(["--xpath", expr])
         .arg(file)

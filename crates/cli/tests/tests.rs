@@ -12,6 +12,7 @@ mod support;
 
 mod agent;
 mod bench;
+mod ci_recipes;
 mod dist;
 mod docker;
 mod docs;

@@ -153,22 +153,22 @@ impl Recipe {
         format!("set -e\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n{script}\n")
     }
 
-    /// Runs the commands in `dir` on branch `main`, as the runner would.
-    fn execute(&self, dir: &Path, delay: Option<&str>) -> Ran {
+    /// Runs the commands in `dir` on branch `main` with the service on `port` (one port for
+    /// every run of a test: the history matches runs by their URL), as the runner would.
+    fn execute(&self, dir: &Path, port: u16, delay: Option<&str>) -> Ran {
         let exe = PathBuf::from(env!("CARGO_BIN_EXE_loadbench"));
         let path = format!(
             "{}:{}",
             exe.parent().unwrap().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let port = crate::support::free_port().to_string();
         let mut cmd = Command::new("bash");
         cmd.arg("-c").arg(self.script(delay)).current_dir(dir);
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
         let out = cmd
-            .env("PORT", port)
+            .env("PORT", port.to_string())
             .env("PATH", path)
             .env(self.branch_var, "main")
             .output()
@@ -219,8 +219,8 @@ fn passed(recipe: &Recipe, dir: &Path, ran: &Ran, runs: u64) {
 
 /// A service slowed past the recipe's p99 gate fails the job with exit 4 at the load step,
 /// the JUnit file naming the gate, and the comparison never runs.
-fn slowed_fails_the_gate(recipe: &Recipe, dir: &Path) {
-    let ran = recipe.execute(dir, Some("100ms"));
+fn slowed_fails_the_gate(recipe: &Recipe, dir: &Path, port: u16) {
+    let ran = recipe.execute(dir, port, Some("100ms"));
     assert_eq!(ran.code, Some(4), "{}\n{}", ran.stdout, ran.stderr);
     assert!(
         ran.stderr.contains("gate failed: p99<50ms"),
@@ -242,15 +242,16 @@ fn the_github_workflow_gates_keeps_its_history_and_judges_against_main() {
     assert!(recipe.install.contains("cargo install --locked --git"));
     assert_eq!(recipe.junit, "junit.xml");
     let dir = tempdir("ci-github");
+    let port = crate::support::free_port();
     // Three runs build the history of main; each one's comparison has too few runs before it.
     for n in 1..=3 {
-        let ran = recipe.execute(&dir, None);
+        let ran = recipe.execute(&dir, port, None);
         passed(&recipe, &dir, &ran, n);
         assert!(ran.stderr.contains("not judged (exit 3)"), "{}", ran.stderr);
     }
     // The fourth is judged against the three before it (or not judged, saying so, when this
     // machine was busy during it).
-    let ran = recipe.execute(&dir, None);
+    let ran = recipe.execute(&dir, port, None);
     passed(&recipe, &dir, &ran, 4);
     let judged = ran.stdout.contains("95% interval") && ran.stdout.contains("within spread");
     let busy = ran.stderr.contains("measured on a busy host");
@@ -264,7 +265,7 @@ fn the_github_workflow_gates_keeps_its_history_and_judges_against_main() {
             ran.stdout
         );
     }
-    slowed_fails_the_gate(&recipe, &dir);
+    slowed_fails_the_gate(&recipe, &dir, port);
 }
 
 #[test]
@@ -274,8 +275,9 @@ fn the_gitlab_job_gates_keeps_its_history_and_reports_junit() {
     assert!(recipe.install.contains("cargo install --locked --git"));
     assert_eq!(recipe.junit, "junit.xml");
     let dir = tempdir("ci-gitlab");
-    let ran = recipe.execute(&dir, None);
+    let port = crate::support::free_port();
+    let ran = recipe.execute(&dir, port, None);
     passed(&recipe, &dir, &ran, 1);
     assert!(ran.stderr.contains("not judged (exit 3)"), "{}", ran.stderr);
-    slowed_fails_the_gate(&recipe, &dir);
+    slowed_fails_the_gate(&recipe, &dir, port);
 }

@@ -465,7 +465,7 @@ impl Ratchjob {
             child,
             api: format!("127.0.0.1:{port}"),
         };
-        rj.until(30, "ratchjob's API answers", |rj| {
+        rj.until(90, "ratchjob's API answers", |rj| {
             http(&rj.api, "GET", "/ratch/v1/namespace/list", None).is_some()
         });
         rj

@@ -42,6 +42,14 @@ pub enum Held {
     ZeroStreams(u64),
     /// This many requests waited for a connection the whole run.
     Waiting(u64),
+    /// Every connection still waited, at the end, for the answer to a request sent before
+    /// the window (in the warm-up): this many connections, the oldest request this old (µs).
+    Busy {
+        /// Connections whose request was still in flight at the end.
+        connections: u64,
+        /// Age at the end of the oldest request still in flight, µs.
+        oldest_us: u64,
+    },
     /// No connection could take a request (none opened, or none in time).
     NoConnection,
 }
@@ -61,6 +69,11 @@ impl Stats {
                 Held::ZeroStreams(self.h2.zero_streams)
             } else if self.waiting > 0 {
                 Held::Waiting(self.waiting)
+            } else if self.per_connection.starved > 0 {
+                Held::Busy {
+                    connections: self.per_connection.starved,
+                    oldest_us: self.per_connection.oldest_in_flight_us,
+                }
             } else {
                 Held::NoConnection
             };
@@ -105,6 +118,15 @@ impl fmt::Display for NothingCompleted {
                             counted(n, "request")
                         )?
                     }
+                    Held::Busy {
+                        connections,
+                        oldest_us,
+                    } => write!(
+                        f,
+                        "{} still waited for the answer to a request sent before the measured window (the oldest {} old at the end): the server did not respond within the run; give it a longer warm-up or duration, or look at the server",
+                        counted(connections, "connection"),
+                        crate::human::duration_us(oldest_us as f64)
+                    )?,
                     Held::NoConnection => {
                         write!(f, "no connection could take a request within the run")?
                     }
@@ -133,6 +155,7 @@ impl fmt::Display for NothingCompleted {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::starved::PerConnection;
     use crate::ErrorKind;
 
     fn sent(n: u64) -> Stats {
@@ -190,6 +213,13 @@ mod tests {
         );
         s.waiting = 0;
         s.h2.goaways = 0;
+        s.per_connection.add(0, Some(1_500_000));
+        s.per_connection.add(0, Some(900_000));
+        assert_eq!(
+            s.nothing_completed().unwrap().to_string(),
+            "nothing was sent: 2 connections still waited for the answer to a request sent before the measured window (the oldest 1.50s old at the end): the server did not respond within the run; give it a longer warm-up or duration, or look at the server"
+        );
+        s.per_connection = PerConnection::default();
         assert_eq!(
             s.nothing_completed().unwrap().to_string(),
             "nothing was sent: no connection could take a request within the run"

@@ -20,7 +20,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-const BROWSER_TIMEOUT: Duration = Duration::from_secs(60);
+/// A bound for a hung browser, not a speed check: a cold headless Chromium on a loaded 2-core
+/// machine has taken over a minute.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(150);
 
 /// Debian's chromium, or None (after saying why) outside CI.
 pub(crate) fn chromium() -> Option<PathBuf> {

@@ -145,6 +145,9 @@ fn slo_and_budget_mistakes_exit_2_with_one_line() {
     }
 }
 
+/// Every request takes 80 ms, so `p50<20ms` fails the first step on any machine. The advice
+/// follows what the step recorded: on a host the step found busy, the busy-host finding and
+/// "rerun on a quiet host" (a lower rate would not help); otherwise a lower --start-rate.
 #[test]
 fn a_target_that_never_meets_the_slo_holds_no_rate() {
     let server = limited_backend(64, "80ms");
@@ -155,9 +158,22 @@ fn a_target_that_never_meets_the_slo_holds_no_rate() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("no rate held"), "{stdout}");
-    assert!(stdout.contains("lower --start-rate"), "{stdout}");
     let r = saved.unwrap();
-    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps.len(), 1, "{stdout}");
+    let step = &r.steps[0];
+    match step.run.why.busy_host() {
+        Some(busy) => {
+            let host = step.run.evidence.as_ref().and_then(|e| e.host.as_ref());
+            assert!(host.is_some_and(|h| h.busy()), "{host:?}: {stdout}");
+            let advice = format!("{}: rerun on a quiet host", busy.text);
+            assert!(stdout.contains(&advice), "{advice:?} in {stdout}");
+            assert!(!stdout.contains("lower --start-rate"), "{stdout}");
+        }
+        None => {
+            assert!(stdout.contains("lower --start-rate"), "{stdout}");
+            assert!(!stdout.contains("quiet host"), "{stdout}");
+        }
+    }
     assert_eq!(r.max_rate, None);
     assert_eq!(r.stop_reason, Some(StopReason::NoRateHeld));
     assert_eq!(r.steps[0].verdict, Verdict::Fail);

@@ -645,21 +645,36 @@ fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> Ben
     let (stdout, stderr) = output_text(&out);
     let r = result.unwrap_or_else(|| panic!("{name}: no result saved: {stdout}\n{stderr}"));
     if !out.status.success() {
-        // A find-max search may hold no rate on a busy host (its first step failed): that is
+        // A find-max search may hold no rate on a busy host (its first step failed), and a
+        // target sharing its core with builds may answer nothing in a short window (the
+        // requests its connections sent in the warm-up still unanswered at the end): that is
         // exit 1 with the reason, which must then be there, per cell. Anything else fails.
         assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
         let empty: Vec<_> = r.empty_cells().collect();
         assert!(!empty.is_empty(), "{name}: {stdout}\n{stderr}");
         for (cell, why) in empty {
-            let searched = r
-                .rounds_of(cell.load, cell.level, &cell.target)
-                .all(|x| x.find_max.is_some());
-            assert!(searched, "{name}: {} measured nothing: {why}", cell.target);
+            let mut rounds = r.rounds_of(cell.load, cell.level, &cell.target);
+            let explained = rounds.all(|x| {
+                let unanswered = x.result.as_ref().is_some_and(|run| {
+                    run.stats.requests == 0
+                        && run.stats.errors.total() == 0
+                        && run.stats.unanswered() > 0
+                });
+                x.find_max.is_some() || (x.why.busy_host().is_some() && unanswered)
+            });
+            assert!(
+                explained,
+                "{name}: {} measured nothing on a host not found busy: {why}",
+                cell.target
+            );
             assert!(
                 stderr.contains(why),
                 "{name}: {why} not on stderr:\n{stderr}"
             );
-            eprintln!("{name}: {} held no rate on this host: {why}", cell.target);
+            eprintln!(
+                "{name}: {} measured nothing on this busy host: {why}",
+                cell.target
+            );
         }
     }
     assert_eq!(r.steps_done, r.steps_planned, "{name}");

@@ -52,6 +52,12 @@ const SHORT_STEPS: [&str; 10] = [
     "1",
 ];
 
+/// On a quiet host the search finds the capacity to within 15%. A busy host stalls the
+/// generator and the backend alike, and a stall of a few tens of milliseconds breaks
+/// `p99<100ms` at any rate: then the search may settle below the capacity (or hold no rate),
+/// but only when every step that failed below the capacity recorded the busy host (its
+/// busy-host finding, the advice to rerun on a quiet host), and it never reports more than the
+/// backend can serve.
 #[test]
 fn finds_the_capacity_of_a_backend_limited_to_400_per_second() {
     let _machine = crate::support::measuring();
@@ -60,30 +66,68 @@ fn finds_the_capacity_of_a_backend_limited_to_400_per_second() {
     let mut args = SHORT_STEPS.to_vec();
     args.extend(["--slo", "p99<100ms", "-o", "json"]);
     let (out, saved) = find_max(&url(&server), &args, &save);
-    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
     let r = saved.expect("the result was saved");
-    let max = r.max_rate.expect("a maximum was found");
+    let stdout = FindMaxResult::from_json(&text(&out).0).expect("-o json prints the result");
+    assert_eq!(stdout, r, "stdout and the saved file hold the same result");
+    assert!(!r.interrupted);
+    check_steps(&r);
+    // The steps that failed at a rate the backend serves with room to spare: only a busy
+    // host, recorded by the step itself, may fail them.
+    let below_capacity: Vec<_> = r
+        .steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Fail && s.target_rate < 340.0)
+        .collect();
+    for s in &below_capacity {
+        assert!(
+            s.run.why.busy_host().is_some(),
+            "step {} at {} req/s failed on a host it did not find busy: {:#?}",
+            s.step,
+            s.target_rate,
+            summary(&r)
+        );
+        assert_ne!(s.reason, Some(FailReason::Errors), "{}", s.detail);
+    }
+    let Some(max) = r.max_rate else {
+        assert!(!below_capacity.is_empty(), "{:#?}", summary(&r));
+        assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
+        assert_eq!(r.stop_reason, Some(StopReason::NoRateHeld));
+        assert!(text(&out).0.contains("no rate held"));
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
     eprintln!("find-max measured {max} req/s against a capacity of 400");
+    assert!(max <= 460.0, "max {max}: {:#?}", summary(&r));
     assert!(
-        (340.0..=460.0).contains(&max),
+        max >= 340.0 || !below_capacity.is_empty(),
         "max {max}: {:#?}",
         summary(&r)
     );
     assert_eq!(r.stop_reason, Some(StopReason::Precision));
     assert!(r.precision_reached.unwrap() < 0.05);
-    assert!(!r.interrupted);
-    let stdout = FindMaxResult::from_json(&text(&out).0).expect("-o json prints the result");
-    assert_eq!(stdout, r, "stdout and the saved file hold the same result");
-    check_steps(&r);
+    assert!(r.steps.iter().any(|s| s.phase == SearchPhase::Bisect));
+    if below_capacity.is_empty() {
+        let rates: Vec<f64> = r.steps.iter().map(|s| s.target_rate).collect();
+        assert_eq!(&rates[..4], &[50.0, 100.0, 200.0, 400.0], "{rates:?}");
+    }
 }
 
-/// Every step is in the file, numbered, with its own full run at its own rate.
+/// Every step is in the file, numbered, with its own full run at its own rate; the rate
+/// doubles from 50 req/s until a step fails, then bisects.
 fn check_steps(r: &FindMaxResult) {
-    let rates: Vec<f64> = r.steps.iter().map(|s| s.target_rate).collect();
-    assert_eq!(&rates[..4], &[50.0, 100.0, 200.0, 400.0], "{rates:?}");
-    assert!(r.steps.iter().any(|s| s.phase == SearchPhase::Bisect));
+    let first_fail = r
+        .steps
+        .iter()
+        .position(|s| s.verdict != Verdict::Pass)
+        .unwrap_or(r.steps.len());
     for (i, s) in r.steps.iter().enumerate() {
         assert_eq!(s.step as usize, i + 1);
+        if i <= first_fail {
+            assert_eq!(s.phase, SearchPhase::Exponential, "{s:#?}");
+            assert_eq!(s.target_rate, 50.0 * f64::from(1u32 << i), "{s:#?}");
+        } else {
+            assert_eq!(s.phase, SearchPhase::Bisect, "{s:#?}");
+        }
         assert_ne!(s.verdict, Verdict::Interrupted);
         assert_eq!(s.slo_values.len(), 1);
         assert_eq!(s.slo_values[0].ok, s.verdict == Verdict::Pass, "{s:#?}");
@@ -98,8 +142,8 @@ fn check_steps(r: &FindMaxResult) {
         .iter()
         .filter(|s| s.verdict == Verdict::Pass)
         .map(|s| s.target_rate)
-        .fold(0.0, f64::max);
-    assert_eq!(r.max_rate, Some(highest_pass));
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    assert_eq!(r.max_rate, highest_pass);
 }
 
 fn summary(r: &FindMaxResult) -> Vec<String> {
@@ -145,6 +189,9 @@ fn slo_and_budget_mistakes_exit_2_with_one_line() {
     }
 }
 
+/// Every request takes 80 ms, so `p50<20ms` fails the first step on any machine. The advice
+/// follows what the step recorded: on a host the step found busy, the busy-host finding and
+/// "rerun on a quiet host" (a lower rate would not help); otherwise a lower --start-rate.
 #[test]
 fn a_target_that_never_meets_the_slo_holds_no_rate() {
     let server = limited_backend(64, "80ms");
@@ -155,9 +202,22 @@ fn a_target_that_never_meets_the_slo_holds_no_rate() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("no rate held"), "{stdout}");
-    assert!(stdout.contains("lower --start-rate"), "{stdout}");
     let r = saved.unwrap();
-    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps.len(), 1, "{stdout}");
+    let step = &r.steps[0];
+    match step.run.why.busy_host() {
+        Some(busy) => {
+            let host = step.run.evidence.as_ref().and_then(|e| e.host.as_ref());
+            assert!(host.is_some_and(|h| h.busy()), "{host:?}: {stdout}");
+            let advice = format!("{}: rerun on a quiet host", busy.text);
+            assert!(stdout.contains(&advice), "{advice:?} in {stdout}");
+            assert!(!stdout.contains("lower --start-rate"), "{stdout}");
+        }
+        None => {
+            assert!(stdout.contains("lower --start-rate"), "{stdout}");
+            assert!(!stdout.contains("quiet host"), "{stdout}");
+        }
+    }
     assert_eq!(r.max_rate, None);
     assert_eq!(r.stop_reason, Some(StopReason::NoRateHeld));
     assert_eq!(r.steps[0].verdict, Verdict::Fail);

@@ -46,8 +46,24 @@ fn pipelined_at_a_rate_nginx_counts_ours_and_saw_pipelined_requests() {
     };
     let s = &r.stats;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    // The rate is sent in full unless the run itself recorded why not: a host it found busy
+    // (the generator or nginx off a CPU while requests fell due), or time with both
+    // connections 4 deep while a request was due (it then waits in the generator, and those
+    // still waiting at the end are not sent).
     let achieved = s.sent as f64 / 2000.0;
-    assert!((0.99..=1.01).contains(&achieved), "sent {} of 2000", s.sent);
+    let held_back = r.why.busy_host().is_some() || s.generator.pool_full_us > 0;
+    assert!(
+        achieved <= 1.01 && (held_back || achieved >= 0.99),
+        "sent {} of 2000, pool full {} µs, {:#?}",
+        s.sent,
+        s.generator.pool_full_us,
+        r.why
+    );
+    assert_eq!(s.scheduled, Some(2000), "{s:?}");
+    assert!(
+        (s.sent + s.waiting).abs_diff(2000) <= 2,
+        "every due request sent or left waiting: {s:?}"
+    );
     assert_accounted(&r);
     assert_eq!(nginx.logged_requests(), s.sent, "nginx's log == ours");
     assert!(s.connections_opened <= 2, "{}", s.connections_opened);

@@ -673,7 +673,7 @@ impl Conn {
             Ok(())
         };
         let records = ctx.records(self.measured, self.intended, now);
-        if !records && self.measured {
+        if !records {
             self.past_window(ctx, now);
         }
         if let (true, Err(kind)) = (records, verdict) {
@@ -745,12 +745,23 @@ impl Conn {
         self.fail(ctx, ErrorKind::MalformedResponse, now);
     }
 
-    /// A measured request answered or failed after the window ended: it was in flight at the
-    /// end, which the slot's end-of-run account must still see.
+    /// A request sent before the window ended and answered or failed only after it: it was
+    /// in flight at the end, which the slot's end-of-run account must still see. One sent in
+    /// the warm-up (not measured) is censored here at its age at the end, as it would have
+    /// been had it still been in flight then (a measured one was, by [`Ctx::records`]); one
+    /// sent after the end (its worker had not noticed the end yet) was never in flight at it.
     #[cold]
-    fn past_window(&mut self, ctx: &Ctx, now: Instant) {
-        if !ctx.in_window(now) && self.in_flight_at_end.is_none() {
-            self.in_flight_at_end = Some(self.intended);
+    fn past_window(&mut self, ctx: &mut Ctx, now: Instant) {
+        let Some(end) = ctx.window_end() else {
+            return;
+        };
+        if now < end || self.intended >= end || self.in_flight_at_end.is_some() {
+            return;
+        }
+        self.in_flight_at_end = Some(self.intended);
+        if !self.measured {
+            ctx.recorder
+                .censor(end.saturating_duration_since(self.intended));
         }
     }
 
@@ -765,7 +776,7 @@ impl Conn {
         // A request that was never written (failed connect) past the deadline is neither
         // sent nor abandoned: it is left out, so the accounting identity stays exact.
         let unsent_late = kind.before_send() && !ctx.in_window(now);
-        if !self.spare && !unsent_late && self.measured {
+        if !self.spare && !unsent_late {
             self.past_window(ctx, now);
         }
         if !self.spare && !unsent_late && ctx.records(self.measured, self.intended, now) {

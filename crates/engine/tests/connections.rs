@@ -150,3 +150,44 @@ fn a_request_answered_just_after_the_window_leaves_its_connection_starved() {
     assert!(c.oldest_in_flight_us >= 200_000, "{c:?}");
     assert_eq!(stats.unanswered(), 1, "censored once");
 }
+
+/// The same with the request sent in the warm-up (as a bench step's starved connections send
+/// theirs): not measured, but in flight through the whole window. Answered just after the
+/// window's end, before the worker noticed it, it was counted neither starved nor served
+/// ("17 of 32 connections got no response" of the 24 a bench step left unanswered on a
+/// loaded machine). A 200 ms warm-up, a 250 ms window, the answer 470 ms after the request.
+#[test]
+fn a_warm_up_request_answered_just_after_the_window_leaves_its_connection_starved() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // The preflight's connection, then the run's (each on its own thread), for at most 5 s.
+        for conn in listener.incoming().take(4) {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                if matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    std::thread::sleep(Duration::from_millis(470));
+                    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                    std::thread::sleep(Duration::from_secs(5));
+                }
+            });
+        }
+    });
+    let spec = LoadSpec {
+        threads: Some(1),
+        warmup: Duration::from_millis(200),
+        ..LoadSpec::closed(&format!("http://{addr}/"), 1, Duration::from_millis(250))
+    };
+    let stats = run(&spec).stats;
+    let c = &stats.per_connection;
+    assert_eq!(
+        (stats.requests, stats.sent, stats.abandoned),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!((c.starved, c.connections()), (1, 1), "{c:?}");
+    assert!(c.oldest_in_flight_us >= 400_000, "{c:?}");
+    assert_eq!(stats.unanswered(), 1, "censored once");
+}

@@ -106,6 +106,33 @@ pub trait Loads: Send + Sync {
     fn prepare(&self, args: &[String], shard: ShardOf) -> Result<Prepared, String>;
 }
 
+/// A trigger as its live series name it ([`Watch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger {
+    /// The admin's job id.
+    pub job_id: i64,
+    /// The admin's log id of this trigger (one per shard).
+    pub log_id: i64,
+    /// The run id the shards of the trigger share.
+    pub run_id: String,
+    /// This agent's shard of it.
+    pub shard: ShardOf,
+}
+
+/// The live series of each trigger (the agent's `--metrics-listen` and
+/// `--prometheus-remote-write`); the CLI supplies it.
+pub trait Watch: Send + Sync {
+    /// Trigger `t`'s load is about to run: what observes it.
+    fn trigger(&self, t: &Trigger) -> Box<dyn TriggerWatch>;
+}
+
+/// Observes one trigger's load.
+pub trait TriggerWatch: loadbench_runner::Observer + Send {
+    /// The load is over: the series say so (and are pushed a last time); what the pushes came
+    /// to, for the result.
+    fn finish(&self) -> Option<loadbench_model::RemoteWriteCounts>;
+}
+
 /// Why the agent could not start (one line naming the fix).
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -122,12 +149,14 @@ pub enum AgentError {
     },
 }
 
-/// Runs the executor until `shutdown` is raised: registers, serves, runs jobs; then removes
+/// Runs the executor until `shutdown` is raised: registers, serves, runs jobs (each observed
+/// by `watch`, when given); then removes
 /// its registration, stops running loads (they keep their partial results and call back) and
 /// returns.
 pub fn run(
     config: AgentConfig,
     loads: Arc<dyn Loads>,
+    watch: Option<Arc<dyn Watch>>,
     shutdown: &AtomicBool,
 ) -> Result<(), AgentError> {
     let admin = client::AdminUrl::parse(&config.admin).map_err(AgentError::Config)?;
@@ -153,7 +182,7 @@ pub fn run(
         "loadbench agent: executor {} on {local}, registering {address} at {}",
         config.app_name, config.admin
     );
-    let agent = Arc::new(jobs::Agent::new(config, admin, loads, logs));
+    let agent = Arc::new(jobs::Agent::new(config, admin, loads, logs, watch));
     std::thread::scope(|s| {
         s.spawn(|| registry::keep_registered(&agent, &address, shutdown));
         s.spawn(|| agent.report_lost());

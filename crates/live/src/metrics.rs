@@ -241,6 +241,8 @@ struct State {
 pub struct Metrics {
     /// `run`, `find-max`, `bench`.
     command: String,
+    /// Labels on every series after `command` (an agent's trigger: run id, shard, job and log).
+    base: Labels,
     bounds: Vec<f64>,
     state: Mutex<State>,
     /// Answers to `GET /metrics` so far.
@@ -256,8 +258,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Metrics {
     /// No load yet, for `command` (`run`, `find-max`, `bench`).
     pub fn new(command: &str) -> Arc<Metrics> {
+        Metrics::with_labels(command, Vec::new())
+    }
+
+    /// No load yet, for `command`, every series also labelled with `base` (an agent's
+    /// trigger: its run id, shard, job and log ids).
+    pub fn with_labels(command: &str, base: Labels) -> Arc<Metrics> {
         Arc::new(Metrics {
             command: command.to_string(),
+            base,
             bounds: bucket_bounds(),
             state: Mutex::new(State::default()),
             scrapes: AtomicU64::new(0),
@@ -327,7 +336,7 @@ impl Metrics {
         if let Some(c) = &st.current {
             all.entry(c.labels.clone()).or_default().add(&c.totals());
         }
-        let mut b = Builder::new(&self.command);
+        let mut b = Builder::new(&self.command, &self.base);
         b.totals(&all, &self.bounds);
         b.current(st.current.as_ref(), !st.finished);
         if let Some(source) = &st.targets {
@@ -363,16 +372,78 @@ impl Metrics {
     }
 }
 
-/// Builds the families, each with the command's label first.
+/// What a metrics endpoint serves: one command's [`Metrics`], or an agent's [`Triggers`].
+pub trait Source: Send + Sync + 'static {
+    /// Every series now.
+    fn families(&self) -> Vec<Family>;
+    /// Called for each answered scrape.
+    fn scraped(&self) {}
+}
+
+impl Source for Metrics {
+    fn families(&self) -> Vec<Family> {
+        Metrics::families(self)
+    }
+
+    fn scraped(&self) {
+        Metrics::scraped(self);
+    }
+}
+
+/// The series of an agent (`loadbench agent xxl-job --metrics-listen`): those of every trigger
+/// running now, each under its own labels, and those of the triggers finished since the last
+/// start, kept (with their final counts, `loadbench_running` 0) until the next trigger starts.
+#[derive(Default)]
+pub struct Triggers {
+    /// Running now; finished since the last start.
+    state: Mutex<(Vec<Arc<Metrics>>, Vec<Arc<Metrics>>)>,
+}
+
+impl Triggers {
+    /// A trigger starts: the finished ones' series are dropped, `m`'s served.
+    pub fn started(&self, m: &Arc<Metrics>) {
+        let mut st = lock(&self.state);
+        st.1.clear();
+        st.0.push(Arc::clone(m));
+    }
+
+    /// A trigger is done ([`Metrics::finish`] called): its series stay until the next start.
+    pub fn finished(&self, m: &Arc<Metrics>) {
+        let mut st = lock(&self.state);
+        st.0.retain(|r| !Arc::ptr_eq(r, m));
+        st.1.push(Arc::clone(m));
+    }
+}
+
+impl Source for Triggers {
+    fn families(&self) -> Vec<Family> {
+        let all: Vec<Arc<Metrics>> = {
+            let st = lock(&self.state);
+            st.1.iter().chain(&st.0).cloned().collect()
+        };
+        let mut out: Vec<Family> = Vec::new();
+        for f in all.iter().flat_map(|m| m.families()) {
+            match out.iter_mut().find(|o| o.name == f.name) {
+                Some(o) => o.samples.extend(f.samples),
+                None => out.push(f),
+            }
+        }
+        out
+    }
+}
+
+/// Builds the families, each with the command's label first, then the base labels.
 struct Builder {
     command: String,
+    base: Labels,
     families: Vec<Family>,
 }
 
 impl Builder {
-    fn new(command: &str) -> Builder {
+    fn new(command: &str, base: &[(String, String)]) -> Builder {
         Builder {
             command: command.to_string(),
+            base: base.to_vec(),
             families: Vec::new(),
         }
     }
@@ -392,6 +463,7 @@ impl Builder {
 
     fn labels(&self, set: &[(String, String)], extra: &[(&str, String)]) -> Labels {
         let mut l = vec![("command".to_string(), self.command.clone())];
+        l.extend(self.base.iter().cloned());
         l.extend(set.iter().cloned());
         l.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
         l
@@ -651,7 +723,7 @@ pub fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, ListenError> {
 /// Listens on `addr` (before any load: a port in use is the user's to fix) and serves
 /// `metrics` at `GET /metrics` from a thread of its own for the rest of the process; prints the
 /// URL on stderr. Returns the bound address.
-pub fn serve(addr: SocketAddr, metrics: &Arc<Metrics>) -> Result<SocketAddr, ListenError> {
+pub fn serve<S: Source>(addr: SocketAddr, metrics: &Arc<S>) -> Result<SocketAddr, ListenError> {
     let cannot = |e: std::io::Error| {
         ListenError(format!(
             "--metrics-listen {addr}: cannot listen there ({e}): give a free port, or port 0 for any"
@@ -664,7 +736,7 @@ pub fn serve(addr: SocketAddr, metrics: &Arc<Metrics>) -> Result<SocketAddr, Lis
         .enable_all()
         .build()
         .map_err(cannot)?;
-    let metrics = Arc::clone(metrics);
+    let metrics: Arc<dyn Source> = Arc::clone(metrics) as Arc<dyn Source>;
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || runtime.block_on(accept(listener, metrics)))
@@ -679,7 +751,7 @@ pub fn serve(addr: SocketAddr, metrics: &Arc<Metrics>) -> Result<SocketAddr, Lis
     Ok(bound)
 }
 
-async fn accept(listener: TcpListener, metrics: Arc<Metrics>) {
+async fn accept(listener: TcpListener, metrics: Arc<dyn Source>) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
@@ -692,7 +764,7 @@ async fn accept(listener: TcpListener, metrics: Arc<Metrics>) {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let metrics = Arc::clone(&metrics);
-                async move { Ok::<_, Infallible>(answer(&req, &metrics)) }
+                async move { Ok::<_, Infallible>(answer(&req, &*metrics)) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new()
@@ -702,7 +774,7 @@ async fn accept(listener: TcpListener, metrics: Arc<Metrics>) {
     }
 }
 
-fn answer<B>(req: &hyper::Request<B>, metrics: &Metrics) -> hyper::Response<String> {
+fn answer<B>(req: &hyper::Request<B>, metrics: &dyn Source) -> hyper::Response<String> {
     let (status, kind, body) = match (req.method(), req.uri().path()) {
         (&hyper::Method::GET, "/metrics") => {
             let text = render(&metrics.families());
@@ -757,7 +829,7 @@ mod tests {
         assert_eq!(t.count, 4);
         let mut all = BTreeMap::new();
         all.insert(Vec::new(), t);
-        let mut b = Builder::new("run");
+        let mut b = Builder::new("run", &[]);
         b.totals(&all, &bounds);
         let text = render(&b.families);
         assert!(text.contains("# TYPE loadbench_latency_seconds histogram"));

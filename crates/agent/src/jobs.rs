@@ -238,26 +238,7 @@ impl Agent {
     /// Runs the load, saves what it measured and says how it went.
     fn finish(&self, job: &Job, ready: &Ready) -> (u16, String) {
         let shard = &ready.shard;
-        let watch = self.watch.as_ref().map(|w| {
-            w.trigger(&Trigger {
-                job_id: job.t.job_id,
-                log_id: job.t.log_id,
-                run_id: shard.run_id.clone(),
-                shard: ShardOf {
-                    index: shard.shard.index(),
-                    total: shard.shard.total(),
-                },
-            })
-        });
-        let end = job.run(&ready.spec, shard, &self.logs, watch.as_deref());
-        let pushed = watch.and_then(|w| w.finish());
-        if let Some(p) = pushed.as_ref().filter(|p| p.lost > 0) {
-            let line = format!(
-                "remote write: {} of {} pushes to {} were lost; the result itself is complete",
-                p.lost, p.pushes, p.url
-            );
-            self.logs.push(job.t.log_id, line);
-        }
+        let (end, pushed) = self.run_watched(job, ready);
         let (code, what, mut result) = match outcome(end, job.t.executor_timeout) {
             Ok(o) => o,
             Err(e) => return (500, e),
@@ -302,6 +283,37 @@ impl Agent {
                 summary(&result)
             ),
         )
+    }
+
+    /// Runs the load, its live series watched when the agent serves or pushes them; what the
+    /// pushes came to (one line in the trigger's log when some were lost).
+    fn run_watched(
+        &self,
+        job: &Job,
+        ready: &Ready,
+    ) -> (End, Option<loadbench_model::RemoteWriteCounts>) {
+        let shard = &ready.shard;
+        let watch = self.watch.as_ref().map(|w| {
+            w.trigger(&Trigger {
+                job_id: job.t.job_id,
+                log_id: job.t.log_id,
+                run_id: shard.run_id.clone(),
+                shard: ShardOf {
+                    index: shard.shard.index(),
+                    total: shard.shard.total(),
+                },
+            })
+        });
+        let end = job.run(&ready.spec, shard, &self.logs, watch.as_deref());
+        let pushed = watch.and_then(|w| w.finish());
+        if let Some(p) = pushed.as_ref().filter(|p| p.lost > 0) {
+            let line = format!(
+                "remote write: {} of {} pushes to {} were lost; the result itself is complete",
+                p.lost, p.pushes, p.url
+            );
+            self.logs.push(job.t.log_id, line);
+        }
+        (end, pushed)
     }
 
     /// Sends the saved result to the `--results-url`, if any: the URL it went to, or why not.

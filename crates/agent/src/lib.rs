@@ -6,7 +6,8 @@
 //! Out: registrations at the admin every 30 s, the executor endpoints (`/beat`, `/idleBeat`,
 //! `/run`, `/kill`, `/log`), one shard result file per trigger in the results folder (also PUT
 //! to `--results-url`, [`upload`]), one callback per trigger, and each trigger's log on disk
-//! ([`logs`]). `--start-in` gives every shard of a broadcast one start and run id
+//! ([`logs`]), and each trigger's load observed by a [`Watch`] when one is given (the CLI's live
+//! series for Prometheus, docs/metrics.md). `--start-in` gives every shard of a broadcast one start and run id
 //! ([`trigger_time`]). Loads run through the runner library in this process: no re-exec, no
 //! shell, and every glue type but BEAN is refused, so the admin can never run a script here.
 //! Neighbours: runner (runs loads), plan (specs), model (results); the wire details are in

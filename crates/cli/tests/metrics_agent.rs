@@ -292,7 +292,7 @@ fn a_find_max_whose_receiver_dies_saves_its_lost_pushes() {
         .args(["--prometheus-push-interval", "1s"])
         .arg("--save")
         .arg(&save)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the loadbench binary runs");
@@ -303,7 +303,7 @@ fn a_find_max_whose_receiver_dies_saves_its_lost_pushes() {
     }
     prom.kill();
     let out = child.wait_with_output().unwrap();
-    let (_, err) = text(&out);
+    let (report, err) = text(&out);
     assert!(out.status.code().is_some_and(|c| c <= 1), "{err}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
@@ -320,4 +320,10 @@ fn a_find_max_whose_receiver_dies_saves_its_lost_pushes() {
     let line = format!("{} of {} pushes", n("lost"), n("pushes"));
     assert!(err.contains(&line), "stderr and the JSON agree: {err}");
     assert_eq!(r.remote_write.map(|p| p.lost), Some(n("lost")));
+    let said = format!("remote write: {line} to {} were lost", prom.write_url());
+    assert_eq!(
+        report.matches(&said).count(),
+        1,
+        "once in the report: {report}"
+    );
 }

@@ -395,23 +395,29 @@ impl Source for Metrics {
 /// start, kept (with their final counts, `loadbench_running` 0) until the next trigger starts.
 #[derive(Default)]
 pub struct Triggers {
-    /// Running now; finished since the last start.
-    state: Mutex<(Vec<Arc<Metrics>>, Vec<Arc<Metrics>>)>,
+    state: Mutex<TriggerSeries>,
+}
+
+#[derive(Default)]
+struct TriggerSeries {
+    running: Vec<Arc<Metrics>>,
+    /// Finished since the last start.
+    done: Vec<Arc<Metrics>>,
 }
 
 impl Triggers {
     /// A trigger starts: the finished ones' series are dropped, `m`'s served.
     pub fn started(&self, m: &Arc<Metrics>) {
         let mut st = lock(&self.state);
-        st.1.clear();
-        st.0.push(Arc::clone(m));
+        st.done.clear();
+        st.running.push(Arc::clone(m));
     }
 
     /// A trigger is done ([`Metrics::finish`] called): its series stay until the next start.
     pub fn finished(&self, m: &Arc<Metrics>) {
         let mut st = lock(&self.state);
-        st.0.retain(|r| !Arc::ptr_eq(r, m));
-        st.1.push(Arc::clone(m));
+        st.running.retain(|r| !Arc::ptr_eq(r, m));
+        st.done.push(Arc::clone(m));
     }
 }
 
@@ -419,7 +425,7 @@ impl Source for Triggers {
     fn families(&self) -> Vec<Family> {
         let all: Vec<Arc<Metrics>> = {
             let st = lock(&self.state);
-            st.1.iter().chain(&st.0).cloned().collect()
+            st.done.iter().chain(&st.running).cloned().collect()
         };
         let mut out: Vec<Family> = Vec::new();
         for f in all.iter().flat_map(|m| m.families()) {
@@ -849,6 +855,55 @@ mod tests {
         assert_eq!(count_at(0.0505), 4.0);
         assert_eq!(count_at(0.0009), 0.0);
         assert!(text.contains("loadbench_latency_seconds_count{command=\"run\"} 4\n"));
+    }
+
+    /// The value of the `loadbench_running` sample labelled `log_id`, if any.
+    fn running_of(t: &Triggers, log_id: &str) -> Option<f64> {
+        let f = Source::families(t);
+        let running = f.iter().find(|f| f.name == RUNNING)?;
+        let s = running
+            .samples
+            .iter()
+            .find(|s| s.labels.contains(&("log_id".into(), log_id.into())))?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn an_agent_serves_its_running_triggers_and_the_finished_until_the_next_start() {
+        let t = Triggers::default();
+        let job = |log: &str| Metrics::with_labels("run", vec![("log_id".into(), log.into())]);
+        let (a, b, c) = (job("1"), job("2"), job("3"));
+        t.started(&a);
+        t.started(&b);
+        assert_eq!(
+            (running_of(&t, "1"), running_of(&t, "2")),
+            (Some(1.0), Some(1.0))
+        );
+        let text = render(&Source::families(&t));
+        assert_eq!(
+            text.matches("# TYPE loadbench_running gauge").count(),
+            1,
+            "{text}"
+        );
+        a.finish();
+        t.finished(&a);
+        assert_eq!(running_of(&t, "1"), Some(0.0), "kept with its final state");
+        t.started(&c);
+        assert_eq!(running_of(&t, "1"), None, "gone once the next starts");
+        assert_eq!(
+            (running_of(&t, "2"), running_of(&t, "3")),
+            (Some(1.0), Some(1.0))
+        );
+        let families = Source::families(&t);
+        let running = families.iter().find(|f| f.name == RUNNING).unwrap();
+        assert_eq!(
+            running.samples[0].labels,
+            [
+                ("command".into(), "run".into()),
+                ("log_id".into(), "2".into())
+            ],
+            "the command first, then the trigger's labels"
+        );
     }
 
     #[test]

@@ -94,6 +94,83 @@ fn check_scrape_after(port: u16, shard0: &RunResult, run_id: &str) -> String {
     body
 }
 
+/// Three agents pushing to `write` every second, the first also serving `listen`; their
+/// executor addresses, the first's first.
+fn start_agents(
+    admin: &Admin,
+    results: &Path,
+    write: &str,
+    listen: &str,
+) -> (Vec<Agent>, Vec<String>) {
+    let agents: Vec<Agent> = (0..3)
+        .map(|i| {
+            let mut extra = vec!["--prometheus-remote-write", write];
+            extra.extend(["--prometheus-push-interval", "1s"]);
+            if i == 0 {
+                extra.extend(["--metrics-listen", listen]);
+            }
+            Agent::with_flags(TOKEN, &admin.url(), "127.0.0.1:0", results, &extra)
+        })
+        .collect();
+    let mut executors = admin.executors(3);
+    let first = executors
+        .iter()
+        .position(|e| {
+            let agent_addr = e.trim_start_matches("http://").trim_end_matches('/');
+            agents[0].stderr().contains(agent_addr)
+        })
+        .expect("agent 0 registered");
+    executors.swap(0, first);
+    (agents, executors)
+}
+
+/// The three shard results of job 1 and their run id; each pushed to `write`, none lost.
+fn read_shards(results: &Path, write: &str) -> (Vec<RunResult>, String) {
+    let files = shard_files(results, "job1-");
+    assert_eq!(files.len(), 3, "{files:?}");
+    let shards: Vec<RunResult> = files.iter().map(|f| read_run(f)).collect();
+    let run_id = shards[0]
+        .shards
+        .as_ref()
+        .expect("a shard result")
+        .run_id
+        .clone();
+    for s in &shards {
+        let pushed = s.remote_write.as_ref().expect("each result has its pushes");
+        assert_eq!((pushed.lost, pushed.url.as_str()), (0, write), "{pushed:?}");
+        assert!(pushed.sent >= 1, "{pushed:?}");
+    }
+    (shards, run_id)
+}
+
+/// The pushed series of `run_id` add up to `total`, one series per shard with its host.
+fn check_pushed(prom: &Prometheus, run_id: &str, total: u64) {
+    let q = format!(
+        "sum by (run_id) (last_over_time(loadbench_responses_total{{run_id=\"{run_id}\"}}[10m]))"
+    );
+    let got = prom.settle(&q, total as f64, 30);
+    assert_eq!(got, Some(total as f64), "{}", prom.log());
+    let hosts = prom.query(&format!(
+        "count by (shard, host) (last_over_time(loadbench_sent_requests_total{{run_id=\"{run_id}\"}}[10m]))"
+    ));
+    assert_eq!(
+        hosts.map(|v| v.len()),
+        Some(3),
+        "one series per shard, with its host"
+    );
+}
+
+/// The next trigger on `executor`: the finished one's series go, the new one's come.
+fn check_next_trigger(admin: &Admin, executor: &str, url: &str, port: u16) {
+    let t = trigger(2, 20, &format!("{url} -n 50 -c 1 -t 1"), (0, 1));
+    assert_eq!(call(executor, "run", Some(TOKEN), &t)["code"], 200);
+    assert_eq!(admin.callback_of(20, 60)["handleCode"], 200);
+    let body = scrape(port).expect("the endpoint is up");
+    assert!(!body.contains("log_id=\"10\""), "{body}");
+    let responses = sum_of(&body, "loadbench_responses_total", "log_id=\"20\"");
+    assert_eq!(responses, 50.0, "{body}");
+}
+
 #[test]
 fn three_agents_push_one_triggers_shards_that_add_up_and_the_endpoint_serves_the_last() {
     if !have("prometheus") {
@@ -105,89 +182,23 @@ fn three_agents_push_one_triggers_shards_that_add_up_and_the_endpoint_serves_the
     let prom = Prometheus::start(&[]);
     let results = tempdir("agent-metrics");
     let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
     let write = prom.write_url();
-    let agents: Vec<Agent> = (0..3)
-        .map(|i| {
-            let mut extra = vec!["--prometheus-remote-write", &write];
-            extra.extend(["--prometheus-push-interval", "1s"]);
-            if i == 0 {
-                extra.extend(["--metrics-listen", &listen]);
-            }
-            Agent::with_flags(TOKEN, &admin.url(), "127.0.0.1:0", &results, &extra)
-        })
-        .collect();
-    let executors = admin.executors(3);
-    // Agent 0 is the one with the endpoint: trigger shard 0 there.
-    let mut executors = executors;
-    let first = executors
-        .iter()
-        .position(|e| {
-            let agent_addr = e.trim_start_matches("http://").trim_end_matches('/');
-            std::fs::read_to_string(&agents[0].log)
-                .unwrap_or_default()
-                .contains(agent_addr)
-        })
-        .expect("agent 0 registered");
-    executors.swap(0, first);
+    let (_agents, executors) = start_agents(&admin, &results, &write, &format!("127.0.0.1:{port}"));
     let url = format!("http://{}/", server.local_addr());
     // The open model: 300/s over the shards for 1200 requests, about 4 s.
-    let seen_running = trigger_and_watch(
-        &admin,
-        &executors,
-        &format!("{url} --rate 300 -n 1200 -c 6 -t 1"),
-        port,
-    );
+    let params = format!("{url} --rate 300 -n 1200 -c 6 -t 1");
+    let seen_running = trigger_and_watch(&admin, &executors, &params, port);
     assert!(seen_running, "a scrape during the trigger saw it running");
-    let files = shard_files(&results, "job1-");
-    assert_eq!(files.len(), 3, "{files:?}");
-    let shards: Vec<RunResult> = files.iter().map(|f| read_run(f)).collect();
-    let run_id = shards[0]
-        .shards
-        .as_ref()
-        .expect("a shard result")
-        .run_id
-        .clone();
+    let (shards, run_id) = read_shards(&results, &write);
     let merged = loadbench_model::merge_shards(&shards).expect("the shards merge");
     assert_eq!(merged.stats.requests, 1200);
-    for s in &shards {
-        let pushed = s.remote_write.as_ref().expect("each result has its pushes");
-        assert_eq!(
-            (pushed.lost, pushed.url.as_str()),
-            (0, write.as_str()),
-            "{pushed:?}"
-        );
-        assert!(pushed.sent >= 1, "{pushed:?}");
-    }
     let shard0 = shards
         .iter()
         .find(|s| s.shards.as_ref().is_some_and(|r| r.shards[0].index == 0))
         .expect("shard 0");
     check_scrape_after(port, shard0, &run_id);
-    let q = format!(
-        "sum by (run_id) (last_over_time(loadbench_responses_total{{run_id=\"{run_id}\"}}[10m]))"
-    );
-    let got = prom.settle(&q, 1200.0, 30);
-    assert_eq!(got, Some(1200.0), "{}", prom.log());
-    let hosts = prom.query(&format!(
-        "count by (shard, host) (last_over_time(loadbench_sent_requests_total{{run_id=\"{run_id}\"}}[10m]))"
-    ));
-    assert_eq!(
-        hosts.map(|v| v.len()),
-        Some(3),
-        "one series per shard, with its host"
-    );
-    // The next trigger on agent 0: the finished one's series go, the new one's come.
-    let t = trigger(2, 20, &format!("{url} -n 50 -c 1 -t 1"), (0, 1));
-    assert_eq!(call(&executors[0], "run", Some(TOKEN), &t)["code"], 200);
-    assert_eq!(admin.callback_of(20, 60)["handleCode"], 200);
-    let body = scrape(port).expect("the endpoint is up");
-    assert!(!body.contains("log_id=\"10\""), "{body}");
-    assert_eq!(
-        sum_of(&body, "loadbench_responses_total", "log_id=\"20\""),
-        50.0,
-        "{body}"
-    );
+    check_pushed(&prom, &run_id, merged.stats.requests);
+    check_next_trigger(&admin, &executors[0], &url, port);
 }
 
 /// `loadbench agent xxl-job` with `extra`: its exit code and stderr (within 60 s).
@@ -325,5 +336,67 @@ fn a_find_max_whose_receiver_dies_saves_its_lost_pushes() {
         report.matches(&said).count(),
         1,
         "once in the report: {report}"
+    );
+}
+
+/// A bench of one upstream target at 200/s for 4 s.
+const BENCH: &str = "name = \"p\"\nrounds = 1\ncooldown = \"1s\"\n\
+    [[target]]\nname = \"up\"\nkind = \"upstream\"\n\
+    [[load]]\nname = \"paced\"\nmodel = \"open\"\ntargets = [\"up\"]\n\
+    rate = [200]\nduration = \"4s\"\n";
+
+#[test]
+fn a_bench_whose_receiver_dies_saves_its_lost_pushes_in_result_json() {
+    if !have("prometheus") {
+        return;
+    }
+    let _machine = loading();
+    let mut prom = Prometheus::start(&[]);
+    let dir = tempdir("bench-push");
+    let file = dir.join("p.toml");
+    std::fs::write(&file, BENCH).unwrap();
+    let results = dir.join("results");
+    let mut child = bin()
+        .args(["bench", "--quiet"])
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .args(["--prometheus-remote-write", &prom.write_url()])
+        .args(["--prometheus-push-interval", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the loadbench binary runs");
+    // The probe has passed once the run folder exists.
+    let until = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_dir(&results).map_or(true, |mut d| d.next().is_none()) {
+        assert!(Instant::now() < until, "the bench never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    prom.kill();
+    let until = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < until, "the bench did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    let run_dir = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("result.json")).unwrap())
+            .unwrap();
+    let pushed = &json["remote_write"];
+    assert_eq!(pushed["url"], prom.write_url().as_str(), "{pushed}");
+    assert!(pushed["lost"].as_u64().is_some_and(|n| n >= 1), "{pushed}");
+    assert!(
+        json["rounds"].as_array().is_some_and(|r| r.len() == 1),
+        "the bench is complete"
     );
 }

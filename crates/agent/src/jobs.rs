@@ -5,7 +5,9 @@
 use crate::client::{self, AdminUrl};
 use crate::logs::Logs;
 use crate::protocol::{self, Callback, JobIdParam, LogParam, TriggerParam};
-use crate::{trigger_time, upload, AgentConfig, Loads, ShardOf, HANDLER};
+use crate::{
+    trigger_time, upload, AgentConfig, Loads, ShardOf, Trigger, TriggerWatch, Watch, HANDLER,
+};
 use loadbench_model::human::counted;
 use loadbench_model::RunResult;
 use loadbench_plan::{LoadSpec, Shard};
@@ -25,6 +27,7 @@ pub(crate) struct Agent {
     loads: Arc<dyn Loads>,
     running: Mutex<HashMap<i64, Running>>,
     logs: Logs,
+    watch: Option<Arc<dyn Watch>>,
 }
 
 /// A running trigger, by job id.
@@ -51,6 +54,7 @@ impl Agent {
         admin: AdminUrl,
         loads: Arc<dyn Loads>,
         logs: Logs,
+        watch: Option<Arc<dyn Watch>>,
     ) -> Agent {
         Agent {
             config,
@@ -58,6 +62,7 @@ impl Agent {
             loads,
             running: Mutex::new(HashMap::new()),
             logs,
+            watch,
         }
     }
 
@@ -233,11 +238,12 @@ impl Agent {
     /// Runs the load, saves what it measured and says how it went.
     fn finish(&self, job: &Job, ready: &Ready) -> (u16, String) {
         let shard = &ready.shard;
-        let end = job.run(&ready.spec, shard, &self.logs);
-        let (code, what, result) = match outcome(end, job.t.executor_timeout) {
+        let (end, pushed) = self.run_watched(job, ready);
+        let (code, what, mut result) = match outcome(end, job.t.executor_timeout) {
             Ok(o) => o,
             Err(e) => return (500, e),
         };
+        result.remote_write = pushed;
         let (path, renamed) = unused_path(&self.config.results_dir, shard, job.t.log_id);
         let json = match to_json(&result) {
             Ok(json) => json,
@@ -277,6 +283,37 @@ impl Agent {
                 summary(&result)
             ),
         )
+    }
+
+    /// Runs the load, its live series watched when the agent serves or pushes them; what the
+    /// pushes came to (one line in the trigger's log when some were lost).
+    fn run_watched(
+        &self,
+        job: &Job,
+        ready: &Ready,
+    ) -> (End, Option<loadbench_model::RemoteWriteCounts>) {
+        let shard = &ready.shard;
+        let watch = self.watch.as_ref().map(|w| {
+            w.trigger(&Trigger {
+                job_id: job.t.job_id,
+                log_id: job.t.log_id,
+                run_id: shard.run_id.clone(),
+                shard: ShardOf {
+                    index: shard.shard.index(),
+                    total: shard.shard.total(),
+                },
+            })
+        });
+        let end = job.run(&ready.spec, shard, &self.logs, watch.as_deref());
+        let pushed = watch.and_then(|w| w.finish());
+        if let Some(p) = pushed.as_ref().filter(|p| p.lost > 0) {
+            let line = format!(
+                "remote write: {} of {} pushes to {} were lost; the result itself is complete",
+                p.lost, p.pushes, p.url
+            );
+            self.logs.push(job.t.log_id, line);
+        }
+        (end, pushed)
     }
 
     /// Sends the saved result to the `--results-url`, if any: the URL it went to, or why not.
@@ -336,8 +373,17 @@ impl Job {
 
     /// Runs the load on a scoped thread while this one watches the clock: a progress line each
     /// second, the stop flag raised at `executorTimeout`.
-    fn run(&self, spec: &LoadSpec, shard: &ShardSpec, logs: &Logs) -> End {
-        let progress = Progress::default();
+    fn run(
+        &self,
+        spec: &LoadSpec,
+        shard: &ShardSpec,
+        logs: &Logs,
+        watch: Option<&dyn TriggerWatch>,
+    ) -> End {
+        let progress = Progress {
+            live: Mutex::default(),
+            watch,
+        };
         let timeout = u64::try_from(self.t.executor_timeout)
             .ok()
             .filter(|&s| s > 0)
@@ -376,19 +422,28 @@ impl Job {
 }
 
 /// Reads the running load's live counters for the progress lines: the engine's pulses, the
-/// same snapshots the dashboard and the live page read.
-#[derive(Default)]
-struct Progress {
+/// same snapshots the dashboard and the live page read; and feeds the trigger's live series.
+struct Progress<'a> {
     live: Mutex<Option<Arc<Live>>>,
+    watch: Option<&'a dyn TriggerWatch>,
 }
 
-impl Observer for Progress {
-    fn load_started(&self, live: &Arc<Live>, _plan: &Plan) {
+impl Observer for Progress<'_> {
+    fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
         *self.live.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(live));
+        if let Some(w) = self.watch {
+            w.load_started(live, plan);
+        }
+    }
+
+    fn load_finished(&self) {
+        if let Some(w) = self.watch {
+            w.load_finished();
+        }
     }
 }
 
-impl Progress {
+impl Progress<'_> {
     fn line(&self, elapsed: Duration) -> String {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         match live.as_ref() {

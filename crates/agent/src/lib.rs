@@ -6,7 +6,8 @@
 //! Out: registrations at the admin every 30 s, the executor endpoints (`/beat`, `/idleBeat`,
 //! `/run`, `/kill`, `/log`), one shard result file per trigger in the results folder (also PUT
 //! to `--results-url`, [`upload`]), one callback per trigger, and each trigger's log on disk
-//! ([`logs`]). `--start-in` gives every shard of a broadcast one start and run id
+//! ([`logs`]), and each trigger's load observed by a [`Watch`] when one is given (the CLI's live
+//! series for Prometheus, docs/metrics.md). `--start-in` gives every shard of a broadcast one start and run id
 //! ([`trigger_time`]). Loads run through the runner library in this process: no re-exec, no
 //! shell, and every glue type but BEAN is refused, so the admin can never run a script here.
 //! Neighbours: runner (runs loads), plan (specs), model (results); the wire details are in
@@ -106,6 +107,33 @@ pub trait Loads: Send + Sync {
     fn prepare(&self, args: &[String], shard: ShardOf) -> Result<Prepared, String>;
 }
 
+/// A trigger as its live series name it ([`Watch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger {
+    /// The admin's job id.
+    pub job_id: i64,
+    /// The admin's log id of this trigger (one per shard).
+    pub log_id: i64,
+    /// The run id the shards of the trigger share.
+    pub run_id: String,
+    /// This agent's shard of it.
+    pub shard: ShardOf,
+}
+
+/// The live series of each trigger (the agent's `--metrics-listen` and
+/// `--prometheus-remote-write`); the CLI supplies it.
+pub trait Watch: Send + Sync {
+    /// Trigger `t`'s load is about to run: what observes it.
+    fn trigger(&self, t: &Trigger) -> Box<dyn TriggerWatch>;
+}
+
+/// Observes one trigger's load.
+pub trait TriggerWatch: loadbench_runner::Observer + Send {
+    /// The load is over: the series say so (and are pushed a last time); what the pushes came
+    /// to, for the result.
+    fn finish(&self) -> Option<loadbench_model::RemoteWriteCounts>;
+}
+
 /// Why the agent could not start (one line naming the fix).
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -122,12 +150,14 @@ pub enum AgentError {
     },
 }
 
-/// Runs the executor until `shutdown` is raised: registers, serves, runs jobs; then removes
+/// Runs the executor until `shutdown` is raised: registers, serves, runs jobs (each observed
+/// by `watch`, when given); then removes
 /// its registration, stops running loads (they keep their partial results and call back) and
 /// returns.
 pub fn run(
     config: AgentConfig,
     loads: Arc<dyn Loads>,
+    watch: Option<Arc<dyn Watch>>,
     shutdown: &AtomicBool,
 ) -> Result<(), AgentError> {
     let admin = client::AdminUrl::parse(&config.admin).map_err(AgentError::Config)?;
@@ -153,7 +183,7 @@ pub fn run(
         "loadbench agent: executor {} on {local}, registering {address} at {}",
         config.app_name, config.admin
     );
-    let agent = Arc::new(jobs::Agent::new(config, admin, loads, logs));
+    let agent = Arc::new(jobs::Agent::new(config, admin, loads, logs, watch));
     std::thread::scope(|s| {
         s.spawn(|| registry::keep_registered(&agent, &address, shutdown));
         s.spawn(|| agent.report_lost());

@@ -2,13 +2,17 @@
 //! library needs from the CLI — `run`'s own flag parser, so a job's `executorParams` mean
 //! exactly what they mean on the command line. Parsed in this process, never re-executed.
 
-use crate::args::{Cli, Command, RunArgs, XxlJobArgs};
+use crate::args::{Cli, Command, MetricsArgs, RunArgs, XxlJobArgs};
 use crate::UserError;
 use anyhow::Result;
 use clap::Parser;
-use loadbench_agent::{AgentConfig, Loads, Prepared, ShardOf};
+use loadbench_agent::{AgentConfig, Loads, Prepared, ShardOf, Trigger, TriggerWatch, Watch};
+use loadbench_live::metrics::{Labels, Metrics, Triggers};
+use loadbench_live::remote_write::RemoteWrite;
+use loadbench_runner::{Live, Observer, Plan};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
     let listen = a.listen.parse().map_err(|_| {
@@ -43,12 +47,109 @@ pub(crate) fn xxl_job(a: XxlJobArgs) -> Result<ExitCode> {
         shard,
         data_dir,
     };
+    // Before the admin hears of this agent: the endpoint listens and the receiver answers.
+    let watch = Series::start(&a.metrics)?.map(|s| Arc::new(s) as Arc<dyn Watch>);
     let stop = crate::signals::stop_flag()?;
-    loadbench_agent::run(config, Arc::new(RunFlags), &stop).map_err(|e| match e {
+    loadbench_agent::run(config, Arc::new(RunFlags), watch, &stop).map_err(|e| match e {
         loadbench_agent::AgentError::Config(m) => UserError(m),
         other => UserError(other.to_string()),
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The agent's live series (docs/metrics.md, "The agent"): one endpoint for its life serving
+/// the triggers running now and those finished since the last start, and a pusher per trigger.
+struct Series {
+    triggers: Arc<Triggers>,
+    push: Option<String>,
+    every: Duration,
+    host: String,
+}
+
+impl Series {
+    /// `--metrics-listen` listening and `--prometheus-remote-write` probed; `None` without
+    /// either. A mistake is one line.
+    fn start(m: &MetricsArgs) -> Result<Option<Series>, UserError> {
+        let line = |e: &dyn std::fmt::Display| UserError(e.to_string());
+        let addr = m
+            .metrics_listen
+            .as_deref()
+            .map(|t| loadbench_live::metrics::parse_addr(t, m.metrics_public))
+            .transpose()
+            .map_err(|e| line(&e))?;
+        if let Some(url) = &m.prometheus_remote_write {
+            RemoteWrite::probe(url).map_err(|e| line(&e))?;
+        }
+        if addr.is_none() && m.prometheus_remote_write.is_none() {
+            return Ok(None);
+        }
+        let triggers = Arc::new(Triggers::default());
+        if let Some(addr) = addr {
+            loadbench_live::metrics::serve(addr, &triggers).map_err(|e| line(&e))?;
+        }
+        Ok(Some(Series {
+            triggers,
+            push: m.prometheus_remote_write.clone(),
+            every: m.prometheus_push_interval,
+            host: loadbench_runner::host::detect().hostname,
+        }))
+    }
+}
+
+impl Watch for Series {
+    fn trigger(&self, t: &Trigger) -> Box<dyn TriggerWatch> {
+        let pair = |k: &str, v: String| (k.to_string(), v);
+        let labels: Labels = vec![
+            pair("run_id", t.run_id.clone()),
+            pair("shard", format!("{}/{}", t.shard.index, t.shard.total)),
+            pair("job_id", t.job_id.to_string()),
+            pair("log_id", t.log_id.to_string()),
+        ];
+        let metrics = Metrics::with_labels("run", labels.clone());
+        self.triggers.started(&metrics);
+        let push = self.push.as_deref().and_then(|url| {
+            let mut labels = labels;
+            labels.extend([
+                pair("job", "loadbench".into()),
+                pair("host", self.host.clone()),
+            ]);
+            RemoteWrite::start_unprobed(url, &metrics, labels, self.every)
+                .map_err(|e| eprintln!("loadbench agent: log {}: no pushes: {e}", t.log_id))
+                .ok()
+        });
+        Box::new(Watched {
+            metrics,
+            push,
+            triggers: Arc::clone(&self.triggers),
+        })
+    }
+}
+
+/// One trigger's series and pusher.
+struct Watched {
+    metrics: Arc<Metrics>,
+    push: Option<RemoteWrite>,
+    triggers: Arc<Triggers>,
+}
+
+impl Observer for Watched {
+    fn load_started(&self, live: &Arc<Live>, plan: &Plan) {
+        self.metrics.load_started(live, plan);
+    }
+
+    fn load_finished(&self) {
+        self.metrics.load_finished();
+    }
+}
+
+impl TriggerWatch for Watched {
+    fn finish(&self) -> Option<loadbench_model::RemoteWriteCounts> {
+        self.metrics.finish();
+        self.triggers.finished(&self.metrics);
+        let push = self.push.as_ref()?;
+        push.finish();
+        Some(crate::deliver::pushed(push))
+    }
 }
 
 /// `executorParams` as `loadbench run` flags.
@@ -116,7 +217,7 @@ fn refuse_outputs(a: &RunArgs) -> Result<(), String> {
         return Err("executorParams: --slo is not taken by the agent: gates judge a whole run, and a trigger runs one shard of it".into());
     }
     if a.out.metrics.metrics_listen.is_some() || a.out.metrics.prometheus_remote_write.is_some() {
-        return Err("executorParams: --metrics-listen and --prometheus-remote-write are not taken by the agent: the job's log shows the progress".into());
+        return Err("executorParams: --metrics-listen and --prometheus-remote-write are not taken by the agent: give them to `loadbench agent xxl-job` itself, which serves and pushes every trigger's series".into());
     }
     let given = [
         ("--save", a.save.is_some()),

@@ -103,6 +103,9 @@ pub(crate) struct XxlJobArgs {
     /// admin's log view works after a restart [default: RESULTS_DIR/logs].
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// The live series of each trigger (docs/metrics.md, "The agent").
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -319,6 +322,10 @@ pub(crate) struct MetricsArgs {
     /// empty write before the load. Lost pushes never slow the load; they are counted at the end.
     #[arg(long, value_name = "URL")]
     pub prometheus_remote_write: Option<String>,
+    /// How often --prometheus-remote-write pushes, from 1s to 5m.
+    #[arg(long, value_name = "DURATION", default_value = "5s",
+          value_parser = values::push_interval)]
+    pub prometheus_push_interval: std::time::Duration,
 }
 
 /// The live web page of `run`, `find-max` and `bench`.

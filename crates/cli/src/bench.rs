@@ -41,7 +41,14 @@ pub(crate) fn bench(a: BenchArgs) -> Result<ExitCode> {
         .out
         .start("bench", &Default::default(), &Default::default())?;
     let recorder = a.out.history.recorder(scenario.history.as_deref())?;
-    let (result, in_place) = run(&scenario, &opts, shown)?;
+    let (mut result, in_place) = run(&scenario, &opts, shown)?;
+    // The pushes ended with the loads, after the last save: their counts go in result.json.
+    result.remote_write = served.remote_write();
+    if in_place && result.remote_write.is_some() {
+        let json = serde_json::to_string_pretty(&result).unwrap_or_default();
+        let path = Path::new(&result.run_dir).join("result.json");
+        crate::run::save_json(&path, "bench", &json, true);
+    }
     let saved = loadbench_model::SavedResult::from(result.clone());
     crate::deliver::deliver(&saved, &a.out, &Default::default(), served.web(), true)?;
     crate::history_cmd::record(recorder, &saved, a.out.quiet)?;

@@ -69,15 +69,18 @@ impl Served {
 
     /// What the pushes of `--prometheus-remote-write` came to (final once the loads are done).
     pub(crate) fn remote_write(&self) -> Option<loadbench_model::RemoteWriteCounts> {
-        self.push.as_ref().map(|p| {
-            let c = p.counts();
-            loadbench_model::RemoteWriteCounts {
-                url: p.url().to_string(),
-                pushes: c.made,
-                sent: c.sent,
-                lost: c.lost,
-            }
-        })
+        self.push.as_deref().map(pushed)
+    }
+}
+
+/// What the pushes of `p` came to, as a result records them.
+pub(crate) fn pushed(p: &RemoteWrite) -> loadbench_model::RemoteWriteCounts {
+    let c = p.counts();
+    loadbench_model::RemoteWriteCounts {
+        url: p.url().to_string(),
+        pushes: c.made,
+        sent: c.sent,
+        lost: c.lost,
     }
 }
 
@@ -109,8 +112,13 @@ impl OutputArgs {
         }
         let push = match (push_url, &metrics) {
             (Some(url), Some(m)) => Some(Arc::new(
-                RemoteWrite::start(url, m, id.labels(command))
-                    .map_err(|e| UserError(e.to_string()))?,
+                RemoteWrite::start(
+                    url,
+                    m,
+                    id.labels(command),
+                    self.metrics.prometheus_push_interval,
+                )
+                .map_err(|e| UserError(e.to_string()))?,
             )),
             _ => None,
         };

@@ -15,8 +15,11 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
     let opts = Default::default();
     let (served, shown) = args.out.start("find-max", &opts, &Default::default())?;
     let recorder = args.out.history.recorder(None)?;
-    let result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
+    let mut result = crate::progress::controlled_as(shown, |ctl| find_max::search(&spec, ctl))?
         .map_err(search_error)?;
+    // The pushes are over (the observer ended them with the search): their counts go in the
+    // result.
+    result.remote_write = served.remote_write();
     // The search saved after every step; the final write is checked here, with a fallback.
     let mut in_place = true;
     if let Some(path) = &args.save {

@@ -22,6 +22,19 @@ pub(crate) fn duration(
     flagged(flag, units::duration)
 }
 
+/// `--prometheus-push-interval`: a duration from 1 s to 5 min.
+pub(crate) fn push_interval(text: &str) -> Result<Duration, String> {
+    let d = units::duration(text).map_err(|e| format!("--prometheus-push-interval {e}"))?;
+    let range = loadbench_live::remote_write::PUSH_EVERY_RANGE;
+    if range.contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!(
+            "--prometheus-push-interval {text} is out of range: give 1s to 5m, e.g. 15s"
+        ))
+    }
+}
+
 /// A share (`0.1%` or `0.001`) for `flag`; the message offers `example` (the flag's default).
 pub(crate) fn share(
     flag: &'static str,

@@ -35,6 +35,7 @@ mod live;
 mod live_web;
 mod manual;
 mod metrics;
+mod metrics_agent;
 mod mix;
 mod netns;
 mod open;

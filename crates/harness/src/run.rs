@@ -308,6 +308,7 @@ fn empty_result(s: &Scenario, file: &Path, run_dir: &Path) -> BenchResult {
         resources: Default::default(),
         warnings: Vec::new(),
         gates: None,
+        remote_write: None,
     }
 }
 

@@ -241,6 +241,8 @@ struct State {
 pub struct Metrics {
     /// `run`, `find-max`, `bench`.
     command: String,
+    /// Labels on every series after `command` (an agent's trigger: run id, shard, job and log).
+    base: Labels,
     bounds: Vec<f64>,
     state: Mutex<State>,
     /// Answers to `GET /metrics` so far.
@@ -256,8 +258,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Metrics {
     /// No load yet, for `command` (`run`, `find-max`, `bench`).
     pub fn new(command: &str) -> Arc<Metrics> {
+        Metrics::with_labels(command, Vec::new())
+    }
+
+    /// No load yet, for `command`, every series also labelled with `base` (an agent's
+    /// trigger: its run id, shard, job and log ids).
+    pub fn with_labels(command: &str, base: Labels) -> Arc<Metrics> {
         Arc::new(Metrics {
             command: command.to_string(),
+            base,
             bounds: bucket_bounds(),
             state: Mutex::new(State::default()),
             scrapes: AtomicU64::new(0),
@@ -327,7 +336,7 @@ impl Metrics {
         if let Some(c) = &st.current {
             all.entry(c.labels.clone()).or_default().add(&c.totals());
         }
-        let mut b = Builder::new(&self.command);
+        let mut b = Builder::new(&self.command, &self.base);
         b.totals(&all, &self.bounds);
         b.current(st.current.as_ref(), !st.finished);
         if let Some(source) = &st.targets {
@@ -363,16 +372,84 @@ impl Metrics {
     }
 }
 
-/// Builds the families, each with the command's label first.
+/// What a metrics endpoint serves: one command's [`Metrics`], or an agent's [`Triggers`].
+pub trait Source: Send + Sync + 'static {
+    /// Every series now.
+    fn families(&self) -> Vec<Family>;
+    /// Called for each answered scrape.
+    fn scraped(&self) {}
+}
+
+impl Source for Metrics {
+    fn families(&self) -> Vec<Family> {
+        Metrics::families(self)
+    }
+
+    fn scraped(&self) {
+        Metrics::scraped(self);
+    }
+}
+
+/// The series of an agent (`loadbench agent xxl-job --metrics-listen`): those of every trigger
+/// running now, each under its own labels, and those of the triggers finished since the last
+/// start, kept (with their final counts, `loadbench_running` 0) until the next trigger starts.
+#[derive(Default)]
+pub struct Triggers {
+    state: Mutex<TriggerSeries>,
+}
+
+#[derive(Default)]
+struct TriggerSeries {
+    running: Vec<Arc<Metrics>>,
+    /// Finished since the last start.
+    done: Vec<Arc<Metrics>>,
+}
+
+impl Triggers {
+    /// A trigger starts: the finished ones' series are dropped, `m`'s served.
+    pub fn started(&self, m: &Arc<Metrics>) {
+        let mut st = lock(&self.state);
+        st.done.clear();
+        st.running.push(Arc::clone(m));
+    }
+
+    /// A trigger is done ([`Metrics::finish`] called): its series stay until the next start.
+    pub fn finished(&self, m: &Arc<Metrics>) {
+        let mut st = lock(&self.state);
+        st.running.retain(|r| !Arc::ptr_eq(r, m));
+        st.done.push(Arc::clone(m));
+    }
+}
+
+impl Source for Triggers {
+    fn families(&self) -> Vec<Family> {
+        let all: Vec<Arc<Metrics>> = {
+            let st = lock(&self.state);
+            st.done.iter().chain(&st.running).cloned().collect()
+        };
+        let mut out: Vec<Family> = Vec::new();
+        for f in all.iter().flat_map(|m| m.families()) {
+            match out.iter_mut().find(|o| o.name == f.name) {
+                Some(o) => o.samples.extend(f.samples),
+                None => out.push(f),
+            }
+        }
+        out
+    }
+}
+
+/// Builds the families, each with the command's label first, then the base labels.
 struct Builder {
     command: String,
+    base: Labels,
     families: Vec<Family>,
 }
 
 impl Builder {
-    fn new(command: &str) -> Builder {
+    fn new(command: &str, base: &[(String, String)]) -> Builder {
         Builder {
             command: command.to_string(),
+            base: base.to_vec(),
             families: Vec::new(),
         }
     }
@@ -392,6 +469,7 @@ impl Builder {
 
     fn labels(&self, set: &[(String, String)], extra: &[(&str, String)]) -> Labels {
         let mut l = vec![("command".to_string(), self.command.clone())];
+        l.extend(self.base.iter().cloned());
         l.extend(set.iter().cloned());
         l.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
         l
@@ -651,7 +729,7 @@ pub fn parse_addr(text: &str, public: bool) -> Result<SocketAddr, ListenError> {
 /// Listens on `addr` (before any load: a port in use is the user's to fix) and serves
 /// `metrics` at `GET /metrics` from a thread of its own for the rest of the process; prints the
 /// URL on stderr. Returns the bound address.
-pub fn serve(addr: SocketAddr, metrics: &Arc<Metrics>) -> Result<SocketAddr, ListenError> {
+pub fn serve<S: Source>(addr: SocketAddr, metrics: &Arc<S>) -> Result<SocketAddr, ListenError> {
     let cannot = |e: std::io::Error| {
         ListenError(format!(
             "--metrics-listen {addr}: cannot listen there ({e}): give a free port, or port 0 for any"
@@ -664,7 +742,7 @@ pub fn serve(addr: SocketAddr, metrics: &Arc<Metrics>) -> Result<SocketAddr, Lis
         .enable_all()
         .build()
         .map_err(cannot)?;
-    let metrics = Arc::clone(metrics);
+    let metrics: Arc<dyn Source> = Arc::clone(metrics) as Arc<dyn Source>;
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || runtime.block_on(accept(listener, metrics)))
@@ -679,7 +757,7 @@ pub fn serve(addr: SocketAddr, metrics: &Arc<Metrics>) -> Result<SocketAddr, Lis
     Ok(bound)
 }
 
-async fn accept(listener: TcpListener, metrics: Arc<Metrics>) {
+async fn accept(listener: TcpListener, metrics: Arc<dyn Source>) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
@@ -692,7 +770,7 @@ async fn accept(listener: TcpListener, metrics: Arc<Metrics>) {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let metrics = Arc::clone(&metrics);
-                async move { Ok::<_, Infallible>(answer(&req, &metrics)) }
+                async move { Ok::<_, Infallible>(answer(&req, &*metrics)) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new()
@@ -702,7 +780,7 @@ async fn accept(listener: TcpListener, metrics: Arc<Metrics>) {
     }
 }
 
-fn answer<B>(req: &hyper::Request<B>, metrics: &Metrics) -> hyper::Response<String> {
+fn answer<B>(req: &hyper::Request<B>, metrics: &dyn Source) -> hyper::Response<String> {
     let (status, kind, body) = match (req.method(), req.uri().path()) {
         (&hyper::Method::GET, "/metrics") => {
             let text = render(&metrics.families());
@@ -757,7 +835,7 @@ mod tests {
         assert_eq!(t.count, 4);
         let mut all = BTreeMap::new();
         all.insert(Vec::new(), t);
-        let mut b = Builder::new("run");
+        let mut b = Builder::new("run", &[]);
         b.totals(&all, &bounds);
         let text = render(&b.families);
         assert!(text.contains("# TYPE loadbench_latency_seconds histogram"));
@@ -777,6 +855,55 @@ mod tests {
         assert_eq!(count_at(0.0505), 4.0);
         assert_eq!(count_at(0.0009), 0.0);
         assert!(text.contains("loadbench_latency_seconds_count{command=\"run\"} 4\n"));
+    }
+
+    /// The value of the `loadbench_running` sample labelled `log_id`, if any.
+    fn running_of(t: &Triggers, log_id: &str) -> Option<f64> {
+        let f = Source::families(t);
+        let running = f.iter().find(|f| f.name == RUNNING)?;
+        let s = running
+            .samples
+            .iter()
+            .find(|s| s.labels.contains(&("log_id".into(), log_id.into())))?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn an_agent_serves_its_running_triggers_and_the_finished_until_the_next_start() {
+        let t = Triggers::default();
+        let job = |log: &str| Metrics::with_labels("run", vec![("log_id".into(), log.into())]);
+        let (a, b, c) = (job("1"), job("2"), job("3"));
+        t.started(&a);
+        t.started(&b);
+        assert_eq!(
+            (running_of(&t, "1"), running_of(&t, "2")),
+            (Some(1.0), Some(1.0))
+        );
+        let text = render(&Source::families(&t));
+        assert_eq!(
+            text.matches("# TYPE loadbench_running gauge").count(),
+            1,
+            "{text}"
+        );
+        a.finish();
+        t.finished(&a);
+        assert_eq!(running_of(&t, "1"), Some(0.0), "kept with its final state");
+        t.started(&c);
+        assert_eq!(running_of(&t, "1"), None, "gone once the next starts");
+        assert_eq!(
+            (running_of(&t, "2"), running_of(&t, "3")),
+            (Some(1.0), Some(1.0))
+        );
+        let families = Source::families(&t);
+        let running = families.iter().find(|f| f.name == RUNNING).unwrap();
+        assert_eq!(
+            running.samples[0].labels,
+            [
+                ("command".into(), "run".into()),
+                ("log_id".into(), "2".into())
+            ],
+            "the command first, then the trigger's labels"
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Prometheus remote write (`--prometheus-remote-write URL`, docs/metrics.md): the series of
-//! [`Metrics`] pushed every [`PUSH_EVERY`] and once more at the end, as the remote-write 1.0
-//! spec wants them: a protobuf `WriteRequest` (its four messages declared here with prost's
-//! derive), snappy block-compressed, POSTed with `Content-Encoding: snappy`. Each series gets the
-//! run id, the shard and the host as labels, so the shards of one run add up in a query.
+//! [`Metrics`] pushed every [`PUSH_EVERY`] (or `--prometheus-push-interval`) and once more at
+//! the end, as the remote-write 1.0 spec wants them: a protobuf `WriteRequest` (its four
+//! messages declared here with prost's derive), snappy block-compressed, POSTed with
+//! `Content-Encoding: snappy`. Each series gets the run id, the shard and the host as labels,
+//! so the shards of one run add up in a query.
 //!
 //! Pushes run on a thread of their own, never on the engine's: a push that fails (the endpoint
 //! is gone, answers 5xx or 429) stays in a buffer of at most [`MAX_BUFFERED`] pushes and is sent
@@ -23,9 +24,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How often the series are pushed.
+/// How often the series are pushed unless `--prometheus-push-interval` says otherwise.
 pub const PUSH_EVERY: Duration = Duration::from_secs(5);
-/// The most pushes kept for a retry (5 minutes of them); an older one is dropped (lost).
+/// The shortest and the longest push interval taken.
+pub const PUSH_EVERY_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(300);
+/// The most pushes kept for a retry (5 minutes of them at 5 s); an older one is dropped (lost).
 pub const MAX_BUFFERED: usize = 60;
 /// One push's connect-to-answer budget.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -134,18 +138,28 @@ struct Shared {
     metrics: Arc<Metrics>,
     /// `run_id`, `shard`, `host` (and `job`), added to every series.
     labels: Labels,
+    /// The push interval.
+    every: Duration,
     stop: AtomicBool,
     counts: Mutex<PushCounts>,
 }
 
 impl RemoteWrite {
     /// Checks `url` (an empty `WriteRequest` must get a 2xx answer), then pushes `metrics`
-    /// with `labels` every [`PUSH_EVERY`] from a thread of its own.
+    /// with `labels` every `every` from a thread of its own.
     pub fn start(
         url: &str,
         metrics: &Arc<Metrics>,
         labels: Labels,
+        every: Duration,
     ) -> Result<RemoteWrite, RemoteWriteError> {
+        RemoteWrite::probe(url)?;
+        RemoteWrite::start_unprobed(url, metrics, labels, every)
+    }
+
+    /// Checks `url` with an empty `WriteRequest`: anything but a 2xx answer is one line naming
+    /// the fix.
+    pub fn probe(url: &str) -> Result<(), RemoteWriteError> {
         let endpoint = Endpoint::parse(url)?;
         let runtime = runtime().map_err(|e| RemoteWriteError(e.to_string()))?;
         let empty = snappy(&WriteRequest::default().encode_to_vec());
@@ -155,11 +169,24 @@ impl RemoteWrite {
                      receiver (Prometheus with --web.enable-remote-write-receiver: \
                      http://HOST:9090/api/v1/write)"
             ))
-        })?;
+        })
+    }
+
+    /// [`RemoteWrite::start`] without the probe, for a URL probed before (an agent's, once at
+    /// its start): a receiver gone since costs pushes, counted, never the load.
+    pub fn start_unprobed(
+        url: &str,
+        metrics: &Arc<Metrics>,
+        labels: Labels,
+        every: Duration,
+    ) -> Result<RemoteWrite, RemoteWriteError> {
+        let endpoint = Endpoint::parse(url)?;
+        let runtime = runtime().map_err(|e| RemoteWriteError(e.to_string()))?;
         let shared = Arc::new(Shared {
             endpoint,
             metrics: Arc::clone(metrics),
             labels,
+            every,
             stop: AtomicBool::new(false),
             counts: Mutex::new(PushCounts::default()),
         });
@@ -230,13 +257,13 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 impl Shared {
     fn run(&self, runtime: &tokio::runtime::Runtime) {
         let mut buffer: VecDeque<Bytes> = VecDeque::new();
-        let mut next = Instant::now() + PUSH_EVERY;
+        let mut next = Instant::now() + self.every;
         while !self.stop.load(Ordering::Relaxed) {
             if Instant::now() < next {
                 std::thread::sleep(Duration::from_millis(50));
                 continue;
             }
-            next += PUSH_EVERY;
+            next += self.every;
             self.snapshot(&mut buffer);
             self.flush(runtime, &mut buffer);
         }

@@ -71,6 +71,10 @@ pub struct BenchResult {
     /// bench finished (docs/gates.md); absent without gates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<crate::gate::GateReport>,
+    /// `--prometheus-remote-write`: what the pushes of the live series came to; absent
+    /// without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_write: Option<crate::RemoteWriteCounts>,
 }
 
 /// The scenario as run (after command-line overrides).

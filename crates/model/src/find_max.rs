@@ -50,6 +50,10 @@ pub struct FindMaxResult {
     /// absent when a rate held or the search is still going on. Recomputed on load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_rate: Option<String>,
+    /// `--prometheus-remote-write`: what the pushes of the live series came to; absent
+    /// without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_write: Option<crate::RemoteWriteCounts>,
 }
 
 /// Conditions on latency measured from each request's intended send time; all must hold.

@@ -564,6 +564,16 @@ pub struct RemoteWriteCounts {
 }
 
 impl RemoteWriteCounts {
+    /// The report's one line when pushes were lost; `None` when none was.
+    pub fn lost_line(&self) -> Option<String> {
+        (self.lost > 0).then(|| {
+            format!(
+                "remote write: {} of {} pushes to {} were lost; the measurement is complete",
+                self.lost, self.pushes, self.url
+            )
+        })
+    }
+
     /// Adds another shard's pushes (the URL stays the first's).
     pub fn add(&mut self, o: &RemoteWriteCounts) {
         self.pushes += o.pushes;

@@ -219,6 +219,7 @@ pub(crate) fn find_max() -> FindMaxResult {
         stop_reason: Some(StopReason::MaxSteps),
         baseline_us: None,
         no_rate: None,
+        remote_write: None,
     }
 }
 
@@ -298,6 +299,7 @@ pub(crate) fn bench() -> BenchResult {
             "haproxy: memory limit 256MiB not enforced: the cgroup v2 memory controller is not delegated to this user".into(),
         ],
         gates: None,
+        remote_write: None,
     };
     b.rounds = bench_rounds(&b.resources);
     b.recompute();

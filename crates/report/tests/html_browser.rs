@@ -722,6 +722,7 @@ fn find_max() -> FindMaxResult {
         stop_reason: Some(StopReason::MaxSteps),
         baseline_us: None,
         no_rate: None,
+        remote_write: None,
     }
 }
 

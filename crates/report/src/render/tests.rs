@@ -254,3 +254,30 @@ fn a_count_of_one_takes_the_singular() {
         "{html}"
     );
 }
+
+#[test]
+fn lost_pushes_are_one_line_in_the_text_and_markdown_of_a_search_and_a_bench() {
+    let pushed = |lost| loadbench_model::RemoteWriteCounts {
+        url: "http://127.0.0.1:9090/api/v1/write".into(),
+        pushes: 7,
+        sent: 7 - lost,
+        lost,
+    };
+    let line = "remote write: 2 of 7 pushes to http://127.0.0.1:9090/api/v1/write were lost";
+    let mut search = fixtures::find_max();
+    let mut bench = fixtures::bench();
+    for (lost, times) in [(0, 0), (2, 1)] {
+        search.remote_write = Some(pushed(lost));
+        bench.remote_write = Some(pushed(lost));
+        let kinds: [SavedResult; 2] = [search.clone().into(), bench.clone().into()];
+        for result in &kinds {
+            for format in [Format::Text, Format::Markdown] {
+                let text = render(result, format, &RenderOptions::default())
+                    .unwrap()
+                    .text;
+                let what = format!("{} as {format}", result.kind().name());
+                assert_eq!(text.matches(line).count(), times, "{what}:\n{text}");
+            }
+        }
+    }
+}

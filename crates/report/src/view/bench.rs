@@ -57,6 +57,8 @@ pub(crate) fn warnings(r: &BenchResult) -> Vec<(Severity, String)> {
     }
     list.extend(few_rounds(r).map(|w| (Severity::Warn, w)));
     list.extend(r.warnings.iter().map(|w| (Severity::Warn, w.clone())));
+    let lost = r.remote_write.as_ref().and_then(|p| p.lost_line());
+    list.extend(lost.map(|w| (Severity::Warn, w)));
     list.sort_by_key(|w| w.0);
     list
 }

@@ -334,6 +334,7 @@ fn empty_result(spec: &FindMaxSpec, threads: u32) -> FindMaxResult {
         stop_reason: None,
         baseline_us: None,
         no_rate: None,
+        remote_write: None,
     }
 }
 

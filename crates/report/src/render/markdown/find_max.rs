@@ -30,6 +30,9 @@ pub fn render(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     }
     let conclusion = conclusion_line(r);
     out += &format!("**{}**\n\n", escape_text(&conclusion));
+    if let Some(lost) = r.remote_write.as_ref().and_then(|p| p.lost_line()) {
+        out += &format!("> {}.\n\n", escape_text(&lost));
+    }
     out += &steps_table(r);
     if let Some(step) = endpoints::find_max_step(r) {
         let title = endpoints::find_max_title(step);

@@ -21,6 +21,8 @@ pub fn render(result: &FindMaxResult) -> String {
         lines.push(String::new());
     }
     lines.push(conclusion(result));
+    let lost = result.remote_write.as_ref().and_then(|p| p.lost_line());
+    lines.extend(lost);
     lines.join("\n") + "\n"
 }
 

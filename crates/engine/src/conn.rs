@@ -716,6 +716,10 @@ impl Conn {
             Ok(())
         };
         let records = self.record(ctx, now, verdict);
+        if self.batch_left > 0 {
+            // A batch's answer that ended the connection (EOF): the rest never came.
+            self.batch_cut(ctx, records, now);
+        }
         // Answered before the whole request was written: the rest is not sent, and the
         // connection cannot carry another request (the server still expects the body's end).
         let cut_short = self.phase == Phase::Writing;

@@ -64,6 +64,21 @@ pub(crate) fn message(e: &mlua::Error) -> String {
     text.lines().next().unwrap_or_default().trim().to_string()
 }
 
+/// Reads and compiles the script without running it: a missing file or a syntax error as one
+/// line naming the file (and line). A scenario checks its loads' scripts so when it loads.
+pub fn check(spec: &ScriptSpec) -> Result<(), String> {
+    let shown = spec.path.display().to_string();
+    let source = InputFile::SCRIPT
+        .read(&spec.path)
+        .map_err(|e| e.to_string())?;
+    Lua::new()
+        .load(&source[..])
+        .set_name(format!("@{shown}"))
+        .into_function()
+        .map(drop)
+        .map_err(|e| format!("--script {shown}: {}", message(&e)))
+}
+
 impl Session {
     /// Reads and runs the script for `plan`: its top level in the setup state and in each
     /// worker's state, `setup(thread)` for each worker, `init(args)` in each worker's state,

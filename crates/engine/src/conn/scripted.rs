@@ -67,6 +67,16 @@ impl Conn {
         }
     }
 
+    /// A batch's connection ended with answers still to come: each fails as closed before
+    /// its answer (counted when the batch is recorded).
+    #[cold]
+    pub(super) fn batch_cut(&mut self, ctx: &mut Ctx, records: bool, now: Instant) {
+        if records {
+            self.batch_failed(ctx, ErrorKind::ClosedBeforeResponseComplete, now);
+        }
+        self.batch_left = 0;
+    }
+
     /// An answer of a batch that has more to come, complete at `end` of the `n` bytes read:
     /// recorded (after `response()`, if the script reads answers), then the parser starts on
     /// the next answer, whose first bytes may follow in the same read.

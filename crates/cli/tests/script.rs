@@ -421,3 +421,24 @@ fn bad_scripts_are_one_line_with_the_place_before_any_load() {
         &|_| "cannot be combined with".into(),
     );
 }
+
+/// Shards run the script too: each shard's share of `-n`, every request the script's.
+#[test]
+fn each_shard_runs_the_script() {
+    let server = backend();
+    let s = script("function request() return wrk.format('PUT', '/echo', nil, 'x') end\n");
+    let mut total = 0;
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let r = scripted(&url(&server, "/"), &s, &["-n", "20", "-c", "2", "-t", "1"])
+            .args(["--shard", &shard, "--run-id", "s37"])
+            .ok();
+        assert_eq!(r.stats.requests, 10, "shard {shard}");
+        total += r.stats.requests;
+    }
+    assert_eq!(server.stats().route("/echo"), total);
+    assert!(server
+        .echoed()
+        .iter()
+        .all(|e| e.method == "PUT" && e.body == b"x"));
+}

@@ -238,7 +238,11 @@ impl Session {
             return Ok(());
         };
         let (summary, latency, requests) = done::arguments(&self.main, result).map_err(in_lua)?;
-        f.call::<()>((summary, latency, requests)).map_err(in_lua)
+        let called = f.call::<()>((summary, latency, requests)).map_err(in_lua);
+        // What done printed goes out now, before loadbench's report, whether stdout is a
+        // terminal or a pipe (C's stdio buffers a pipe until exit).
+        let _ = self.main.load("io.stdout:flush()").exec();
+        called
     }
 }
 

@@ -442,3 +442,17 @@ fn each_shard_runs_the_script() {
         .iter()
         .all(|e| e.method == "PUT" && e.body == b"x"));
 }
+
+/// `wrk.thread:stop()` from `response()` stops its thread: no request after it, and a timed
+/// run whose only thread stopped ends then, not at its deadline.
+#[test]
+fn thread_stop_ends_the_threads_requests() {
+    let server = backend();
+    let s = script(
+        "local n = 0\nfunction response(status, headers, body)\n  n = n + 1\n  if n == 5 then wrk.thread:stop() end\nend\n",
+    );
+    let r = scripted(&url(&server, "/"), &s, &["-d", "20s", "-c", "1", "-t", "1"]).ok();
+    assert_eq!(r.stats.requests, 5);
+    assert_eq!(server.stats().total, 5);
+    assert!(r.stats.elapsed_us < 15_000_000, "{} µs", r.stats.elapsed_us);
+}

@@ -8,6 +8,10 @@
 # crates/cli/tests/docker.rs checks that this file, the workspace and the manifests agree.
 
 FROM rust:1.95-slim-bookworm AS builder
+# --script's LuaJIT (crates/script) is built from source with make.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends make \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY crates ./crates

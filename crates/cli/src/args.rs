@@ -402,6 +402,13 @@ pub(crate) struct RunArgs {
     /// Also write the HdrHistogram interval log (one interval per second) to this file.
     #[arg(long)]
     pub hlog: Option<PathBuf>,
+    /// A wrk Lua script that builds the requests, run as wrk runs it: the wrk table,
+    /// setup, init, request, response, delay and done (docs/coming-from.md, "wrk scripts").
+    #[arg(short = 's', long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// After `--`: the arguments --script's init(args) gets.
+    #[arg(last = true, value_name = "SCRIPT_ARGS")]
+    pub script_args: Vec<String>,
     #[command(flatten)]
     pub gates: GateArgs,
     #[command(flatten)]

@@ -276,8 +276,22 @@ pub(crate) fn spec(a: &RunArgs) -> Result<LoadSpec, UserError> {
             (load, closed_stop(a.duration, a.requests)?)
         }
     };
+    let script = match (&a.script, a.script_args.is_empty()) {
+        (Some(path), _) => Some(loadbench_plan::ScriptSpec {
+            path: path.clone(),
+            args: a.script_args.clone(),
+        }),
+        (None, true) => None,
+        (None, false) => {
+            return Err(UserError(format!(
+                "'{}' after --: the arguments after -- are for a script's init(args); give --script FILE, or leave them out",
+                a.script_args.join(" ")
+            )))
+        }
+    };
     Ok(LoadSpec {
         load,
+        script,
         pacing: pacing(a),
         stop,
         threads: a.threads,

@@ -245,6 +245,11 @@ const FEATURES: &[(&str, &[&str], &str)] = &[
     ),
     ("request mixes", &["request mix"], "run --requests-file"),
     ("interval logs", &["interval log"], "run --hlog"),
+    (
+        "wrk scripts",
+        &["lua script", "wrk script", "scripting"],
+        "run --script",
+    ),
     ("shell completions", &["completion"], "completions"),
     ("man pages", &["man page"], "man"),
 ];

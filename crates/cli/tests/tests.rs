@@ -47,6 +47,7 @@ mod report;
 mod run;
 mod save;
 mod schedule;
+mod script;
 mod serve;
 mod serve_h2;
 mod starved;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 mod pipeline;
 mod proto;
+mod scripted;
 pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
 pub(crate) use proto::Http1;
@@ -106,6 +107,15 @@ pub struct Conn {
     out: Vec<u8>,
     /// A flow: this connection's virtual user (`None` without a flow).
     vu: Option<Box<Vu>>,
+    /// `--script`: requests in the current write (a `request()` may pipeline several).
+    batch_len: u32,
+    /// `--script`: answers of the current write still to come after the one being read.
+    batch_left: u32,
+    /// `--script`: the current write's first request is a HEAD (`None`: not the script's).
+    script_head: Option<bool>,
+    /// `--script` with `response()`: the answer being read, kept for it (at most
+    /// [`MAX_KEPT_RESPONSE`]).
+    kept: Vec<u8>,
 }
 
 impl Conn {
@@ -136,6 +146,10 @@ impl Conn {
             pipe: None,
             out: Vec::new(),
             vu: None,
+            batch_len: 1,
+            batch_left: 0,
+            script_head: None,
+            kept: Vec::new(),
         }
     }
 
@@ -214,6 +228,9 @@ impl Conn {
             }
         }
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
+        if ctx.script_builds && !self.script_request(ctx, now) {
+            return;
+        }
         self.reused = self.stream.is_some() && !self.fresh;
         self.retried = false;
         if self.fresh {
@@ -411,7 +428,7 @@ impl Conn {
     /// that reads it and hangs up) is its failure: `closed_before_response_complete`.
     /// Returns false when this is not such a case (then the caller counts the failure).
     fn retry_stale(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) -> bool {
-        if !self.reused || self.retried || self.parser.started() {
+        if !self.reused || self.retried || self.parser.started() || self.batch_len > 1 {
             return false;
         }
         let unread = self.phase == Phase::Writing
@@ -540,9 +557,17 @@ impl Conn {
                 ctx.recorder.sent(now, self.intended);
             }
         }
+        if self.batch_len > 1 && self.measured && !self.retried {
+            self.batch_sent(ctx, now);
+        }
         self.written = 0;
         self.read_bytes = 0;
-        self.parser.reset(ctx.head_of(self.endpoint));
+        self.kept.clear();
+        let head = match self.script_head {
+            Some(head) => head,
+            None => ctx.head_of(self.endpoint),
+        };
+        self.parser.reset(head);
         self.phase = Phase::Writing;
         self.write_rest(ctx, now);
     }
@@ -605,23 +630,39 @@ impl Conn {
                         let room = MAX_KEPT_RESPONSE.saturating_sub(vu.answer.len());
                         vu.answer.extend_from_slice(&ctx.buf[..n.min(room)]);
                     }
-                    match self.parser.feed(&ctx.buf[..n]) {
-                        Ok(Progress::Complete { consumed }) => {
-                            if let Some(vu) = self.vu.as_deref_mut().filter(|v| v.keep) {
-                                let extra = n - consumed;
-                                let keep = vu.answer.len().saturating_sub(extra);
-                                vu.answer.truncate(keep);
+                    if ctx.script_reads {
+                        self.keep(&ctx.buf[..n]);
+                    }
+                    let mut from = 0;
+                    loop {
+                        match self.parser.feed(&ctx.buf[from..n]) {
+                            Ok(Progress::Complete { consumed }) => {
+                                let end = from + consumed;
+                                if let Some(vu) = self.vu.as_deref_mut().filter(|v| v.keep) {
+                                    let extra = n - end;
+                                    let keep = vu.answer.len().saturating_sub(extra);
+                                    vu.answer.truncate(keep);
+                                }
+                                if self.batch_left > 0 {
+                                    self.batch_answered(ctx, now, end, n);
+                                    from = end;
+                                    continue;
+                                }
+                                if ctx.script_reads {
+                                    let keep = self.kept.len().saturating_sub(n - end);
+                                    self.kept.truncate(keep);
+                                }
+                                let tail = match (end < n, read_closed) {
+                                    (true, _) => Tail::Extra,
+                                    (false, true) => Tail::Closed,
+                                    (false, false) => Tail::Clean,
+                                };
+                                return self.complete(ctx, now, tail);
                             }
-                            let tail = match (consumed < n, read_closed) {
-                                (true, _) => Tail::Extra,
-                                (false, true) => Tail::Closed,
-                                (false, false) => Tail::Clean,
-                            };
-                            return self.complete(ctx, now, tail);
+                            Ok(Progress::NeedMore) if n < ctx.buf.len() && !read_closed => return,
+                            Ok(Progress::NeedMore) => break,
+                            Err(e) => return self.fail_malformed(ctx, e, now),
                         }
-                        Ok(Progress::NeedMore) if n < ctx.buf.len() && !read_closed => return,
-                        Ok(Progress::NeedMore) => {}
-                        Err(e) => return self.fail_malformed(ctx, e, now),
                     }
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -669,9 +710,44 @@ impl Conn {
     fn complete(&mut self, ctx: &mut Ctx, now: Instant, tail: Tail) {
         let verdict = if self.vu.is_some() {
             self.judge_step(ctx)
+        } else if ctx.script_reads {
+            self.script_response(ctx)
         } else {
             Ok(())
         };
+        let records = self.record(ctx, now, verdict);
+        if self.batch_left > 0 {
+            // A batch's answer that ended the connection (EOF): the rest never came.
+            self.batch_cut(ctx, records, now);
+        }
+        // Answered before the whole request was written: the rest is not sent, and the
+        // connection cannot carry another request (the server still expects the body's end).
+        let cut_short = self.phase == Phase::Writing;
+        if cut_short || !(tail == Tail::Clean && ctx.keepalive && self.parser.keep_alive()) {
+            if records && ctx.keepalive {
+                ctx.recorder.reopened(self.reopen_reason(tail, cut_short));
+            }
+            self.close();
+        }
+        if ctx.open {
+            if self.vu.is_some() {
+                self.open_next_step(ctx, verdict, records, now);
+            }
+            self.phase = Phase::Idle;
+            ctx.idle.push(self.token.0);
+        } else if self.vu.is_some() {
+            self.next_step(ctx, verdict, records, now);
+        } else if ctx.script_delays {
+            self.script_wait(ctx, now);
+        } else {
+            self.begin(ctx, now);
+        }
+    }
+
+    /// Records a complete answer judged `verdict` (a response, or the error its check or
+    /// script found), if it is measured and in the window; returns whether it was.
+    #[inline]
+    fn record(&mut self, ctx: &mut Ctx, now: Instant, verdict: Result<(), ErrorKind>) -> bool {
         let records = ctx.records(self.measured, self.intended, now);
         if !records {
             self.past_window(ctx, now);
@@ -696,26 +772,7 @@ impl Conn {
                 now.saturating_duration_since(self.first_byte_at),
             );
         }
-        // Answered before the whole request was written: the rest is not sent, and the
-        // connection cannot carry another request (the server still expects the body's end).
-        let cut_short = self.phase == Phase::Writing;
-        if cut_short || !(tail == Tail::Clean && ctx.keepalive && self.parser.keep_alive()) {
-            if records && ctx.keepalive {
-                ctx.recorder.reopened(self.reopen_reason(tail, cut_short));
-            }
-            self.close();
-        }
-        if ctx.open {
-            if self.vu.is_some() {
-                self.open_next_step(ctx, verdict, records, now);
-            }
-            self.phase = Phase::Idle;
-            ctx.idle.push(self.token.0);
-        } else if self.vu.is_some() {
-            self.next_step(ctx, verdict, records, now);
-        } else {
-            self.begin(ctx, now);
-        }
+        records
     }
 
     /// Why the server ended this connection after a complete response (`tail`: what followed
@@ -785,7 +842,11 @@ impl Conn {
             if self.vu.is_some() {
                 ctx.recorder.flow_broken();
             }
+            if self.batch_left > 0 {
+                self.batch_failed(ctx, kind, now);
+            }
         }
+        self.batch_left = 0;
         if let Some(vu) = self.vu.as_deref_mut() {
             // The iteration ends here: the virtual user starts over at the first step.
             vu.step = 0;

@@ -42,6 +42,15 @@ pub struct Ctx<'a> {
     pub flow: Option<&'a Flow>,
     /// A flow's answers, split and de-chunked (the worker's one buffer).
     pub answer_body: Vec<u8>,
+    /// `--script` with per-request hooks: the worker's script state (`None`: no per-request
+    /// call, the request is fixed bytes).
+    pub script: Option<Box<dyn crate::script::ScriptHooks>>,
+    /// `--script`: its `request()` builds each request.
+    pub script_builds: bool,
+    /// `--script`: its `response()` reads each answer (each connection keeps its answer).
+    pub script_reads: bool,
+    /// `--script`: its `delay()` says how long to wait before each request.
+    pub script_delays: bool,
     /// Open model, a flow: iterations waiting for their next step (due after the last step's
     /// answer and its think time), in the order they became due; each takes a free
     /// connection before the next scheduled iteration.
@@ -146,6 +155,22 @@ impl<'a> Ctx<'a> {
             .iter()
             .take_while(|(d, _)| *d <= now)
             .count() as u64
+    }
+
+    /// `--script`: the script asked its thread to stop (`thread:stop()`): no request is
+    /// claimed from now on.
+    #[cold]
+    pub fn script_stop(&mut self) {
+        self.stopping = true;
+    }
+
+    /// `--script` pipelines `n` more requests with the one claimed: they take budget too
+    /// (as much as is left).
+    #[cold]
+    pub fn claim_more(&mut self, measured: bool, n: u64) {
+        if let (true, Some(b)) = (measured, self.budget.as_mut()) {
+            *b = b.saturating_sub(n);
+        }
     }
 
     /// Claims the next request, if the run wants one more.
@@ -302,7 +327,7 @@ impl<'a> Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     /// A worker's context from its configuration; `registry` is its poll's.
-    pub(crate) fn new(cfg: &WorkerConfig<'a>, registry: Registry, now: Instant) -> Self {
+    pub(crate) fn new(cfg: &mut WorkerConfig<'a>, registry: Registry, now: Instant) -> Self {
         Ctx {
             registry,
             dest: cfg.unix.map_or(Dest::Tcp(cfg.addr), Dest::Unix),
@@ -316,6 +341,10 @@ impl<'a> Ctx<'a> {
                 .map(|(v, counter)| Source::new(v, counter, cfg.first_source as u32)),
             flow: cfg.flow,
             answer_body: Vec::new(),
+            script_builds: cfg.script.as_ref().is_some_and(|s| s.builds_requests()),
+            script_reads: cfg.script.as_ref().is_some_and(|s| s.reads_responses()),
+            script_delays: cfg.script.as_ref().is_some_and(|s| s.delays()),
+            script: cfg.script.take(),
             flow_ready: std::collections::VecDeque::new(),
             keepalive: cfg.keepalive,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
@@ -367,6 +396,8 @@ pub struct WorkerConfig<'a> {
     pub values: Option<(&'a Values, &'a AtomicU64)>,
     /// A flow: its steps' captures and checks (`mix` holds their requests).
     pub flow: Option<&'a Flow>,
+    /// `--script` with per-request hooks: this worker's script state.
+    pub script: Option<Box<dyn crate::script::ScriptHooks>>,
     /// Reuse connections between requests.
     pub keepalive: bool,
     /// `--pipeline`: requests each connection keeps in flight (1: one at a time).

@@ -19,6 +19,7 @@ pub mod mix;
 pub mod pacer;
 pub mod pulse;
 pub mod recorder;
+pub mod script;
 mod start;
 pub mod tls;
 pub mod transport;
@@ -174,6 +175,10 @@ pub struct Engine {
     rtt: OnceLock<Duration>,
     /// `--http2`: the requests encoded for HTTP/2, or why they could not be.
     h2: Option<Result<h2::H2Setup, String>>,
+    /// `--script`: each worker's request bytes and target address (see [`Engine::with_scripts`]).
+    scripted: Vec<(Vec<u8>, bool, Option<SocketAddr>)>,
+    /// `--script`: each worker's per-request hooks, taken by the run that starts the workers.
+    hooks: std::sync::Mutex<Vec<Option<Box<dyn script::ScriptHooks>>>>,
 }
 
 impl Engine {
@@ -194,7 +199,22 @@ impl Engine {
             tls,
             rtt: OnceLock::new(),
             h2,
+            scripted: Vec::new(),
+            hooks: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// `--script`: worker `i` writes `scripts[i]`'s request (or has its hooks build each one)
+    /// and connects to its address, if it gives one. Give one per worker thread of the plan;
+    /// the hooks go to the next [`Engine::run`].
+    pub fn with_scripts(mut self, scripts: Vec<script::WorkerScript>) -> Self {
+        let mut hooks = Vec::with_capacity(scripts.len());
+        for s in scripts {
+            self.scripted.push((s.request, s.head, s.addr));
+            hooks.push(s.hooks);
+        }
+        self.hooks = std::sync::Mutex::new(hooks);
+        self
     }
 
     /// Progress counters and the stop switch, for the caller's other threads.
@@ -360,18 +380,23 @@ impl Engine {
             tick: (plan.timeout.min(plan.connect_timeout) / 4)
                 .clamp(Duration::from_millis(1), Duration::from_millis(100)),
         };
+        let mut hooks = std::mem::take(&mut *self.hooks.lock().unwrap_or_else(|e| e.into_inner()));
+        hooks.resize_with(threads, || None);
+        let scripted = |i: usize| self.scripted.get(i);
         conns
             .into_iter()
             .zip(budgets)
+            .zip(hooks)
             .enumerate()
-            .map(|(i, (c, budget))| WorkerConfig {
-                addr: plan.target.addr,
+            .map(|(i, ((c, budget), script))| WorkerConfig {
+                addr: scripted(i).and_then(|s| s.2).unwrap_or(plan.target.addr),
                 unix: plan.unix_socket.as_deref(),
                 tls,
                 source_addrs: &plan.source_addrs,
                 first_source: i,
-                request: &plan.request.bytes,
-                head: plan.request.head,
+                request: scripted(i).map_or(&plan.request.bytes, |s| &s.0),
+                head: scripted(i).map_or(plan.request.head, |s| s.1),
+                script,
                 mix: &plan.mix,
                 values: plan.values.as_ref().map(|v| (v, counter)),
                 flow: plan.flow.as_ref(),

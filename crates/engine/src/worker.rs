@@ -66,12 +66,12 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
     /// Sets up the poll, the connection slots (`proto` builds them from the configuration)
     /// and (open model) the pacer; nothing is sent yet.
     pub(crate) fn new(
-        cfg: WorkerConfig<'a>,
+        mut cfg: WorkerConfig<'a>,
         proto: impl FnOnce(&WorkerConfig<'a>, Instant) -> P,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         let now = Instant::now();
-        let ctx = Ctx::new(&cfg, poll.registry().try_clone()?, now);
+        let ctx = Ctx::new(&mut cfg, poll.registry().try_clone()?, now);
         let proto = proto(&cfg, now);
         let pacer = match cfg.pacing {
             Some(p) => Some(Pacer::new(p, poll.registry())?),
@@ -221,7 +221,7 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
             let timed = self.ctx.window_end().is_some();
             return !timed && p.due().is_none() && !busy;
         }
-        self.ctx.budget_spent() && self.ctx.retry.is_empty() && !busy
+        (self.ctx.budget_spent() || self.ctx.stopping()) && self.ctx.retry.is_empty() && !busy
     }
 
     /// A few times a second: time out stuck requests, close quiet seconds, publish progress.

@@ -44,11 +44,16 @@ pub enum ErrorKind {
     /// A flow step's capture found nothing to take (no such JSON value, header or match):
     /// the flow cannot go on with an empty value, so it starts over (docs/flows.md).
     CaptureMissing,
+    /// `--script`: the script's `request()` failed (a Lua error, or it returned no request):
+    /// nothing was written for this request (docs/coming-from.md, "wrk scripts").
+    Script,
+    /// `--script`: the script's `response()` failed on a complete answer.
+    ScriptResponse,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -64,6 +69,8 @@ impl ErrorKind {
         ErrorKind::H2Goaway,
         ErrorKind::CheckFailed,
         ErrorKind::CaptureMissing,
+        ErrorKind::Script,
+        ErrorKind::ScriptResponse,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -94,6 +101,8 @@ impl ErrorKind {
             ErrorKind::H2Goaway => "HTTP/2 connection closed after GOAWAY",
             ErrorKind::CheckFailed => "a flow step's check failed",
             ErrorKind::CaptureMissing => "a flow step's capture found nothing",
+            ErrorKind::Script => "the script's request() failed (nothing sent)",
+            ErrorKind::ScriptResponse => "the script's response() failed",
         }
     }
 
@@ -107,6 +116,7 @@ impl ErrorKind {
                 | ErrorKind::ConnectError
                 | ErrorKind::AddrNotAvailable
                 | ErrorKind::TlsHandshake
+                | ErrorKind::Script
         )
     }
 }

@@ -53,6 +53,8 @@ impl InputFile {
     pub const HAR: InputFile = InputFile::new("--har", 256 * MIB, WRONG_FILE);
     /// A vegeta targets file (`--targets`).
     pub const TARGETS: InputFile = InputFile::new("--targets", 16 * MIB, WRONG_FILE);
+    /// A wrk Lua script (`--script`): a few KiB in practice.
+    pub const SCRIPT: InputFile = InputFile::new("--script", 16 * MIB, WRONG_FILE);
     /// A PEM certificate or key (`--cacert`, `--cert`, `--key`).
     pub const PEM: InputFile = InputFile::new("certificate", MIB, WRONG_FILE);
 

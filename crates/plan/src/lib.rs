@@ -21,6 +21,7 @@ mod pacing;
 mod pipeline;
 mod request;
 mod schedule;
+mod script;
 mod shard;
 mod slo;
 mod start_at;
@@ -47,6 +48,7 @@ pub use schedule::{
     check_max_rate, parse_stages, rate_over_max, Cursor, Schedule, Segment, MAX_RATE,
     RATE_LIMIT_WHY,
 };
+pub use script::ScriptSpec;
 pub use shard::{Shard, ShardError};
 pub use slo::{parse_gates, parse_slo};
 pub use start_at::{check_start_at, parse_start_at, StartAtError, MAX_START_AHEAD, MAX_START_LATE};
@@ -108,6 +110,8 @@ pub struct LoadSpec {
     pub values: ValuesSpec,
     /// A flow (docs/flows.md): its steps replace `request` (`url` is their base).
     pub flow: Option<FlowSpec>,
+    /// `--script`: a wrk Lua script builds the requests (docs/coming-from.md, "wrk scripts").
+    pub script: Option<ScriptSpec>,
 }
 
 impl LoadSpec {
@@ -131,6 +135,7 @@ impl LoadSpec {
             transport: TransportSpec::default(),
             values: ValuesSpec::default(),
             flow: None,
+            script: None,
         }
     }
 
@@ -250,6 +255,9 @@ pub struct Plan {
     pub values: Option<Values>,
     /// A flow: its steps' captures and checks (its requests are `mix`, one per step).
     pub flow: Option<Flow>,
+    /// `--script`: the wrk script that builds the requests (run by the runner through
+    /// `loadbench-script`; `request` is then the script's until it is loaded).
+    pub script: Option<ScriptSpec>,
 }
 
 /// A mistake in the options; the message names the fix.
@@ -267,6 +275,7 @@ pub(crate) fn invalid(msg: impl Into<String>) -> PlanError {
 impl Plan {
     /// Checks how the spec's values combine and resolves everything the run needs.
     pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
+        script::check(spec)?;
         let expanded = flow::expand(spec)?;
         let spec = expanded.as_ref().unwrap_or(spec);
         let mut marks = values::Marks::default();
@@ -285,6 +294,13 @@ impl Plan {
         }
         plan.values = values::compile_plan(&mut marks, &marked, &mut plan)?;
         values::apply_row_budget(&mut plan, spec)?;
+        if let (Some(s), Some(_)) = (&spec.script, &plan.values) {
+            return Err(invalid(format!(
+                "--script {} builds its own requests: leave the {{{{ … }}}} values out of the URL, headers and body (give them in the script)",
+                s.path.display()
+            )));
+        }
+        plan.script = spec.script.clone();
         Ok(plan)
     }
 
@@ -346,6 +362,7 @@ impl Plan {
             pipeline: pipeline::check(spec)?,
             values: None,
             flow: None,
+            script: None,
         })
     }
 }

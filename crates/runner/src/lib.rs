@@ -40,6 +40,10 @@ pub enum RunError {
     /// The engine could not start a worker.
     #[error("{0}")]
     Engine(EngineError),
+    /// `--script`: the script cannot run (a missing file, a syntax error, a failure in its
+    /// top level, `setup`, `init` or first `request()`): one line naming the file and line.
+    #[error("{0}")]
+    Script(String),
 }
 
 impl RunError {
@@ -122,9 +126,40 @@ pub fn run(spec: &LoadSpec, ctl: Control<'_>) -> Result<RunResult, RunError> {
 
 /// Runs an already resolved plan (find-max resolves once and reuses it).
 pub fn run_plan(plan: &Plan, ctl: Control<'_>) -> Result<RunResult, RunError> {
-    let engine = Engine::with_stop(plan.clone(), Arc::clone(ctl.stop));
+    let (engine, script) = engine_for(plan, &ctl)?;
     engine.preflight().map_err(RunError::Preflight)?;
-    run_engine(plan, engine, ctl)
+    let result = run_engine(plan, engine, ctl)?;
+    script_done(script.as_ref(), &result);
+    Ok(result)
+}
+
+/// The plan's engine; with `--script`, the script loaded (every mistake in it refused here,
+/// before any connection) and each worker given its part.
+pub(crate) fn engine_for(
+    plan: &Plan,
+    ctl: &Control<'_>,
+) -> Result<(Engine, Option<loadbench_script::Session>), RunError> {
+    let engine = Engine::with_stop(plan.clone(), Arc::clone(ctl.stop));
+    let Some(spec) = &plan.script else {
+        return Ok((engine, None));
+    };
+    let session = loadbench_script::Session::load(spec, plan).map_err(RunError::Script)?;
+    let engine = engine.with_scripts(session.workers());
+    Ok((engine, Some(session)))
+}
+
+/// After a scripted run: the script's failures during the load (how many, the first one's
+/// message) on stderr, then its `done()` with the merged result.
+pub(crate) fn script_done(script: Option<&loadbench_script::Session>, result: &RunResult) {
+    let Some(s) = script else {
+        return;
+    };
+    if let Some(line) = s.errors() {
+        eprintln!("warning: {line}");
+    }
+    if let Err(e) = s.done(result) {
+        eprintln!("error: {e}");
+    }
 }
 
 /// Runs a checked engine (preflight done) and builds the result.

@@ -5,10 +5,8 @@
 //! The CLI's `run --shard`, a Kubernetes pod and the xxl-job agent all call [`run_shard`].
 
 use crate::{run_engine, Control, RunError};
-use loadbench_engine::Engine;
 use loadbench_model::{RunResult, ShardRun, ShardStart};
 use loadbench_plan::{check_start_at, LoadSpec, Plan, Shard, ShardError, StartAtError};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Which shard to run and when: everything a distributed run adds to a [`LoadSpec`].
@@ -88,13 +86,14 @@ pub fn run_shard(
         check_start_at(at, SystemTime::now(), &rfc3339_ns(at))?;
     }
     let plan = Plan::resolve(&part).map_err(RunError::from)?;
-    let engine = Engine::with_stop(plan.clone(), Arc::clone(ctl.stop));
+    let (engine, script) = crate::engine_for(&plan, &ctl)?;
     engine.preflight().map_err(RunError::Preflight)?;
     if let Some(at) = shard.start_at {
         wait_until(at, &ctl);
     }
     let started = SystemTime::now();
     let mut r = run_engine(&plan, engine, ctl)?;
+    crate::script_done(script.as_ref(), &r);
     let mut run = shard_run(shard, started, r.host.hostname.clone());
     run.shards[0].interrupted = r.interrupted;
     r.shards = Some(run);

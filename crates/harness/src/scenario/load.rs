@@ -91,6 +91,10 @@ pub(super) struct LoadFile {
     seed: Option<u64>,
     #[serde(default)]
     flow: Option<loadbench_plan::FlowFile>,
+    #[serde(default)]
+    script: Option<std::path::PathBuf>,
+    #[serde(default)]
+    script_args: Vec<String>,
 }
 
 /// `data_order`.
@@ -169,6 +173,7 @@ impl LoadFile {
             ),
             None => None,
         };
+        let script = self.script(file).map_err(|b| b.at(key, file))?;
         let load = ScenarioLoad {
             name: self.name,
             levels,
@@ -191,6 +196,7 @@ impl LoadFile {
             http2,
             values,
             flow,
+            script,
             gates: match self.model {
                 ModelName::FindMax => None,
                 ModelName::Closed | ModelName::Open => self.slo.map(|(_, gates)| gates),
@@ -198,6 +204,32 @@ impl LoadFile {
         };
         check_values(&load).map_err(|b| b.at(key, file))?;
         Ok(load)
+    }
+
+    /// `script` (relative to the scenario file, read and compiled now) and `script_args`.
+    fn script(&self, file: &Path) -> Result<Option<loadbench_plan::ScriptSpec>, Bad> {
+        let Some(path) = &self.script else {
+            if self.script_args.is_empty() {
+                return Ok(None);
+            }
+            return Err(bad(
+                "script_args",
+                "are the arguments of a script's init(args), and this load has no script",
+                "give script = \"file.lua\" or leave script_args out",
+            ));
+        };
+        let spec = loadbench_plan::ScriptSpec {
+            path: relative_to(file, path.clone()),
+            args: self.script_args.clone(),
+        };
+        loadbench_script::check(&spec).map_err(|e| {
+            bad(
+                "script",
+                e,
+                "fix the script (docs/coming-from.md, \"wrk scripts\")",
+            )
+        })?;
+        Ok(Some(spec))
     }
 
     /// `data`, `data_order`, `data_split`, `data_end` and `seed` (as `--data` and its flags):

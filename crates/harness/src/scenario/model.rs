@@ -220,6 +220,9 @@ pub struct ScenarioLoad {
     /// `[load.flow]`: a flow of steps each connection runs as a virtual user (docs/flows.md);
     /// it replaces `request` and `requests`.
     pub flow: Option<loadbench_plan::FlowSpec>,
+    /// `script = "file.lua"` (as `--script`, relative to the scenario file) with
+    /// `script_args = [...]` for its `init(args)`: a wrk script builds the requests.
+    pub script: Option<loadbench_plan::ScriptSpec>,
     /// Closed and open loads: `slo`, gates judged on each of the load's cells once the bench
     /// finished (docs/gates.md). A find-max load's `slo` is its search's.
     pub gates: Option<loadbench_model::Gates>,

@@ -32,6 +32,7 @@ impl ScenarioLoad {
             source_addrs: self.source_addrs.clone(),
             values: self.values.clone(),
             flow: self.flow.clone(),
+            script: self.script.clone(),
             request: request_spec(req),
             mix: self
                 .requests

@@ -719,3 +719,35 @@ fn gate_mistakes_in_a_scenario_name_their_key() {
         "no load runs both",
     );
 }
+
+#[test]
+fn a_loads_script_is_read_relative_to_the_file_and_checked_at_load() {
+    let dir = std::env::temp_dir().join(format!("lb-scn-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ok.lua"), "wrk.method = 'POST'\n").unwrap();
+    std::fs::write(dir.join("bad.lua"), "wrk.method = \n").unwrap();
+    let file = dir.join("scn.toml");
+    let with = |line: &str| format!("{MINI}{line}\n");
+    let s = Scenario::parse(
+        &with("script = \"ok.lua\"\nscript_args = [\"a\", \"b\"]"),
+        &file,
+    )
+    .unwrap();
+    let spec = s.loads[0].script.clone().unwrap();
+    assert_eq!(spec.path, dir.join("ok.lua"));
+    assert_eq!(spec.args, ["a", "b"]);
+    let err = |line: &str| Scenario::parse(&with(line), &file).unwrap_err().to_string();
+    let e = err("script = \"bad.lua\"");
+    assert!(
+        e.contains("load[0].script") && e.contains("bad.lua:2:"),
+        "{e}"
+    );
+    let e = err("script = \"missing.lua\"");
+    assert!(
+        e.contains("load[0].script") && e.contains("missing.lua"),
+        "{e}"
+    );
+    let e = err("script_args = [\"a\"]");
+    assert!(e.contains("load[0].script_args"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

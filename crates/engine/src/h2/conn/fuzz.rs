@@ -78,6 +78,7 @@ fn config(now: Instant) -> WorkerConfig<'static> {
         first_source: 0,
         request: b"",
         head: false,
+        script: None,
         mix: &[],
         values: None,
         flow: None,
@@ -113,7 +114,7 @@ fn with_worker<T>(f: impl FnOnce(&mut Ctx<'static>) -> T) -> T {
         let ctx = cell.get_or_insert_with(|| {
             let poll = mio::Poll::new().expect("an epoll instance");
             let registry = poll.registry().try_clone().expect("a registry");
-            Ctx::new(&config(now), registry, now)
+            Ctx::new(&mut config(now), registry, now)
         });
         if now.saturating_duration_since(ctx.recorder.t0()) > Duration::from_secs(2) {
             ctx.recorder = Recorder::new(now, false)

@@ -102,10 +102,21 @@ fn three_shards_merge_into_the_whole_load_and_agree_with_one_process() {
     let single = crate::support::Run::new(&url).args(LOAD).ok();
     assert_eq!(server.stats().route("/"), single.stats.requests);
     let p50 = |r: &RunResult| r.stats.latency.hist.percentile_ns(50.0) as f64;
+    // A merge of the shards' distributions has its median between theirs (exact, whatever the
+    // machine's load); one process's median is of the same order (a loaded machine moved it
+    // by a factor of 2 between the two runs, so only an order of magnitude is checked).
+    let shards: Vec<RunResult> = files.iter().map(|f| read(f)).collect();
+    let lo = shards.iter().map(p50).fold(f64::INFINITY, f64::min);
+    let hi = shards.iter().map(p50).fold(0.0, f64::max);
+    assert!(
+        (lo..=hi).contains(&p50(&m)),
+        "merged p50 {} outside the shards' {lo}..={hi}",
+        p50(&m)
+    );
     let ratio = p50(&m) / p50(&single);
-    assert!((0.5..2.0).contains(&ratio), "p50 merged/single = {ratio}");
+    assert!((0.1..10.0).contains(&ratio), "p50 merged/single = {ratio}");
     for i in 0..3 {
-        let shard = read(&files[i as usize]);
+        let shard = &shards[i as usize];
         assert_eq!(
             hlog_count(&dir.join(format!("{i}.hlog"))),
             shard.stats.requests

@@ -37,6 +37,8 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Lines of the target's stderr quoted in errors.
 const STDERR_TAIL_LINES: usize = 20;
+/// Lines before the tail that name an error, shown ahead of it (see `stderr_tail`).
+const EARLIER_ERROR_LINES: usize = 3;
 /// After `SIGKILL`, how long to wait for the group members to disappear.
 const KILL_GRACE: Duration = Duration::from_secs(1);
 
@@ -520,7 +522,10 @@ fn wait_group_gone(pgid: u32, grace: Duration) {
     }
 }
 
-/// The last [`STDERR_TAIL_LINES`] lines of a file (at most its last 64 KiB), indented.
+/// The last [`STDERR_TAIL_LINES`] lines of a file (at most its last 64 KiB), indented, after
+/// the last [`EARLIER_ERROR_LINES`] lines before them that name an error: a program's own
+/// message often comes before a long epilogue (mariadb-install-db's "Installation of system
+/// tables failed!" and its advice bury the `ERROR` line that says why).
 fn stderr_tail(path: &Path) -> String {
     const MAX_BYTES: u64 = 64 * 1024;
     let read = || -> io::Result<String> {
@@ -535,9 +540,18 @@ fn stderr_tail(path: &Path) -> String {
         Ok(text) if text.trim().is_empty() => "  (stderr is empty)".to_string(),
         Ok(text) => {
             let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
-            tail.iter()
-                .map(|l| format!("  {l}"))
+            let (before, tail) = lines.split_at(lines.len().saturating_sub(STDERR_TAIL_LINES));
+            let mut errors: Vec<String> = before
+                .iter()
+                .rev()
+                .filter(|l| l.to_ascii_lowercase().contains("error"))
+                .take(EARLIER_ERROR_LINES)
+                .map(|l| format!("  (earlier) {l}"))
+                .collect();
+            errors.reverse();
+            errors
+                .into_iter()
+                .chain(tail.iter().map(|l| format!("  {l}")))
                 .collect::<Vec<_>>()
                 .join("\n")
         }
@@ -654,6 +668,29 @@ fn is_status_line(head: &[u8; 12]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stderr_tail_keeps_the_error_lines_a_long_epilogue_pushed_out() {
+        let path = std::env::temp_dir().join(format!("lb-tail-{}.log", std::process::id()));
+        let mut text =
+            String::from("starting\nERROR: 1051  Unknown table 'mysql.x'\n[ERROR] Aborting\n");
+        for i in 0..STDERR_TAIL_LINES + 5 {
+            text.push_str(&format!("advice {i}\n"));
+        }
+        std::fs::write(&path, &text).unwrap();
+        let got = stderr_tail(&path);
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = got.lines().collect();
+        assert_eq!(lines.len(), 2 + STDERR_TAIL_LINES, "{got}");
+        assert_eq!(lines[0], "  (earlier) ERROR: 1051  Unknown table 'mysql.x'");
+        assert_eq!(lines[1], "  (earlier) [ERROR] Aborting");
+        assert_eq!(lines[2], "  advice 5");
+        assert_eq!(
+            lines[lines.len() - 1],
+            format!("  advice {}", STDERR_TAIL_LINES + 4)
+        );
+        assert!(!got.contains("starting"), "{got}");
+    }
 
     #[test]
     fn parses_stat_with_odd_comm() {

@@ -20,8 +20,11 @@ sock=$dir/mariadb.sock
 if ((${#sock} > 100)); then
     sock=$(mktemp -u /tmp/loadbench-mariadb-XXXXXX.sock)
 fi
-# A small redo log (the default is 96 MB per run folder); the table has one row.
-small=(--innodb-log-file-size=8M)
+# A small redo log (the default is 96 MB per run folder); the table has one row. Temporary
+# tables go to DIR/tmp, not the shared /tmp: a bootstrap beside other MariaDB servers once
+# failed there ("Could not remove temporary table: '/tmp/#sql-temptable-…'").
+mkdir -p "$dir/tmp"
+small=(--innodb-log-file-size=8M --tmpdir="$dir/tmp")
 if [[ ! -d $dir/data/mysql ]]; then
     echo "mariadb.sh: creating the data directory $dir/data" >&2
     mariadb-install-db --no-defaults --datadir="$dir/data" --user="$user" \

@@ -391,9 +391,10 @@ pub(crate) struct RunArgs {
     /// else 10000].
     #[arg(long)]
     pub max_connections: Option<u32>,
-    /// Open model: each wake-up of the pacer sends every request due by then, and wake-ups
-    /// are at most this far apart (latency still counts from each request's intended time,
-    /// so the wait shows in it); 0: a wake-up per request.
+    /// Open model: each wake-up of the pacer sends every request due by then; wake-ups are
+    /// at most this far apart, and sooner once 4 requests are due. The wait is the
+    /// generator's own: reported as its delay, not counted in latency (a wait for a busy
+    /// connection is); 0: a wake-up per request.
     #[arg(long, value_parser = values::duration("--send-window"))]
     pub send_window: Option<Duration>,
     /// Open model: the most connects in progress at once, over all threads.

@@ -60,7 +60,8 @@ pub struct Conn {
     pub phase: Phase,
     written: usize,
     parser: ResponseParser,
-    /// When the current request was sent (or, while connecting, when the connect began).
+    /// When the current request was sent (or, while connecting, when the connect began;
+    /// idle in the open model, when the connection became free: see `Conn::go_idle`).
     pub since: Instant,
     /// When the current request was due: its send time in the closed model, its scheduled
     /// time in the open model. Latency counts from here.
@@ -166,13 +167,13 @@ impl Conn {
     /// Connected (and through TLS): a spare joins the idle ones, anything else sends.
     fn ready(&mut self, ctx: &mut Ctx, now: Instant) {
         if !self.spare {
-            return self.send(ctx, now);
+            // Its own request waited for this connect: the wait stays in its latency.
+            return self.send(ctx, now, now);
         }
         self.left_connect(ctx);
         self.end_spare(ctx);
         self.fresh = true;
-        self.phase = Phase::Idle;
-        ctx.idle.push(self.token.0);
+        self.go_idle(ctx, now);
     }
 
     /// A spare's connect ended (done or failed): one fewer covering a waiting request.
@@ -237,10 +238,21 @@ impl Conn {
             self.first_on_spare(ctx);
         }
         if self.stream.is_some() {
-            self.send(ctx, now);
+            // An idle connection: free since it went idle (`since`, see `Conn::go_idle`).
+            self.send(ctx, now, self.since);
         } else {
             self.connect(ctx, now);
         }
+    }
+
+    /// Open model: the connection is free for the next due request from `now` on (kept in
+    /// `since`, which no idle connection uses otherwise): a request due before then waited
+    /// for it, and that wait stays in its latency ([`Recorder::sent`]).
+    #[inline]
+    pub(crate) fn go_idle(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.since = now;
+        self.phase = Phase::Idle;
+        ctx.idle.push(self.token.0);
     }
 
     /// A flow's virtual user is between the first and the last step of an iteration.
@@ -543,22 +555,24 @@ impl Conn {
     }
 
     /// Writes the request; waits for writability only if the socket did not take it all.
+    /// `free`: when the connection became free for this request (see [`Recorder::sent`]).
     #[inline]
-    fn send(&mut self, ctx: &mut Ctx, now: Instant) {
+    fn send(&mut self, ctx: &mut Ctx, now: Instant, free: Instant) {
         self.left_connect(ctx);
         if self.pipe.is_some() {
-            return self.pipe_send(ctx, now);
+            return self.pipe_send_free(ctx, now, free);
         }
         self.since = now;
         if self.measured {
             if self.retried {
                 ctx.recorder.resent(now);
             } else {
-                ctx.recorder.sent(now, self.intended);
+                let start = ctx.recorder.sent(now, self.intended, free);
+                if self.batch_len > 1 {
+                    self.batch_sent(ctx, now, free);
+                }
+                self.intended = start;
             }
-        }
-        if self.batch_len > 1 && self.measured && !self.retried {
-            self.batch_sent(ctx, now);
         }
         self.written = 0;
         self.read_bytes = 0;
@@ -733,8 +747,7 @@ impl Conn {
             if self.vu.is_some() {
                 self.open_next_step(ctx, verdict, records, now);
             }
-            self.phase = Phase::Idle;
-            ctx.idle.push(self.token.0);
+            self.go_idle(ctx, now);
         } else if self.vu.is_some() {
             self.next_step(ctx, verdict, records, now);
         } else if ctx.script_delays {

@@ -372,6 +372,7 @@ impl Engine {
                 initial: pool.initial[i] as usize,
                 connect_limit: pool.connect_limit[i].max(1) as usize,
                 end: deadline,
+                batch: pacer::SEND_BATCH,
             })
         };
         let limits = WorkerLimits {
@@ -435,8 +436,9 @@ struct PoolPlan {
 }
 
 /// Connections each worker opens before the schedule starts at least (when the rate asks
-/// for fewer): a few, so the first requests find one.
-const MIN_INITIAL_POOL: u64 = 2;
+/// for fewer): a send batch's worth ([`pacer::SEND_BATCH`]), so the requests that leave
+/// together find one each instead of waiting for each other.
+const MIN_INITIAL_POOL: u64 = pacer::SEND_BATCH;
 
 /// The expected latency that sizes the initial pool when the preflight's round trip is
 /// shorter (or unknown): rate × this is the concurrency the first requests need.

@@ -31,6 +31,8 @@ pub struct Recorder {
     latency: Histo,
     service: Histo,
     send_lag: Histo,
+    /// Open model: the generator's own part of each send lag (see [`Recorder::sent`]).
+    generator_delay: Histo,
     connect: Histo,
     /// `https://`: TLS handshakes, after the connect (allocated only for TLS runs).
     tls: Option<Box<TlsStats>>,
@@ -123,6 +125,7 @@ impl Recorder {
             latency: Histo::new(),
             service: Histo::new(),
             send_lag: Histo::new(),
+            generator_delay: Histo::new(),
             connect: Histo::new(),
             tls: None,
             first_byte: Histo::new(),
@@ -286,20 +289,34 @@ impl Recorder {
         self.keepalive_requests += u64::from(reused);
     }
 
-    /// A measured request was sent at `now`; it was due at `intended` (its send lag is kept in
-    /// the open model).
+    /// A measured request was sent at `now`; it was due at `intended`, and its connection
+    /// (stream, pipeline slot) was free for it from `free` on. Returns when its latency
+    /// counts from.
+    ///
+    /// In the open model the send lag splits in two. Waiting for a connection (`free` after
+    /// `intended`: every connection was busy, or a new one was connecting) is the target's
+    /// doing and stays in the latency: that is what keeps it free of coordinated omission.
+    /// The rest, from when the request was both due and had a connection to when it left
+    /// (the send window's batching, the worker busy with other events), is the generator's
+    /// own delay: recorded apart as `generator_delay` and taken out of the latency, so a
+    /// fast target is not charged with the generator's wait. The whole lag is kept as
+    /// `send_lag`, and what counts as sent late is unchanged.
     #[inline]
-    pub fn sent(&mut self, now: Instant, intended: Instant) {
+    pub fn sent(&mut self, now: Instant, intended: Instant, free: Instant) -> Instant {
         self.roll(now);
         self.sent += 1;
         self.second_counts.sent += 1;
-        if self.open {
-            let lag = now.saturating_duration_since(intended);
-            self.send_lag.record_ns(Self::nanos(lag));
-            if lag > self.late {
-                self.sent_late += 1;
-            }
+        if !self.open {
+            return intended;
         }
+        let lag = now.saturating_duration_since(intended);
+        self.send_lag.record_ns(Self::nanos(lag));
+        if lag > self.late {
+            self.sent_late += 1;
+        }
+        let own = now.saturating_duration_since(intended.max(free));
+        self.generator_delay.record_ns(Self::nanos(own));
+        intended + own
     }
 
     /// A measured request sent again on a new connection after its reused connection turned
@@ -613,6 +630,9 @@ impl Recorder {
             send_lag: Latency {
                 hist: self.send_lag,
             },
+            generator_delay: Latency {
+                hist: self.generator_delay,
+            },
             latency: Latency { hist: self.latency },
             connect: Latency { hist: self.connect },
             tls: self.tls.map(|t| *t).unwrap_or_default(),
@@ -644,8 +664,8 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
         let mut r = Recorder::new(t0, false);
-        r.sent(at(100), at(100));
-        r.sent(at(900), at(900));
+        r.sent(at(100), at(100), at(100));
+        r.sent(at(900), at(900), at(900));
         r.stale_retry(at(900), at(1100));
         r.resent(at(1100));
         let s = r.finish(at(1500), 0);
@@ -653,6 +673,34 @@ mod tests {
         assert_eq!(sent, vec![1, 1]);
         assert_eq!(s.sent, 2);
         assert_eq!(s.stale_retries, 1);
+    }
+
+    /// Issue 36: the open model's send lag splits into the wait for a connection (the
+    /// target's, kept in the latency) and the generator's own delay (taken out of it).
+    #[test]
+    fn the_generator_s_own_delay_is_recorded_apart_and_waiting_for_a_connection_is_not() {
+        let t0 = Instant::now();
+        let at = |us| t0 + Duration::from_micros(us);
+        let mut r = Recorder::new(t0, true);
+        // Due at 100 µs on a connection idle since 0, sent at 700 µs (a send window): the
+        // 600 µs are the generator's, latency counts from 700.
+        assert_eq!(r.sent(at(700), at(100), at(0)), at(700));
+        // Due at 1000 µs, every connection busy until 1500 (the target's), sent at 1510:
+        // 10 µs are the generator's, latency counts from 1010.
+        assert_eq!(r.sent(at(1510), at(1000), at(1500)), at(1010));
+        // Due and sent at once on a connection free since before.
+        assert_eq!(r.sent(at(2000), at(2000), at(1900)), at(2000));
+        let s = r.finish(at(3000), 0);
+        let own = &s.generator_delay.hist;
+        assert_eq!(own.len(), 3);
+        assert_eq!((own.max_ns() + 500) / 1000, 600);
+        assert!(own.min_ns() <= 1_000, "the third had no delay");
+        // The whole lag stays in send_lag: 600, 510 and 0 µs.
+        assert_eq!((s.send_lag.hist.max_ns() + 500) / 1000, 600);
+        assert!((s.send_lag.hist.percentile_ns(50.0) / 1000).abs_diff(510) <= 1);
+        // The closed model has no split: latency counts from the intended (= sent) time.
+        let mut closed = Recorder::new(t0, false);
+        assert_eq!(closed.sent(at(700), at(100), at(0)), at(100));
     }
 
     #[test]

@@ -187,7 +187,11 @@ fn apply(r: &mut Recorder, t0: Instant, e: &Event) {
             let sent = now - Duration::from_nanos(service_ns);
             r.response(now, latency, sent, status, bytes)
         }
-        Call::Sent { lag_ns } => r.sent(now, now - Duration::from_nanos(lag_ns)),
+        Call::Sent { lag_ns } => {
+            // Free for the second half of its lag: that half is the generator's own delay.
+            let intended = now - Duration::from_nanos(lag_ns);
+            r.sent(now, intended, intended + Duration::from_nanos(lag_ns / 2));
+        }
         Call::Error { kind, bytes } => r.error(now, kind, bytes),
         Call::Connected(ns) => r.connected(Duration::from_nanos(ns)),
         Call::FirstByte(ns) => r.first_byte(Duration::from_nanos(ns)),
@@ -269,6 +273,7 @@ fn assert_same(merged: &Stats, whole: &Stats) -> Result<(), TestCaseError> {
     prop_assert_eq!(&merged.latency.hist, &whole.latency.hist);
     prop_assert_eq!(&merged.service.hist, &whole.service.hist);
     prop_assert_eq!(&merged.send_lag.hist, &whole.send_lag.hist);
+    prop_assert_eq!(&merged.generator_delay.hist, &whole.generator_delay.hist);
     prop_assert_eq!(&merged.connect.hist, &whole.connect.hist);
     prop_assert_eq!(&merged.first_byte.hist, &whole.first_byte.hist);
     prop_assert_eq!(&merged.phases, &whole.phases);

@@ -273,6 +273,11 @@ impl Latency {
     pub fn merge(&mut self, other: &Latency) {
         self.hist.merge(&other.hist);
     }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
 }
 
 impl Serialize for Latency {

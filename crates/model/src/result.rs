@@ -246,7 +246,8 @@ pub struct Stats {
     /// limit). Absent in closed-model runs and in files written before it.
     #[serde(default, skip_serializing_if = "crate::PoolCounts::is_empty")]
     pub pool: crate::PoolCounts,
-    /// From the request's intended send time to the last byte of the response. In the closed
+    /// From the request's intended send time to the last byte of the response, less the
+    /// generator's own delay in sending it (`generator_delay`, open model). In the closed
     /// model the intended time is the actual send time.
     pub latency: Latency,
     /// `latency` plus every request that never got an answer, counted at its age at the end
@@ -262,6 +263,13 @@ pub struct Stats {
     pub service: Latency,
     /// Open model: actual send time minus intended send time.
     pub send_lag: Latency,
+    /// Open model: the generator's own part of each send lag, from when the request was both
+    /// due and had a free connection (stream, pipeline slot) to when it was sent: the send
+    /// window's batching and the worker's own work. Taken out of `latency`, which keeps
+    /// every wait for a busy connection (the target's). Absent in closed-model runs and in
+    /// files written before it existed (whose latency still holds it).
+    #[serde(default, skip_serializing_if = "Latency::is_empty")]
+    pub generator_delay: Latency,
     /// TCP connection establishment.
     pub connect: Latency,
     /// `https://` runs: the TLS handshake after the TCP connect (a phase beside `connect`),
@@ -363,6 +371,7 @@ impl Stats {
         self.per_connection.merge(&o.per_connection);
         self.service.merge(&o.service);
         self.send_lag.merge(&o.send_lag);
+        self.generator_delay.merge(&o.generator_delay);
         self.connect.merge(&o.connect);
         self.tls.merge(&o.tls);
         self.protocols.merge(&o.protocols);

@@ -2,13 +2,14 @@
 //! wake to send what is due (the send window), how many connections to open before the
 //! schedule starts, and how many connects may be in progress at once. They change how the
 //! generator works, never what the schedule asks for: latency still counts from each
-//! request's intended time.
+//! request's intended time, less the generator's own delay in sending it (reported apart).
 
 use crate::{invalid, PlanError};
 use std::time::Duration;
 
 /// The default send window: the pacer wakes at most about once a millisecond, as wrk2 and oha
-/// do, and each wake-up sends every request due by then.
+/// do (sooner once a batch's cap of requests is due), and each wake-up sends every request
+/// due by then.
 pub const DEFAULT_SEND_WINDOW: Duration = Duration::from_millis(1);
 
 /// The widest send window accepted: beyond it the window would be the latency.

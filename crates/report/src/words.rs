@@ -91,6 +91,36 @@ pub(crate) fn document_length(b: &BodySizes) -> String {
 }
 
 /// `--http2`: the GOAWAY frames the server sent and what they cost, `None` when it sent none:
+/// Open model: the generator's own delay in sending, as `p50 40 µs, p99 180 µs, max 1.2 ms`
+/// (from when a request was due and had a free connection to when it left: the send
+/// window's batching and the worker's own work; taken out of the latency). `None` for the
+/// closed model and for files saved before it was recorded.
+pub(crate) fn generator_delay_text(s: &loadbench_model::Stats) -> Option<String> {
+    delay_text(&s.generator_delay.hist)
+}
+
+/// find-max: the generator delay over every step (see [`generator_delay_text`]).
+pub(crate) fn find_max_generator_delay(r: &loadbench_model::FindMaxResult) -> Option<String> {
+    let mut all = loadbench_model::Histo::new();
+    for step in &r.steps {
+        all.merge(&step.run.stats.generator_delay.hist);
+    }
+    delay_text(&all)
+}
+
+fn delay_text(h: &loadbench_model::Histo) -> Option<String> {
+    if h.is_empty() {
+        return None;
+    }
+    let at = |ns: u64| units::duration_ns(ns as f64);
+    Some(format!(
+        "p50 {}, p99 {}, max {}",
+        at(h.percentile_ns(50.0)),
+        at(h.percentile_ns(99.0)),
+        at(h.max_ns())
+    ))
+}
+
 /// `the server sent GOAWAY 12 times (each ends its connection: no new streams on it, which is
 /// re-opened); 34 requests above its last stream id, never processed, sent again on a new
 /// connection`.

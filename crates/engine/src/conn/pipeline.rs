@@ -74,6 +74,10 @@ pub struct Pipe {
     unwritten: usize,
     /// Requests written on the current connection.
     written_here: u32,
+    /// Open model: when the connection last made room for a request (connected, or an
+    /// answer took one off the ring): a request queued now counts as free for it no sooner
+    /// (the latest, so a wait for a busy connection is never taken out of a latency).
+    room_since: Instant,
 }
 
 impl Pipe {
@@ -86,6 +90,7 @@ impl Pipe {
             out_pos: 0,
             unwritten: 0,
             written_here: 0,
+            room_since: Instant::now(),
         }
     }
 
@@ -193,6 +198,15 @@ impl Conn {
         self.parser.reset(ctx.head_of(e.endpoint));
     }
 
+    /// [`Conn::pipe_send`] on a connection free for its requests from `free` on (connected
+    /// then, for requests that waited for the connect).
+    pub(crate) fn pipe_send_free(&mut self, ctx: &mut Ctx, now: Instant, free: Instant) {
+        if let Some(pipe) = self.pipe.as_deref_mut() {
+            pipe.room_since = pipe.room_since.max(free);
+        }
+        self.pipe_send(ctx, now);
+    }
+
     /// Writes what waits to be resent, then claims requests up to the depth (closed model;
     /// the open model's were queued by [`Conn::start`]), all in one buffer and (when the
     /// socket takes it) one `write`.
@@ -211,8 +225,17 @@ impl Conn {
                 pipe.ring.push_back(claimed(ctx, now));
             }
         }
+        let free = pipe.room_since;
         for e in pipe.ring.iter_mut().filter(|e| e.unsent) {
-            queue(&mut pipe.out, e, ctx, now, pipe.written_here, self.token.0);
+            queue(
+                &mut pipe.out,
+                e,
+                ctx,
+                now,
+                free,
+                pipe.written_here,
+                self.token.0,
+            );
             pipe.written_here += 1;
             pipe.unwritten += 1;
         }
@@ -383,9 +406,13 @@ impl Conn {
 
     /// Takes the front request off the ring and records its response.
     fn record_front(&mut self, ctx: &mut Ctx, now: Instant) {
-        let Some(e) = self.pipe.as_mut().and_then(|p| p.ring.pop_front()) else {
+        let Some(pipe) = self.pipe.as_deref_mut() else {
             return;
         };
+        let Some(e) = pipe.ring.pop_front() else {
+            return;
+        };
+        pipe.room_since = now;
         if !ctx.records(e.measured, e.intended, now) {
             return;
         }
@@ -482,11 +509,13 @@ impl Conn {
 
 /// Queues request `e` for writing at `now` and counts it sent (once: a resend's first send
 /// was taken back).
+#[allow(clippy::too_many_arguments)]
 fn queue(
     out: &mut Vec<u8>,
     e: &mut Entry,
     ctx: &mut Ctx,
     now: Instant,
+    free: Instant,
     written_here: u32,
     conn: usize,
 ) {
@@ -503,7 +532,7 @@ fn queue(
         if e.retried {
             ctx.recorder.resent(now);
         } else {
-            ctx.recorder.sent(now, e.intended);
+            e.intended = ctx.recorder.sent(now, e.intended, free);
         }
     }
 }

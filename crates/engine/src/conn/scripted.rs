@@ -40,10 +40,10 @@ impl Conn {
                 if self.measured && ctx.in_window(now) {
                     ctx.recorder.error(now, ErrorKind::Script, 0);
                 }
-                self.phase = Phase::Idle;
                 if ctx.open {
-                    ctx.idle.push(self.token.0);
+                    self.go_idle(ctx, now);
                 } else {
+                    self.phase = Phase::Idle;
                     ctx.retry.push(self.token.0);
                 }
                 false
@@ -53,9 +53,9 @@ impl Conn {
 
     /// A batch's requests after the first went out with it: each is a sent request.
     #[cold]
-    pub(super) fn batch_sent(&mut self, ctx: &mut Ctx, now: Instant) {
+    pub(super) fn batch_sent(&mut self, ctx: &mut Ctx, now: Instant, free: Instant) {
         for _ in 1..self.batch_len {
-            ctx.recorder.sent(now, self.intended);
+            ctx.recorder.sent(now, self.intended, free);
         }
     }
 

@@ -871,7 +871,7 @@ impl H2Conn {
                 if again.is_some() {
                     ctx.recorder.resent(now);
                 } else {
-                    ctx.recorder.sent(now, now);
+                    ctx.recorder.sent(now, now, now);
                 }
                 ctx.recorder.wrote(now, (self.out.len() - before) as u64);
             }

@@ -64,16 +64,20 @@ impl H2Conn {
         let id = self.next_id;
         self.queue_headers(ctx, sh, free, id, req);
         let measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
+        let mut start = intended;
         if measured {
             self.record_deferred(ctx, sh);
             if resend {
                 ctx.recorder.resent(now);
             } else {
-                ctx.recorder.sent(now, intended);
+                // The stream was free for it since it was freed, and not before the
+                // connection opened (a wait for the connect stays in the latency).
+                let free_at = self.slots[free].since.max(self.since);
+                start = ctx.recorder.sent(now, intended, free_at);
             }
             ctx.recorder.wrote(now, (self.out.len() - before) as u64);
         }
-        let mut slot = Slot::stream(id, req, measured, intended, self.peer_window, now);
+        let mut slot = Slot::stream(id, req, measured, start, self.peer_window, now);
         slot.resend = resend;
         self.occupy(ctx, sh, free, slot, now);
     }

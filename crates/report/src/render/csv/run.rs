@@ -87,6 +87,7 @@ fn columns(r: &RunResult, opts: &RenderOptions) -> Vec<(String, String)> {
     cols.extend(error_columns(r));
     cols.extend(status_columns(r));
     cols.extend(phase_columns(r));
+    cols.extend(generator_delay_columns(&r.stats));
     cols.push(col("started_at", &r.started_at));
     cols.push(col("interrupted", r.interrupted));
     cols
@@ -147,6 +148,23 @@ fn phase_columns(r: &RunResult) -> Vec<(String, String)> {
             ]
         })
         .collect()
+}
+
+/// Open model: the generator's own delay in sending (not in the latency), µs; empty cells
+/// for the closed model and for results saved before it was recorded.
+fn generator_delay_columns(s: &loadbench_model::Stats) -> Vec<(String, String)> {
+    let h = &s.generator_delay.hist;
+    let cell = |p: f64| {
+        if h.is_empty() {
+            String::new()
+        } else {
+            format!("{:.3}", h.percentile_ns(p) as f64 / 1e3)
+        }
+    };
+    vec![
+        col("generator_delay_p50_us", cell(50.0)),
+        col("generator_delay_p99_us", cell(99.0)),
+    ]
 }
 
 fn error_columns(r: &RunResult) -> Vec<(String, String)> {

@@ -72,6 +72,14 @@ fn alerts(r: &FindMaxResult) -> Vec<Alert> {
         };
         list.push(alert(level, format!("{note}.")));
     }
+    if let Some(delay) = crate::words::find_max_generator_delay(r) {
+        list.push(alert(
+            Level::Note,
+            format!(
+                "Generator delay, all steps (its own wait to send; not in the latencies): {delay}."
+            ),
+        ));
+    }
     match r.stop_reason {
         None => list.push(alert(
             Level::Warn,

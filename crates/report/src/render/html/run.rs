@@ -164,7 +164,7 @@ fn run_alerts(r: &RunResult, sum: &Summary) -> Vec<Alert> {
         let were = if n == 1 { "was" } else { "were" };
         list.push(alert(Level::Note, format!("{} {were} still in flight when the run ended; {} counted neither as completed nor as failed.", units::counted(n, "request"), if n == 1 { "it is" } else { "they are" })));
     }
-    list.push(alert(Level::Note, model_note(&r.config.load)));
+    list.push(alert(Level::Note, model_note(r)));
     list
 }
 
@@ -220,10 +220,11 @@ fn generator_alert(s: &Stats, sum: &Summary) -> Option<Alert> {
     ))
 }
 
-fn model_note(load: &LoadShape) -> &'static str {
-    match load {
+fn model_note(r: &RunResult) -> &'static str {
+    match &r.config.load {
         LoadShape::Closed { .. } => "Closed model: each connection waits for its response before sending the next, so stalls are understated (coordinated omission); --rate runs the open model.",
-        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } if r.stats.generator_delay.is_empty() => "Open model: latency counts from each request's intended send time (no coordinated omission); service time counts from the actual send.",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time, waits for a busy connection included (no coordinated omission), less the generator's own delay in sending it (shown apart); service time counts from the actual send.",
     }
 }
 
@@ -295,6 +296,9 @@ fn headline(r: &RunResult, sum: &Summary) -> Vec<(&'static str, String)> {
     }
     if is_open(r) {
         pairs.push(("Sent late (>1ms)", s.sent_late.to_string()));
+        if let Some(delay) = crate::words::generator_delay_text(s) {
+            pairs.push(("Generator delay (not in latency)", delay));
+        }
     }
     pairs
 }
@@ -429,6 +433,9 @@ fn phases_table(r: &RunResult) -> String {
     phases.extend(request_phases(s));
     if is_open(r) {
         phases.push(("send lag", &s.send_lag.hist));
+        if !s.generator_delay.is_empty() {
+            phases.push(("generator delay", &s.generator_delay.hist));
+        }
         phases.push(("service", &s.service.hist));
     }
     phases.push(("total", &s.latency.hist));

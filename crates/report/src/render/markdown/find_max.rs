@@ -20,6 +20,11 @@ pub fn render(r: &FindMaxResult, _opts: &RenderOptions) -> String {
     if r.interrupted {
         out += "> **Interrupted:** the finished steps are kept.\n\n";
     }
+    if let Some(delay) = crate::words::find_max_generator_delay(r) {
+        out += &format!(
+            "Generator delay, all steps (its own wait to send; not in the latencies): {delay}.\n\n"
+        );
+    }
     if let Some(note) = r.transport_note() {
         let lead = if r.insecure() {
             "> **Warning:** "

@@ -58,7 +58,10 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
         out += &format!("> **Short of the target rate:** {text}.\n\n");
     }
     out += &summary_table(r, &summary);
-    out += &format!("\n{}\n", model_note(&r.config.load));
+    out += &format!("\n{}\n", model_note(r));
+    if let Some(delay) = crate::words::generator_delay_text(&r.stats) {
+        out += &format!("\nGenerator delay (its own wait to send a due request with a free connection; not in the latency): {delay}.\n");
+    }
     if let Some(gates) = &r.gates {
         out += &crate::gates::markdown_section(gates);
     }
@@ -117,10 +120,11 @@ fn errors_cell(errors: u64, attempts: u64) -> String {
     format!("{errors} ({share})")
 }
 
-fn model_note(load: &LoadShape) -> &'static str {
-    match load {
+fn model_note(r: &RunResult) -> &'static str {
+    match &r.config.load {
         LoadShape::Closed { .. } => "Closed model: each connection waits for its response, so latency under overload is understated (coordinated omission).",
-        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission).",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } if r.stats.generator_delay.is_empty() => "Open model: latency counts from each request's intended send time (no coordinated omission).",
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time, waits for a busy connection included (no coordinated omission), less the generator's own delay in sending it.",
     }
 }
 
@@ -473,6 +477,56 @@ mod tests {
             !md.contains("Short of the target rate"),
             "99.7% is not short: {md}"
         );
+    }
+
+    /// Issue 36: the generator's own delay is shown apart, with its own figures (not the
+    /// send lag's), in the Markdown, text, HTML and CSV reports; absent when not recorded.
+    #[test]
+    fn the_generator_delay_is_shown_with_its_own_figures_in_every_format() {
+        let mut r = open_run(34_900);
+        for _ in 0..99 {
+            r.stats.generator_delay.hist.record_ns(200_000);
+            r.stats.send_lag.hist.record_ns(700_000);
+        }
+        r.stats.generator_delay.hist.record_ns(3_000_000);
+        r.stats.send_lag.hist.record_ns(9_000_000);
+        let md = render(&r);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("Generator delay"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(line.contains("p50 200"), "{line}");
+        assert!(line.contains("max 3.00ms"), "{line}");
+        assert!(!line.contains("700") && !line.contains("9.00ms"), "{line}");
+        let text = render_to_string(Format::Text, &r, &RenderOptions::default());
+        let row = text
+            .lines()
+            .find(|l| l.contains("Generator delay (not in latency)"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            row.contains("p50 200") && row.contains("max 3.00ms"),
+            "{row}"
+        );
+        assert!(text
+            .lines()
+            .any(|l| l.trim_start().starts_with("generator delay")));
+        let html = render_to_string(Format::Html, &r, &RenderOptions::default());
+        assert!(
+            html.contains("Generator delay (not in latency)"),
+            "no HTML row"
+        );
+        let csv = render_to_string(Format::Csv, &r, &RenderOptions::default());
+        let mut rows = csv.lines();
+        let (head, row) = (rows.next().unwrap(), rows.next().unwrap());
+        let at = head
+            .split(',')
+            .position(|c| c == "generator_delay_p50_us")
+            .expect("a generator delay column");
+        let cell: f64 = row.split(',').nth(at).unwrap().parse().unwrap();
+        assert!((199.0..=201.0).contains(&cell), "{cell}");
+        // A closed run has none: no line, empty cells.
+        let closed = fixtures::busy();
+        assert!(!render(&closed).contains("Generator delay"));
     }
 
     #[test]

@@ -53,6 +53,11 @@ fn header(r: &FindMaxResult) -> Vec<String> {
     if let Some(note) = r.transport_note() {
         lines.push(format!("  {note}"));
     }
+    if let Some(delay) = crate::words::find_max_generator_delay(r) {
+        lines.push(format!(
+            "  generator delay, all steps: {delay} (its own wait to send; not in the latencies)"
+        ));
+    }
     lines
 }
 

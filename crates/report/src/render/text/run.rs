@@ -388,7 +388,7 @@ fn open_model_pairs(r: &RunResult, target: f64, sent: f64) -> Vec<(&'static str,
             units::percent(share)
         ),
     };
-    vec![
+    let mut pairs = vec![
         ("Target rate", format!("{} {unit}", units::rate(target))),
         ("Achieved rate (sent)", achieved),
         ("Sent late (>1ms)", s.sent_late.to_string()),
@@ -401,14 +401,22 @@ fn open_model_pairs(r: &RunResult, target: f64, sent: f64) -> Vec<(&'static str,
                 duration_or_missing(lag, lag.max_ns() as f64)
             ),
         ),
-    ]
+    ];
+    if let Some(delay) = crate::words::generator_delay_text(s) {
+        pairs.push((
+            "Generator delay (not in latency)",
+            format!("{delay}: its own wait to send a due request with a free connection"),
+        ));
+    }
+    pairs
 }
 
 /// How latency was measured, so nobody mistakes a closed-model figure for an open one.
 fn model_note(rep: &Report) -> String {
     match rep.r.config.load {
         LoadShape::Closed { .. } => "Closed model: each connection waits for its response, so stalls are understated (coordinated omission); --rate runs the open model.".to_string(),
-        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time (no coordinated omission); service time is in Phases.".to_string(),
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } if rep.r.stats.generator_delay.is_empty() => "Open model: latency counts from each request's intended send time (no coordinated omission); service time is in Phases.".to_string(),
+        LoadShape::Open { .. } | LoadShape::FindMax { .. } => "Open model: latency counts from each request's intended send time, waits for a busy connection included (no coordinated omission), less the generator's own delay in sending it (shown apart); service time is in Phases.".to_string(),
     }
 }
 
@@ -681,6 +689,9 @@ fn phases(rep: &Report) -> Vec<String> {
     rows.extend(request_phases(s));
     if matches!(rep.r.config.load, LoadShape::Open { .. }) {
         rows.push(("send lag", &s.send_lag.hist));
+        if !s.generator_delay.is_empty() {
+            rows.push(("generator delay", &s.generator_delay.hist));
+        }
         rows.push(("service", &s.service.hist));
     }
     rows.push(("total", &s.latency.hist));

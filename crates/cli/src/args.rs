@@ -397,6 +397,11 @@ pub(crate) struct RunArgs {
     /// connection is); 0: a wake-up per request.
     #[arg(long, value_parser = values::duration("--send-window"))]
     pub send_window: Option<Duration>,
+    /// Open model: a send window's batch leaves as soon as this many requests are due
+    /// [default: 4]: fewer requests leave at once (less queueing inside a fast target),
+    /// more wake-ups. 1: each request at its own time.
+    #[arg(long)]
+    pub send_batch: Option<u32>,
     /// Open model: the most connects in progress at once, over all threads.
     #[arg(long)]
     pub connect_limit: Option<u32>,

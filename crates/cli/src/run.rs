@@ -311,6 +311,7 @@ fn pacing(a: &RunArgs) -> OpenPacing {
     let d = OpenPacing::default();
     OpenPacing {
         send_window: a.send_window.unwrap_or(d.send_window),
+        send_batch: a.send_batch.unwrap_or(d.send_batch),
         initial_connections: a.connections,
         connect_limit: a.connect_limit.unwrap_or(d.connect_limit),
     }
@@ -320,6 +321,7 @@ fn pacing(a: &RunArgs) -> OpenPacing {
 fn closed_only(a: &RunArgs) -> Result<(), UserError> {
     let given = [
         ("--send-window", a.send_window.is_some()),
+        ("--send-batch", a.send_batch.is_some()),
         ("--connect-limit", a.connect_limit.is_some()),
     ];
     match given.iter().find(|(_, g)| *g) {

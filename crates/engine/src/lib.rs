@@ -372,7 +372,7 @@ impl Engine {
                 initial: pool.initial[i] as usize,
                 connect_limit: pool.connect_limit[i].max(1) as usize,
                 end: deadline,
-                batch: pacer::SEND_BATCH,
+                batch: u64::from(pool.batch),
             })
         };
         let limits = WorkerLimits {
@@ -431,14 +431,15 @@ fn run_worker<'a, P: worker::Protocol<'a>>(
 /// connects in progress.
 struct PoolPlan {
     window: Duration,
+    batch: u32,
     initial: Vec<u64>,
     connect_limit: Vec<u64>,
 }
 
 /// Connections each worker opens before the schedule starts at least (when the rate asks
-/// for fewer): a send batch's worth ([`pacer::SEND_BATCH`]), so the requests that leave
+/// for fewer): a send batch's worth (`--send-batch`'s default), so the requests that leave
 /// together find one each instead of waiting for each other.
-const MIN_INITIAL_POOL: u64 = pacer::SEND_BATCH;
+const MIN_INITIAL_POOL: u64 = loadbench_plan::DEFAULT_SEND_BATCH as u64;
 
 /// The expected latency that sizes the initial pool when the preflight's round trip is
 /// shorter (or unknown): rate × this is the concurrency the first requests need.
@@ -453,6 +454,7 @@ impl Engine {
         let LoadShape::Open { schedule, .. } = &self.plan.load else {
             return PoolPlan {
                 window: Duration::ZERO,
+                batch: 0,
                 initial: vec![0; threads],
                 connect_limit: vec![0; threads],
             };
@@ -476,6 +478,7 @@ impl Engine {
         };
         PoolPlan {
             window: pacing.send_window,
+            batch: pacing.send_batch,
             initial: initial
                 .iter()
                 .zip(caps)

@@ -4,8 +4,8 @@
 //!
 //! Wake-ups are batched by the send window: the timer is armed for the end of the window the
 //! next request falls in (windows are counted from the schedule's origin), or sooner, for
-//! the time [`SEND_BATCH`] requests are due, and that wake-up sends every request due by
-//! then. A request therefore leaves up to one window after its intended time. That wait is
+//! the time the batch's cap of requests is due (`--send-batch`, 4 by default), and that
+//! wake-up sends every request due by then. A request therefore leaves up to one window after its intended time. That wait is
 //! the generator's own: it is recorded apart, as the generator's delay, and taken out of the
 //! latency ([`crate::recorder::Recorder::sent`]); a wait for a busy connection stays in it.
 //! The batch's cap keeps the requests that leave together few, so a fast target is not
@@ -23,12 +23,6 @@ use timerfd::{SetTimeFlags, TimerFd, TimerState};
 /// The token of the pacer's timer in the worker's poll; connections use indices below it.
 pub const TIMER: Token = Token(usize::MAX);
 
-/// A send window's batch leaves once this many requests are due, before the window ends:
-/// at high rates wake-ups come every [`SEND_BATCH`] requests, and a batch of this many at
-/// once adds at most a few of a fast target's service times to the last one's latency
-/// (measured against nginx at 10,000 req/s: 8 added about 80 µs to the median, 4 about
-/// 40 µs; docs/performance.md).
-pub const SEND_BATCH: u64 = 4;
 
 /// What one worker needs to pace its share of an open-model run.
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +47,9 @@ pub struct Pacing<'a> {
     /// of its requests at its own time, so every request due before the end is sent.
     pub end: Option<Instant>,
     /// A batch leaves once this many requests are due, before its window ends (0: only at
-    /// the window's end); [`SEND_BATCH`] by default.
+    /// the window's end); `--send-batch`, 4 by default (`loadbench_plan::DEFAULT_SEND_BATCH`:
+    /// against nginx at 10,000 req/s a batch of 8 added about 80 µs to the median, 4 about
+    /// 40 µs, docs/performance.md).
     pub batch: u64,
 }
 

@@ -41,7 +41,10 @@ pub use loadbench_units as units;
 pub use mix::{
     parse_request_line, read_requests_file, Endpoint, EndpointSpec, MAX_ENDPOINTS, MAX_WEIGHT,
 };
-pub use pacing::{OpenPacing, DEFAULT_CONNECT_LIMIT, DEFAULT_SEND_WINDOW, MAX_SEND_WINDOW};
+pub use pacing::{
+    OpenPacing, DEFAULT_CONNECT_LIMIT, DEFAULT_SEND_BATCH, DEFAULT_SEND_WINDOW, MAX_SEND_BATCH,
+    MAX_SEND_WINDOW,
+};
 pub use pipeline::MAX_PIPELINE;
 pub use request::RequestTemplate;
 pub use schedule::{

@@ -12,6 +12,13 @@ use std::time::Duration;
 /// due by then.
 pub const DEFAULT_SEND_WINDOW: Duration = Duration::from_millis(1);
 
+/// The default cap of a send window's batch: it leaves once this many requests are due,
+/// before the window ends (`--send-batch`).
+pub const DEFAULT_SEND_BATCH: u32 = 4;
+
+/// The largest batch cap accepted.
+pub const MAX_SEND_BATCH: u32 = 1024;
+
 /// The widest send window accepted: beyond it the window would be the latency.
 pub const MAX_SEND_WINDOW: Duration = Duration::from_millis(100);
 
@@ -24,6 +31,9 @@ pub struct OpenPacing {
     /// Each wake-up sends every request due by then; wake-ups are at most this far apart.
     /// Zero: each request on a wake-up of its own, at its intended time.
     pub send_window: Duration,
+    /// A batch leaves once this many requests are due, before its window ends
+    /// (`--send-batch`; 1: each request at its own time, as a zero window).
+    pub send_batch: u32,
     /// `-c` with `--rate`: connections to open before the schedule starts. `None`: sized
     /// from the rate and the preflight's round trip.
     pub initial_connections: Option<u32>,
@@ -35,6 +45,7 @@ impl Default for OpenPacing {
     fn default() -> Self {
         OpenPacing {
             send_window: DEFAULT_SEND_WINDOW,
+            send_batch: DEFAULT_SEND_BATCH,
             initial_connections: None,
             connect_limit: DEFAULT_CONNECT_LIMIT,
         }
@@ -49,6 +60,12 @@ impl OpenPacing {
                 "--send-window {:?} is longer than {}ms: give 1ms (the default), or 0 for a wake-up per request",
                 self.send_window,
                 MAX_SEND_WINDOW.as_millis()
+            )));
+        }
+        if !(1..=MAX_SEND_BATCH).contains(&self.send_batch) {
+            return Err(invalid(format!(
+                "--send-batch {} is out of range: give 1 to {MAX_SEND_BATCH} requests (default {DEFAULT_SEND_BATCH})",
+                self.send_batch
             )));
         }
         if self.connect_limit == 0 {
@@ -79,6 +96,14 @@ mod tests {
             ..ok
         };
         assert!(wide.check(10).unwrap_err().to_string().contains("1ms"));
+        for bad in [0, MAX_SEND_BATCH + 1] {
+            let batch = OpenPacing {
+                send_batch: bad,
+                ..ok
+            };
+            let e = batch.check(10).unwrap_err().to_string();
+            assert!(e.contains("give 1 to 1024 requests"), "{e}");
+        }
         let none = OpenPacing {
             connect_limit: 0,
             ..ok

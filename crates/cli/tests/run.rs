@@ -484,8 +484,8 @@ fn root_raises_the_hard_open_files_limit_itself() {
         return;
     }
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let r = loadbench_model::RunResult::from_json(&std::fs::read_to_string(&save).unwrap())
-        .unwrap();
+    let r =
+        loadbench_model::RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
     assert_eq!(r.stats.requests, 2000, "{stderr}");
     assert_eq!(r.stats.connections_opened, 400, "all 400 connections open");
     assert_eq!(r.stats.errors.total(), 0);

@@ -10,6 +10,7 @@ use loadbench_runner::find_max::{self, FindMaxError, FindMaxSpec};
 use std::process::ExitCode;
 
 pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
+    crate::run::one_malloc_arena();
     let spec = spec(&args)?;
     crate::output::check_writable("--save", args.save.as_deref())?;
     let opts = Default::default();

@@ -14,6 +14,7 @@ use loadbench_runner::RunError;
 use std::process::ExitCode;
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
+    one_malloc_arena();
     let spec = spec(&args)?;
     let gates = run_gates(&args)?;
     let shard = crate::dist::shard_spec(&args.dist, &crate::dist::process_env)?;
@@ -78,6 +79,23 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 /// `run`'s `--slo` gates; a ratio between bench targets is refused (exit 2).
+/// glibc gives each thread that allocates its own arena (a heap of its own, kept after the
+/// thread frees into it): with the workers' start-up allocations and the end's merge in
+/// different arenas, a run held about 0.5 MiB more per worker (docs/performance.md,
+/// "Memory"). The workers never allocate per request, so one arena costs no contention on the
+/// hot path. Only the load generator asks for it; `serve` keeps glibc's default.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub(crate) fn one_malloc_arena() {
+    // SAFETY: mallopt only sets a malloc parameter; called before the workers start.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn one_malloc_arena() {}
+
 fn run_gates(args: &RunArgs) -> Result<Option<loadbench_model::Gates>, UserError> {
     let gates = args.gates.gates();
     if let Some(ratio) = gates.iter().flat_map(|g| &g.gates).find(|g| g.is_ratio()) {

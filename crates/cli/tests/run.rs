@@ -424,34 +424,71 @@ fn assert_one_line_refusals(cases: Vec<(Vec<&str>, &str)>) {
     }
 }
 
+/// Above fs.nr_open, which not even root may pass: the refusal, whoever runs it.
 #[test]
 fn fd_limit_refusal_names_the_users_c_and_both_limits() {
     if !have("prlimit") {
         return;
     }
+    let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .map_or(1 << 20, |t| t.trim().parse().unwrap_or(1 << 20));
     let server = RawServer::start("127.0.0.1:0", Mode::Count).unwrap();
     let out = std::process::Command::new("prlimit")
         .arg("--nofile=256:512")
         .arg(env!("CARGO_BIN_EXE_loadbench"))
-        .args([
-            "run",
-            &server.url("/"),
-            "-c",
-            "30000",
-            "-d",
-            "1s",
-            "--quiet",
-        ])
+        .args(["run", &server.url("/"), "-c", &nr_open.to_string()])
+        .args(["-d", "1s", "--quiet"])
         .output()
         .unwrap();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("-c 30000 needs about 30064"), "{stderr}");
+    let needs = format!("-c {nr_open} needs about {}", nr_open + 64);
+    assert!(stderr.contains(&needs), "{stderr}");
     assert!(stderr.contains("limit is 256 (hard limit 512)"), "{stderr}");
     assert!(stderr.contains("use -c 448 or fewer"), "{stderr}");
     assert!(!stderr.contains("ulimit -n 32768"), "{stderr}");
     assert_eq!(server.requests(), 0, "no load before the refusal");
+}
+
+/// Whether this process may raise its hard limits (CAP_SYS_RESOURCE, bit 24 of CapEff).
+fn may_raise_hard_limits() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 24) != 0)
+}
+
+/// Issue 36: 100,000 connections need more open files than a default hard limit. Run as root,
+/// loadbench raises the hard limit itself; without the capability it refuses, naming root.
+#[test]
+fn root_raises_the_hard_open_files_limit_itself() {
+    if !have("nginx") || !have("prlimit") {
+        return;
+    }
+    let nginx = Nginx::start("");
+    let save = tempdir("fd-raise").join("r.json");
+    let out = std::process::Command::new("prlimit")
+        .arg("--nofile=256:256")
+        .arg(env!("CARGO_BIN_EXE_loadbench"))
+        .args(["run", &nginx.url("/"), "-c", "400", "-n", "2000", "-t", "1"])
+        .args(["--quiet", "--save", save.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    if !may_raise_hard_limits() {
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("run loadbench as root"), "{stderr}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r =
+        loadbench_model::RunResult::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(r.stats.requests, 2000, "{stderr}");
+    assert_eq!(r.stats.connections_opened, 400, "all 400 connections open");
+    assert_eq!(r.stats.errors.total(), 0);
 }
 
 #[test]

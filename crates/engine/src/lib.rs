@@ -83,7 +83,7 @@ pub enum EngineError {
         needed: u64,
         /// The soft limit in place (the engine raises it to the hard limit when that is enough).
         soft: u64,
-        /// The hard limit: only root can raise it.
+        /// The hard limit: only root can raise it (the engine does, when it runs as root).
         hard: u64,
     },
     /// A worker could not be set up, or its event loop failed (epoll, timer, socket).
@@ -327,7 +327,10 @@ impl Engine {
                 .collect()
         });
         let delayed = line.map_or(Duration::ZERO, StartLine::delay);
-        let mut stats = Stats::default();
+        // The first worker's stats are the start: merged into an empty one, each of its
+        // histograms would be copied whole (about 264 KiB each) just to be dropped.
+        let mut results = results.into_iter();
+        let mut stats = results.next().transpose()?.unwrap_or_default();
         for r in results {
             stats.merge(&r?);
         }
@@ -583,6 +586,11 @@ fn raise_fd_limit(connections: u64) -> Result<(), EngineError> {
     if needed <= hard && rlimit::setrlimit(rlimit::Resource::NOFILE, hard, hard).is_ok() {
         return Ok(());
     }
+    // Above the hard limit: root (CAP_SYS_RESOURCE) may raise it, up to fs.nr_open; 100,000
+    // connections then need no `ulimit -Hn` first. Anyone else gets the refusal below.
+    if needed > hard && rlimit::setrlimit(rlimit::Resource::NOFILE, needed, needed).is_ok() {
+        return Ok(());
+    }
     Err(EngineError::FdLimit {
         connections,
         needed,
@@ -598,7 +606,7 @@ fn fd_limit_message(connections: u64, needed: u64, soft: u64, hard: u64) -> Stri
     let fix = if needed <= hard {
         format!("raise the soft limit with `ulimit -n {hard}` (the hard limit), or {fewer}")
     } else {
-        format!("{fewer}, or raise the hard limit as root (`ulimit -Hn {}` in a root shell, or nofile in /etc/security/limits.conf)", needed.next_power_of_two())
+        format!("{fewer}, or raise the hard limit (run loadbench as root, which raises it itself, or `ulimit -Hn {}` in a root shell, or nofile in /etc/security/limits.conf)", needed.next_power_of_two())
     };
     format!("-c {connections} needs about {needed} file descriptors but the open-file limit is {soft} (hard limit {hard}): {fix}")
 }

@@ -163,6 +163,7 @@ fn peer_status(peer: io::Result<()>) -> io::Result<bool> {
 fn connect_from(addr: SocketAddr, source: IpAddr) -> io::Result<TcpStream> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_nonblocking(true)?;
+    defer_port_choice(&socket);
     socket.bind(&SocketAddr::new(source, 0).into())?;
     match socket.connect(&addr.into()) {
         Ok(()) => {}
@@ -172,11 +173,34 @@ fn connect_from(addr: SocketAddr, source: IpAddr) -> io::Result<TcpStream> {
     Ok(TcpStream::from_std(socket.into()))
 }
 
+/// `IP_BIND_ADDRESS_NO_PORT`: the bind to a source address leaves the port to `connect`,
+/// which picks it for the whole 4-tuple (a port in use towards another server, or in
+/// TIME_WAIT, can serve again) instead of one free for every peer. Without it, bind's search
+/// for a free port slows as tens of thousands are taken, and the ports of earlier runs'
+/// TIME_WAIT sockets stay out of reach for a minute. Best effort: without it (an old kernel),
+/// the bind picks the port as before.
+#[allow(unsafe_code)]
+fn defer_port_choice(socket: &Socket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: the fd is `socket`'s, open; the option reads one int from a live local.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            std::ptr::addr_of!(one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 /// A blocking connect (at most `timeout`) from `source`, as the load would make it; closed at
 /// once. The preflight check.
 pub fn probe(addr: SocketAddr, source: Option<IpAddr>, timeout: Duration) -> io::Result<()> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if let Some(ip) = source {
+        defer_port_choice(&socket);
         socket.bind(&SocketAddr::new(ip, 0).into())?;
     }
     socket.connect_timeout(&addr.into(), timeout)

@@ -24,8 +24,27 @@ pub const STANDARD_PERCENTILES: [f64; 9] =
     [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
 /// An HDR histogram of durations in nanoseconds (1 ns to 1 h, 3 significant digits).
-#[derive(Clone, PartialEq)]
-pub struct Histo(Histogram<u64>);
+///
+/// Its counts (about 264 KiB at 3 digits) are allocated by the first value recorded or merged
+/// in, not by [`Histo::new`]: a run keeps about ten histograms per worker, and the ones that
+/// never get a value (send lag in the closed model, a TLS phase of a plain run, the merge's
+/// starting point) cost nothing. An empty histogram reads, compares and serializes exactly as
+/// an allocated one with no values.
+#[derive(Clone)]
+pub struct Histo {
+    counts: Option<Histogram<u64>>,
+    sigfig: u8,
+}
+
+impl PartialEq for Histo {
+    fn eq(&self, other: &Histo) -> bool {
+        match (&self.counts, &other.counts) {
+            (Some(a), Some(b)) => a == b,
+            (Some(h), None) | (None, Some(h)) => h.is_empty() && self.sigfig == other.sigfig,
+            (None, None) => self.sigfig == other.sigfig,
+        }
+    }
+}
 
 impl std::fmt::Debug for Histo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -44,6 +63,12 @@ impl Default for Histo {
 #[error("invalid latency histogram in result: {0}")]
 pub struct HistoDecodeError(String);
 
+/// The counts of an empty histogram with these digits (what an unallocated [`Histo`] reads as).
+fn empty_counts(sigfig: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, sigfig)
+        .expect("constant histogram bounds are valid")
+}
+
 impl Histo {
     /// An empty histogram with the fixed bounds (1 ns to 1 h, 3 significant digits).
     pub fn new() -> Self {
@@ -59,7 +84,7 @@ impl Histo {
     /// This histogram at [`Histo::per_second`] precision: itself if it already is, else a
     /// copy with every count re-recorded (each value moves by under 1%).
     pub fn at_per_second_precision(&self) -> std::borrow::Cow<'_, Histo> {
-        if self.0.sigfig() == SECOND_SIGFIG {
+        if self.sigfig == SECOND_SIGFIG {
             return std::borrow::Cow::Borrowed(self);
         }
         let mut h = Histo::per_second();
@@ -68,95 +93,120 @@ impl Histo {
     }
 
     fn with_sigfig(sigfig: u8) -> Self {
-        let h = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, sigfig)
-            .expect("constant histogram bounds are valid");
-        Histo(h)
+        Histo {
+            counts: None,
+            sigfig,
+        }
+    }
+
+    /// The counts, allocated on first use (once per histogram, never per value).
+    #[inline]
+    fn counts_mut(&mut self) -> &mut Histogram<u64> {
+        if self.counts.is_none() {
+            self.allocate();
+        }
+        self.counts.as_mut().expect("allocated above")
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self) {
+        self.counts = Some(empty_counts(self.sigfig));
     }
 
     /// Records one duration; values beyond one hour are clamped so nothing is ever dropped.
     #[inline]
     pub fn record_ns(&mut self, ns: u64) {
-        self.0.saturating_record(ns.clamp(LOWEST_NS, HIGHEST_NS));
+        self.counts_mut()
+            .saturating_record(ns.clamp(LOWEST_NS, HIGHEST_NS));
     }
 
     /// Records one duration `n` times (clamped as [`Histo::record_ns`]).
     pub fn record_ns_n(&mut self, ns: u64, n: u64) {
-        self.0
+        self.counts_mut()
             .saturating_record_n(ns.clamp(LOWEST_NS, HIGHEST_NS), n);
     }
 
     /// Adds every count of `other` to this histogram (the associative merge).
     pub fn merge(&mut self, other: &Histo) {
-        self.0
-            .add(&other.0)
-            .expect("histograms with the same bounds always add");
+        match &other.counts {
+            Some(o) if !o.is_empty() => self
+                .counts_mut()
+                .add(o)
+                .expect("histograms with the same bounds always add"),
+            _ => {}
+        }
     }
 
     /// Values recorded.
     pub fn len(&self) -> u64 {
-        self.0.len()
+        self.counts.as_ref().map_or(0, Histogram::len)
     }
 
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 
-    /// Forgets every value recorded, keeping the bounds.
+    /// Forgets every value recorded, keeping the bounds (and the counts' memory, if any).
     pub fn reset(&mut self) {
-        self.0.reset();
+        if let Some(h) = &mut self.counts {
+            h.reset();
+        }
+    }
+
+    /// The allocated counts of a histogram with values; `None` when empty.
+    fn recorded(&self) -> Option<&Histogram<u64>> {
+        self.counts.as_ref().filter(|h| !h.is_empty())
     }
 
     /// Lowest value recorded, ns (0 when empty).
     pub fn min_ns(&self) -> u64 {
-        if self.is_empty() {
-            0
-        } else {
-            self.0.min()
-        }
+        self.recorded().map_or(0, Histogram::min)
     }
 
     /// Highest value recorded (the top of its bucket), ns; 0 when empty.
     pub fn max_ns(&self) -> u64 {
-        self.0.max()
+        self.recorded().map_or(0, Histogram::max)
     }
 
     /// Mean of the values recorded, ns.
     pub fn mean_ns(&self) -> f64 {
-        self.0.mean()
+        self.recorded().map_or(0.0, Histogram::mean)
     }
 
     /// Population standard deviation of the values recorded, ns.
     pub fn stdev_ns(&self) -> f64 {
-        self.0.stdev()
+        self.recorded().map_or(0.0, Histogram::stdev)
     }
 
     /// The value at percentile `p` (0–100), in nanoseconds.
     pub fn percentile_ns(&self, p: f64) -> u64 {
-        if self.is_empty() {
-            0
-        } else {
-            self.0.value_at_percentile(p)
-        }
+        self.recorded().map_or(0, |h| h.value_at_percentile(p))
     }
 
     /// `(upper_bound_ns, count)` of every recorded bucket (for histograms and spectra).
     pub fn recorded_buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.0
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+        self.recorded().into_iter().flat_map(|h| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+        })
     }
 
-    /// The underlying HdrHistogram (for the interval log writer).
-    pub(crate) fn inner(&self) -> &Histogram<u64> {
-        &self.0
+    /// The underlying HdrHistogram (for the interval log writer): an empty one when nothing
+    /// was recorded.
+    pub(crate) fn inner(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
+        match &self.counts {
+            Some(h) => std::borrow::Cow::Borrowed(h),
+            None => std::borrow::Cow::Owned(empty_counts(self.sigfig)),
+        }
     }
 
     /// HdrHistogram V2 + DEFLATE, base64: the interchange form other HDR tools read too.
     pub fn to_base64(&self) -> String {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
-            .serialize(&self.0, &mut bytes)
+            .serialize(&self.inner(), &mut bytes)
             .expect("serializing into memory cannot fail");
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
@@ -180,8 +230,11 @@ impl Histo {
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
-        h.0.add(&decoded)
-            .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
+        if !decoded.is_empty() {
+            h.counts_mut()
+                .add(&decoded)
+                .map_err(|e| HistoDecodeError(format!("{e:?}")))?;
+        }
         Ok(h)
     }
 
@@ -336,6 +389,66 @@ mod tests {
         assert!((json["max_us"].as_f64().unwrap() - 2000.0).abs() < 2.0);
         let back: Latency = serde_json::from_value(json).unwrap();
         assert_eq!(back, l);
+    }
+
+    /// The counts of an empty histogram, allocated: what every `Histo` was before the counts
+    /// became lazy.
+    fn allocated_empty() -> Histo {
+        let mut h = Histo::new();
+        h.record_ns(1_000);
+        h.reset();
+        assert!(h.counts.is_some());
+        h
+    }
+
+    #[test]
+    fn an_unallocated_histogram_reads_saves_and_compares_as_an_empty_one() {
+        let (lazy, eager) = (Histo::new(), allocated_empty());
+        assert!(lazy.counts.is_none(), "new() allocates nothing");
+        assert_eq!(lazy, eager);
+        assert_eq!(eager, lazy);
+        assert_ne!(
+            lazy,
+            Histo::per_second(),
+            "the digits still tell them apart"
+        );
+        assert_eq!(lazy.to_base64(), eager.to_base64());
+        assert_eq!(
+            lazy.summary(&STANDARD_PERCENTILES),
+            eager.summary(&STANDARD_PERCENTILES)
+        );
+        assert_eq!(lazy.recorded_buckets().count(), 0);
+        let back = Histo::from_base64(&lazy.to_base64()).unwrap();
+        assert!(
+            back.counts.is_none(),
+            "an empty saved histogram stays unallocated"
+        );
+        assert_eq!(back, lazy);
+    }
+
+    #[test]
+    fn merging_empty_histograms_allocates_nothing_and_merges_as_before() {
+        let mut lazy = Histo::new();
+        lazy.merge(&Histo::new());
+        lazy.merge(&allocated_empty());
+        assert!(lazy.counts.is_none());
+        let mut full = Histo::new();
+        [3_000, 40_000, 5_000_000]
+            .iter()
+            .for_each(|&v| full.record_ns(v));
+        let mut from_lazy = Histo::new();
+        from_lazy.merge(&full);
+        let mut from_eager = allocated_empty();
+        from_eager.merge(&full);
+        assert_eq!(from_lazy, from_eager);
+        assert_eq!(from_lazy.to_base64(), from_eager.to_base64());
+        assert_eq!(
+            from_lazy.summary(&STANDARD_PERCENTILES),
+            full.summary(&STANDARD_PERCENTILES)
+        );
+        let mut into_full = full.clone();
+        into_full.merge(&Histo::new());
+        assert_eq!(into_full, full);
     }
 
     /// A wide second as a loaded target gives it: 100,000 pseudo-random latencies from 50 µs

@@ -64,7 +64,7 @@ fn write_intervals(r: &RunResult, tag: &str, out: &mut Vec<u8>) {
             .saturating_sub(start)
             .clamp(Duration::from_millis(1), Duration::from_secs(1));
         writer
-            .write_histogram(p.histogram().inner(), start, length, Tag::new(tag))
+            .write_histogram(&p.histogram().inner(), start, length, Tag::new(tag))
             .expect("writing into memory cannot fail");
     }
 }

@@ -200,7 +200,7 @@ fn stalls_show_in_open_model_latency_but_not_in_service_time() {
     // latency and is not the generator's own delay.
     let own = &open.stats.generator_delay.hist;
     assert!(
-        own.len() > 0 && own.percentile_ns(99.0) < 100_000_000,
+        !own.is_empty() && own.percentile_ns(99.0) < 100_000_000,
         "{own:?}"
     );
     let closed = load(&server, path, &["-c", "1", "-d", "3s", "-t", "1"]);
@@ -234,7 +234,7 @@ fn the_send_window_s_wait_is_the_generator_s_delay_not_the_target_s_latency() {
         ms(&s.generator_delay.hist, 50.0),
         ms(&s.send_lag.hist, 50.0),
     );
-    assert!(latency >= 2.0 && latency < 6.0, "latency p50 {latency} ms");
+    assert!((2.0..6.0).contains(&latency), "latency p50 {latency} ms");
     assert!((4.0..=16.0).contains(&own), "generator delay p50 {own} ms");
     assert!(
         lag >= own - 0.1,

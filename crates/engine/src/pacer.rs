@@ -23,7 +23,6 @@ use timerfd::{SetTimeFlags, TimerFd, TimerState};
 /// The token of the pacer's timer in the worker's poll; connections use indices below it.
 pub const TIMER: Token = Token(usize::MAX);
 
-
 /// What one worker needs to pace its share of an open-model run.
 #[derive(Debug, Clone, Copy)]
 pub struct Pacing<'a> {
@@ -48,8 +47,8 @@ pub struct Pacing<'a> {
     pub end: Option<Instant>,
     /// A batch leaves once this many requests are due, before its window ends (0: only at
     /// the window's end); `--send-batch`, 4 by default (`loadbench_plan::DEFAULT_SEND_BATCH`:
-    /// against nginx at 10,000 req/s a batch of 8 added about 80 µs to the median, 4 about
-    /// 40 µs, docs/performance.md).
+    /// against nginx a batch of 4 added 31 µs to the median at 10,000 req/s and 19 µs at
+    /// 40,000, where 8 added about 80 µs at 10,000 on a busy machine; docs/performance.md).
     pub batch: u64,
 }
 

@@ -13,6 +13,7 @@ pub use cpu::HostWatch;
 pub use watch::KernelWatch;
 
 use loadbench_model::{PortSockets, TcpCounters};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How often the sockets are read.
@@ -70,7 +71,9 @@ pub fn port_range() -> (u16, u16) {
 }
 
 /// One reading of the sockets on `ports`: the target side's states and listener, and the
-/// sockets toward the ports (the generator's ephemeral ports). `None` when netlink failed.
+/// generator's ephemeral ports in use toward them: the most from one local address (each
+/// source address has the whole port range toward a peer, so with `--source-addrs` the
+/// pressure is the busiest address's). `None` when netlink failed.
 pub fn read_sockets(ports: &[u16]) -> Option<(PortSockets, u64)> {
     Some(tally(&diag::dump(ports).ok()?, ports))
 }
@@ -80,7 +83,7 @@ fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
         readings: 1,
         ..Default::default()
     };
-    let mut toward = 0;
+    let mut toward: HashMap<[u8; 16], u64> = HashMap::new();
     for d in all {
         let ours = ports.contains(&d.local_port);
         let peer = ports.contains(&d.remote_port);
@@ -95,10 +98,10 @@ fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
             _ => {}
         }
         if peer && d.state != diag::LISTEN {
-            toward += 1;
+            *toward.entry(d.local_addr).or_default() += 1;
         }
     }
-    (s, toward)
+    (s, toward.into_values().max().unwrap_or(0))
 }
 
 #[cfg(test)]
@@ -152,6 +155,38 @@ mod tests {
         assert_eq!((s.backlog, s.accept_queue_peak), (7, 3));
         // Other processes' old connections to a reused port may linger in TIME-WAIT.
         assert!(s.established >= 3 && toward >= 3, "{s:?} {toward}");
+        drop(clients);
+    }
+
+    #[test]
+    fn ports_in_use_are_the_busiest_source_address_s() {
+        let listener = diag::tests::listener(64);
+        let port = listener.local_addr().unwrap().port();
+        let from = |ip: [u8; 4]| {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            s.bind(&std::net::SocketAddr::from((ip, 0)).into()).unwrap();
+            s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+                .unwrap();
+            s
+        };
+        // 3 from 127.0.0.2, 2 from 127.0.0.3: each address has its own ports toward the
+        // listener, so 3 are in use at most (5 across both).
+        let clients: Vec<_> = [2, 2, 2, 3, 3].map(|b| from([127, 0, 0, b])).into();
+        std::thread::sleep(Duration::from_millis(50));
+        let (s, toward) = read_sockets(&[port]).expect("sock_diag answers");
+        assert!(s.established >= 5, "{s:?}");
+        // Other processes' old connections to a reused port may linger in TIME-WAIT, from
+        // 127.0.0.1: then those are the busiest address's.
+        let from_1 = diag::dump(&[port])
+            .unwrap()
+            .iter()
+            .filter(|d| d.remote_port == port && d.local_addr[..4] == [127, 0, 0, 1])
+            .count() as u64;
+        assert!(
+            toward == 3 || toward == from_1,
+            "{toward} ({from_1} from 127.0.0.1)"
+        );
         drop(clients);
     }
 

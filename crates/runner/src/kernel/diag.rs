@@ -26,6 +26,8 @@ pub(super) struct DiagSocket {
     pub state: u8,
     pub local_port: u16,
     pub remote_port: u16,
+    /// The local address as the kernel gives it (an IPv4 address in the first 4 bytes).
+    pub local_addr: [u8; 16],
     /// LISTEN: the accept queue; otherwise unread bytes.
     pub rqueue: u32,
     /// LISTEN: the backlog; otherwise unsent bytes.
@@ -209,6 +211,7 @@ fn socket(m: &[u8]) -> DiagSocket {
         // Ports are in network byte order at the start of the sockid.
         local_port: u16::from_be_bytes([m[4], m[5]]),
         remote_port: u16::from_be_bytes([m[6], m[7]]),
+        local_addr: m[8..24].try_into().unwrap_or_default(),
         rqueue: u32_at(m, 56),
         wqueue: u32_at(m, 60),
         inode: u32_at(m, 68),

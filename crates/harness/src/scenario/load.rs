@@ -74,6 +74,8 @@ pub(super) struct LoadFile {
     #[serde(default, deserialize_with = "de::opt_duration")]
     send_window: Option<Duration>,
     #[serde(default)]
+    send_batch: Option<u32>,
+    #[serde(default)]
     connect_limit: Option<u32>,
     #[serde(default)]
     http2: bool,
@@ -276,11 +278,13 @@ impl LoadFile {
         })
     }
 
-    /// The open model's pacing from `send_window` and `connect_limit` (defaults otherwise).
+    /// The open model's pacing from `send_window`, `send_batch` and `connect_limit` (defaults
+    /// otherwise).
     fn pacing(&self) -> loadbench_plan::OpenPacing {
         let d = loadbench_plan::OpenPacing::default();
         loadbench_plan::OpenPacing {
             send_window: self.send_window.unwrap_or(d.send_window),
+            send_batch: self.send_batch.unwrap_or(d.send_batch),
             connect_limit: self.connect_limit.unwrap_or(d.connect_limit),
             ..d
         }
@@ -311,11 +315,12 @@ impl LoadFile {
         Ok(levels)
     }
 
-    /// `send_window` and `connect_limit`: on an open or find-max load, in range (as
-    /// `--send-window` and `--connect-limit`).
+    /// `send_window`, `send_batch` and `connect_limit`: on an open or find-max load, in range
+    /// (as `--send-window`, `--send-batch` and `--connect-limit`).
     fn check_pacing(&self) -> Result<(), Bad> {
         let given = [
             ("send_window", self.send_window.is_some()),
+            ("send_batch", self.send_batch.is_some()),
             ("connect_limit", self.connect_limit.is_some()),
         ];
         if let (ModelName::Closed, Some(&(key, _))) = (self.model, given.iter().find(|(_, g)| *g)) {
@@ -331,6 +336,17 @@ impl LoadFile {
                 "send_window",
                 format!("{w:?} is longer than {}ms", max.as_millis()),
                 "give send_window = \"1ms\" (the default), or \"0\" for a wake-up per request",
+            ));
+        }
+        let most = loadbench_plan::MAX_SEND_BATCH;
+        if let Some(b) = self.send_batch.filter(|b| !(1..=most).contains(b)) {
+            return Err(bad(
+                "send_batch",
+                format!("{b} is out of range"),
+                format!(
+                    "give 1 to {most} requests (default {})",
+                    loadbench_plan::DEFAULT_SEND_BATCH
+                ),
             ));
         }
         if self.connect_limit == Some(0) {

@@ -389,7 +389,7 @@ fn zero_max_connections_and_zero_rounds_are_refused() {
 fn send_window_and_connect_limit_pace_open_and_find_max_loads() {
     let s = parse(&with_loads(&[
         "model = \"open\"\nrate = [10]\nsend_window = \"0\"\nconnect_limit = 8",
-        "model = \"find-max\"\nslo = \"p99<5ms\"\nsend_window = \"5ms\"",
+        "model = \"find-max\"\nslo = \"p99<5ms\"\nsend_window = \"5ms\"\nsend_batch = 16",
         "model = \"open\"\nrate = [10]",
     ]))
     .unwrap();
@@ -397,6 +397,10 @@ fn send_window_and_connect_limit_pace_open_and_find_max_loads() {
     assert_eq!(pacing[0].send_window, Duration::ZERO);
     assert_eq!(pacing[0].connect_limit, 8);
     assert_eq!(pacing[1].send_window, Duration::from_millis(5));
+    assert_eq!(
+        (pacing[0].send_batch, pacing[1].send_batch),
+        (loadbench_plan::DEFAULT_SEND_BATCH, 16)
+    );
     assert_eq!(
         pacing[1].connect_limit,
         loadbench_plan::DEFAULT_CONNECT_LIMIT
@@ -414,6 +418,14 @@ fn bad_send_windows_and_connect_limits_name_the_key() {
         "load[0].connect_limit",
         "only for open and find-max",
     );
+    let closed = with_loads(&[&format!("{CLOSED}\nsend_batch = 8")]);
+    assert_key(&closed, "load[0].send_batch", "only for open and find-max");
+    for batch in [0, loadbench_plan::MAX_SEND_BATCH + 1] {
+        let bad = with_loads(&[&format!(
+            "model = \"open\"\nrate = [10]\nsend_batch = {batch}"
+        )]);
+        assert_key(&bad, "load[0].send_batch", "out of range");
+    }
     let wide = with_loads(&["model = \"open\"\nrate = [10]\nsend_window = \"1s\""]);
     assert_key(&wide, "load[0].send_window", "longer than 100ms");
     let zero = with_loads(&["model = \"find-max\"\nslo = \"p99<5ms\"\nconnect_limit = 0"]);

@@ -337,6 +337,11 @@ pub struct BenchCell {
     pub latency_us: Vec<CellPercentile>,
     /// Mean latency from the intended send time across rounds, µs.
     pub mean_latency_us: Option<CellStats>,
+    /// Open model: the generator's own delay in sending (kept out of the latency, see
+    /// `Stats::generator_delay`), p50 and p99 across rounds, µs. Empty for closed loads and in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generator_delay_us: Vec<CellPercentile>,
     /// Completed requests, summed over rounds.
     pub requests: u64,
     /// Failed requests plus non-2xx/3xx responses, summed over rounds.
@@ -526,7 +531,10 @@ impl BenchResult {
             target: target.clone(),
             combined: *combined,
             rounds: throughput.len() as u32,
-            latency_us: latency_cells(&runs),
+            latency_us: percentile_cells(&runs, &CELL_PERCENTILES, |r| &r.stats.latency),
+            generator_delay_us: percentile_cells(&runs, &[50.0, 99.0], |r| {
+                &r.stats.generator_delay
+            }),
             mean_latency_us: cell_stats(
                 &runs
                     .iter()
@@ -625,17 +633,18 @@ fn nothing_measured(rounds: &[&BenchRound]) -> Option<String> {
     (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
-fn latency_cells(runs: &[&RunResult]) -> Vec<CellPercentile> {
-    let runs: Vec<&&RunResult> = runs
-        .iter()
-        .filter(|r| !r.stats.latency.hist.is_empty())
-        .collect();
-    CELL_PERCENTILES
-        .iter()
+/// Percentiles `ps` of one latency of the runs (those that recorded it), across rounds.
+fn percentile_cells(
+    runs: &[&RunResult],
+    ps: &[f64],
+    of: impl Fn(&RunResult) -> &crate::Latency,
+) -> Vec<CellPercentile> {
+    let runs: Vec<&&RunResult> = runs.iter().filter(|r| !of(r).hist.is_empty()).collect();
+    ps.iter()
         .filter_map(|&p| {
             let values: Vec<f64> = runs
                 .iter()
-                .map(|r| r.stats.latency.hist.percentile_ns(p) as f64 / 1e3)
+                .map(|r| of(r).hist.percentile_ns(p) as f64 / 1e3)
                 .collect();
             cell_stats(&values, false).map(|stats| CellPercentile { p, stats })
         })

@@ -281,3 +281,93 @@ fn lost_pushes_are_one_line_in_the_text_and_markdown_of_a_search_and_a_bench() {
         }
     }
 }
+
+/// The bench fixture with a generator delay in its first cell's three rounds: p50 of 20, 30
+/// and 40 µs (median 30), p99 of 200, 300 and 400 µs (median 300).
+fn bench_with_generator_delay() -> loadbench_model::BenchResult {
+    let mut b = fixtures::bench();
+    let first = (
+        b.rounds[0].target.clone(),
+        b.rounds[0].load,
+        b.rounds[0].level,
+    );
+    let mut k = 0u64;
+    for round in b.rounds.iter_mut() {
+        let ours = (round.target.clone(), round.load, round.level) == first;
+        let Some(run) = round.result.as_mut().filter(|_| ours) else {
+            continue;
+        };
+        k += 1;
+        let mut own = loadbench_model::Latency::default();
+        own.hist.record_ns_n(k * 10_000 + 10_000, 98);
+        own.hist.record_ns_n(k * 100_000 + 100_000, 2);
+        run.stats.generator_delay = own;
+    }
+    assert_eq!(k, 3, "the fixture's first cell has three rounds");
+    b.recompute();
+    b
+}
+
+/// Issue 36: a bench of an open load shows the generator's own delay, the median over the
+/// rounds of each round's p50 and p99, in every report.
+#[test]
+fn a_bench_shows_the_generator_s_delay_median_of_the_rounds_in_every_format() {
+    let b = bench_with_generator_delay();
+    let first = &b.rounds[0];
+    let cell = b.cells.iter().find(|c| c.target == first.target).unwrap();
+    let medians: Vec<f64> = cell
+        .generator_delay_us
+        .iter()
+        .map(|c| c.stats.median)
+        .collect();
+    assert_eq!(medians.len(), 2);
+    assert!((medians[0] - 30.0).abs() < 0.1, "{medians:?}");
+    assert!((medians[1] - 300.0).abs() < 1.0, "{medians:?}");
+    let want = format!(
+        "{} at {}: p50 {}, p99 {}",
+        first.target,
+        b.loads[first.load as usize].level_label(first.level as usize),
+        units::duration_us(medians[0]),
+        units::duration_us(medians[1])
+    );
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render_bench(format, &b);
+        let title = match format {
+            Format::Html => "generator&#39;s own delay in sending",
+            _ => "generator's own delay in sending",
+        };
+        assert!(out.contains(title), "{format}: {out}");
+        assert!(out.contains(&want), "{format}: no {want:?} in\n{out}");
+    }
+    // Only the first cell has one: one line, not one per cell.
+    let text = render_bench(Format::Text, &b);
+    assert_eq!(text.matches(": p50 ").count(), 1, "{text}");
+}
+
+/// The bench CSV: each round's own p50 and p99 of the generator's delay, empty for the others.
+#[test]
+fn a_bench_csv_has_each_round_s_generator_delay() {
+    let b = bench_with_generator_delay();
+    let csv = render_bench(Format::Csv, &b);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (p50, p99) = (col("generator_delay_p50_us"), col("generator_delay_p99_us"));
+    let mut seen = Vec::new();
+    for line in csv.lines().skip(1).take(b.rounds.len()) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[p50].is_empty() {
+            assert!(f[p99].is_empty(), "{line}");
+        } else {
+            seen.push((
+                f[p50].parse::<f64>().unwrap(),
+                f[p99].parse::<f64>().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(seen.len(), 3, "{csv}");
+    for (i, (a, z)) in seen.iter().enumerate() {
+        let k = i as f64 + 1.0;
+        assert!((a - (k * 10.0 + 10.0)).abs() < 0.1, "{seen:?}");
+        assert!((z - (k * 100.0 + 100.0)).abs() < 1.0, "{seen:?}");
+    }
+}

@@ -340,6 +340,34 @@ pub(crate) fn load_line(load: &BenchLoad) -> String {
     line
 }
 
+/// The title above [`generator_delay_lines`].
+pub(crate) const GENERATOR_DELAY_TITLE: &str =
+    "the generator's own delay in sending (kept out of the latency; median of the rounds)";
+
+/// Open loads: per target and level, the generator's own delay in sending (the median over the
+/// rounds of each round's p50 and p99), which the latency leaves out; empty when no cell of
+/// the load recorded one (closed loads, older files).
+pub(crate) fn generator_delay_lines(r: &BenchResult, load: u32) -> Vec<String> {
+    let level_of = |c: &BenchCell| {
+        load_of(r, load).map_or(MISSING.to_string(), |l| l.level_label(c.level as usize))
+    };
+    load_cells(r, load)
+        .into_iter()
+        .filter_map(|c| {
+            let at = |p: f64| {
+                let cell = c.generator_delay_us.iter().find(|x| x.p == p)?;
+                Some(units::duration_us(cell.stats.median))
+            };
+            let (p50, p99) = (at(50.0)?, at(99.0)?);
+            Some(format!(
+                "{} at {}: p50 {p50}, p99 {p99}",
+                c.target,
+                level_of(c)
+            ))
+        })
+        .collect()
+}
+
 /// The relative-speed lines of a load: `c=50: nginx: 1.65 ± 0.02 times slower than direct`.
 pub(crate) fn relative_lines(r: &BenchResult, load: u32) -> Vec<String> {
     let Some(l) = load_of(r, load) else {

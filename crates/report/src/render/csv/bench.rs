@@ -5,7 +5,7 @@ use crate::markup::csv::{endpoint_columns, json_name, quote};
 use crate::view::endpoints;
 use loadbench_model::{BenchResult, BenchRound};
 
-const HEAD: [&str; 23] = [
+const HEAD: [&str; 25] = [
     "step",
     "load",
     "model",
@@ -19,6 +19,8 @@ const HEAD: [&str; 23] = [
     "latency_p90_us",
     "latency_p99_us",
     "latency_p99_9_us",
+    "generator_delay_p50_us",
+    "generator_delay_p99_us",
     "requests",
     "errors",
     "cpu_mean_cores",
@@ -82,6 +84,10 @@ fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
     let run = round.result.as_ref();
     let hist = run.map(|x| &x.stats.latency.hist).filter(|h| !h.is_empty());
     let pct = |p: f64| opt(hist.map(|h| h.percentile_ns(p) as f64 / 1e3));
+    let own = run
+        .map(|x| &x.stats.generator_delay.hist)
+        .filter(|h| !h.is_empty());
+    let own = |p: f64| opt(own.map(|h| h.percentile_ns(p) as f64 / 1e3));
     let res = round.resources.as_ref();
     let errors = run.map(|x| x.stats.errors.total() + x.stats.status.non_success());
     vec![
@@ -98,6 +104,8 @@ fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
         pct(90.0),
         pct(99.0),
         pct(99.9),
+        own(50.0),
+        own(99.0),
         opt(run.map(|x| x.stats.requests)),
         opt(errors),
         opt(res.map(|x| format!("{:.3}", x.cpu_mean_cores))),

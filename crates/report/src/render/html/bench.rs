@@ -10,8 +10,8 @@ use crate::markup::html::{
     self as page, alert, esc, footer, key_values, section, Alert, Level, Row,
 };
 use crate::view::bench::{
-    cell_row, cpus, headline, limits_text, load_cells, load_line, recomputed, relative_lines,
-    warnings, Severity,
+    cell_row, cpus, generator_delay_lines, headline, limits_text, load_cells, load_line,
+    recomputed, relative_lines, warnings, Severity, GENERATOR_DELAY_TITLE,
 };
 use crate::view::endpoints;
 use crate::view::profile::{profiled, what, NOTE};
@@ -114,6 +114,18 @@ fn summary(r: &BenchResult) -> String {
         if !rel.is_empty() {
             out += "<ul class=\"relative\">\n";
             for l in rel {
+                let _ = writeln!(out, "<li>{}</li>", esc(&l));
+            }
+            out += "</ul>\n";
+        }
+        let delay = generator_delay_lines(r, li as u32);
+        if !delay.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p>{}:</p>\n<ul class=\"relative\">",
+                esc(GENERATOR_DELAY_TITLE)
+            );
+            for l in delay {
                 let _ = writeln!(out, "<li>{}</li>", esc(&l));
             }
             out += "</ul>\n";

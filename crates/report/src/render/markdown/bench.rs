@@ -5,7 +5,8 @@
 
 use crate::markup::markdown::{code, escape_text, table, Align};
 use crate::view::bench::{
-    cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings, Severity,
+    cell_row, generator_delay_lines, headline, limits_text, load_cells, load_line, relative_lines,
+    warnings, Severity, GENERATOR_DELAY_TITLE,
 };
 use crate::view::endpoints;
 use crate::view::profile::{path, profiled, what, NOTE};
@@ -102,6 +103,18 @@ fn load_section(r: &BenchResult, li: u32) -> String {
     if !relative.is_empty() {
         out += "\nRelative speed (mean req/s):\n\n";
         for l in relative {
+            out += &format!("- {}\n", escape_text(&l));
+        }
+    }
+    let delay = generator_delay_lines(r, li);
+    if !delay.is_empty() {
+        let title = GENERATOR_DELAY_TITLE;
+        out += &format!(
+            "\n{}{}:\n\n",
+            title[..1].to_uppercase(),
+            escape_text(&title[1..])
+        );
+        for l in delay {
             out += &format!("- {}\n", escape_text(&l));
         }
     }

@@ -6,7 +6,8 @@
 
 use crate::markup::text::aligned;
 use crate::view::bench::{
-    cell_row, headline, limits_text, load_cells, load_line, relative_lines, warnings, Severity,
+    cell_row, generator_delay_lines, headline, limits_text, load_cells, load_line, relative_lines,
+    warnings, Severity, GENERATOR_DELAY_TITLE,
 };
 use crate::view::endpoints;
 use crate::view::profile::{path, profiled, what, NOTE};
@@ -101,6 +102,11 @@ fn load_section(r: &BenchResult, li: u32) -> Vec<String> {
     if !relative.is_empty() {
         lines.push("relative speed (mean req/s):".to_string());
         lines.extend(relative.iter().map(|l| format!("  {l}")));
+    }
+    let delay = generator_delay_lines(r, li);
+    if !delay.is_empty() {
+        lines.push(format!("{GENERATOR_DELAY_TITLE}:"));
+        lines.extend(delay.iter().map(|l| format!("  {l}")));
     }
     let mix = endpoints::bench_rows(r, li);
     if !mix.is_empty() {

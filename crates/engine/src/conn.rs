@@ -10,7 +10,7 @@ use crate::vu::Vu;
 use loadbench_model::{ErrorKind, ReopenReason};
 use loadbench_plan::{split_answer, Answer, Draw, Flow, MAX_KEPT_RESPONSE};
 use mio::{Interest, Token};
-use std::io::{self, ErrorKind as IoKind, Read, Write};
+use std::io::{self, ErrorKind as IoKind, Write};
 use std::time::{Duration, Instant};
 
 mod pipeline;
@@ -632,10 +632,15 @@ impl Conn {
             let Some(stream) = self.stream.as_mut() else {
                 return;
             };
-            match stream.read(&mut ctx.buf) {
-                Ok(0) => return self.on_eof(ctx),
-                Ok(n) => {
-                    let now = Instant::now();
+            match stream.read_stamped(&mut ctx.buf) {
+                Ok((0, _)) => return self.on_eof(ctx),
+                Ok((n, stamp)) => {
+                    // With the kernel's stamp: when the response arrived, not when this worker
+                    // got to it (never before the request began).
+                    let now = match stamp {
+                        Some(s) => crate::ctx::arrival(s).max(self.since),
+                        None => Instant::now(),
+                    };
                     if !self.parser.started() {
                         self.first_byte(ctx, now);
                     }
@@ -921,6 +926,9 @@ pub(crate) fn open_registered(ctx: &mut Ctx, token: Token) -> Result<Stream, Err
     let source = ctx.sources.take();
     let mut s =
         Stream::open(ctx.dest, source, ctx.tls.as_ref()).map_err(|e| connect_error_kind(&e))?;
+    if ctx.stamped {
+        s.stamp_receives().map_err(|_| ErrorKind::ConnectError)?;
+    }
     s.register(
         &ctx.registry,
         token,

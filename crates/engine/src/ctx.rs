@@ -78,6 +78,10 @@ pub struct Ctx<'a> {
     stopping: bool,
     /// When the last poll returned: the kernel had finished every connect it reported by then.
     pub polled_at: Instant,
+    /// Open model, plain HTTP/1.1 over TCP: responses carry the kernel's receive stamp, so
+    /// the worker may read them late (at its next send wake-up, see `Worker::wait`) and still
+    /// time each from when it arrived.
+    pub stamped: bool,
     /// Connects (and TLS handshakes) in progress.
     pub connecting: usize,
     /// Open model: spare connects in progress (each will serve a waiting request).
@@ -325,9 +329,28 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The instant a kernel receive stamp (`CLOCK_REALTIME` since the epoch) stands for, from one
+/// reading of both clocks now; never later than now.
+#[inline]
+pub(crate) fn arrival(stamp: Duration) -> Instant {
+    let now = Instant::now();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    now.checked_sub(wall.saturating_sub(stamp)).unwrap_or(now)
+}
+
 impl<'a> Ctx<'a> {
     /// A worker's context from its configuration; `registry` is its poll's.
     pub(crate) fn new(cfg: &mut WorkerConfig<'a>, registry: Registry, now: Instant) -> Self {
+        // The protocol may still say no (`Protocol::stamps_arrivals`).
+        let stamped = cfg.pacing.is_some()
+            && cfg.unix.is_none()
+            && cfg.tls.is_none()
+            && cfg.pipeline <= 1
+            && cfg.script.is_none()
+            && cfg.flow.is_none()
+            && std::env::var_os("LOADBENCH_NO_STAMPS").is_none();
         Ctx {
             registry,
             dest: cfg.unix.map_or(Dest::Tcp(cfg.addr), Dest::Unix),
@@ -362,6 +385,7 @@ impl<'a> Ctx<'a> {
             deadline: cfg.deadline,
             stopping: false,
             polled_at: now,
+            stamped,
             connecting: 0,
             spares: 0,
             connects_peak: 0,

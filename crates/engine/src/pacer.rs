@@ -242,6 +242,15 @@ impl<'a> Pacer<'a> {
         self.wake_at(now, release, limit)
     }
 
+    /// How long the worker may sleep outside its poll until the next batch may leave, at most
+    /// `limit`; `None` when no request is to go (then only the poll may wait). No timer is
+    /// armed: the worker sleeps this long, then polls without waiting, so the responses that
+    /// arrived meanwhile are read at once, timed by their kernel stamps (`Ctx::stamped`).
+    pub fn nap(&self, limit: Duration) -> Option<Duration> {
+        let release = self.walk.next_release()?;
+        Some(release.saturating_duration_since(Instant::now()).min(limit))
+    }
+
     /// When the next due request may leave (`None`: the schedule has ended).
     pub fn next_release(&self) -> Option<Instant> {
         self.walk.next_release()

@@ -52,6 +52,42 @@ impl Stream {
         }
     }
 
+    /// Plain TCP: asks the kernel to stamp each received segment (`SO_TIMESTAMPNS`), so
+    /// [`Stream::read_stamped`] can say when a response arrived however late the worker reads
+    /// it. Other streams: nothing (their reads carry no stamp).
+    #[allow(unsafe_code)]
+    pub fn stamp_receives(&self) -> io::Result<()> {
+        let Stream::Tcp(s) = self else {
+            return Ok(());
+        };
+        let on: libc::c_int = 1;
+        // SAFETY: a valid socket and a c_int option of the right size.
+        let rc = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(s),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                std::ptr::from_ref(&on).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Reads as [`Read::read`] does; on plain TCP with [`Stream::stamp_receives`] also when
+    /// the last segment read arrived (`CLOCK_REALTIME`, since the Unix epoch), else `None`.
+    #[inline]
+    pub fn read_stamped(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
+        match self {
+            Stream::Tcp(s) => recv_stamped(std::os::fd::AsRawFd::as_raw_fd(s), buf),
+            other => other.read(buf).map(|n| (n, None)),
+        }
+    }
+
     /// The TLS session, when this stream has one (its handshake follows the connect).
     pub fn tls_mut(&mut self) -> Option<&mut TlsStream> {
         match self {
@@ -59,6 +95,43 @@ impl Stream {
             _ => None,
         }
     }
+}
+
+/// One `recvmsg` into `buf`, with room for the kernel's receive stamp (`SCM_TIMESTAMPNS`).
+#[allow(unsafe_code)]
+fn recv_stamped(fd: std::os::fd::RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // Room for one timespec's control message, 8-byte aligned.
+    let mut control = [0u64; 8];
+    // SAFETY: a zeroed msghdr is a valid empty one; its pointers are set to live buffers
+    // below, which outlive the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: `msg` points at `iov` (over `buf`) and `control`, both alive for the call.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, within
+    // `msg_controllen`; the stamp is read unaligned.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
 }
 
 /// A non-blocking TCP connect with `TCP_NODELAY`, from `source` when given.
@@ -259,5 +332,71 @@ impl Write for Stream {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A response read late is timed from when it arrived: the kernel's stamp, not the read.
+    #[test]
+    fn a_stamped_read_says_when_the_bytes_arrived_not_when_they_were_read() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut stream = Stream::connect(addr, None).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        stream.stamp_receives().unwrap();
+        // Connected once the peer accepted; the client's connect completes with it.
+        let sent = Instant::now();
+        server.write_all(b"HTTP/1.1 200 OK\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut buf = [0u8; 64];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (n, stamp) = loop {
+            match stream.read_stamped(&mut buf) {
+                Ok(r) => break r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let read_at = Instant::now();
+        assert_eq!(&buf[..n], b"HTTP/1.1 200 OK\r\n");
+        let arrived = crate::ctx::arrival(stamp.expect("the kernel stamped the segment"));
+        // It arrived after the write began and at least the 50 ms sleep before the read.
+        assert!(
+            arrived >= sent.checked_sub(Duration::from_millis(1)).unwrap(),
+            "{:?}",
+            sent.saturating_duration_since(arrived)
+        );
+        assert!(
+            read_at.saturating_duration_since(arrived) >= Duration::from_millis(45),
+            "read {:?} after it arrived",
+            read_at.saturating_duration_since(arrived)
+        );
+    }
+
+    /// Without `stamp_receives` (or on other streams) a read carries no stamp.
+    #[test]
+    fn an_unstamped_read_has_no_stamp() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut stream = Stream::connect(listener.local_addr().unwrap(), None).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        server.write_all(b"x").unwrap();
+        let mut buf = [0u8; 8];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let got = loop {
+            match stream.read_stamped(&mut buf) {
+                Ok(r) => break r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(got, (1, None));
     }
 }

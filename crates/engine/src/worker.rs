@@ -54,6 +54,9 @@ pub(crate) struct Worker<'a, P> {
     grow_at: Option<Instant>,
     /// When the last [`Pulse`] was published (at most one per [`PULSE_EVERY`]).
     pulsed_at: Option<Instant>,
+    /// Open model with stamped reads: the coming wait is a sleep until the next batch, then
+    /// a poll that does not wait (see `Pacer::nap`), not a poll that any response would end.
+    napping: bool,
 }
 
 /// CPU time this thread has used, µs, from /proc/thread-self/schedstat (nanoseconds on a CPU
@@ -77,8 +80,9 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         let now = Instant::now();
-        let ctx = Ctx::new(&mut cfg, poll.registry().try_clone()?, now);
+        let mut ctx = Ctx::new(&mut cfg, poll.registry().try_clone()?, now);
         let proto = proto(&cfg, now);
+        ctx.stamped &= proto.stamps_arrivals();
         let pacer = match cfg.pacing {
             Some(p) => Some(Pacer::new(p, poll.registry())?),
             None => None,
@@ -94,6 +98,7 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
             initial: 0,
             grow_at: None,
             pulsed_at: None,
+            napping: false,
         })
     }
 
@@ -111,8 +116,14 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
     }
 
     /// Runs until the deadline, the request budget is spent, or `stop` is raised.
+    #[allow(unsafe_code)]
     pub(crate) fn run(mut self, stop: &AtomicBool, live: &LiveCounters) -> io::Result<Stats> {
         let mut events = Events::with_capacity(1024);
+        if self.ctx.stamped {
+            // Its naps end on time: no timer slack (50 µs by default) on this thread.
+            // SAFETY: prctl with an integer argument changes only this thread's slack.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        }
         let mut now = Instant::now();
         let (started, cpu0) = (now, thread_cpu_us());
         // The closed model's connections, started a batch at a time (the open model's pool is
@@ -218,6 +229,12 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
     }
 
     fn poll_once(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
+        let wait = if std::mem::take(&mut self.napping) && !wait.is_zero() {
+            std::thread::sleep(wait);
+            Duration::ZERO
+        } else {
+            wait
+        };
         match self.poll.poll(events, Some(wait)) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 events.clear();

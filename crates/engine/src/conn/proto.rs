@@ -133,6 +133,10 @@ fn next_due(d: &Due<'_, '_>, now: Instant) -> Option<(Instant, bool)> {
 impl<'a> Protocol<'a> for Http1 {
     type Conn = Conn;
 
+    fn stamps_arrivals(&self) -> bool {
+        true
+    }
+
     fn conns(&self) -> &[Conn] {
         &self.conns
     }

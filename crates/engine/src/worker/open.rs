@@ -151,6 +151,13 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
                 let at = p.next_release().into_iter().chain(next_step).min();
                 at.map_or(limit, |at| p.wake_at(now, at, limit))
             }
+            (Some(p), None) if can_send && self.ctx.stamped => match p.nap(limit) {
+                Some(d) => {
+                    self.napping = true;
+                    d
+                }
+                None => limit,
+            },
             (Some(p), None) => p.wait(now, limit, can_send),
             (None, _) => limit,
         }

@@ -85,4 +85,9 @@ pub(crate) trait Protocol<'a> {
     fn account_waiting(&mut self, _ctx: &mut Ctx<'a>, _end: Instant) {}
     /// At the end: the protocol's own figures into the worker's statistics.
     fn add_stats(&mut self, _stats: &mut Stats) {}
+    /// Whether its reads time each response by the kernel's receive stamp when
+    /// `Ctx::stamped` (then the open-model worker may read late, see `Worker::wait`).
+    fn stamps_arrivals(&self) -> bool {
+        false
+    }
 }

@@ -1,0 +1,132 @@
+//! WebSocket as a [`Protocol`] of the worker loop: its slots are [`WsConn`]s, one message in
+//! flight each. The closed model only (the plan refuses `--rate` with a `ws://` URL), so the
+//! open model's hooks place nothing.
+
+use super::conn::{Shared, WsConn, WsPhase};
+use super::{Rng, WsSetup};
+use crate::ctx::{Ctx, WorkerConfig};
+use crate::pacer::Pacer;
+use crate::worker::{Connection, Due, Protocol};
+use crate::WorkerLimits;
+use loadbench_model::{ErrorKind, Stats, WsStats};
+use mio::Token;
+use std::time::Instant;
+
+/// A worker's WebSocket connections and what they share.
+pub(crate) struct WebSocket<'a> {
+    conns: Vec<WsConn>,
+    sh: Shared<'a>,
+}
+
+impl<'a> WebSocket<'a> {
+    /// The closed model's connection slots.
+    pub(crate) fn new(cfg: &WorkerConfig<'a>, setup: &'a WsSetup, now: Instant) -> Self {
+        WebSocket {
+            conns: (0..cfg.connections)
+                .map(|i| WsConn::new(Token(i), now))
+                .collect(),
+            sh: Shared {
+                setup,
+                rng: Rng::new(cfg.first_source as u64 + 1),
+                stats: WsStats::default(),
+            },
+        }
+    }
+}
+
+impl<'a> Protocol<'a> for WebSocket<'a> {
+    type Conn = WsConn;
+
+    fn conns(&self) -> &[WsConn] {
+        &self.conns
+    }
+
+    fn conns_mut(&mut self) -> &mut [WsConn] {
+        &mut self.conns
+    }
+
+    #[inline]
+    fn begin(&mut self, ctx: &mut Ctx<'a>, i: usize, now: Instant) {
+        self.conns[i].begin(ctx, &mut self.sh, now);
+    }
+
+    #[inline]
+    fn on_event(&mut self, ctx: &mut Ctx<'a>, i: usize, closed: bool) {
+        if let Some(c) = self.conns.get_mut(i) {
+            c.on_event(ctx, &mut self.sh, closed);
+        }
+    }
+
+    fn lost(&mut self, _ctx: &mut Ctx<'a>, _pacer: &mut Pacer<'a>, _i: usize, _now: Instant) {}
+
+    /// Connects and upgrades not done within `--connect-timeout`, messages without an
+    /// answer within `--timeout`.
+    fn expire(&mut self, ctx: &mut Ctx<'a>, now: Instant, limits: &WorkerLimits) {
+        for c in &mut self.conns {
+            let age = now.saturating_duration_since(c.since);
+            let kind = match c.phase {
+                WsPhase::Connecting if age > limits.connect_timeout => ErrorKind::ConnectTimeout,
+                WsPhase::Upgrading if age > limits.connect_timeout => ErrorKind::ReadTimeout,
+                WsPhase::Waiting if age > limits.timeout => ErrorKind::ReadTimeout,
+                _ => continue,
+            };
+            c.fail(ctx, kind, now);
+        }
+    }
+
+    fn send_due(&mut self, _due: &mut Due<'_, 'a>) -> bool {
+        false
+    }
+
+    fn may_connect(&self, _ctx: &Ctx<'a>, _max: usize) -> bool {
+        false
+    }
+
+    fn covered(&self, _ctx: &Ctx<'a>) -> u64 {
+        0
+    }
+
+    fn connect_more(&mut self, _ctx: &mut Ctx<'a>, _max: usize, _now: Instant) -> bool {
+        false
+    }
+
+    fn add_to_pool(&mut self, _ctx: &mut Ctx<'a>, _now: Instant) {}
+
+    fn pool_opened(&mut self, _ctx: &mut Ctx<'a>) -> usize {
+        0
+    }
+
+    fn add_stats(&mut self, stats: &mut Stats) {
+        stats.ws = std::mem::take(&mut self.sh.stats);
+    }
+}
+
+impl Connection for WsConn {
+    fn wake_at(&self) -> Instant {
+        self.wake_at
+    }
+    fn is_open(&self) -> bool {
+        WsConn::is_open(self)
+    }
+    fn busy(&self) -> bool {
+        WsConn::busy(self)
+    }
+    fn completed(&self) -> u32 {
+        self.completed
+    }
+    fn abandoned(&self) -> u64 {
+        WsConn::abandoned(self)
+    }
+    fn oldest(&self) -> Option<Instant> {
+        WsConn::oldest(self)
+    }
+    fn answered_late(&self) -> Option<Instant> {
+        self.in_flight_at_end
+    }
+    fn others(&self) -> impl Iterator<Item = Instant> + '_ {
+        std::iter::empty()
+    }
+    fn shut(&mut self) {
+        self.close();
+    }
+}

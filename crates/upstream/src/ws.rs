@@ -64,6 +64,8 @@ fn close_after(query: Option<&str>) -> Option<CloseAfter> {
 
 /// Serves one WebSocket connection: the handshake, then echoes until the client closes, the
 /// connection fails or the server stops (then it sends a close, 1001 going away).
+// The handshake callback's error type is tungstenite's `ErrorResponse` (never returned here).
+#[allow(clippy::result_large_err)]
 pub(crate) async fn serve_ws(stream: TcpStream, app: Arc<App>, mut stop: watch::Receiver<bool>) {
     let mut close = None;
     let callback = |req: &Request, resp: Response| {

@@ -190,6 +190,38 @@ fn close_codes_the_server_sends_are_counted_and_reported() {
 }
 
 #[test]
+fn the_open_model_sends_each_message_when_due_on_an_idle_connection() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let r = Run::new(&ws_url(&server, "/ws"))
+        .args(["--body", "tick", "--rate", "400", "-n", "200"])
+        .ok();
+    assert_clean(&r, 200);
+    assert_eq!(
+        server.stats().route("/ws"),
+        200,
+        "the server's count agrees"
+    );
+    assert!(r.stats.ws.upgrades >= 1, "{:?}", r.stats.ws);
+
+    // Closes behind answers: an idle connection the server closed connects again when the
+    // next message takes it; every message is answered or failed, none waits for a timeout.
+    server.reset_stats();
+    let url = ws_url(&server, "/ws?close_after=5&close_code=1001");
+    let r = Run::new(&url)
+        .args(["--body", "tick", "--rate", "400", "-n", "60"])
+        .ok();
+    let failed = r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete);
+    assert_eq!(r.stats.errors.total(), failed, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.requests + failed, 60);
+    assert_eq!(server.stats().route("/ws"), r.stats.requests);
+    assert!(
+        r.stats.ws.close_codes.get(&1001).copied().unwrap_or(0) >= 6,
+        "{:?}",
+        r.stats.ws
+    );
+}
+
+#[test]
 fn python_websockets_counts_what_loadbench_sent_and_its_pings_are_answered() {
     if !have_websockets() {
         return;
@@ -247,7 +279,10 @@ fn a_ws_url_answered_with_200_is_one_line_and_exit_2_before_any_load() {
     let addr = server.local_addr();
     for (url, extra) in [
         (format!("wss://{addr}/ws"), vec!["-c", "1", "-n", "1"]),
-        (format!("ws://{addr}/ws"), vec!["--rate", "10", "-d", "1s"]),
+        (
+            format!("ws://{addr}/ws"),
+            vec!["--pipeline", "2", "-c", "1", "-n", "2"],
+        ),
         (
             format!("ws://{addr}/ws"),
             vec!["--http2", "-c", "1", "-n", "1"],

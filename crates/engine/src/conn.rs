@@ -18,7 +18,7 @@ mod proto;
 mod scripted;
 pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
-pub(crate) use proto::Http1;
+pub(crate) use proto::{free_conn, Http1};
 
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);

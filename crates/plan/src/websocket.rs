@@ -3,7 +3,7 @@
 //! everything that shapes HTTP requests per request, or another protocol, is refused here with
 //! one line naming the fix.
 
-use crate::{invalid, LoadShape, LoadSpec, PlanError};
+use crate::{invalid, LoadSpec, PlanError};
 
 /// Refuses what a `ws://` load cannot do (yet); nothing for other URLs.
 pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
@@ -34,8 +34,6 @@ pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
         Some("a flow")
     } else if spec.script.is_some() {
         Some("--script")
-    } else if matches!(spec.load, LoadShape::Open { .. }) {
-        Some("--rate (a ws:// load runs the closed model for now: -c connections, each sending its next message once the last one was answered)")
     } else {
         None
     };

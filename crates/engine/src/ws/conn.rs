@@ -1,5 +1,6 @@
 //! One WebSocket connection slot: connect, upgrade, then one message in flight at a time
-//! (the closed model: the next is claimed once the answer came). Its socket is edge-triggered,
+//! (closed model: the next is claimed once the answer came; open model: the slot goes idle
+//! for the next due one). Its socket is edge-triggered,
 //! so every event reads until the socket would block and writes what is pending.
 
 use super::frame::{self, Head};
@@ -71,6 +72,9 @@ pub(crate) struct WsConn {
     pub(crate) wake_at: Instant,
     /// The server closed the connection with a close frame (answered, then dropped).
     closing: bool,
+    /// Open model: connecting (and upgrading) with no message of its own, to join the idle
+    /// connections (`Ctx::spares` counts it meanwhile).
+    spare: bool,
 }
 
 /// What the frames of one read amounted to.
@@ -105,7 +109,57 @@ impl WsConn {
             backoff: Duration::ZERO,
             wake_at: now,
             closing: false,
+            spare: false,
         }
+    }
+
+    /// Open model: starts a message due at `intended` on this idle slot (connecting first
+    /// when its connection is gone).
+    pub(crate) fn start(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        intended: Instant,
+        now: Instant,
+    ) {
+        self.intended = intended;
+        self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
+        self.has_message = true;
+        self.read_bytes = 0;
+        match self.phase {
+            WsPhase::Ready => {
+                // Free since it went idle: a message due before then waited for it.
+                let free = self.since;
+                self.send_message(ctx, sh, now, free);
+            }
+            WsPhase::Idle => self.connect(ctx, now),
+            _ => {}
+        }
+    }
+
+    /// Open model: connects and upgrades with no message of its own; `counted`: its connect
+    /// time is recorded (the pool grows in the measured window).
+    pub(crate) fn connect_spare(&mut self, ctx: &mut Ctx, now: Instant, counted: bool) {
+        self.spare = true;
+        ctx.spares += 1;
+        self.has_message = false;
+        self.measured = counted;
+        self.connect(ctx, now);
+    }
+
+    /// A spare's connect ended (upgraded or failed).
+    fn end_spare(&mut self, ctx: &mut Ctx) {
+        if self.spare {
+            self.spare = false;
+            ctx.spares = ctx.spares.saturating_sub(1);
+        }
+    }
+
+    /// Open model: free for the next due message from `now` on.
+    fn go_idle(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.phase = WsPhase::Ready;
+        self.since = now;
+        ctx.idle.push(self.token.0);
     }
 
     /// Claims the next message and sends it (connecting and upgrading first when needed).
@@ -119,7 +173,7 @@ impl WsConn {
         self.has_message = true;
         self.read_bytes = 0;
         match self.phase {
-            WsPhase::Ready => self.send_message(ctx, sh, now),
+            WsPhase::Ready => self.send_message(ctx, sh, now, now),
             WsPhase::Idle => self.connect(ctx, now),
             _ => {}
         }
@@ -234,8 +288,11 @@ impl WsConn {
         sh.stats.upgrades += 1;
         self.answered_here = 0;
         self.phase = WsPhase::Ready;
+        self.end_spare(ctx);
         if self.has_message {
-            self.send_message(ctx, sh, now);
+            self.send_message(ctx, sh, now, now);
+        } else if ctx.open {
+            self.go_idle(ctx, now);
         }
         self.phase != WsPhase::Idle
     }
@@ -246,9 +303,10 @@ impl WsConn {
         self.fail(ctx, ErrorKind::MalformedResponse, now);
     }
 
-    fn send_message(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+    /// `free`: when the connection became free for this message (see `Recorder::sent`).
+    fn send_message(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant, free: Instant) {
         if self.measured {
-            self.intended = ctx.recorder.sent(now, self.intended, now);
+            self.intended = ctx.recorder.sent(now, self.intended, free);
         }
         self.since = now;
         self.answer_bytes = 0;
@@ -378,16 +436,23 @@ impl WsConn {
         self.answered_here += 1;
         self.has_message = false;
         self.phase = WsPhase::Ready;
+        if ctx.open {
+            self.go_idle(ctx, now);
+        } else if !self.closing {
+            return self.begin(ctx, sh, now);
+        }
         if self.closing {
             // Its close frame follows: handled by the next read of what is buffered.
             self.closing = false;
             if let Ok(Read1::Closed) = self.frames(sh) {
                 let _ = self.flush();
+                // Open model: it stays on the idle list, and connects again when taken.
                 self.drop_conn(ctx);
-                return self.begin(ctx, sh, now);
             }
         }
-        self.begin(ctx, sh, now);
+        if !ctx.open {
+            self.begin(ctx, sh, now);
+        }
     }
 
     /// The server sent a close frame: answered (best effort), the connection dropped; a
@@ -399,7 +464,9 @@ impl WsConn {
         }
         let waiting = self.has_message;
         self.drop_conn(ctx);
-        if waiting {
+        // Open model: an idle connection is on the idle list already (closed, it connects
+        // again when a message takes it).
+        if waiting && !ctx.open {
             ctx.retry.push(self.token.0);
         }
     }
@@ -419,6 +486,9 @@ impl WsConn {
     /// tries again (after a backoff when it never got to send).
     pub(crate) fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
         let before_send = kind.before_send() || self.phase == WsPhase::Upgrading;
+        // Open model: an idle connection that failed is on the idle list already.
+        let listed = ctx.open && self.phase == WsPhase::Ready && !self.has_message;
+        self.end_spare(ctx);
         let unsent_late = before_send && !ctx.in_window(now);
         if self.has_message && !unsent_late {
             self.past_window(ctx, now);
@@ -428,7 +498,11 @@ impl WsConn {
         }
         self.has_message = false;
         self.drop_conn(ctx);
-        if before_send {
+        if ctx.open {
+            if !listed {
+                ctx.idle.push(self.token.0);
+            }
+        } else if before_send {
             self.wake_at = back_off(ctx, &mut self.backoff, now);
             ctx.backoff.push(self.token.0);
         } else {

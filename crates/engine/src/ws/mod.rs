@@ -7,7 +7,8 @@
 //! answered with pongs, close frames are answered and counted by code (`loadbench_model::WsStats`).
 //!
 //! Files: `frame.rs` (the framing), `conn.rs` (`WsConn`: one connection slot), `proto.rs`
-//! (`WebSocket`, the protocol). The closed model only: the plan refuses `--rate` with `ws://`.
+//! (`WebSocket`, the protocol). Closed model (`-c`) and open model (`--rate`), one message in
+//! flight per connection.
 
 pub mod frame;
 

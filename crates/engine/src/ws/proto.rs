@@ -1,9 +1,11 @@
 //! WebSocket as a [`Protocol`] of the worker loop: its slots are [`WsConn`]s, one message in
-//! flight each. The closed model only (the plan refuses `--rate` with a `ws://` URL), so the
-//! open model's hooks place nothing.
+//! flight each. In the open model (`--rate`) a due message takes an idle connection as an
+//! HTTP/1.1 request does (a closed one connects and upgrades again), and the pool grows by
+//! one spare connect per waiting message no connect in progress covers.
 
 use super::conn::{Shared, WsConn, WsPhase};
 use super::{Rng, WsSetup};
+use crate::conn::free_conn;
 use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
 use crate::worker::{Connection, Due, Protocol};
@@ -19,7 +21,7 @@ pub(crate) struct WebSocket<'a> {
 }
 
 impl<'a> WebSocket<'a> {
-    /// The closed model's connection slots.
+    /// The closed model's connection slots (none in the open model: its pool opens later).
     pub(crate) fn new(cfg: &WorkerConfig<'a>, setup: &'a WsSetup, now: Instant) -> Self {
         WebSocket {
             conns: (0..cfg.connections)
@@ -31,6 +33,15 @@ impl<'a> WebSocket<'a> {
                 stats: WsStats::default(),
             },
         }
+    }
+}
+
+impl WebSocket<'_> {
+    /// Open model: one more slot, connecting and upgrading with no message of its own.
+    fn add_spare(&mut self, ctx: &mut Ctx, now: Instant, counted: bool) {
+        let i = self.conns.len();
+        self.conns.push(WsConn::new(Token(i), now));
+        self.conns[i].connect_spare(ctx, now, counted);
     }
 }
 
@@ -57,6 +68,7 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
         }
     }
 
+    /// Open model: a failed slot is put back on the idle list by the slot itself.
     fn lost(&mut self, _ctx: &mut Ctx<'a>, _pacer: &mut Pacer<'a>, _i: usize, _now: Instant) {}
 
     /// Connects and upgrades not done within `--connect-timeout`, messages without an
@@ -74,26 +86,45 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
         }
     }
 
-    fn send_due(&mut self, _due: &mut Due<'_, 'a>) -> bool {
+    /// Starts every message due by now, each on an idle connection.
+    fn send_due(&mut self, d: &mut Due<'_, 'a>) -> bool {
+        let now = d.now;
+        while let Some(due) = d.pacer.due().filter(|&t| t <= now) {
+            let Some(i) = free_conn(self, d) else {
+                return true;
+            };
+            if d.ctx.stopping() || !d.ctx.in_window(due) {
+                d.ctx.idle.push(i);
+                return false;
+            }
+            d.pacer.advance();
+            self.conns[i].start(d.ctx, &mut self.sh, due, now);
+        }
+        d.pool.free(now);
         false
     }
 
-    fn may_connect(&self, _ctx: &Ctx<'a>, _max: usize) -> bool {
-        false
+    fn may_connect(&self, ctx: &Ctx<'a>, max: usize) -> bool {
+        self.conns.len() < max && ctx.idle.is_empty()
     }
 
-    fn covered(&self, _ctx: &Ctx<'a>) -> u64 {
-        0
+    /// Each spare connecting serves one waiting message.
+    fn covered(&self, ctx: &Ctx<'a>) -> u64 {
+        ctx.spares as u64
     }
 
-    fn connect_more(&mut self, _ctx: &mut Ctx<'a>, _max: usize, _now: Instant) -> bool {
-        false
+    fn connect_more(&mut self, ctx: &mut Ctx<'a>, _max: usize, now: Instant) -> bool {
+        let counted = ctx.recorder.measuring(now) && ctx.in_window(now);
+        self.add_spare(ctx, now, counted);
+        true
     }
 
-    fn add_to_pool(&mut self, _ctx: &mut Ctx<'a>, _now: Instant) {}
+    fn add_to_pool(&mut self, ctx: &mut Ctx<'a>, now: Instant) {
+        self.add_spare(ctx, now, true);
+    }
 
     fn pool_opened(&mut self, _ctx: &mut Ctx<'a>) -> usize {
-        0
+        self.conns.iter().filter(|c| c.is_open()).count()
     }
 
     fn add_stats(&mut self, stats: &mut Stats) {

@@ -126,6 +126,13 @@ fn assert_clean(r: &RunResult, n: u64) {
     assert!(r.stats.latency.hist.min_ns() > 0);
 }
 
+/// [`assert_clean`], and the reference backend echoed exactly as many messages.
+fn assert_clean_on(server: &Server, r: &RunResult, n: u64) {
+    assert_clean(r, n);
+    let echoed = server.stats().route("/ws");
+    assert_eq!(echoed, n, "the server's count agrees");
+}
+
 #[test]
 fn the_reference_echo_answers_every_message_text_and_binary() {
     let server = Server::start(ServerConfig::ephemeral()).unwrap();
@@ -133,12 +140,7 @@ fn the_reference_echo_answers_every_message_text_and_binary() {
     let r = Run::new(&url)
         .args(["--body", "hello", "-c", "4", "-n", "200"])
         .ok();
-    assert_clean(&r, 200);
-    assert_eq!(
-        server.stats().route("/ws"),
-        200,
-        "the server's count agrees"
-    );
+    assert_clean_on(&server, &r, 200);
     assert_eq!(r.stats.ws.upgrades, 4, "one upgrade per connection");
     assert_eq!(
         r.stats.body.total,
@@ -195,12 +197,7 @@ fn the_open_model_sends_each_message_when_due_on_an_idle_connection() {
     let r = Run::new(&ws_url(&server, "/ws"))
         .args(["--body", "tick", "--rate", "400", "-n", "200"])
         .ok();
-    assert_clean(&r, 200);
-    assert_eq!(
-        server.stats().route("/ws"),
-        200,
-        "the server's count agrees"
-    );
+    assert_clean_on(&server, &r, 200);
     assert!(r.stats.ws.upgrades >= 1, "{:?}", r.stats.ws);
 
     // Closes behind answers: an idle connection the server closed connects again when the

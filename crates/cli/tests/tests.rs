@@ -55,4 +55,5 @@ mod stdout;
 mod tls;
 mod transport;
 mod values;
+mod websocket;
 mod why;

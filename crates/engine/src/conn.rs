@@ -18,7 +18,7 @@ mod proto;
 mod scripted;
 pub(crate) use pipeline::least_unanswered;
 pub use pipeline::Pipe;
-pub(crate) use proto::Http1;
+pub(crate) use proto::{free_conn, Http1};
 
 /// First wait before reconnecting after a failed connect (closed model); doubles per failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
@@ -827,17 +827,13 @@ impl Conn {
     /// sent after the end (its worker had not noticed the end yet) was never in flight at it.
     #[cold]
     fn past_window(&mut self, ctx: &mut Ctx, now: Instant) {
-        let Some(end) = ctx.window_end() else {
-            return;
-        };
-        if now < end || self.intended >= end || self.in_flight_at_end.is_some() {
-            return;
-        }
-        self.in_flight_at_end = Some(self.intended);
-        if !self.measured {
-            ctx.recorder
-                .censor(end.saturating_duration_since(self.intended));
-        }
+        in_flight_at_end(
+            ctx,
+            now,
+            self.intended,
+            self.measured,
+            &mut self.in_flight_at_end,
+        );
     }
 
     /// A failed request: count it, drop the connection, and retry on the next loop turn (never
@@ -886,12 +882,7 @@ impl Conn {
     /// connect) before the slot connects again, so an outage is not a tight retry loop.
     #[cold]
     fn back_off(&mut self, ctx: &mut Ctx, now: Instant) {
-        self.backoff = (self.backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX);
-        self.wake_at = now + self.backoff;
-        if ctx.recorder.measuring(now) && ctx.in_window(now) {
-            let end = ctx.window_end().unwrap_or(self.wake_at).min(self.wake_at);
-            ctx.recorder.backoff(end.saturating_duration_since(now));
-        }
+        self.wake_at = back_off(ctx, &mut self.backoff, now);
         ctx.backoff.push(self.token.0);
     }
 
@@ -918,6 +909,43 @@ impl Conn {
     pub fn sent_in_flight(&self) -> bool {
         matches!(self.phase, Phase::Writing | Phase::Reading)
     }
+}
+
+/// A request due at `intended` answered (or failed) at `now`, after the window ended: if it
+/// was sent before the end it was in flight then, kept in `at_end` for the slot's end-of-run
+/// account (see `Conn::past_window`); a warm-up one is censored at its age at the end.
+/// HTTP/1.1 and WebSocket both.
+#[cold]
+pub(crate) fn in_flight_at_end(
+    ctx: &mut Ctx,
+    now: Instant,
+    intended: Instant,
+    measured: bool,
+    at_end: &mut Option<Instant>,
+) {
+    let Some(end) = ctx.window_end() else {
+        return;
+    };
+    if now < end || intended >= end || at_end.is_some() {
+        return;
+    }
+    *at_end = Some(intended);
+    if !measured {
+        ctx.recorder.censor(end.saturating_duration_since(intended));
+    }
+}
+
+/// Closed model: the next wait of a slot whose connect failed (`backoff` doubled, 10 ms to
+/// 1 s), recorded while measuring; returns when it may connect again.
+#[cold]
+pub(crate) fn back_off(ctx: &mut Ctx, backoff: &mut Duration, now: Instant) -> Instant {
+    *backoff = (*backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX);
+    let wake_at = now + *backoff;
+    if ctx.recorder.measuring(now) && ctx.in_window(now) {
+        let end = ctx.window_end().unwrap_or(wake_at).min(wake_at);
+        ctx.recorder.backoff(end.saturating_duration_since(now));
+    }
+    wake_at
 }
 
 /// Opens a connection to the worker's destination (from its next source address) and registers
@@ -968,7 +996,7 @@ pub(crate) fn read_error_kind(e: &io::Error) -> ErrorKind {
 /// kernel finished it before then), not to when this connection's event was handled, which may
 /// be after many others of the same batch. A connect begun after that poll returned (its
 /// socket reused a token of the batch) is timed to `now`.
-fn connect_took(started: Instant, polled_at: Instant, now: Instant) -> Duration {
+pub(crate) fn connect_took(started: Instant, polled_at: Instant, now: Instant) -> Duration {
     let done = if polled_at >= started { polled_at } else { now };
     done.saturating_duration_since(started)
 }

@@ -5,7 +5,7 @@
 //! window and whether the run was interrupted.
 //! Inside: thread-per-core workers (`worker.rs`: one epoll loop, generic over the connection
 //! protocol and monomorphised for each), each owning its connections (HTTP/1.1 in [`conn`]
-//! with a streaming response reader in [`http1`]; HTTP/2 in [`h2`]), its context ([`ctx`]) and
+//! with a streaming response reader in [`http1`]; HTTP/2 in [`h2`]; WebSocket in [`ws`]), its context ([`ctx`]) and
 //! a [`recorder`]. Nothing is locked, sent over a channel or allocated per request; workers
 //! meet only at the end, in one merge.
 //! Neighbours: the CLI and (later) the harness drive it; the report renders what it returns.
@@ -25,6 +25,7 @@ pub mod tls;
 pub mod transport;
 mod vu;
 mod worker;
+pub mod ws;
 
 use conn::Http1;
 use ctx::WorkerConfig;
@@ -74,6 +75,10 @@ pub enum EngineError {
     /// answer to the h2c preface), or a request cannot be sent over it: one line.
     #[error("{0}")]
     Http2(String),
+    /// `ws://`: the server did not answer the WebSocket upgrade with 101 (and the right
+    /// `Sec-WebSocket-Accept`): one line naming the fix.
+    #[error("{0}")]
+    WebSocket(String),
     /// The open-file limit is too low for the connections and could not be raised.
     #[error("{}", fd_limit_message(*connections, *needed, *soft, *hard))]
     FdLimit {
@@ -175,6 +180,8 @@ pub struct Engine {
     rtt: OnceLock<Duration>,
     /// `--http2`: the requests encoded for HTTP/2, or why they could not be.
     h2: Option<Result<h2::H2Setup, String>>,
+    /// `ws://`: the upgrade request and the message.
+    ws: Option<ws::WsSetup>,
     /// `--script`: each worker's request bytes and target address (see [`Engine::with_scripts`]).
     scripted: Vec<(Vec<u8>, bool, Option<SocketAddr>)>,
     /// `--script`: each worker's per-request hooks, taken by the run that starts the workers.
@@ -193,12 +200,14 @@ impl Engine {
         let live = Arc::new(Live { workers, stop });
         let tls = plan.tls.as_ref().map(TlsClient::new);
         let h2 = plan.http2.map(|streams| h2::H2Setup::new(&plan, streams));
+        let ws = plan.target.websocket.then(|| ws::WsSetup::new(&plan));
         Engine {
             plan,
             live,
             tls,
             rtt: OnceLock::new(),
             h2,
+            ws,
             scripted: Vec::new(),
             hooks: std::sync::Mutex::new(Vec::new()),
         }
@@ -247,8 +256,21 @@ impl Engine {
                 .probe(addr, self.plan.connect_timeout)
                 .map_err(EngineError::Tls),
             None if self.h2.is_some() => self.probe_h2c(addr),
-            None => Ok(()),
+            None => match &self.ws {
+                Some(setup) => self.probe_ws(addr, setup),
+                None => Ok(()),
+            },
         }
+    }
+
+    /// `ws://`: the server must answer one upgrade with 101 and the right accept key.
+    fn probe_ws(&self, addr: SocketAddr, setup: &ws::WsSetup) -> Result<(), EngineError> {
+        let timeout = self.plan.connect_timeout;
+        let sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| preflight_error(addr, e))?;
+        sock.set_read_timeout(Some(timeout))?;
+        sock.set_write_timeout(Some(timeout))?;
+        ws::probe(sock, setup).map_err(EngineError::WebSocket)
     }
 
     /// `--http2` over cleartext: the server must answer the preface with SETTINGS.
@@ -293,6 +315,7 @@ impl Engine {
         };
         let tls = self.tls_client()?;
         let h2 = self.h2_setup()?;
+        let ws = self.ws.as_ref();
         // Per-request values: one sequence counter for all workers of this process.
         let first = plan.values.as_ref().map_or(0, |v| v.spec.first);
         let counter = AtomicU64::new(first);
@@ -309,13 +332,7 @@ impl Engine {
                 .into_iter()
                 .zip(&self.live.workers)
                 .map(|(cfg, live)| {
-                    scope.spawn(move || match h2 {
-                        Some(setup) => {
-                            let http2 = |cfg: &_, now| Http2::new(cfg, setup, now);
-                            run_worker(Worker::new(cfg, http2), line, stop, live)
-                        }
-                        None => run_worker(Worker::new(cfg, Http1::new), line, stop, live),
-                    })
+                    scope.spawn(move || run_protocol(cfg, (h2, ws), line, stop, live))
                 })
                 .collect();
             if let Some(line) = line {
@@ -414,6 +431,28 @@ impl Engine {
                 pacing: pacing(i, c),
             })
             .collect()
+    }
+}
+
+/// One worker thread with the run's protocol: HTTP/2 (`--http2`), WebSocket (`ws://`) or
+/// HTTP/1.1.
+fn run_protocol<'a>(
+    cfg: WorkerConfig<'a>,
+    (h2, ws): (Option<&'a h2::H2Setup>, Option<&'a ws::WsSetup>),
+    line: Option<&StartLine>,
+    stop: &AtomicBool,
+    live: &LiveCounters,
+) -> std::io::Result<Stats> {
+    match (h2, ws) {
+        (Some(setup), _) => {
+            let http2 = |cfg: &_, now| Http2::new(cfg, setup, now);
+            run_worker(Worker::new(cfg, http2), line, stop, live)
+        }
+        (None, Some(setup)) => {
+            let websocket = |cfg: &_, now| ws::WebSocket::new(cfg, setup, now);
+            run_worker(Worker::new(cfg, websocket), line, stop, live)
+        }
+        (None, None) => run_worker(Worker::new(cfg, Http1::new), line, stop, live),
     }
 }
 

@@ -638,6 +638,7 @@ impl Recorder {
             tls: self.tls.map(|t| *t).unwrap_or_default(),
             protocols: Default::default(), // filled in by the HTTP/2 worker, as `h2`
             h2: Default::default(),
+            ws: Default::default(),
             first_byte: Latency {
                 hist: self.first_byte,
             },

@@ -38,6 +38,7 @@ pub mod stats;
 pub mod tls;
 mod upgrade;
 pub mod why;
+pub mod ws;
 
 pub use bench::{
     AppliedLimits, BenchCell, BenchLoad, BenchResult, BenchRound, BenchTarget, BottleneckCounts,
@@ -80,3 +81,4 @@ pub use starved::{PerConnection, Starvation, StarvedCause};
 pub use stats::{Spread, Welch};
 pub use tls::{TlsSettings, TlsStats};
 pub use why::{Finding, FindingKind, Why};
+pub use ws::WsStats;

@@ -283,6 +283,10 @@ pub struct Stats {
     /// HTTP/2 runs: streams in flight, the server's stream limit, GOAWAYs. Absent for HTTP/1.1.
     #[serde(default, skip_serializing_if = "crate::H2Stats::is_empty")]
     pub h2: crate::H2Stats,
+    /// WebSocket runs (`ws://`): upgrades, pings answered, close frames by code. Absent for
+    /// HTTP runs and in files written before it existed.
+    #[serde(default, skip_serializing_if = "crate::WsStats::is_empty")]
+    pub ws: crate::WsStats,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
     /// hey's split of each completed request: request write, response wait, response read.
@@ -376,6 +380,7 @@ impl Stats {
         self.tls.merge(&o.tls);
         self.protocols.merge(&o.protocols);
         self.h2.merge(&o.h2);
+        self.ws.merge(&o.ws);
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
         crate::merge_endpoints(&mut self.endpoints, &o.endpoints);

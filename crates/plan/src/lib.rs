@@ -28,6 +28,7 @@ mod start_at;
 mod target;
 mod transport;
 mod values;
+mod websocket;
 
 pub use data::{DataFile, DataFormat};
 pub use flow::{
@@ -303,6 +304,11 @@ impl Plan {
                 s.path.display()
             )));
         }
+        if plan.target.websocket && plan.values.is_some() {
+            return Err(invalid(
+                "per-request values ({{ … }}) cannot be used with a ws:// URL yet: give a fixed message with --body",
+            ));
+        }
         plan.script = spec.script.clone();
         Ok(plan)
     }
@@ -336,6 +342,7 @@ impl Plan {
             None => (&spec.url, &spec.request),
         };
         let target = Target::parse_routed(url, route)?;
+        websocket::check(spec, target.websocket)?;
         let tls = resolve_tls(spec, &target)?;
         let body = read_body(&first.body)?;
         let request =

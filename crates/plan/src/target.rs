@@ -19,6 +19,9 @@ pub struct Target {
     pub path: String,
     /// An `https://` URL: the connection speaks TLS.
     pub tls: bool,
+    /// A `ws://` URL: each connection upgrades to WebSocket and each request is one message
+    /// (docs/transport.md).
+    pub websocket: bool,
     /// The URL's host, without the brackets of an IPv6 literal.
     pub host: String,
 }
@@ -46,12 +49,18 @@ impl Target {
                 "invalid URL '{text}' ({e}): give a full URL such as http://127.0.0.1:8080/"
             ))
         })?;
-        let tls = match url.scheme() {
-            "http" => false,
-            "https" => true,
+        let (tls, websocket) = match url.scheme() {
+            "http" => (false, false),
+            "https" => (true, false),
+            "ws" => (false, true),
+            "wss" => {
+                return Err(invalid(format!(
+                    "wss:// (WebSocket over TLS) is not supported yet in '{text}': use a ws:// URL (docs/transport.md)"
+                )))
+            }
             other => {
                 return Err(invalid(format!(
-                    "unknown scheme '{other}://' in '{text}': use an http:// or https:// URL"
+                    "unknown scheme '{other}://' in '{text}': use an http://, https:// or ws:// URL"
                 )))
             }
         };
@@ -77,6 +86,7 @@ impl Target {
             authority,
             path,
             tls,
+            websocket,
             host: unbracket(host).to_string(),
         })
     }
@@ -139,6 +149,10 @@ mod tests {
             443
         );
         assert!(e("ftp://127.0.0.1/").contains("unknown scheme"));
+        let ws = Target::parse("ws://127.0.0.1:9000/ws").unwrap();
+        assert!(ws.websocket && !ws.tls);
+        assert_eq!((ws.addr.port(), ws.path.as_str()), (9000, "/ws"));
+        assert!(e("wss://127.0.0.1/").contains("use a ws:// URL"));
         assert!(e("127.0.0.1:80").contains("http://"));
         assert!(e("not a url").contains("invalid URL"));
         assert!(e("http://no-such-host.invalid/").contains("cannot resolve host"));

@@ -44,27 +44,44 @@ pub(crate) fn auto_builder() -> auto::Builder<TokioExecutor> {
     builder
 }
 
-/// Whether a cleartext client opened with the HTTP/2 preface (h2c with prior knowledge). Only
-/// peeks: nothing is consumed, so an HTTP/1.1 connection goes to its parser untouched. A
-/// request line differs from the preface by its second byte at the latest (`PUT`, `POST`), so
-/// the wait for more bytes happens only for a real (or truncated) preface.
-pub(crate) async fn opens_with_preface(stream: &TcpStream) -> bool {
+/// What a cleartext connection's first bytes speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opening {
+    /// HTTP/1.1 (or nothing, or garbage: hyper's parser answers it).
+    Http1,
+    /// The HTTP/2 preface: h2c with prior knowledge.
+    H2c,
+    /// `GET /ws`: the WebSocket echo (`ws.rs`).
+    WebSocket,
+}
+
+/// How a cleartext client opened: the HTTP/2 preface, a request for `/ws`, or anything else.
+/// Only peeks: nothing is consumed, so an HTTP/1.1 connection goes to its parser untouched. A
+/// request line differs from the preface by its second byte at the latest (`PUT`, `POST`), and
+/// from `GET /ws ` by its eighth, so the wait for more bytes happens only for a real (or
+/// truncated) preface or `/ws` request.
+pub(crate) async fn opening(stream: &TcpStream) -> Opening {
     let mut buf = [0u8; PREFACE.len()];
     let started = tokio::time::Instant::now();
     loop {
         let n = match stream.peek(&mut buf).await {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return Opening::Http1,
             Ok(n) => n,
         };
-        if buf[..n] != PREFACE[..n] {
-            return false;
+        let h2 = buf[..n] == PREFACE[..n];
+        if h2 && n == PREFACE.len() {
+            return Opening::H2c;
         }
-        if n == PREFACE.len() {
-            return true;
+        let ws = crate::ws::is_ws_opening(&buf[..n]);
+        if ws == Some(true) {
+            return Opening::WebSocket;
+        }
+        if !h2 && ws == Some(false) {
+            return Opening::Http1;
         }
         // A prefix so far: peek returns at once while those bytes wait, so poll gently.
         if started.elapsed() > PREFACE_WAIT {
-            return false;
+            return Opening::Http1;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -90,23 +107,23 @@ impl Builders {
     }
 }
 
-/// Serves a cleartext TCP connection: h2c when it opens with the preface, else HTTP/1.1 as
-/// before. A client that has sent nothing when the server stops is dropped.
+/// Serves a cleartext TCP connection: h2c when it opens with the preface, the WebSocket echo
+/// when it asks for `/ws`, else HTTP/1.1 as before. A client that has sent nothing when the server stops is dropped.
 pub(crate) async fn serve_tcp(
     stream: TcpStream,
     app: Arc<App>,
     http: &Builders,
     mut stop: watch::Receiver<bool>,
 ) {
-    let h2c = tokio::select! {
+    let opening = tokio::select! {
         biased;
         () = stopped(&mut stop) => return,
-        h2c = opens_with_preface(&stream) => h2c,
+        opening = opening(&stream) => opening,
     };
-    if h2c {
-        serve_h2c(stream, app, &http.h2, stop).await;
-    } else {
-        crate::conn::serve(stream, app, &http.http1, stop).await;
+    match opening {
+        Opening::H2c => serve_h2c(stream, app, &http.h2, stop).await,
+        Opening::WebSocket => crate::ws::serve_ws(stream, app, stop).await,
+        Opening::Http1 => crate::conn::serve(stream, app, &http.http1, stop).await,
     }
 }
 

@@ -57,11 +57,13 @@ pub(crate) enum Route {
     FaultShort,
     FaultSlow,
     Unmatched,
+    /// `/ws`: WebSocket messages echoed (each message counts once; see `ws.rs`).
+    Ws,
     Stats,
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 16] = [
+    pub(crate) const ALL: [Route; 17] = [
         Route::Root,
         Route::Json,
         Route::Bytes,
@@ -78,6 +80,7 @@ impl Route {
         Route::FaultShort,
         Route::FaultSlow,
         Route::Unmatched,
+        Route::Ws,
     ];
 
     pub(crate) fn pattern(self) -> &'static str {
@@ -98,6 +101,7 @@ impl Route {
             Route::FaultShort => "/fault/short",
             Route::FaultSlow => "/fault/slow",
             Route::Unmatched => "unmatched",
+            Route::Ws => "/ws",
             Route::Stats => "/stats",
         }
     }

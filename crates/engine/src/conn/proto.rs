@@ -64,20 +64,8 @@ impl Http1 {
         Some(i)
     }
 
-    /// A free connection for the oldest waiting request: an idle one (a closed one connects
-    /// again, if the connect limit allows). With none, the pool grows ([`Due::grow`]).
     fn free_conn(&mut self, d: &mut Due<'_, '_>) -> Option<usize> {
-        let limit = d.pacer.pacing().connect_limit;
-        *d.grow_at = None;
-        if let Some(&i) = d.ctx.idle.last() {
-            if self.conns[i].is_open() || d.ctx.connecting < limit {
-                return d.ctx.idle.pop();
-            }
-            return None;
-        }
-        d.grow(self);
-        // A spare whose connect failed at once is idle (closed): the request takes it.
-        d.ctx.idle.pop()
+        free_conn(self, d)
     }
 
     /// Open model, `--pipeline N`: each connection that took requests in this send window
@@ -114,6 +102,23 @@ impl Http1 {
         d.pool.free(now);
         false
     }
+}
+
+/// A free connection for the oldest waiting request: an idle one (a closed one connects
+/// again, if the connect limit allows). With none, the pool grows ([`Due::grow`]). One
+/// request in flight per connection: HTTP/1.1 and WebSocket.
+pub(crate) fn free_conn<'a, P: Protocol<'a>>(proto: &mut P, d: &mut Due<'_, 'a>) -> Option<usize> {
+    let limit = d.pacer.pacing().connect_limit;
+    *d.grow_at = None;
+    if let Some(&i) = d.ctx.idle.last() {
+        if proto.conns()[i].is_open() || d.ctx.connecting < limit {
+            return d.ctx.idle.pop();
+        }
+        return None;
+    }
+    d.grow(proto);
+    // A spare whose connect failed at once is idle (closed): the request takes it.
+    d.ctx.idle.pop()
 }
 
 /// The oldest request due by `now`: a flow's waiting step (`true`) before a scheduled one

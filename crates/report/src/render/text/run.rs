@@ -338,6 +338,14 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     if let Some(what) = crate::words::goaway_text(&s.h2) {
         pairs.push(("HTTP/2 GOAWAY", what));
     }
+    if !s.ws.is_empty() {
+        let closes = s.ws.close_text().unwrap_or_else(|| "none".into());
+        let what = format!(
+            "{} upgraded, {} pings answered; close frames by code: {closes}",
+            s.ws.upgrades, s.ws.pings
+        );
+        pairs.push(("WebSocket", what));
+    }
     if s.connect_backoffs > 0 {
         let what = format!(
             "{} waits after failed connects, {} in all",

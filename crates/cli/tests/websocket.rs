@@ -1,0 +1,295 @@
+//! WebSocket end to end (`ws://` URLs): `loadbench run` against the reference backend's echo
+//! (`loadbench serve`'s `/ws`, tokio-tungstenite) and against a third-party server, Debian's
+//! python3-websockets (a small echo script written by the test, started on a free loopback
+//! port, counting the messages it received and pinging every client often). Each server's
+//! count of messages must equal loadbench's; pings are answered (the Python server drops a
+//! client whose pong does not come); close codes are counted; and a URL whose server answers
+//! 200 instead of 101 is one line and exit code 2, before any load.
+
+use crate::support::{bin, free_port, tempdir, text, Run};
+use loadbench_model::{ErrorKind, RunResult};
+use loadbench_upstream::{Server, ServerConfig};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Debian's interpreter: python3-websockets installs into its dist-packages (a python3 first
+/// on PATH, such as a pyenv one, may not see it).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Whether Debian's python3-websockets is installed; under CI it must be (.ci/run installs it).
+fn have_websockets() -> bool {
+    let found = Command::new(PYTHON)
+        .args(["-c", "import websockets"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found && std::env::var_os("CI").is_some() {
+        panic!("python3-websockets is not installed, but CI must install it (see .ci/run)");
+    }
+    if !found {
+        eprintln!("skipping: python3-websockets is not installed");
+    }
+    found
+}
+
+/// The echo server: every text or binary message sent back and counted (the count written
+/// to a file after each one); a ping to each client every 50 ms, the client dropped if its
+/// pong is not back within 2 s; the subprotocol `chat` chosen when offered.
+const ECHO_PY: &str = r#"
+import asyncio, sys, websockets
+
+port, count_file = int(sys.argv[1]), sys.argv[2]
+count = 0
+
+async def echo(ws, path=None):
+    global count
+    async for msg in ws:
+        count += 1
+        with open(count_file, "w") as f:
+            f.write(str(count))
+        await ws.send(msg)
+
+async def main():
+    async with websockets.serve(echo, "127.0.0.1", port, ping_interval=0.05,
+                                ping_timeout=2, subprotocols=["chat"]):
+        await asyncio.Future()
+
+asyncio.run(main())
+"#;
+
+/// The Python echo server, killed when dropped.
+struct PyEcho {
+    child: Child,
+    port: u16,
+    count_file: PathBuf,
+}
+
+impl PyEcho {
+    fn start(dir: &Path) -> PyEcho {
+        let script = dir.join("echo.py");
+        std::fs::write(&script, ECHO_PY).unwrap();
+        let port = free_port();
+        let count_file = dir.join("count");
+        let child = Command::new(PYTHON)
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(&count_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 starts");
+        let echo = PyEcho {
+            child,
+            port,
+            count_file,
+        };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the Python echo server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        echo
+    }
+
+    fn url(&self) -> String {
+        format!("ws://127.0.0.1:{}/", self.port)
+    }
+
+    /// Messages it received so far.
+    fn count(&self) -> u64 {
+        std::fs::read_to_string(&self.count_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for PyEcho {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ws_url(server: &Server, path: &str) -> String {
+    format!("ws://{}{path}", server.local_addr())
+}
+
+fn assert_clean(r: &RunResult, n: u64) {
+    assert_eq!(r.stats.requests, n);
+    assert_eq!(r.stats.sent, n);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.latency.hist.len(), n, "a latency per message");
+    assert!(r.stats.latency.hist.min_ns() > 0);
+}
+
+/// [`assert_clean`], and the reference backend echoed exactly as many messages.
+fn assert_clean_on(server: &Server, r: &RunResult, n: u64) {
+    assert_clean(r, n);
+    let echoed = server.stats().route("/ws");
+    assert_eq!(echoed, n, "the server's count agrees");
+}
+
+#[test]
+fn the_reference_echo_answers_every_message_text_and_binary() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let url = ws_url(&server, "/ws");
+    let r = Run::new(&url)
+        .args(["--body", "hello", "-c", "4", "-n", "200"])
+        .ok();
+    assert_clean_on(&server, &r, 200);
+    assert_eq!(r.stats.ws.upgrades, 4, "one upgrade per connection");
+    assert_eq!(
+        r.stats.body.total,
+        200 * 5,
+        "each answer is the 5-byte echo"
+    );
+
+    // A body that is not UTF-8 goes as binary frames, echoed as they are.
+    let dir = tempdir("ws-binary");
+    let file = dir.join("bin");
+    std::fs::write(&file, [0xFFu8, 0x00, 0x80, 0x7F]).unwrap();
+    let r = Run::new(&url)
+        .args(["--body-file", file.to_str().unwrap(), "-c", "2", "-n", "50"])
+        .ok();
+    assert_clean(&r, 50);
+    assert_eq!(server.stats().route("/ws"), 250);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn close_codes_the_server_sends_are_counted_and_reported() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let url = ws_url(&server, "/ws?close_after=5&close_code=4000");
+    let ran = Run::new(&url)
+        .args(["--body", "x", "-c", "1", "-n", "20", "-o", "text"])
+        .json();
+    let (stdout, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("close frames by code: 4000 ×"),
+        "the text report shows the close codes: {stdout}"
+    );
+    let r = ran.result();
+    let closes = r.stats.ws.close_codes.get(&4000).copied().unwrap_or(0);
+    // A close every 5 echoes: at least 3 in 20 messages (a message sent behind a close,
+    // before it arrived, fails as closed before its answer and takes one of the 20).
+    assert!(closes >= 3, "{:?}", r.stats.ws);
+    assert_eq!(r.stats.ws.close_codes.len(), 1, "{:?}", r.stats.ws);
+    let failed = r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete);
+    assert_eq!(r.stats.errors.total(), failed, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.requests + failed, 20);
+    assert_eq!(server.stats().route("/ws"), r.stats.requests);
+    // A new connection after each close, but for a close that ended the last message.
+    let upgrades = r.stats.ws.upgrades;
+    assert!(
+        upgrades == closes + 1 || upgrades == closes,
+        "{upgrades} upgrades, {closes} closes"
+    );
+}
+
+#[test]
+fn the_open_model_sends_each_message_when_due_on_an_idle_connection() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let r = Run::new(&ws_url(&server, "/ws"))
+        .args(["--body", "tick", "--rate", "400", "-n", "200"])
+        .ok();
+    assert_clean_on(&server, &r, 200);
+    assert!(r.stats.ws.upgrades >= 1, "{:?}", r.stats.ws);
+
+    // Closes behind answers: an idle connection the server closed connects again when the
+    // next message takes it; every message is answered or failed, none waits for a timeout.
+    server.reset_stats();
+    let url = ws_url(&server, "/ws?close_after=5&close_code=1001");
+    let r = Run::new(&url)
+        .args(["--body", "tick", "--rate", "400", "-n", "60"])
+        .ok();
+    let failed = r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete);
+    assert_eq!(r.stats.errors.total(), failed, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.requests + failed, 60);
+    assert_eq!(server.stats().route("/ws"), r.stats.requests);
+    assert!(
+        r.stats.ws.close_codes.get(&1001).copied().unwrap_or(0) >= 6,
+        "{:?}",
+        r.stats.ws
+    );
+}
+
+#[test]
+fn python_websockets_counts_what_loadbench_sent_and_its_pings_are_answered() {
+    if !have_websockets() {
+        return;
+    }
+    let dir = tempdir("ws-python");
+    let echo = PyEcho::start(&dir);
+    let proto = "Sec-WebSocket-Protocol: chat";
+    let r = Run::new(&echo.url())
+        .args(["--body", "ping?", "-H", proto, "-c", "3", "-n", "300"])
+        .ok();
+    assert_clean(&r, 300);
+    assert_eq!(echo.count(), 300, "the server's count agrees");
+    assert_eq!(r.stats.ws.upgrades, 3);
+
+    // For a second, with the server pinging every 50 ms: each ping answered (else it would
+    // drop the connection), every message the server received was sent by loadbench.
+    let r = Run::new(&echo.url())
+        .args(["--body", "ping?", "-c", "2", "-d", "1s"])
+        .ok();
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert!(r.stats.ws.pings > 0, "{:?}", r.stats.ws);
+    assert!(r.stats.ws.close_codes.is_empty(), "{:?}", r.stats.ws);
+    assert!(r.stats.requests > 0);
+    assert_eq!(r.stats.requests + r.stats.abandoned, r.stats.sent);
+    // The first run's 300, then the second's sends (the last ones may reach the server
+    // just after loadbench stopped: the count settles within a few seconds).
+    let want = 300 + r.stats.sent;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while echo.count() != want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(echo.count(), want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_ws_url_answered_with_200_is_one_line_and_exit_2_before_any_load() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let ran = Run::new(&ws_url(&server, "/"))
+        .args(["-c", "2", "-n", "10"])
+        .json();
+    let (_, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("instead of 101 Switching Protocols")
+            && stderr.contains("point the URL at the server's WebSocket endpoint"),
+        "{stderr}"
+    );
+    assert!(ran.saved.is_none(), "no load, no result");
+    assert!(server.stats().total <= 1, "only the preflight's upgrade");
+    server.reset_stats();
+
+    // What a ws:// load cannot be combined with yet: one line, exit code 2.
+    let addr = server.local_addr();
+    for (url, extra) in [
+        (format!("wss://{addr}/ws"), vec!["-c", "1", "-n", "1"]),
+        (
+            format!("ws://{addr}/ws"),
+            vec!["--pipeline", "2", "-c", "1", "-n", "2"],
+        ),
+        (
+            format!("ws://{addr}/ws"),
+            vec!["--http2", "-c", "1", "-n", "1"],
+        ),
+    ] {
+        let out = bin().args(["run", &url]).args(&extra).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{url} {extra:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("ws://"), "{stderr}");
+    }
+    assert_eq!(server.stats().total, 0, "nothing reached the server");
+}

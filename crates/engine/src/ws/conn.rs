@@ -1,0 +1,549 @@
+//! One WebSocket connection slot: connect, upgrade, then one message in flight at a time
+//! (closed model: the next is claimed once the answer came; open model: the slot goes idle
+//! for the next due one). Its socket is edge-triggered,
+//! so every event reads until the socket would block and writes what is pending.
+
+use super::frame::{self, Head};
+use super::{accept_key, check_upgrade, new_key, Rng, WsSetup, MAX_HEAD};
+use crate::conn::{
+    back_off, connect_error_kind, connect_took, in_flight_at_end, open_registered, read_error_kind,
+    write_error_kind,
+};
+use crate::ctx::Ctx;
+use crate::transport::Stream;
+use loadbench_model::{ErrorKind, WsStats};
+use mio::Token;
+use std::io::{ErrorKind as IoKind, Read, Write};
+use std::time::{Duration, Instant};
+
+/// Where a slot is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WsPhase {
+    /// No connection.
+    Idle,
+    /// The TCP connect is in progress.
+    Connecting,
+    /// The upgrade request is out, its answer not read yet.
+    Upgrading,
+    /// Upgraded, no message in flight.
+    Ready,
+    /// A message is out, its answer not complete yet.
+    Waiting,
+}
+
+/// What a worker's slots share: the setup, the masks' generator, the counts.
+pub(crate) struct Shared<'a> {
+    pub(crate) setup: &'a WsSetup,
+    pub(crate) rng: Rng,
+    pub(crate) stats: WsStats,
+}
+
+/// One connection slot.
+pub(crate) struct WsConn {
+    token: Token,
+    stream: Option<Stream>,
+    pub(crate) phase: WsPhase,
+    /// Bytes to write (the upgrade, a message, pongs, a close) and how many went out.
+    out: Vec<u8>,
+    written: usize,
+    /// What was read and not consumed yet (an upgrade head, a partial frame).
+    rx: Vec<u8>,
+    /// The `Sec-WebSocket-Accept` this connection's key expects.
+    accept: String,
+    /// When the current phase began (the connect, the upgrade, the message's send).
+    pub(crate) since: Instant,
+    /// When the claimed message was due (its latency counts from here).
+    intended: Instant,
+    /// A claimed message waits (for the connection) or is in flight.
+    has_message: bool,
+    /// The claimed message is measured.
+    measured: bool,
+    /// Bytes read for the message in flight.
+    read_bytes: u64,
+    /// Payload bytes of the answer so far.
+    answer_bytes: u64,
+    /// Messages this connection answered before (for keep-alive's count).
+    answered_here: u64,
+    /// Messages answered in the measured window.
+    pub(crate) completed: u32,
+    /// The message in flight when the window ended, answered after it.
+    pub(crate) in_flight_at_end: Option<Instant>,
+    backoff: Duration,
+    pub(crate) wake_at: Instant,
+    /// The server closed the connection with a close frame (answered, then dropped).
+    closing: bool,
+    /// Open model: connecting (and upgrading) with no message of its own, to join the idle
+    /// connections (`Ctx::spares` counts it meanwhile).
+    spare: bool,
+}
+
+/// What the frames of one read amounted to.
+enum Read1 {
+    /// Keep reading.
+    More,
+    /// The answer of the message in flight is complete.
+    Answered,
+    /// The server sent a close frame.
+    Closed,
+}
+
+impl WsConn {
+    pub(crate) fn new(token: Token, now: Instant) -> WsConn {
+        WsConn {
+            token,
+            stream: None,
+            phase: WsPhase::Idle,
+            out: Vec::new(),
+            written: 0,
+            rx: Vec::new(),
+            accept: String::new(),
+            since: now,
+            intended: now,
+            has_message: false,
+            measured: false,
+            read_bytes: 0,
+            answer_bytes: 0,
+            answered_here: 0,
+            completed: 0,
+            in_flight_at_end: None,
+            backoff: Duration::ZERO,
+            wake_at: now,
+            closing: false,
+            spare: false,
+        }
+    }
+
+    /// Open model: starts a message due at `intended` on this idle slot (connecting first
+    /// when its connection is gone).
+    pub(crate) fn start(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        intended: Instant,
+        now: Instant,
+    ) {
+        self.intended = intended;
+        self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
+        self.has_message = true;
+        self.read_bytes = 0;
+        match self.phase {
+            WsPhase::Ready => {
+                // Free since it went idle: a message due before then waited for it.
+                let free = self.since;
+                self.send_message(ctx, sh, now, free);
+            }
+            WsPhase::Idle => self.connect(ctx, now),
+            _ => {}
+        }
+    }
+
+    /// Open model: connects and upgrades with no message of its own; `counted`: its connect
+    /// time is recorded (the pool grows in the measured window).
+    pub(crate) fn connect_spare(&mut self, ctx: &mut Ctx, now: Instant, counted: bool) {
+        self.spare = true;
+        ctx.spares += 1;
+        self.has_message = false;
+        self.measured = counted;
+        self.connect(ctx, now);
+    }
+
+    /// A spare's connect ended (upgraded or failed).
+    fn end_spare(&mut self, ctx: &mut Ctx) {
+        if self.spare {
+            self.spare = false;
+            ctx.spares = ctx.spares.saturating_sub(1);
+        }
+    }
+
+    /// Open model: free for the next due message from `now` on.
+    fn go_idle(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.phase = WsPhase::Ready;
+        self.since = now;
+        ctx.idle.push(self.token.0);
+    }
+
+    /// Claims the next message and sends it (connecting and upgrading first when needed).
+    pub(crate) fn begin(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        if !ctx.claim(now) {
+            self.has_message = false;
+            return;
+        }
+        self.intended = now;
+        self.measured = ctx.recorder.measuring(now) && ctx.in_window(now);
+        self.has_message = true;
+        self.read_bytes = 0;
+        match self.phase {
+            WsPhase::Ready => self.send_message(ctx, sh, now, now),
+            WsPhase::Idle => self.connect(ctx, now),
+            _ => {}
+        }
+    }
+
+    fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.since = now;
+        self.rx.clear();
+        self.out.clear();
+        self.written = 0;
+        self.closing = false;
+        match open_registered(ctx, self.token) {
+            Ok(s) => {
+                self.stream = Some(s);
+                self.phase = WsPhase::Connecting;
+                ctx.connect_begun(now);
+            }
+            Err(kind) => self.fail(ctx, kind, now),
+        }
+    }
+
+    /// A readiness event; `closed`: the peer's FIN (or an error) is queued.
+    pub(crate) fn on_event(&mut self, ctx: &mut Ctx, sh: &mut Shared, closed: bool) {
+        match self.phase {
+            WsPhase::Idle => {}
+            WsPhase::Connecting => self.on_connected(ctx, sh),
+            WsPhase::Upgrading | WsPhase::Ready | WsPhase::Waiting => self.on_io(ctx, sh, closed),
+        }
+    }
+
+    fn on_connected(&mut self, ctx: &mut Ctx, sh: &mut Shared) {
+        let Some(stream) = self.stream.as_ref() else {
+            return;
+        };
+        let now = Instant::now();
+        match stream.connect_status() {
+            Ok(false) => {}
+            Ok(true) => {
+                if self.measured && ctx.recorder.measuring(self.since) {
+                    let took = connect_took(self.since, ctx.polled_at, now);
+                    ctx.recorder.connected(took);
+                }
+                let key = new_key(&mut sh.rng);
+                self.accept = accept_key(&key);
+                self.out.clear();
+                self.written = 0;
+                sh.setup.handshake(&key, &mut self.out);
+                self.phase = WsPhase::Upgrading;
+                self.since = now;
+                self.on_io(ctx, sh, false);
+            }
+            Err(e) => self.fail(ctx, connect_error_kind(&e), now),
+        }
+    }
+
+    /// Writes what is pending, then reads and handles what arrived.
+    fn on_io(&mut self, ctx: &mut Ctx, sh: &mut Shared, closed: bool) {
+        let now = Instant::now();
+        if let Err(kind) = self.flush() {
+            return self.fail(ctx, kind, now);
+        }
+        let eof = match self.read_all(ctx) {
+            Ok(eof) => eof || closed,
+            Err(kind) => return self.fail(ctx, kind, Instant::now()),
+        };
+        let now = Instant::now();
+        if self.phase == WsPhase::Upgrading && !self.upgrade_answered(ctx, sh, now) {
+            if eof && self.phase == WsPhase::Upgrading {
+                self.fail(ctx, ErrorKind::ClosedBeforeResponseComplete, now);
+            }
+            return;
+        }
+        let answered = match self.frames(sh) {
+            Ok(Read1::More) => false,
+            Ok(Read1::Answered) => true,
+            Ok(Read1::Closed) => {
+                return self.server_closed(ctx, now);
+            }
+            Err(_) => return self.fail(ctx, ErrorKind::MalformedResponse, now),
+        };
+        if answered {
+            self.complete(ctx, sh, now);
+        } else if eof {
+            // The peer's FIN with no close frame: the connection is gone.
+            let kind = ErrorKind::ClosedBeforeResponseComplete;
+            return self.fail(ctx, kind, now);
+        }
+        // Pongs (and a close answer) queued while reading go out now.
+        if let Err(kind) = self.flush() {
+            self.fail(ctx, kind, now);
+        }
+    }
+
+    /// The upgrade's answer, once its head is all there: checked, then the slot is ready
+    /// (and sends its claimed message). `false`: not ready (waiting for more, or failed).
+    fn upgrade_answered(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) -> bool {
+        let Some(at) = memchr::memmem::find(&self.rx, b"\r\n\r\n") else {
+            if self.rx.len() > MAX_HEAD {
+                self.fail_upgrade(ctx, now);
+            }
+            return false;
+        };
+        let end = at + 4;
+        let ok = check_upgrade(&self.rx[..end], &self.accept, sh.setup.offered.as_deref());
+        if ok.is_err() {
+            self.fail_upgrade(ctx, now);
+            return false;
+        }
+        self.rx.drain(..end);
+        ctx.connecting = ctx.connecting.saturating_sub(1);
+        self.backoff = Duration::ZERO;
+        sh.stats.upgrades += 1;
+        self.answered_here = 0;
+        self.phase = WsPhase::Ready;
+        self.end_spare(ctx);
+        if self.has_message {
+            self.send_message(ctx, sh, now, now);
+        } else if ctx.open {
+            self.go_idle(ctx, now);
+        }
+        self.phase != WsPhase::Idle
+    }
+
+    /// A refused upgrade is a malformed answer; the slot backs off before trying again.
+    #[cold]
+    fn fail_upgrade(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.fail(ctx, ErrorKind::MalformedResponse, now);
+    }
+
+    /// `free`: when the connection became free for this message (see `Recorder::sent`).
+    fn send_message(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant, free: Instant) {
+        if self.measured {
+            self.intended = ctx.recorder.sent(now, self.intended, free);
+        }
+        self.since = now;
+        self.answer_bytes = 0;
+        self.read_bytes = 0;
+        let before = self.out.len() - self.written;
+        sh.setup.message(sh.rng.mask(), &mut self.out);
+        let n = (self.out.len() - self.written - before) as u64;
+        if self.measured {
+            ctx.recorder.wrote(now, n);
+        }
+        self.phase = WsPhase::Waiting;
+        if let Err(kind) = self.flush() {
+            self.fail(ctx, kind, now);
+        }
+    }
+
+    /// Writes the pending bytes until done or the socket would block.
+    fn flush(&mut self) -> Result<(), ErrorKind> {
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(());
+        };
+        while self.written < self.out.len() {
+            match stream.write(&self.out[self.written..]) {
+                Ok(0) => return Err(ErrorKind::WriteError),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => return Err(write_error_kind(&e)),
+            }
+        }
+        self.out.clear();
+        self.written = 0;
+        Ok(())
+    }
+
+    /// Reads until the socket would block; `Ok(true)` at the peer's end of stream.
+    fn read_all(&mut self, ctx: &mut Ctx) -> Result<bool, ErrorKind> {
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(false);
+        };
+        loop {
+            match stream.read(&mut ctx.buf) {
+                Ok(0) => return Ok(true),
+                Ok(n) => {
+                    self.rx.extend_from_slice(&ctx.buf[..n]);
+                    self.read_bytes += n as u64;
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => return Err(read_error_kind(&e)),
+            }
+        }
+    }
+
+    /// Handles the whole frames read: answers pings, counts a close, and stops at the end of
+    /// a message while one is awaited (the next is only sent once its answer is recorded).
+    fn frames(&mut self, sh: &mut Shared) -> Result<Read1, &'static str> {
+        let mut at = 0;
+        let mut result = Read1::More;
+        while let Some(head) = frame::parse_head(&self.rx[at..])? {
+            let Head { head_len, len, .. } = head;
+            let Ok(len) = usize::try_from(len) else {
+                return Err("a frame too long for this machine");
+            };
+            let whole = head_len + len;
+            if self.rx.len() - at < whole {
+                // Not all there yet: kept until the rest comes.
+                break;
+            }
+            let payload = at + head_len..at + whole;
+            at += whole;
+            match head.opcode {
+                frame::OP_PING => {
+                    sh.stats.pings += 1;
+                    let p = self.rx[payload].to_vec();
+                    frame::encode(&mut self.out, frame::OP_PONG, &p, sh.rng.mask());
+                }
+                frame::OP_PONG => {}
+                frame::OP_CLOSE => {
+                    let code = frame::close_code(&self.rx[payload.clone()]);
+                    *sh.stats.close_codes.entry(code).or_default() += 1;
+                    let echo = if code == frame::NO_STATUS {
+                        Vec::new()
+                    } else {
+                        code.to_be_bytes().to_vec()
+                    };
+                    frame::encode(&mut self.out, frame::OP_CLOSE, &echo, sh.rng.mask());
+                    result = Read1::Closed;
+                    break;
+                }
+                _ => {
+                    self.answer_bytes += len as u64;
+                    if head.fin && self.phase == WsPhase::Waiting {
+                        result = Read1::Answered;
+                        break;
+                    }
+                }
+            }
+        }
+        self.rx.drain(..at);
+        if let Read1::Answered = result {
+            // A close right behind the answer is seen before the next message goes.
+            if let Ok(Some(h)) = frame::parse_head(&self.rx) {
+                if h.opcode == frame::OP_CLOSE {
+                    let whole = h.head_len + h.len as usize;
+                    if self.rx.len() >= whole {
+                        self.closing = true;
+                    }
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// The answer of the message in flight is complete: recorded, then the next is claimed.
+    fn complete(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        let records = ctx.records(self.measured, self.intended, now);
+        if !records {
+            self.past_window(ctx, now);
+        } else {
+            self.completed = self.completed.saturating_add(1);
+            let latency = now.saturating_duration_since(self.intended);
+            ctx.recorder
+                .response(now, latency, self.since, 200, self.read_bytes);
+            ctx.recorder.body(self.answer_bytes, self.answered_here > 0);
+        }
+        self.answered_here += 1;
+        self.has_message = false;
+        self.phase = WsPhase::Ready;
+        if ctx.open {
+            self.go_idle(ctx, now);
+        } else if !self.closing {
+            return self.begin(ctx, sh, now);
+        }
+        if self.closing {
+            // Its close frame follows: handled by the next read of what is buffered.
+            self.closing = false;
+            if let Ok(Read1::Closed) = self.frames(sh) {
+                let _ = self.flush();
+                // Open model: it stays on the idle list, and connects again when taken.
+                self.drop_conn(ctx);
+            }
+        }
+        if !ctx.open {
+            self.begin(ctx, sh, now);
+        }
+    }
+
+    /// The server sent a close frame: answered (best effort), the connection dropped; a
+    /// message in flight fails as closed before its answer, else the slot goes on.
+    fn server_closed(&mut self, ctx: &mut Ctx, now: Instant) {
+        let _ = self.flush();
+        if self.phase == WsPhase::Waiting {
+            return self.fail(ctx, ErrorKind::ClosedBeforeResponseComplete, now);
+        }
+        let waiting = self.has_message;
+        self.drop_conn(ctx);
+        // Open model: an idle connection is on the idle list already (closed, it connects
+        // again when a message takes it).
+        if waiting && !ctx.open {
+            ctx.retry.push(self.token.0);
+        }
+    }
+
+    /// A message in flight when the window ended, answered after it.
+    fn past_window(&mut self, ctx: &mut Ctx, now: Instant) {
+        in_flight_at_end(
+            ctx,
+            now,
+            self.intended,
+            self.measured,
+            &mut self.in_flight_at_end,
+        );
+    }
+
+    /// A failed message (or connect, or upgrade): counted, the connection dropped, the slot
+    /// tries again (after a backoff when it never got to send).
+    pub(crate) fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
+        let before_send = kind.before_send() || self.phase == WsPhase::Upgrading;
+        // Open model: an idle connection that failed is on the idle list already.
+        let listed = ctx.open && self.phase == WsPhase::Ready && !self.has_message;
+        self.end_spare(ctx);
+        let unsent_late = before_send && !ctx.in_window(now);
+        if self.has_message && !unsent_late {
+            self.past_window(ctx, now);
+            if ctx.records(self.measured, self.intended, now) {
+                ctx.recorder.error(now, kind, self.read_bytes);
+            }
+        }
+        self.has_message = false;
+        self.drop_conn(ctx);
+        if ctx.open {
+            if !listed {
+                ctx.idle.push(self.token.0);
+            }
+        } else if before_send {
+            self.wake_at = back_off(ctx, &mut self.backoff, now);
+            ctx.backoff.push(self.token.0);
+        } else {
+            ctx.retry.push(self.token.0);
+        }
+    }
+
+    /// Drops the socket (a connect or upgrade in progress no longer counts).
+    fn drop_conn(&mut self, ctx: &mut Ctx) {
+        if matches!(self.phase, WsPhase::Connecting | WsPhase::Upgrading) {
+            ctx.connecting = ctx.connecting.saturating_sub(1);
+        }
+        self.stream = None;
+        self.phase = WsPhase::Idle;
+        self.rx.clear();
+        self.out.clear();
+        self.written = 0;
+    }
+
+    /// The run is over.
+    pub(crate) fn close(&mut self) {
+        self.stream = None;
+        self.phase = WsPhase::Idle;
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Holds a claimed message without an outcome.
+    pub(crate) fn busy(&self) -> bool {
+        self.has_message
+    }
+
+    /// A measured message written and unanswered.
+    pub(crate) fn abandoned(&self) -> u64 {
+        u64::from(self.has_message && self.measured && self.phase == WsPhase::Waiting)
+    }
+
+    /// When the claimed message was due, while it has no outcome.
+    pub(crate) fn oldest(&self) -> Option<Instant> {
+        self.has_message.then_some(self.intended)
+    }
+}

@@ -1,0 +1,163 @@
+//! WebSocket as a [`Protocol`] of the worker loop: its slots are [`WsConn`]s, one message in
+//! flight each. In the open model (`--rate`) a due message takes an idle connection as an
+//! HTTP/1.1 request does (a closed one connects and upgrades again), and the pool grows by
+//! one spare connect per waiting message no connect in progress covers.
+
+use super::conn::{Shared, WsConn, WsPhase};
+use super::{Rng, WsSetup};
+use crate::conn::free_conn;
+use crate::ctx::{Ctx, WorkerConfig};
+use crate::pacer::Pacer;
+use crate::worker::{Connection, Due, Protocol};
+use crate::WorkerLimits;
+use loadbench_model::{ErrorKind, Stats, WsStats};
+use mio::Token;
+use std::time::Instant;
+
+/// A worker's WebSocket connections and what they share.
+pub(crate) struct WebSocket<'a> {
+    conns: Vec<WsConn>,
+    sh: Shared<'a>,
+}
+
+impl<'a> WebSocket<'a> {
+    /// The closed model's connection slots (none in the open model: its pool opens later).
+    pub(crate) fn new(cfg: &WorkerConfig<'a>, setup: &'a WsSetup, now: Instant) -> Self {
+        WebSocket {
+            conns: (0..cfg.connections)
+                .map(|i| WsConn::new(Token(i), now))
+                .collect(),
+            sh: Shared {
+                setup,
+                rng: Rng::new(cfg.first_source as u64 + 1),
+                stats: WsStats::default(),
+            },
+        }
+    }
+}
+
+impl WebSocket<'_> {
+    /// Open model: one more slot, connecting and upgrading with no message of its own.
+    fn add_spare(&mut self, ctx: &mut Ctx, now: Instant, counted: bool) {
+        let i = self.conns.len();
+        self.conns.push(WsConn::new(Token(i), now));
+        self.conns[i].connect_spare(ctx, now, counted);
+    }
+}
+
+impl<'a> Protocol<'a> for WebSocket<'a> {
+    type Conn = WsConn;
+
+    fn conns(&self) -> &[WsConn] {
+        &self.conns
+    }
+
+    fn conns_mut(&mut self) -> &mut [WsConn] {
+        &mut self.conns
+    }
+
+    #[inline]
+    fn begin(&mut self, ctx: &mut Ctx<'a>, i: usize, now: Instant) {
+        self.conns[i].begin(ctx, &mut self.sh, now);
+    }
+
+    #[inline]
+    fn on_event(&mut self, ctx: &mut Ctx<'a>, i: usize, closed: bool) {
+        if let Some(c) = self.conns.get_mut(i) {
+            c.on_event(ctx, &mut self.sh, closed);
+        }
+    }
+
+    /// Open model: a failed slot is put back on the idle list by the slot itself.
+    fn lost(&mut self, _ctx: &mut Ctx<'a>, _pacer: &mut Pacer<'a>, _i: usize, _now: Instant) {}
+
+    /// Connects and upgrades not done within `--connect-timeout`, messages without an
+    /// answer within `--timeout`.
+    fn expire(&mut self, ctx: &mut Ctx<'a>, now: Instant, limits: &WorkerLimits) {
+        for c in &mut self.conns {
+            let age = now.saturating_duration_since(c.since);
+            let kind = match c.phase {
+                WsPhase::Connecting if age > limits.connect_timeout => ErrorKind::ConnectTimeout,
+                WsPhase::Upgrading if age > limits.connect_timeout => ErrorKind::ReadTimeout,
+                WsPhase::Waiting if age > limits.timeout => ErrorKind::ReadTimeout,
+                _ => continue,
+            };
+            c.fail(ctx, kind, now);
+        }
+    }
+
+    /// Starts every message due by now, each on an idle connection.
+    fn send_due(&mut self, d: &mut Due<'_, 'a>) -> bool {
+        let now = d.now;
+        while let Some(due) = d.pacer.due().filter(|&t| t <= now) {
+            let Some(i) = free_conn(self, d) else {
+                return true;
+            };
+            if d.ctx.stopping() || !d.ctx.in_window(due) {
+                d.ctx.idle.push(i);
+                return false;
+            }
+            d.pacer.advance();
+            self.conns[i].start(d.ctx, &mut self.sh, due, now);
+        }
+        d.pool.free(now);
+        false
+    }
+
+    fn may_connect(&self, ctx: &Ctx<'a>, max: usize) -> bool {
+        self.conns.len() < max && ctx.idle.is_empty()
+    }
+
+    /// Each spare connecting serves one waiting message.
+    fn covered(&self, ctx: &Ctx<'a>) -> u64 {
+        ctx.spares as u64
+    }
+
+    fn connect_more(&mut self, ctx: &mut Ctx<'a>, _max: usize, now: Instant) -> bool {
+        let counted = ctx.recorder.measuring(now) && ctx.in_window(now);
+        self.add_spare(ctx, now, counted);
+        true
+    }
+
+    fn add_to_pool(&mut self, ctx: &mut Ctx<'a>, now: Instant) {
+        self.add_spare(ctx, now, true);
+    }
+
+    fn pool_opened(&mut self, _ctx: &mut Ctx<'a>) -> usize {
+        self.conns.iter().filter(|c| c.is_open()).count()
+    }
+
+    fn add_stats(&mut self, stats: &mut Stats) {
+        stats.ws = std::mem::take(&mut self.sh.stats);
+    }
+}
+
+impl Connection for WsConn {
+    fn wake_at(&self) -> Instant {
+        self.wake_at
+    }
+    fn is_open(&self) -> bool {
+        WsConn::is_open(self)
+    }
+    fn busy(&self) -> bool {
+        WsConn::busy(self)
+    }
+    fn completed(&self) -> u32 {
+        self.completed
+    }
+    fn abandoned(&self) -> u64 {
+        WsConn::abandoned(self)
+    }
+    fn oldest(&self) -> Option<Instant> {
+        WsConn::oldest(self)
+    }
+    fn answered_late(&self) -> Option<Instant> {
+        self.in_flight_at_end
+    }
+    fn others(&self) -> impl Iterator<Item = Instant> + '_ {
+        std::iter::empty()
+    }
+    fn shut(&mut self) {
+        self.close();
+    }
+}

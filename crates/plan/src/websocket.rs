@@ -1,0 +1,46 @@
+//! `ws://` URLs: what a WebSocket load can be combined with. Each connection upgrades once,
+//! then each request is one message (the body) and its answer the next message received, so
+//! everything that shapes HTTP requests per request, or another protocol, is refused here with
+//! one line naming the fix.
+
+use crate::{invalid, LoadSpec, PlanError};
+
+/// Refuses what a `ws://` load cannot do (yet); nothing for other URLs.
+pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
+    if !websocket {
+        if spec
+            .mix
+            .iter()
+            .any(|e| e.url.trim_start().starts_with("ws://"))
+        {
+            return Err(invalid(
+                "a mix of ws:// and http:// URLs: one load speaks one protocol; give only ws:// URLs or none",
+            ));
+        }
+        return Ok(());
+    }
+    let t = &spec.transport;
+    let clash = if !spec.mix.is_empty() {
+        Some("a request mix (one ws:// URL per load)")
+    } else if t.http2 {
+        Some("--http2")
+    } else if t.pipeline > 1 {
+        Some("--pipeline")
+    } else if t.unix_socket.is_some() {
+        Some("--unix-socket")
+    } else if !spec.keepalive {
+        Some("--no-keepalive (a WebSocket connection carries every message)")
+    } else if spec.flow.is_some() {
+        Some("a flow")
+    } else if spec.script.is_some() {
+        Some("--script")
+    } else {
+        None
+    };
+    match clash {
+        Some(what) => Err(invalid(format!(
+            "{what} cannot be used with a ws:// URL: leave it out (docs/transport.md, WebSocket)"
+        ))),
+        None => Ok(()),
+    }
+}

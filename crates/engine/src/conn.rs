@@ -10,7 +10,7 @@ use crate::vu::Vu;
 use loadbench_model::{ErrorKind, ReopenReason};
 use loadbench_plan::{split_answer, Answer, Draw, Flow, MAX_KEPT_RESPONSE};
 use mio::{Interest, Token};
-use std::io::{self, ErrorKind as IoKind, Write};
+use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
 mod pipeline;
@@ -629,18 +629,13 @@ impl Conn {
     #[inline]
     fn on_readable(&mut self, ctx: &mut Ctx, read_closed: bool) {
         loop {
+            let since = self.since;
             let Some(stream) = self.stream.as_mut() else {
                 return;
             };
-            match stream.read_stamped(&mut ctx.buf) {
+            match read_timed(stream, ctx, since) {
                 Ok((0, _)) => return self.on_eof(ctx),
-                Ok((n, stamp)) => {
-                    // With the kernel's stamp: when the response arrived, not when this worker
-                    // got to it (never before the request began).
-                    let now = match stamp {
-                        Some(s) => crate::ctx::arrival(s).max(self.since),
-                        None => Instant::now(),
-                    };
+                Ok((n, now)) => {
                     if !self.parser.started() {
                         self.first_byte(ctx, now);
                     }
@@ -946,6 +941,21 @@ pub(crate) fn back_off(ctx: &mut Ctx, backoff: &mut Duration, now: Instant) -> I
         ctx.recorder.backoff(end.saturating_duration_since(now));
     }
     wake_at
+}
+
+/// One read into the worker's buffer, and when its bytes arrived: in a stamped run
+/// (`Ctx::stamped`) the kernel's receive stamp, not when this worker got to them (never before
+/// `floor`, the request's send); otherwise now. Only a stamped run pays for `recvmsg` and its
+/// control message.
+#[inline]
+fn read_timed(stream: &mut Stream, ctx: &mut Ctx, floor: Instant) -> io::Result<(usize, Instant)> {
+    if ctx.stamped {
+        let (n, stamp) = stream.read_stamped(&mut ctx.buf)?;
+        let at = stamp.map_or_else(Instant::now, |s| crate::ctx::arrival(s).max(floor));
+        Ok((n, at))
+    } else {
+        stream.read(&mut ctx.buf).map(|n| (n, Instant::now()))
+    }
 }
 
 /// Opens a connection to the worker's destination (from its next source address) and registers

@@ -621,9 +621,22 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
         pane.contains("up closed c=2: >."),
         "round 1 running, round 2 left: {pane}"
     );
-    let a = shown(&pane).unwrap();
-    std::thread::sleep(Duration::from_millis(1100));
-    let b = shown(&t.capture()).expect("still on the dashboard");
+    // The counts move while a round runs. A round that ends between two readings starts the
+    // next from zero, so two readings of the same round are compared (a few tries, 1.1 s apart).
+    let round = |p: &str| {
+        let at = p.find("up closed c=2: ")? + "up closed c=2: ".len();
+        p[at..].split_whitespace().next().map(str::to_string)
+    };
+    let mut readings = Vec::new();
+    let pair = (0..5).find_map(|_| {
+        let before = t.capture();
+        std::thread::sleep(Duration::from_millis(1100));
+        let after = t.capture();
+        let (a, b) = (shown(&before)?, shown(&after)?);
+        readings.push((a.requests, b.requests, round(&before), round(&after)));
+        (round(&before).is_some() && round(&before) == round(&after)).then_some((a, b))
+    });
+    let (a, b) = pair.unwrap_or_else(|| panic!("no two readings in one round: {readings:?}"));
     assert!(
         b.requests > a.requests,
         "the load's counts moved: {a:?} then {b:?}"

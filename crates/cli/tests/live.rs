@@ -572,6 +572,26 @@ fn watch_bench(t: &Tmux, first: (String, String)) -> ((String, String), Vec<Stri
 
 /// Starts `loadbench bench` on `scenario` (written into a fresh folder `name`, the results
 /// under it) in a tmux pane, then `echo lbexit=$?`: the pane and the folder.
+/// Two readings of the dashboard's counts 1.1 s apart within the same round of the matrix row
+/// that starts with `row` (a few tries). The counts move while a round runs; a round that ends
+/// between two readings starts the next from zero.
+fn two_readings_of_one_round(t: &Tmux, row: &str) -> (Shown, Shown) {
+    let round = |p: &str| {
+        let at = p.find(row)? + row.len();
+        p[at..].split_whitespace().next().map(str::to_string)
+    };
+    let mut readings = Vec::new();
+    let pair = (0..5).find_map(|_| {
+        let before = t.capture();
+        std::thread::sleep(Duration::from_millis(1100));
+        let after = t.capture();
+        let (a, b) = (shown(&before)?, shown(&after)?);
+        readings.push((a.requests, b.requests, round(&before), round(&after)));
+        (round(&before).is_some() && round(&before) == round(&after)).then_some((a, b))
+    });
+    pair.unwrap_or_else(|| panic!("no two readings in one round: {readings:?}"))
+}
+
 fn launch_bench(name: &str, scenario: &str) -> Option<(Tmux, PathBuf)> {
     let tmux = Tmux::start()?;
     let dir = tempdir(name);
@@ -621,22 +641,7 @@ fn bench_dashboard_shows_the_matrix_and_the_targets_cpu_and_memory() {
         pane.contains("up closed c=2: >."),
         "round 1 running, round 2 left: {pane}"
     );
-    // The counts move while a round runs. A round that ends between two readings starts the
-    // next from zero, so two readings of the same round are compared (a few tries, 1.1 s apart).
-    let round = |p: &str| {
-        let at = p.find("up closed c=2: ")? + "up closed c=2: ".len();
-        p[at..].split_whitespace().next().map(str::to_string)
-    };
-    let mut readings = Vec::new();
-    let pair = (0..5).find_map(|_| {
-        let before = t.capture();
-        std::thread::sleep(Duration::from_millis(1100));
-        let after = t.capture();
-        let (a, b) = (shown(&before)?, shown(&after)?);
-        readings.push((a.requests, b.requests, round(&before), round(&after)));
-        (round(&before).is_some() && round(&before) == round(&after)).then_some((a, b))
-    });
-    let (a, b) = pair.unwrap_or_else(|| panic!("no two readings in one round: {readings:?}"));
+    let (a, b) = two_readings_of_one_round(t, "up closed c=2: ");
     assert!(
         b.requests > a.requests,
         "the load's counts moved: {a:?} then {b:?}"

@@ -46,8 +46,14 @@ pub(crate) struct WsConn {
     /// Bytes to write (the upgrade, a message, pongs, a close) and how many went out.
     out: Vec<u8>,
     written: usize,
-    /// What was read and not consumed yet (an upgrade head, a partial frame).
+    /// What was read and not consumed yet (an upgrade head, a frame's head, a partial control
+    /// frame: at most a few hundred bytes; a data frame's payload is never kept, see `skip`).
     rx: Vec<u8>,
+    /// Payload bytes of the data frame being read still to come: counted as they arrive and
+    /// dropped, so a server sending an endless frame costs no memory.
+    skip: u64,
+    /// That frame ends its message.
+    skip_fin: bool,
     /// The `Sec-WebSocket-Accept` this connection's key expects.
     accept: String,
     /// When the current phase began (the connect, the upgrade, the message's send).
@@ -96,6 +102,8 @@ impl WsConn {
             out: Vec::new(),
             written: 0,
             rx: Vec::new(),
+            skip: 0,
+            skip_fin: false,
             accept: String::new(),
             since: now,
             intended: now,
@@ -182,6 +190,7 @@ impl WsConn {
     fn connect(&mut self, ctx: &mut Ctx, now: Instant) {
         self.since = now;
         self.rx.clear();
+        self.skip = 0;
         self.out.clear();
         self.written = 0;
         self.closing = false;
@@ -361,19 +370,62 @@ impl WsConn {
         }
     }
 
+    /// The rest of a data frame (`skip`) in what was read: counted and dropped. `None` while
+    /// more of it is to come; else where the next frame starts in `rx`, and whether that frame
+    /// ended the awaited message.
+    fn skip_payload(&mut self) -> Option<(usize, bool)> {
+        if self.skip == 0 {
+            return Some((0, false));
+        }
+        let take = self.skip.min(self.rx.len() as u64);
+        self.skip -= take;
+        self.answer_bytes += take;
+        if self.skip > 0 {
+            self.rx.clear();
+            return None;
+        }
+        Some((
+            take as usize,
+            self.skip_fin && self.phase == WsPhase::Waiting,
+        ))
+    }
+
+    /// A data frame of `len` payload bytes from `payload` on in `rx`, not all read: what is
+    /// there is counted, the rest left to [`WsConn::skip_payload`]; returns the end of `rx`.
+    fn skip_from(&mut self, payload: usize, len: usize, fin: bool) -> usize {
+        let have = self.rx.len() - payload;
+        self.answer_bytes += have as u64;
+        self.skip = (len - have) as u64;
+        self.skip_fin = fin;
+        self.rx.len()
+    }
+
     /// Handles the whole frames read: answers pings, counts a close, and stops at the end of
     /// a message while one is awaited (the next is only sent once its answer is recorded).
     fn frames(&mut self, sh: &mut Shared) -> Result<Read1, &'static str> {
-        let mut at = 0;
-        let mut result = Read1::More;
-        while let Some(head) = frame::parse_head(&self.rx[at..])? {
+        let Some((mut at, answered)) = self.skip_payload() else {
+            return Ok(Read1::More);
+        };
+        let mut result = if answered {
+            Read1::Answered
+        } else {
+            Read1::More
+        };
+        while !matches!(result, Read1::Answered) {
+            let Some(head) = frame::parse_head(&self.rx[at..])? else {
+                break;
+            };
             let Head { head_len, len, .. } = head;
             let Ok(len) = usize::try_from(len) else {
                 return Err("a frame too long for this machine");
             };
             let whole = head_len + len;
             if self.rx.len() - at < whole {
-                // Not all there yet: kept until the rest comes.
+                if !head.is_control() {
+                    // A data frame's payload is counted as it comes, not kept.
+                    at = self.skip_from(at + head_len, len, head.fin);
+                }
+                // A control frame (at most 125 bytes) is kept until the rest comes.
                 break;
             }
             let payload = at + head_len..at + whole;
@@ -408,17 +460,18 @@ impl WsConn {
         }
         self.rx.drain(..at);
         if let Read1::Answered = result {
-            // A close right behind the answer is seen before the next message goes.
-            if let Ok(Some(h)) = frame::parse_head(&self.rx) {
-                if h.opcode == frame::OP_CLOSE {
-                    let whole = h.head_len + h.len as usize;
-                    if self.rx.len() >= whole {
-                        self.closing = true;
-                    }
-                }
-            }
+            self.close_behind();
         }
         Ok(result)
+    }
+
+    /// A close right behind the answer is seen before the next message goes.
+    fn close_behind(&mut self) {
+        if let Ok(Some(h)) = frame::parse_head(&self.rx) {
+            if h.opcode == frame::OP_CLOSE && self.rx.len() >= h.head_len + h.len as usize {
+                self.closing = true;
+            }
+        }
     }
 
     /// The answer of the message in flight is complete: recorded, then the next is claimed.
@@ -518,6 +571,7 @@ impl WsConn {
         self.stream = None;
         self.phase = WsPhase::Idle;
         self.rx.clear();
+        self.skip = 0;
         self.out.clear();
         self.written = 0;
     }
@@ -545,5 +599,50 @@ impl WsConn {
     /// When the claimed message was due, while it has no outcome.
     pub(crate) fn oldest(&self) -> Option<Instant> {
         self.has_message.then_some(self.intended)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server streaming one huge data frame costs no memory: its payload is counted as it
+    /// comes and dropped; the message is answered when the frame ends, the next head kept.
+    #[test]
+    fn a_huge_data_frame_is_counted_as_it_comes_not_kept() {
+        let setup = WsSetup {
+            head: Vec::new(),
+            message: Vec::new(),
+            text: true,
+            offered: None,
+            url: String::new(),
+        };
+        let mut sh = Shared {
+            setup: &setup,
+            rng: Rng::new(1),
+            stats: WsStats::default(),
+        };
+        let mut c = WsConn::new(Token(0), Instant::now());
+        c.phase = WsPhase::Waiting;
+        const LEN: usize = 10_000_000;
+        let mut head = vec![0x81, 127];
+        head.extend_from_slice(&(LEN as u64).to_be_bytes());
+        c.rx.extend_from_slice(&head);
+        c.rx.extend_from_slice(&[b'x'; 1000]);
+        assert!(matches!(c.frames(&mut sh), Ok(Read1::More)));
+        assert!(c.rx.is_empty());
+        let mut fed = 1000;
+        while fed + 65_536 < LEN {
+            c.rx.extend_from_slice(&[b'x'; 65_536]);
+            assert!(matches!(c.frames(&mut sh), Ok(Read1::More)));
+            assert!(c.rx.is_empty(), "nothing of the payload is kept");
+            fed += 65_536;
+        }
+        assert!(c.rx.capacity() < 1 << 17, "{}", c.rx.capacity());
+        c.rx.extend(std::iter::repeat_n(b'x', LEN - fed));
+        c.rx.extend_from_slice(&[0x81, 5, b'h']);
+        assert!(matches!(c.frames(&mut sh), Ok(Read1::Answered)));
+        assert_eq!(c.answer_bytes, LEN as u64);
+        assert_eq!(c.rx, [0x81, 5, b'h'], "the next frame's head is kept");
     }
 }

@@ -661,7 +661,8 @@ fn run_example_for(name: &str, duration: &str, warmup: &str, rounds: u32) -> Ben
                 round.target,
                 round.why
             );
-            assert_eq!(run.stats.errors.total(), 0, "{name}: {}", round.target);
+            let errors = &run.stats.errors;
+            assert_eq!(errors.total(), 0, "{name}: {}: {errors:?}", round.target);
             assert!(round.resources.is_some(), "{name}: {}", round.target);
         } else {
             assert!(round.find_max.is_some(), "{name}: {}", round.target);

@@ -417,3 +417,81 @@ fn wss_with_an_untrusted_certificate_is_one_line_and_exit_2() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A scenario file whose target URL is `ws://`: each load's `[load.request]` body is the
+/// message and its headers (a subprotocol offered) go into the upgrade; a closed and an open
+/// load against the reference echo. The echo runs in this test's process so its count can be
+/// read after the bench has stopped its targets: the scenario's target is a placeholder
+/// process (`sleep`) whose `url` and `ready.tcp` name the echo.
+#[test]
+fn a_scenario_with_a_ws_url_sends_its_body_as_messages_and_the_echo_counts_them() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let addr = server.local_addr();
+    let dir = tempdir("ws-scenario");
+    let file = dir.join("ws.toml");
+    let scenario = format!(
+        r#"name = "ws"
+[[target]]
+name = "echo"
+command = "sleep"
+args = ["300"]
+url = "ws://{addr}"
+[target.ready]
+tcp = "{addr}"
+
+[[load]]
+name = "closed"
+model = "closed"
+targets = ["echo"]
+connections = 2
+duration = "1s"
+[load.request]
+path = "/ws"
+body = "hello"
+headers = {{ "Sec-WebSocket-Protocol" = "chat" }}
+
+[[load]]
+name = "open"
+model = "open"
+targets = ["echo"]
+rate = 200
+duration = "1s"
+[load.request]
+path = "/ws"
+body = "tick"
+"#
+    );
+    std::fs::write(&file, scenario).unwrap();
+    let (out, result) = crate::bench::bench(&file, &dir.join("results"), &[]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let b = result.expect("a saved bench result");
+    assert_eq!(b.rounds.len(), 2, "one round per load");
+    let mut sent = 0;
+    for round in &b.rounds {
+        let r = round.result.as_ref().expect("each round ran");
+        assert!(r.config.url.starts_with("ws://"), "{}", r.config.url);
+        assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+        assert!(
+            r.stats.requests > 0 && r.stats.ws.upgrades > 0,
+            "{:?}",
+            r.stats.ws
+        );
+        assert_eq!(r.stats.requests + r.stats.abandoned, r.stats.sent);
+        let want = if round.load == 0 { 5 } else { 4 };
+        let body = &r.stats.body;
+        assert_eq!(
+            (body.min, body.max),
+            (want, want),
+            "each answer echoes the body"
+        );
+        sent += r.stats.sent;
+    }
+    // Messages in flight when a round ended reach the echo just after: its count settles.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.stats().route("/ws") != sent && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.stats().route("/ws"), sent, "the echo's count agrees");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -418,6 +418,39 @@ fn wss_with_an_untrusted_certificate_is_one_line_and_exit_2() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A closed and an open WebSocket load against the echo at `ADDR` (a placeholder target
+/// process, `sleep`, whose `url` and `ready.tcp` name it).
+const WS_SCENARIO: &str = r#"name = "ws"
+[[target]]
+name = "echo"
+command = "sleep"
+args = ["300"]
+url = "ws://ADDR"
+[target.ready]
+tcp = "ADDR"
+
+[[load]]
+name = "closed"
+model = "closed"
+targets = ["echo"]
+connections = 2
+duration = "1s"
+[load.request]
+path = "/ws"
+body = "hello"
+headers = { "Sec-WebSocket-Protocol" = "chat" }
+
+[[load]]
+name = "open"
+model = "open"
+targets = ["echo"]
+rate = 200
+duration = "1s"
+[load.request]
+path = "/ws"
+body = "tick"
+"#;
+
 /// A scenario file whose target URL is `ws://`: each load's `[load.request]` body is the
 /// message and its headers (a subprotocol offered) go into the upgrade; a closed and an open
 /// load against the reference echo. The echo runs in this test's process so its count can be
@@ -429,38 +462,7 @@ fn a_scenario_with_a_ws_url_sends_its_body_as_messages_and_the_echo_counts_them(
     let addr = server.local_addr();
     let dir = tempdir("ws-scenario");
     let file = dir.join("ws.toml");
-    let scenario = format!(
-        r#"name = "ws"
-[[target]]
-name = "echo"
-command = "sleep"
-args = ["300"]
-url = "ws://{addr}"
-[target.ready]
-tcp = "{addr}"
-
-[[load]]
-name = "closed"
-model = "closed"
-targets = ["echo"]
-connections = 2
-duration = "1s"
-[load.request]
-path = "/ws"
-body = "hello"
-headers = {{ "Sec-WebSocket-Protocol" = "chat" }}
-
-[[load]]
-name = "open"
-model = "open"
-targets = ["echo"]
-rate = 200
-duration = "1s"
-[load.request]
-path = "/ws"
-body = "tick"
-"#
-    );
+    let scenario = WS_SCENARIO.replace("ADDR", &addr.to_string());
     std::fs::write(&file, scenario).unwrap();
     let (out, result) = crate::bench::bench(&file, &dir.join("results"), &[]);
     let (_, stderr) = text(&out);

@@ -714,20 +714,20 @@ impl ValuesArgs {
 /// How connections reach the target (docs/transport.md).
 #[derive(Debug, Args)]
 pub(crate) struct TransportArgs {
-    /// https:// only: do NOT verify the server's certificate (every report says so). No `-k`:
+    /// https:// and wss:// only: do NOT verify the server's certificate (every report says so). No `-k`:
     /// ab's `-k` means keep-alive.
     #[arg(long)]
     pub insecure: bool,
-    /// https:// only: trust the CA certificates in this PEM file instead of the system's.
+    /// https:// and wss:// only: trust the CA certificates in this PEM file instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// https:// only: client certificate (PEM, chain allowed) for mutual TLS; needs --key.
+    /// https:// and wss:// only: client certificate (PEM, chain allowed) for mutual TLS; needs --key.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
-    /// https:// only: the private key (PEM) of --cert.
+    /// https:// and wss:// only: the private key (PEM) of --cert.
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// https:// only: no TLS session resumption (every new connection makes a full handshake).
+    /// https:// and wss:// only: no TLS session resumption (every new connection makes a full handshake).
     #[arg(long)]
     pub no_tls_resume: bool,
     /// Connect to this Unix socket instead of the URL's host; the http:// URL still gives

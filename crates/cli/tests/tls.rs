@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// The reference backend over TLS with a fresh self-signed certificate, written to `dir`.
-fn tls_backend(dir: &Path) -> (Server, PathBuf) {
+pub(crate) fn tls_backend(dir: &Path) -> (Server, PathBuf) {
     let cfg = ServerConfig {
         tls: Some(TlsIdentity::self_signed().expect("a certificate is generated")),
         ..ServerConfig::ephemeral()
@@ -25,7 +25,7 @@ fn tls_backend(dir: &Path) -> (Server, PathBuf) {
 }
 
 /// Every connection opened in the window made one TLS handshake, timed and counted.
-fn assert_handshakes_counted(r: &RunResult) {
+pub(crate) fn assert_handshakes_counted(r: &RunResult) {
     let tls = &r.stats.tls;
     assert_eq!(
         tls.full + tls.resumed,

@@ -7,8 +7,9 @@
 //! 200 instead of 101 is one line and exit code 2, before any load.
 
 use crate::support::{bin, free_port, tempdir, text, Run};
+use crate::tls::assert_handshakes_counted;
 use loadbench_model::{ErrorKind, RunResult};
-use loadbench_upstream::{Server, ServerConfig};
+use loadbench_upstream::{Server, ServerConfig, TlsIdentity};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,12 +35,17 @@ fn have_websockets() -> bool {
 
 /// The echo server: every text or binary message sent back and counted (the count written
 /// to a file after each one); a ping to each client every 50 ms, the client dropped if its
-/// pong is not back within 2 s; the subprotocol `chat` chosen when offered.
+/// pong is not back within 2 s; the subprotocol `chat` chosen when offered; over TLS when
+/// given a certificate and key (PEM files).
 const ECHO_PY: &str = r#"
-import asyncio, sys, websockets
+import asyncio, ssl, sys, websockets
 
 port, count_file = int(sys.argv[1]), sys.argv[2]
 count = 0
+tls = None
+if len(sys.argv) > 4:
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[3], sys.argv[4])
 
 async def echo(ws, path=None):
     global count
@@ -51,7 +57,7 @@ async def echo(ws, path=None):
 
 async def main():
     async with websockets.serve(echo, "127.0.0.1", port, ping_interval=0.05,
-                                ping_timeout=2, subprotocols=["chat"]):
+                                ping_timeout=2, subprotocols=["chat"], ssl=tls):
         await asyncio.Future()
 
 asyncio.run(main())
@@ -66,6 +72,18 @@ struct PyEcho {
 
 impl PyEcho {
     fn start(dir: &Path) -> PyEcho {
+        PyEcho::start_with(dir, &[])
+    }
+
+    /// Over TLS with the certificate and key of `tls` (written to `dir`).
+    fn start_tls(dir: &Path, tls: &TlsIdentity) -> PyEcho {
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, &tls.cert_pem).unwrap();
+        std::fs::write(&key, &tls.key_pem).unwrap();
+        PyEcho::start_with(dir, &[cert, key])
+    }
+
+    fn start_with(dir: &Path, tls: &[PathBuf]) -> PyEcho {
         let script = dir.join("echo.py");
         std::fs::write(&script, ECHO_PY).unwrap();
         let port = free_port();
@@ -74,6 +92,7 @@ impl PyEcho {
             .arg(&script)
             .arg(port.to_string())
             .arg(&count_file)
+            .args(tls)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -275,7 +294,6 @@ fn a_ws_url_answered_with_200_is_one_line_and_exit_2_before_any_load() {
     // What a ws:// load cannot be combined with yet: one line, exit code 2.
     let addr = server.local_addr();
     for (url, extra) in [
-        (format!("wss://{addr}/ws"), vec!["-c", "1", "-n", "1"]),
         (
             format!("ws://{addr}/ws"),
             vec!["--pipeline", "2", "-c", "1", "-n", "2"],
@@ -292,4 +310,190 @@ fn a_ws_url_answered_with_200_is_one_line_and_exit_2_before_any_load() {
         assert!(stderr.contains("ws://"), "{stderr}");
     }
     assert_eq!(server.stats().total, 0, "nothing reached the server");
+}
+
+/// The reference backend over TLS (its certificate written to `dir`), and that file's path.
+fn tls_echo(dir: &Path) -> (Server, String) {
+    let (server, cert) = crate::tls::tls_backend(dir);
+    (server, cert.display().to_string())
+}
+
+/// `wss://`: WebSocket over the engine's TLS (rustls, ALPN http/1.1) against the reference
+/// backend's TLS listener, whose `/ws` is the same echo: every message counted on both
+/// sides, in both models, with `--cacert` and with `--insecure`; close codes over TLS.
+#[test]
+fn wss_against_the_reference_echo_over_tls_in_both_models() {
+    let dir = tempdir("wss-backend");
+    let (server, cacert) = tls_echo(&dir);
+    let url = format!("wss://{}/ws", server.local_addr());
+    let r = Run::new(&url)
+        .args([
+            "--body", "hello", "-c", "3", "-n", "300", "--cacert", &cacert,
+        ])
+        .ok();
+    assert_clean_on(&server, &r, 300);
+    assert_eq!(r.stats.ws.upgrades, 3, "one upgrade per connection");
+    assert_eq!(r.stats.body.total, 300 * 5);
+    assert_handshakes_counted(&r);
+    assert_eq!(r.config.tls.as_ref().map(|t| t.insecure), Some(false));
+
+    server.reset_stats();
+    let r = Run::new(&url)
+        .args(["--body", "tick", "--rate", "300", "-n", "150", "--insecure"])
+        .ok();
+    assert_clean_on(&server, &r, 150);
+    assert_handshakes_counted(&r);
+
+    server.reset_stats();
+    let closing = format!("{url}?close_after=4&close_code=4001");
+    let r = Run::new(&closing)
+        .args(["--body", "x", "-c", "1", "-n", "20", "--cacert", &cacert])
+        .ok();
+    let failed = r.stats.errors.get(ErrorKind::ClosedBeforeResponseComplete);
+    assert_eq!(r.stats.errors.total(), failed, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.requests + failed, 20);
+    assert_eq!(server.stats().route("/ws"), r.stats.requests);
+    let closes = r.stats.ws.close_codes.get(&4001).copied().unwrap_or(0);
+    assert!(closes >= 3, "{:?}", r.stats.ws);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `wss://` against a third-party TLS WebSocket server (python3-websockets with an ssl
+/// context): its count equals loadbench's, the subprotocol is chosen, its pings answered.
+#[test]
+fn wss_against_python_websockets_over_tls_counts_agree() {
+    if !have_websockets() {
+        return;
+    }
+    let dir = tempdir("wss-python");
+    let tls = TlsIdentity::self_signed().unwrap();
+    let echo = PyEcho::start_tls(&dir, &tls);
+    let url = format!("wss://127.0.0.1:{}/", echo.port);
+    let cacert = dir.join("cert.pem").display().to_string();
+    let proto = "Sec-WebSocket-Protocol: chat";
+    let r = Run::new(&url)
+        .args([
+            "--body", "hi", "-H", proto, "-c", "2", "-n", "200", "--cacert", &cacert,
+        ])
+        .ok();
+    assert_clean(&r, 200);
+    assert_eq!(echo.count(), 200, "the server's count agrees");
+    assert_eq!(r.stats.ws.upgrades, 2);
+    assert_handshakes_counted(&r);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An untrusted certificate fails the preflight's TLS handshake: one line naming --cacert
+/// and --insecure, exit code 2, no message sent.
+#[test]
+fn wss_with_an_untrusted_certificate_is_one_line_and_exit_2() {
+    let dir = tempdir("wss-untrusted");
+    let (server, _) = tls_echo(&dir);
+    let url = format!("wss://{}/ws", server.local_addr());
+    let out = bin()
+        .args(["run", &url, "-c", "1", "-n", "5"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--cacert") && stderr.contains("--insecure"),
+        "{stderr}"
+    );
+    assert_eq!(server.stats().route("/ws"), 0, "no message sent");
+
+    // Served over TLS, a plain route is still a refused upgrade (the echo is at /ws only).
+    let url = format!("wss://{}/", server.local_addr());
+    let out = bin()
+        .args(["run", &url, "--insecure", "-c", "1", "-n", "5"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("instead of 101 Switching Protocols"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A closed and an open WebSocket load against the echo at `ADDR` (a placeholder target
+/// process, `sleep`, whose `url` and `ready.tcp` name it).
+const WS_SCENARIO: &str = r#"name = "ws"
+[[target]]
+name = "echo"
+command = "sleep"
+args = ["300"]
+url = "ws://ADDR"
+[target.ready]
+tcp = "ADDR"
+
+[[load]]
+name = "closed"
+model = "closed"
+targets = ["echo"]
+connections = 2
+duration = "1s"
+[load.request]
+path = "/ws"
+body = "hello"
+headers = { "Sec-WebSocket-Protocol" = "chat" }
+
+[[load]]
+name = "open"
+model = "open"
+targets = ["echo"]
+rate = 200
+duration = "1s"
+[load.request]
+path = "/ws"
+body = "tick"
+"#;
+
+/// A scenario file whose target URL is `ws://`: each load's `[load.request]` body is the
+/// message and its headers (a subprotocol offered) go into the upgrade; a closed and an open
+/// load against the reference echo. The echo runs in this test's process so its count can be
+/// read after the bench has stopped its targets: the scenario's target is a placeholder
+/// process (`sleep`) whose `url` and `ready.tcp` name the echo.
+#[test]
+fn a_scenario_with_a_ws_url_sends_its_body_as_messages_and_the_echo_counts_them() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let addr = server.local_addr();
+    let dir = tempdir("ws-scenario");
+    let file = dir.join("ws.toml");
+    let scenario = WS_SCENARIO.replace("ADDR", &addr.to_string());
+    std::fs::write(&file, scenario).unwrap();
+    let (out, result) = crate::bench::bench(&file, &dir.join("results"), &[]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let b = result.expect("a saved bench result");
+    assert_eq!(b.rounds.len(), 2, "one round per load");
+    let mut sent = 0;
+    for round in &b.rounds {
+        let r = round.result.as_ref().expect("each round ran");
+        assert!(r.config.url.starts_with("ws://"), "{}", r.config.url);
+        assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+        assert!(
+            r.stats.requests > 0 && r.stats.ws.upgrades > 0,
+            "{:?}",
+            r.stats.ws
+        );
+        assert_eq!(r.stats.requests + r.stats.abandoned, r.stats.sent);
+        let want = if round.load == 0 { 5 } else { 4 };
+        let body = &r.stats.body;
+        assert_eq!(
+            (body.min, body.max),
+            (want, want),
+            "each answer echoes the body"
+        );
+        sent += r.stats.sent;
+    }
+    // Messages in flight when a round ended reach the echo just after: its count settles.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.stats().route("/ws") != sent && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.stats().route("/ws"), sent, "the echo's count agrees");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -251,19 +251,21 @@ impl Engine {
             return Err(preflight_error(addr, e));
         }
         let _ = self.rtt.set(began.elapsed());
-        match tls {
-            Some(t) => t
-                .probe(addr, self.plan.connect_timeout)
-                .map_err(EngineError::Tls),
-            None if self.h2.is_some() => self.probe_h2c(addr),
-            None => match &self.ws {
-                Some(setup) => self.probe_ws(addr, setup),
-                None => Ok(()),
-            },
+        let timeout = self.plan.connect_timeout;
+        match (tls, &self.ws) {
+            (Some(t), Some(setup)) => {
+                let session = t.probe_stream(addr, timeout).map_err(EngineError::Tls)?;
+                ws::probe(session, setup).map_err(EngineError::WebSocket)
+            }
+            (Some(t), None) => t.probe(addr, timeout).map_err(EngineError::Tls),
+            (None, _) if self.h2.is_some() => self.probe_h2c(addr),
+            (None, Some(setup)) => self.probe_ws(addr, setup),
+            (None, None) => Ok(()),
         }
     }
 
-    /// `ws://`: the server must answer one upgrade with 101 and the right accept key.
+    /// `ws://`: the server must answer one upgrade with 101 and the right accept key (over
+    /// TLS, `wss://`, after the handshake: see [`Engine::preflight`]).
     fn probe_ws(&self, addr: SocketAddr, setup: &ws::WsSetup) -> Result<(), EngineError> {
         let timeout = self.plan.connect_timeout;
         let sock = std::net::TcpStream::connect_timeout(&addr, timeout)

@@ -23,6 +23,9 @@ use std::time::Duration;
 /// Sessions a worker's cache keeps: enough for every connection of a worker to resume.
 const SESSIONS_PER_WORKER: usize = 4096;
 
+/// The preflight's blocking TLS session, handshake done.
+pub type BlockingTls = rustls::StreamOwned<ClientConnection, std::net::TcpStream>;
+
 /// A run's TLS client: its configuration and the server name every connection sends.
 #[derive(Clone)]
 pub struct TlsClient {
@@ -108,6 +111,12 @@ impl TlsClient {
     /// Preflight: one blocking handshake with `addr` (no resumption, so the load's counts
     /// start clean). `Err` holds the line to show.
     pub fn probe(&self, addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+        self.probe_stream(addr, timeout).map(drop)
+    }
+
+    /// [`TlsClient::probe`], keeping the blocking session for what the preflight checks
+    /// next over it (a `wss://` URL's WebSocket upgrade).
+    pub fn probe_stream(&self, addr: SocketAddr, timeout: Duration) -> Result<BlockingTls, String> {
         let fail = |e: io::Error| match no_h2(&e) {
             true if self.http2() => self.not_h2(
                 addr,
@@ -132,7 +141,7 @@ impl TlsClient {
                 .map_or("none".into(), |p| String::from_utf8_lossy(p).into_owned());
             return Err(self.not_h2(addr, &got));
         }
-        Ok(())
+        Ok(rustls::StreamOwned::new(tls, sock))
     }
 
     /// `--http2`: the preflight's one line when ALPN did not settle on h2 (`got`: what it did).

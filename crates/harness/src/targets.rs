@@ -334,8 +334,14 @@ fn readiness(
             .as_ref()
             .and_then(|u| u.routes.first().cloned())
             .unwrap_or_else(|| "/".into());
+        // A `ws://` URL (WebSocket loads) is the same server's plain HTTP for the check.
+        let base = url.trim_end_matches('/');
+        let base = match base.strip_prefix("ws://") {
+            Some(rest) => format!("http://{rest}"),
+            None => base.to_string(),
+        };
         return Ok(Readiness::HttpAnswer {
-            url: format!("{}{route}", url.trim_end_matches('/')),
+            url: format!("{base}{route}"),
         });
     }
     Ok(Readiness::Tcp {
@@ -476,5 +482,17 @@ mod tests {
         let without = Scenario::parse(&text.replace("keep_abandoned = true\n", ""), file);
         let (_, args) = command_line(&without.unwrap().targets[0], 8080, &opts, &plain).unwrap();
         assert!(!args.iter().any(|a| a == "--keep-abandoned"), "{args:?}");
+    }
+
+    /// A backend loaded over WebSocket (`url = "ws://…"`) is checked over plain HTTP.
+    #[test]
+    fn a_ws_backend_is_ready_when_its_first_route_answers_over_http() {
+        let text = "name = \"m\"\n[[target]]\nname = \"a\"\nkind = \"upstream\"\n\
+            url = \"ws://127.0.0.1:{port}\"\n\
+            [[load]]\nmodel = \"closed\"\ntargets = [\"a\"]\nconnections = [1]\n";
+        let s = Scenario::parse(text, Path::new("s.toml")).unwrap();
+        let plain = |_: &str, t: &str| Ok(t.to_string());
+        let ready = readiness(&s.targets[0], 8080, "ws://127.0.0.1:8080", &plain).unwrap();
+        assert_eq!(ready.to_string(), "HTTP GET http://127.0.0.1:8080/");
     }
 }

@@ -306,7 +306,7 @@ impl Plan {
         }
         if plan.target.websocket && plan.values.is_some() {
             return Err(invalid(
-                "per-request values ({{ … }}) cannot be used with a ws:// URL yet: give a fixed message with --body",
+                "per-request values ({{ … }}) cannot be used with a WebSocket (ws://, wss://) URL yet: give a fixed message with --body",
             ));
         }
         plan.script = spec.script.clone();

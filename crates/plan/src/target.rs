@@ -1,4 +1,4 @@
-//! The target: an `http://` or `https://` URL parsed, its host resolved once to one socket
+//! The target: an `http://`, `https://`, `ws://` or `wss://` URL parsed, its host resolved once to one socket
 //! address (or sent elsewhere by a `--connect-to` rule, or not resolved at all with
 //! `--unix-socket`), and the `Host` header value and request path derived from it.
 
@@ -17,10 +17,10 @@ pub struct Target {
     pub authority: String,
     /// Path and query sent on the request line.
     pub path: String,
-    /// An `https://` URL: the connection speaks TLS.
+    /// An `https://` or `wss://` URL: the connection speaks TLS.
     pub tls: bool,
-    /// A `ws://` URL: each connection upgrades to WebSocket and each request is one message
-    /// (docs/transport.md).
+    /// A `ws://` or `wss://` URL: each connection upgrades to WebSocket and each request is
+    /// one message (docs/transport.md).
     pub websocket: bool,
     /// The URL's host, without the brackets of an IPv6 literal.
     pub host: String,
@@ -53,14 +53,10 @@ impl Target {
             "http" => (false, false),
             "https" => (true, false),
             "ws" => (false, true),
-            "wss" => {
-                return Err(invalid(format!(
-                    "wss:// (WebSocket over TLS) is not supported yet in '{text}': use a ws:// URL (docs/transport.md)"
-                )))
-            }
+            "wss" => (true, true),
             other => {
                 return Err(invalid(format!(
-                    "unknown scheme '{other}://' in '{text}': use an http://, https:// or ws:// URL"
+                    "unknown scheme '{other}://' in '{text}': use an http://, https://, ws:// or wss:// URL"
                 )))
             }
         };
@@ -152,7 +148,9 @@ mod tests {
         let ws = Target::parse("ws://127.0.0.1:9000/ws").unwrap();
         assert!(ws.websocket && !ws.tls);
         assert_eq!((ws.addr.port(), ws.path.as_str()), (9000, "/ws"));
-        assert!(e("wss://127.0.0.1/").contains("use a ws:// URL"));
+        let wss = Target::parse("wss://127.0.0.1/ws").unwrap();
+        assert!(wss.websocket && wss.tls);
+        assert_eq!(wss.addr.port(), 443, "wss:// defaults to 443");
         assert!(e("127.0.0.1:80").contains("http://"));
         assert!(e("not a url").contains("invalid URL"));
         assert!(e("http://no-such-host.invalid/").contains("cannot resolve host"));

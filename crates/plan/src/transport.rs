@@ -205,7 +205,7 @@ pub(crate) fn check_plain(spec: &TransportSpec) -> Result<(), PlanError> {
         return Ok(());
     };
     Err(invalid(format!(
-        "{flag} applies to https:// URLs only: use an https:// URL or leave {flag} out"
+        "{flag} applies to https:// URLs only (and wss://): use an https:// or wss:// URL, or leave {flag} out"
     )))
 }
 

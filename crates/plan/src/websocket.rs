@@ -1,27 +1,23 @@
-//! `ws://` URLs: what a WebSocket load can be combined with. Each connection upgrades once,
+//! `ws://` and `wss://` URLs: what a WebSocket load can be combined with. Each connection upgrades once,
 //! then each request is one message (the body) and its answer the next message received, so
 //! everything that shapes HTTP requests per request, or another protocol, is refused here with
 //! one line naming the fix.
 
 use crate::{invalid, LoadSpec, PlanError};
 
-/// Refuses what a `ws://` load cannot do (yet); nothing for other URLs.
+/// Refuses what a WebSocket load cannot do (yet); nothing for other URLs.
 pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     if !websocket {
-        if spec
-            .mix
-            .iter()
-            .any(|e| e.url.trim_start().starts_with("ws://"))
-        {
+        if spec.mix.iter().any(|e| is_websocket(&e.url)) {
             return Err(invalid(
-                "a mix of ws:// and http:// URLs: one load speaks one protocol; give only ws:// URLs or none",
+                "a mix of WebSocket (ws://, wss://) and HTTP URLs: one load speaks one protocol; give only WebSocket URLs or none",
             ));
         }
         return Ok(());
     }
     let t = &spec.transport;
     let clash = if !spec.mix.is_empty() {
-        Some("a request mix (one ws:// URL per load)")
+        Some("a request mix (one WebSocket URL per load)")
     } else if t.http2 {
         Some("--http2")
     } else if t.pipeline > 1 {
@@ -39,8 +35,14 @@ pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     };
     match clash {
         Some(what) => Err(invalid(format!(
-            "{what} cannot be used with a ws:// URL: leave it out (docs/transport.md, WebSocket)"
+            "{what} cannot be used with a WebSocket (ws://, wss://) URL: leave it out (docs/transport.md, WebSocket)"
         ))),
         None => Ok(()),
     }
+}
+
+/// A `ws://` or `wss://` URL.
+fn is_websocket(url: &str) -> bool {
+    let url = url.trim_start().to_ascii_lowercase();
+    url.starts_with("ws://") || url.starts_with("wss://")
 }

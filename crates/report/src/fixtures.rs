@@ -20,6 +20,20 @@ pub(crate) fn busy() -> RunResult {
     r
 }
 
+/// The busy run as a WebSocket run (`ws://`): 4 connections upgraded, 12 pings answered,
+/// and 5 close frames from the server, 3 with code 1000, 2 with the application's 4000.
+pub(crate) fn websocket() -> RunResult {
+    let mut r = busy();
+    r.config.url = "ws://127.0.0.1:8080/ws".into();
+    r.config.body_bytes = 5;
+    let ws = &mut r.stats.ws;
+    ws.upgrades = 4;
+    ws.pings = 12;
+    ws.close_codes.insert(1000, 3);
+    ws.close_codes.insert(4000, 2);
+    r
+}
+
 /// A run that measured nothing: every histogram and counter is empty.
 pub(crate) fn empty() -> RunResult {
     RunResult {

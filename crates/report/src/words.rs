@@ -146,6 +146,17 @@ pub(crate) fn goaway_text(h2: &H2Stats) -> Option<String> {
     ))
 }
 
+/// A WebSocket run's counts in one line, as the text report's `WebSocket` row and the
+/// Markdown's sentence say them: `4 upgraded, 12 pings answered; close frames by code:
+/// 1000 ×3, 4000 ×1` (`none` when the server sent no close).
+pub(crate) fn ws_text(ws: &loadbench_model::WsStats) -> String {
+    let closes = ws.close_text().unwrap_or_else(|| "none".into());
+    format!(
+        "{} upgraded, {} pings answered; close frames by code: {closes}",
+        ws.upgrades, ws.pings
+    )
+}
+
 /// `1 thread`, `2 threads`.
 pub(crate) use loadbench_model::human::counted;
 

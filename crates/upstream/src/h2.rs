@@ -14,11 +14,13 @@ use std::time::Duration;
 use hyper::server::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio_rustls::server::TlsStream;
 
 use crate::conn::{stopped, Handler};
+use crate::rewind::Rewind;
 use crate::routes::App;
 
 /// What every HTTP/2 client sends first (RFC 9113, 3.4).
@@ -125,6 +127,52 @@ pub(crate) async fn serve_tcp(
         Opening::WebSocket => crate::ws::serve_ws(stream, app, stop).await,
         Opening::Http1 => crate::conn::serve(stream, app, &http.http1, stop).await,
     }
+}
+
+/// Serves a TLS connection: HTTP/2 when ALPN chose `h2`; else its first bytes are read (a
+/// TLS stream cannot be peeked) until they tell a `GET /ws` request apart, and the WebSocket
+/// echo or hyper's HTTP/1.1 takes the connection, reading those bytes again first. A client
+/// that has sent nothing when the server stops is dropped.
+pub(crate) async fn serve_tls(
+    mut stream: TlsStream<TcpStream>,
+    app: Arc<App>,
+    http: &auto::Builder<TokioExecutor>,
+    mut stop: watch::Receiver<bool>,
+) {
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        return serve_auto(stream, app, http, stop).await;
+    }
+    let first = tokio::select! {
+        biased;
+        () = stopped(&mut stop) => return,
+        first = first_bytes(&mut stream) => first,
+    };
+    let Ok(first) = first else {
+        return;
+    };
+    let ws = crate::ws::is_ws_opening(&first) == Some(true);
+    let stream = Rewind::new(first, stream);
+    if ws {
+        crate::ws::serve_ws(stream, app, stop).await;
+    } else {
+        serve_auto(stream, app, http, stop).await;
+    }
+}
+
+/// The opening bytes of a stream, as many as tell a `GET /ws` request apart (at most 8), or
+/// fewer when it ends first.
+async fn first_bytes<S: AsyncRead + Unpin>(s: &mut S) -> std::io::Result<Vec<u8>> {
+    let mut first = Vec::new();
+    let mut chunk = [0u8; crate::ws::OPENING.len() + 1];
+    while crate::ws::is_ws_opening(&first).is_none() {
+        let room = chunk.len() - first.len();
+        let n = s.read(&mut chunk[..room]).await?;
+        if n == 0 {
+            break;
+        }
+        first.extend_from_slice(&chunk[..n]);
+    }
+    Ok(first)
 }
 
 /// Serves one h2c connection until the client leaves or the server stops (then open streams

@@ -26,7 +26,7 @@
 //! | `/echo` | the request as JSON: method, path, query, version, headers, body, body_len (the first 256 are also kept: `Server::echoed`) |
 //! | `POST /login` | a fresh token: `{"token":"t1-…","user":…}` and `X-Token`; the user is a JSON body's `"user"`, a form's `user=`, else `anonymous` (other methods: 405) |
 //! | `/me` | with `Authorization: Bearer <token>` from `/login`: `{"user":…,"token":…,"requests":N}`, N counting this token's authorised requests; else 401 with `WWW-Authenticate: Bearer` (counts: `Server::logins`, the newest [`TOKENS_KEPT`] tokens kept) |
-//! | `/ws` (cleartext TCP, the connection's first request) | a WebSocket echo: text and binary messages sent back, each counted under `/ws`; pings answered; `?close_after=N&close_code=C` closes after N echoes (see `ws.rs`) |
+//! | `/ws` (TCP or TLS, the connection's first request) | a WebSocket echo: text and binary messages sent back, each counted under `/ws`; pings answered; `?close_after=N&close_code=C` closes after N echoes (see `ws.rs`) |
 //! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued` and `abandoned_completed` |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
@@ -87,6 +87,7 @@ mod h2;
 mod hiccup;
 mod limit;
 mod login;
+mod rewind;
 mod rng;
 mod routes;
 mod server;

@@ -362,8 +362,8 @@ fn spawn_connection(
     });
 }
 
-/// A TLS connection: the handshake, then HTTP/1.1 or HTTP/2 (ALPN `h2`) over it; a failed
-/// handshake just closes it.
+/// A TLS connection: the handshake, then HTTP/1.1, HTTP/2 (ALPN `h2`) or the WebSocket echo
+/// (`GET /ws`) over it; a failed handshake just closes it.
 fn spawn_tls_connection(
     stream: TcpStream,
     tls: &TlsAcceptor,
@@ -376,7 +376,7 @@ fn spawn_tls_connection(
     let (tls, app, http, stop) = (tls.clone(), Arc::clone(app), Arc::clone(http), stop.clone());
     tokio::spawn(async move {
         if let Ok(stream) = tls.accept(stream).await {
-            h2::serve_auto(stream, app, &http.auto, stop).await;
+            h2::serve_tls(stream, app, &http.auto, stop).await;
         }
         drop(alive);
     });

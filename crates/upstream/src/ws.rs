@@ -1,7 +1,7 @@
-//! The WebSocket echo at `/ws`, so loadbench's WebSocket client (`ws://` URLs) has a target in
-//! the tests and the demo. A cleartext TCP connection whose first bytes are `GET /ws ` or
-//! `GET /ws?` (read with the same one `peek` that looks for the HTTP/2 preface, see `h2.rs`)
-//! is handed to tokio-tungstenite, which answers the upgrade (101, `Sec-WebSocket-Accept`) and
+//! The WebSocket echo at `/ws`, so loadbench's WebSocket client (`ws://` and `wss://` URLs)
+//! has a target in the tests and the demo. A connection whose first bytes are `GET /ws ` or
+//! `GET /ws?` (on cleartext TCP, read with the same one `peek` that looks for the HTTP/2
+//! preface; over TLS, read and put back; see `h2.rs`) is handed to tokio-tungstenite, which answers the upgrade (101, `Sec-WebSocket-Accept`) and
 //! does the framing. Then every text or binary message is sent back as it came and counted
 //! once under `/ws` in `/stats`; pings are answered with pongs and a close with a close (by
 //! tungstenite itself).
@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -66,7 +66,10 @@ fn close_after(query: Option<&str>) -> Option<CloseAfter> {
 /// connection fails or the server stops (then it sends a close, 1001 going away).
 // The handshake callback's error type is tungstenite's `ErrorResponse` (never returned here).
 #[allow(clippy::result_large_err)]
-pub(crate) async fn serve_ws(stream: TcpStream, app: Arc<App>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn serve_ws<S>(stream: S, app: Arc<App>, mut stop: watch::Receiver<bool>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut close = None;
     let callback = |req: &Request, resp: Response| {
         close = close_after(req.uri().query());

@@ -1,6 +1,6 @@
-//! One WebSocket connection slot: connect, upgrade, then one message in flight at a time
-//! (closed model: the next is claimed once the answer came; open model: the slot goes idle
-//! for the next due one). Its socket is edge-triggered,
+//! One WebSocket connection slot: connect (and, for `wss://`, the TLS handshake), upgrade,
+//! then one message in flight at a time (closed model: the next is claimed once the answer
+//! came; open model: the slot goes idle for the next due one). Its socket is edge-triggered,
 //! so every event reads until the socket would block and writes what is pending.
 
 use super::frame::{self, Head};
@@ -23,6 +23,8 @@ pub(crate) enum WsPhase {
     Idle,
     /// The TCP connect is in progress.
     Connecting,
+    /// `wss://`: the TCP connection is up, the TLS handshake under way.
+    Handshaking,
     /// The upgrade request is out, its answer not read yet.
     Upgrading,
     /// Upgraded, no message in flight.
@@ -209,6 +211,7 @@ impl WsConn {
         match self.phase {
             WsPhase::Idle => {}
             WsPhase::Connecting => self.on_connected(ctx, sh),
+            WsPhase::Handshaking => self.drive_handshake(ctx, sh),
             WsPhase::Upgrading | WsPhase::Ready | WsPhase::Waiting => self.on_io(ctx, sh, closed),
         }
     }
@@ -225,17 +228,51 @@ impl WsConn {
                     let took = connect_took(self.since, ctx.polled_at, now);
                     ctx.recorder.connected(took);
                 }
-                let key = new_key(&mut sh.rng);
-                self.accept = accept_key(&key);
-                self.out.clear();
-                self.written = 0;
-                sh.setup.handshake(&key, &mut self.out);
-                self.phase = WsPhase::Upgrading;
-                self.since = now;
-                self.on_io(ctx, sh, false);
+                if ctx.tls.is_some() {
+                    self.since = now;
+                    self.phase = WsPhase::Handshaking;
+                    return self.drive_handshake(ctx, sh);
+                }
+                self.upgrade(ctx, sh, now);
             }
             Err(e) => self.fail(ctx, connect_error_kind(&e), now),
         }
+    }
+
+    /// `wss://`: the TLS handshake as far as the socket allows (ALPN offers `http/1.1`, as
+    /// for `https://`); once done, its time is recorded and the upgrade goes out over it. A
+    /// failure is the `tls_handshake` error class.
+    #[cold]
+    fn drive_handshake(&mut self, ctx: &mut Ctx, sh: &mut Shared) {
+        let Some(tls) = self.stream.as_mut().and_then(Stream::tls_mut) else {
+            return;
+        };
+        match tls.handshake() {
+            Ok(false) => {}
+            Ok(true) => {
+                let now = Instant::now();
+                let resumed = tls.resumed();
+                if self.measured && ctx.recorder.measuring(self.since) {
+                    ctx.recorder
+                        .handshake(now.saturating_duration_since(self.since), resumed);
+                }
+                self.upgrade(ctx, sh, now);
+            }
+            Err(_) => self.fail(ctx, ErrorKind::TlsHandshake, Instant::now()),
+        }
+    }
+
+    /// Sends the upgrade request with a fresh key, then reads what came (over TLS, records
+    /// may have arrived with the handshake: no new edge announces them).
+    fn upgrade(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        let key = new_key(&mut sh.rng);
+        self.accept = accept_key(&key);
+        self.out.clear();
+        self.written = 0;
+        sh.setup.handshake(&key, &mut self.out);
+        self.phase = WsPhase::Upgrading;
+        self.since = now;
+        self.on_io(ctx, sh, false);
     }
 
     /// Writes what is pending, then reads and handles what arrived.
@@ -538,7 +575,8 @@ impl WsConn {
     /// A failed message (or connect, or upgrade): counted, the connection dropped, the slot
     /// tries again (after a backoff when it never got to send).
     pub(crate) fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        let before_send = kind.before_send() || self.phase == WsPhase::Upgrading;
+        let before_send =
+            kind.before_send() || matches!(self.phase, WsPhase::Handshaking | WsPhase::Upgrading);
         // Open model: an idle connection that failed is on the idle list already.
         let listed = ctx.open && self.phase == WsPhase::Ready && !self.has_message;
         self.end_spare(ctx);
@@ -565,7 +603,10 @@ impl WsConn {
 
     /// Drops the socket (a connect or upgrade in progress no longer counts).
     fn drop_conn(&mut self, ctx: &mut Ctx) {
-        if matches!(self.phase, WsPhase::Connecting | WsPhase::Upgrading) {
+        if matches!(
+            self.phase,
+            WsPhase::Connecting | WsPhase::Handshaking | WsPhase::Upgrading
+        ) {
             ctx.connecting = ctx.connecting.saturating_sub(1);
         }
         self.stream = None;

@@ -1,5 +1,6 @@
-//! WebSocket (`ws://` URLs, RFC 6455) as a protocol of the one worker loop, beside HTTP/1.1
-//! and HTTP/2: each connection opens with an HTTP/1.1 upgrade (its `Sec-WebSocket-Key`
+//! WebSocket (`ws://` and `wss://` URLs, RFC 6455) as a protocol of the one worker loop,
+//! beside HTTP/1.1 and HTTP/2: each connection (over TLS for `wss://`, the handshake first)
+//! opens with an HTTP/1.1 upgrade (its `Sec-WebSocket-Key`
 //! answered by the right `Sec-WebSocket-Accept`, a `Sec-WebSocket-Protocol` the server chose
 //! checked against the offered ones), then each request is one message (the body, a text
 //! frame when it is UTF-8, else binary; masked as a client must) and its answer the next

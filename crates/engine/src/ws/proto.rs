@@ -71,13 +71,14 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
     /// Open model: a failed slot is put back on the idle list by the slot itself.
     fn lost(&mut self, _ctx: &mut Ctx<'a>, _pacer: &mut Pacer<'a>, _i: usize, _now: Instant) {}
 
-    /// Connects and upgrades not done within `--connect-timeout`, messages without an
-    /// answer within `--timeout`.
+    /// Connects, TLS handshakes and upgrades not done within `--connect-timeout`, messages
+    /// without an answer within `--timeout`.
     fn expire(&mut self, ctx: &mut Ctx<'a>, now: Instant, limits: &WorkerLimits) {
         for c in &mut self.conns {
             let age = now.saturating_duration_since(c.since);
             let kind = match c.phase {
                 WsPhase::Connecting if age > limits.connect_timeout => ErrorKind::ConnectTimeout,
+                WsPhase::Handshaking if age > limits.connect_timeout => ErrorKind::TlsHandshake,
                 WsPhase::Upgrading if age > limits.connect_timeout => ErrorKind::ReadTimeout,
                 WsPhase::Waiting if age > limits.timeout => ErrorKind::ReadTimeout,
                 _ => continue,

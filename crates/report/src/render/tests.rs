@@ -371,3 +371,110 @@ fn a_bench_csv_has_each_round_s_generator_delay() {
         assert!((z - (k * 100.0 + 100.0)).abs() < 1.0, "{seen:?}");
     }
 }
+
+/// Issue 41: a WebSocket run's upgrades, pings answered and close frames by code are in
+/// every run format with the same numbers as the text report's `WebSocket` line.
+#[test]
+fn websocket_counts_and_close_codes_are_in_every_run_format() {
+    let r: SavedResult = fixtures::websocket().into();
+    let out = |format| render(&r, format, &RenderOptions::default()).unwrap().text;
+    let text = out(Format::Text);
+    let line = text.lines().find(|l| l.contains("WebSocket")).unwrap();
+    assert!(
+        line.ends_with("4 upgraded, 12 pings answered; close frames by code: 1000 ×3, 4000 ×2"),
+        "{line}"
+    );
+
+    let md = out(Format::Markdown);
+    let section = &md[md.find("### WebSocket").expect("a WebSocket section")..];
+    assert!(
+        section
+            .contains("4 connections upgraded, 12 pings answered, 5 close frames from the server."),
+        "{section}"
+    );
+    assert!(
+        section.contains("| 1000 | normal closure | 3 | 60.00% |"),
+        "{section}"
+    );
+    assert!(
+        section.contains("| 4000 | application code | 2 | 40.00% |"),
+        "{section}"
+    );
+
+    let html = out(Format::Html);
+    for row in [
+        "<th scope=\"row\">Connections upgraded</th><td>4</td>",
+        "<th scope=\"row\">Pings answered</th><td>12</td>",
+        "<th scope=\"row\">Close frames from the server</th><td>5</td>",
+        "<th scope=\"row\">1000</th><td>normal closure</td><td>3</td>",
+        "<th scope=\"row\">4000</th><td>application code</td><td>2</td>",
+    ] {
+        assert!(html.contains(row), "no {row:?} in the page");
+    }
+
+    let csv = out(Format::Csv);
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let cell = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(
+        [cell("ws_upgrades"), cell("ws_pings"), cell("ws_closes")],
+        ["4", "12", "5"]
+    );
+    let table = &csv[csv.find("\n\nws_close_code,").expect("a close code table") + 2..];
+    assert_eq!(
+        table,
+        "ws_close_code,meaning,closes\n1000,normal closure,3\n4000,application code,2\n"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(&out(Format::Json)).unwrap();
+    let ws = &json["stats"]["ws"];
+    assert_eq!(ws["close_codes"], serde_json::json!({"1000": 3, "4000": 2}));
+    assert_eq!(
+        (ws["upgrades"].as_u64(), ws["pings"].as_u64()),
+        (Some(4), Some(12))
+    );
+}
+
+/// An HTTP run has no WebSocket figures (empty CSV cells, no section); a WebSocket run whose
+/// server sent no close says 0, with no close code table.
+#[test]
+fn websocket_figures_only_for_websocket_runs_and_no_close_table_without_closes() {
+    let http: SavedResult = fixtures::busy().into();
+    for format in [Format::Text, Format::Markdown, Format::Html, Format::Csv] {
+        let out = render(&http, format, &RenderOptions::default())
+            .unwrap()
+            .text;
+        assert!(
+            !out.contains("WebSocket") && !out.contains("ws_close_code"),
+            "{format}"
+        );
+    }
+    let csv = render(&http, Format::Csv, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(csv.lines().nth(1).unwrap().contains(",,,,,2026-"), "{csv}");
+
+    let mut quiet = fixtures::websocket();
+    quiet.stats.ws.close_codes.clear();
+    let quiet: SavedResult = quiet.into();
+    let out = |format| {
+        render(&quiet, format, &RenderOptions::default())
+            .unwrap()
+            .text
+    };
+    let md = out(Format::Markdown);
+    assert!(
+        md.contains("4 connections upgraded, 12 pings answered, 0 close frames from the server."),
+        "{md}"
+    );
+    assert!(!md.contains("| close code |"), "{md}");
+    assert!(out(Format::Text).contains("close frames by code: none"));
+    assert!(out(Format::Html).contains("<h3>Close codes</h3>\n<p class=\"muted\">none</p>"));
+    let csv = out(Format::Csv);
+    assert!(!csv.contains("ws_close_code"), "{csv}");
+    assert!(
+        csv.lines().nth(1).unwrap().contains(",4,12,0,2026-"),
+        "{csv}"
+    );
+}

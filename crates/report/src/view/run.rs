@@ -1,7 +1,7 @@
 //! A run's figures that several formats show beside the latency and the endpoints.
 
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{Histo, Stats};
+use loadbench_model::{Histo, RunResult, Stats, WsStats};
 
 /// hey's "req write", "resp wait" and "resp read" rows; none for results saved before the
 /// split was recorded.
@@ -46,6 +46,47 @@ pub(crate) fn phase_cells(h: &Histo) -> [String; 6] {
         h.max_ns() as f64,
     ]
     .map(|ns| phase_duration(h, ns))
+}
+
+/// A WebSocket run's own counts (`ws://`, `wss://`), which every format shows: `None` for
+/// an HTTP run. A WebSocket run whose connections never upgraded still has them (all zero).
+pub(crate) fn websocket(r: &RunResult) -> Option<&WsStats> {
+    let url = r.config.url.to_ascii_lowercase();
+    let ws = url.starts_with("ws://") || url.starts_with("wss://");
+    (ws || !r.stats.ws.is_empty()).then_some(&r.stats.ws)
+}
+
+/// The close frames the server sent, one row per code: the code, what RFC 6455 (and the
+/// IANA registry) names it, and how many came.
+pub(crate) fn close_code_rows(ws: &WsStats) -> Vec<(u16, &'static str, u64)> {
+    ws.close_codes
+        .iter()
+        .map(|(&code, &n)| (code, close_code_meaning(code), n))
+        .collect()
+}
+
+/// A close code's name: RFC 6455 section 7.4.1 and the IANA WebSocket close code registry;
+/// 3000–3999 are libraries' and frameworks', 4000–4999 the application's own.
+pub(crate) fn close_code_meaning(code: u16) -> &'static str {
+    match code {
+        1000 => "normal closure",
+        1001 => "going away",
+        1002 => "protocol error",
+        1003 => "unsupported data",
+        1005 => "no status code",
+        1006 => "abnormal closure",
+        1007 => "invalid payload data",
+        1008 => "policy violation",
+        1009 => "message too big",
+        1010 => "mandatory extension",
+        1011 => "internal error",
+        1012 => "service restart",
+        1013 => "try again later",
+        1014 => "bad gateway",
+        3000..=3999 => "library or framework code",
+        4000..=4999 => "application code",
+        _ => "unassigned",
+    }
 }
 
 #[cfg(test)]

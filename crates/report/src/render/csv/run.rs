@@ -4,7 +4,7 @@
 
 use crate::markup::csv::{col, endpoint_columns, error_slug, latency_columns, quote};
 use crate::options::{RenderOptions, Renderer};
-use crate::view::endpoints;
+use crate::view::{self, endpoints};
 use loadbench_model::{ErrorKind, Histo, LoadShape, RunResult};
 use std::io::Write;
 
@@ -23,6 +23,7 @@ impl Renderer for CsvRenderer {
         writeln!(out, "{}", line(&header))?;
         writeln!(out, "{}", line(&row))?;
         endpoint_table(result, opts, out)?;
+        close_code_table(result, out)?;
         if let Some(gates) = &result.gates {
             writeln!(out)?;
             out.write_all(crate::gates::csv_table(gates).as_bytes())?;
@@ -88,6 +89,7 @@ fn columns(r: &RunResult, opts: &RenderOptions) -> Vec<(String, String)> {
     cols.extend(status_columns(r));
     cols.extend(phase_columns(r));
     cols.extend(generator_delay_columns(&r.stats));
+    cols.extend(websocket_columns(r));
     cols.push(col("started_at", &r.started_at));
     cols.push(col("interrupted", r.interrupted));
     cols
@@ -167,6 +169,43 @@ fn generator_delay_columns(s: &loadbench_model::Stats) -> Vec<(String, String)> 
     ]
 }
 
+/// A WebSocket run's upgrades, pings answered and close frames (all codes); empty cells for
+/// an HTTP run, so the columns line up in every file.
+fn websocket_columns(r: &RunResult) -> Vec<(String, String)> {
+    let cells = match view::run::websocket(r) {
+        Some(ws) => [ws.upgrades, ws.pings, ws.closes()].map(|n| n.to_string()),
+        None => Default::default(),
+    };
+    let [upgrades, pings, closes] = cells;
+    vec![
+        col("ws_upgrades", upgrades),
+        col("ws_pings", pings),
+        col("ws_closes", closes),
+    ]
+}
+
+/// A WebSocket run whose server sent close frames: after a blank line, one row per close
+/// code with its name and count (the codes are open-ended: 4000–4999 are each application's).
+fn close_code_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(ws) = view::run::websocket(r) else {
+        return Ok(());
+    };
+    let rows = view::run::close_code_rows(ws);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "ws_close_code,meaning,closes")?;
+    for (code, meaning, n) in rows {
+        writeln!(
+            out,
+            "{}",
+            line(&[code.to_string(), meaning.into(), n.to_string()])
+        )?;
+    }
+    Ok(())
+}
+
 fn error_columns(r: &RunResult) -> Vec<(String, String)> {
     let errors = &r.stats.errors;
     ErrorKind::ALL
@@ -212,6 +251,12 @@ mod tests {
     #[test]
     fn snapshot_busy() {
         insta::assert_snapshot!(render(&fixtures::busy(), &RenderOptions::default()));
+    }
+
+    /// Issue 41: a WebSocket run's counts and its close codes, one row per code.
+    #[test]
+    fn snapshot_websocket() {
+        insta::assert_snapshot!(render(&fixtures::websocket(), &RenderOptions::default()));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::markup::html::{
     self as page, alert, endpoints_table, esc, footer, key_values, row, section, Alert, Level, Row,
 };
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::{phase_cells, request_phases};
+use crate::view::run::{close_code_rows, phase_cells, request_phases, websocket};
 use crate::words::{host_facts, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -410,9 +410,33 @@ fn details_section(r: &RunResult) -> String {
     body += &counts_table(&["Status", "Responses"], &statuses);
     body += "</div>\n<div>\n<h3>Errors</h3>\n";
     body += &counts_table(&["Error", "Requests"], &errors);
-    body += "</div>\n</div>\n<h3>Phases</h3>\n";
+    body += "</div>\n</div>\n";
+    body += &websocket_details(r);
+    body += "<h3>Phases</h3>\n";
     body += &phases_table(r);
     section("details", "Details", &body)
+}
+
+/// A WebSocket run: upgrades, pings answered and close frames beside the server's close
+/// frames by code (what the text report's `WebSocket` line says).
+fn websocket_details(r: &RunResult) -> String {
+    let Some(ws) = websocket(r) else {
+        return String::new();
+    };
+    let counts = [
+        ("Connections upgraded", ws.upgrades.to_string()),
+        ("Pings answered", ws.pings.to_string()),
+        ("Close frames from the server", ws.closes().to_string()),
+    ];
+    let closes: Vec<Row> = close_code_rows(ws)
+        .into_iter()
+        .map(|(code, meaning, n)| row(vec![code.to_string(), meaning.to_string(), n.to_string()]))
+        .collect();
+    let mut body = String::from("<div class=\"grid\">\n<div>\n<h3>WebSocket</h3>\n");
+    body += &key_values(&counts);
+    body += "</div>\n<div>\n<h3>Close codes</h3>\n";
+    body += &counts_table(&["Close code", "Meaning", "Closes"], &closes);
+    body + "</div>\n</div>\n"
 }
 
 fn counts_table(head: &[&str], rows: &[Row]) -> String {

@@ -6,7 +6,7 @@
 
 use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::{phase_duration, request_phases};
+use crate::view::run::{close_code_rows, phase_duration, request_phases, websocket};
 use crate::words::{counted as plural, document_length, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -72,6 +72,7 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     out += &phase_table(&r.stats);
     out += &status_table(r);
     out += &error_table(r);
+    out += &websocket_section(r);
     out += &endpoint_table(r);
     let why = crate::why::markdown_list(&r.why);
     if !why.is_empty() {
@@ -264,6 +265,36 @@ fn error_table(r: &RunResult) -> String {
     format!("\n### Errors\n\n{table}")
 }
 
+/// A WebSocket run: upgrades and pings in a sentence, the server's close frames by code.
+fn websocket_section(r: &RunResult) -> String {
+    let Some(ws) = websocket(r) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\n### WebSocket\n\n{} upgraded, {} answered, {} from the server.\n",
+        plural(ws.upgrades, "connection"),
+        plural(ws.pings, "ping"),
+        plural(ws.closes(), "close frame")
+    );
+    let rows: Vec<Vec<String>> = close_code_rows(ws)
+        .into_iter()
+        .map(|(code, meaning, n)| {
+            vec![
+                code.to_string(),
+                meaning.to_string(),
+                n.to_string(),
+                share(n, ws.closes()),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        let head = ["close code", "meaning", "closes", "share"];
+        let align = [Align::Left, Align::Left, Align::Right, Align::Right];
+        out += &format!("\n{}", table(&head, &align, &rows));
+    }
+    out
+}
+
 /// The class, with its reasons when counted: `malformed response (bad chunk size 3)`.
 fn error_name(r: &RunResult, kind: loadbench_model::ErrorKind) -> String {
     match r.stats.error_reasons.describe(kind) {
@@ -404,6 +435,12 @@ mod tests {
             md.find(line) < md.find("### Latency"),
             "under the summary: {md}"
         );
+    }
+
+    /// Issue 41: a WebSocket run's counts and its close codes, one row per code.
+    #[test]
+    fn snapshot_websocket() {
+        insta::assert_snapshot!(render(&fixtures::websocket()));
     }
 
     #[test]

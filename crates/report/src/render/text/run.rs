@@ -300,6 +300,9 @@ fn summary(rep: &Report) -> Vec<String> {
     }
     pairs.extend(unanswered_pairs(s, paint));
     pairs.extend(reconnect_pairs(s));
+    if let Some(ws) = crate::view::run::websocket(rep.r) {
+        pairs.push(("WebSocket", crate::words::ws_text(ws)));
+    }
     if let Some(target) = sum.target_per_sec {
         pairs.extend(open_model_pairs(rep.r, target, sum.sent_per_sec));
         if let Some(short) = loadbench_model::Shortfall::of_run(rep.r) {
@@ -337,14 +340,6 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     }
     if let Some(what) = crate::words::goaway_text(&s.h2) {
         pairs.push(("HTTP/2 GOAWAY", what));
-    }
-    if !s.ws.is_empty() {
-        let closes = s.ws.close_text().unwrap_or_else(|| "none".into());
-        let what = format!(
-            "{} upgraded, {} pings answered; close frames by code: {closes}",
-            s.ws.upgrades, s.ws.pings
-        );
-        pairs.push(("WebSocket", what));
     }
     if s.connect_backoffs > 0 {
         let what = format!(

@@ -22,6 +22,9 @@ pub struct Target {
     /// A `ws://` URL: each connection upgrades to WebSocket and each request is one message
     /// (docs/transport.md).
     pub websocket: bool,
+    /// A `grpc://` URL: each request is a unary gRPC call over HTTP/2 with prior knowledge
+    /// (docs/transport.md, "gRPC").
+    pub grpc: bool,
     /// The URL's host, without the brackets of an IPv6 literal.
     pub host: String,
 }
@@ -50,7 +53,7 @@ impl Target {
             ))
         })?;
         let (tls, websocket) = match url.scheme() {
-            "http" => (false, false),
+            "http" | "grpc" => (false, false),
             "https" => (true, false),
             "ws" => (false, true),
             "wss" => {
@@ -58,9 +61,14 @@ impl Target {
                     "wss:// (WebSocket over TLS) is not supported yet in '{text}': use a ws:// URL (docs/transport.md)"
                 )))
             }
+            "grpcs" => {
+                return Err(invalid(format!(
+                    "grpcs:// (gRPC over TLS) is not supported yet in '{text}': use a grpc:// URL (docs/transport.md)"
+                )))
+            }
             other => {
                 return Err(invalid(format!(
-                    "unknown scheme '{other}://' in '{text}': use an http://, https:// or ws:// URL"
+                    "unknown scheme '{other}://' in '{text}': use an http://, https://, ws:// or grpc:// URL"
                 )))
             }
         };
@@ -69,6 +77,12 @@ impl Target {
                 "URL '{text}' has no host: give one, such as http://127.0.0.1:8080/"
             ))
         })?;
+        let grpc = url.scheme() == "grpc";
+        if grpc && url.port().is_none() {
+            return Err(invalid(format!(
+                "'{text}' has no port: give grpc://HOST:PORT (gRPC has no default port)"
+            )));
+        }
         let port = url.port_or_known_default().unwrap_or(80);
         let addr = route.address(unbracket(host), port)?;
         let authority = match url.port() {
@@ -87,6 +101,7 @@ impl Target {
             path,
             tls,
             websocket,
+            grpc,
             host: unbracket(host).to_string(),
         })
     }

@@ -338,6 +338,9 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     if let Some(what) = crate::words::goaway_text(&s.h2) {
         pairs.push(("HTTP/2 GOAWAY", what));
     }
+    if let Some(calls) = s.grpc.text() {
+        pairs.push(("gRPC status", calls));
+    }
     if !s.ws.is_empty() {
         let closes = s.ws.close_text().unwrap_or_else(|| "none".into());
         let what = format!(

@@ -148,6 +148,36 @@ pub fn timeout_value(timeout: Duration) -> String {
     format!("{}S", ms.div_ceil(1000).min(99_999_999))
 }
 
+/// A call's request, rendered once: a POST of the framed message with [`headers`].
+pub(crate) fn render(
+    target: &crate::Target,
+    user: &[(String, String)],
+    body: Option<Vec<u8>>,
+    spec: &LoadSpec,
+) -> Result<crate::RequestTemplate, PlanError> {
+    check_framed(body.as_deref())?;
+    let headers = headers(user, spec.timeout);
+    crate::RequestTemplate::render(target, "POST", &headers, body, spec.keepalive)
+}
+
+/// The plan's HTTP/2 streams: for gRPC (HTTP/2 with prior knowledge) `--http2` is implied,
+/// `--streams` as given; other loads as their flags say.
+pub(crate) fn http2(
+    t: &crate::TransportSpec,
+    grpc: bool,
+    open: bool,
+    keepalive: bool,
+) -> Result<Option<u32>, PlanError> {
+    if !grpc {
+        return crate::transport::check_http2(t, open, keepalive);
+    }
+    let h2 = crate::TransportSpec {
+        http2: true,
+        ..t.clone()
+    };
+    crate::transport::check_http2(&h2, open, keepalive)
+}
+
 /// The headers of every call besides the user's: the content type gRPC servers require, `te:
 /// trailers`, and the deadline from `--timeout`.
 pub(crate) fn headers(user: &[(String, String)], timeout: Duration) -> Vec<(String, String)> {

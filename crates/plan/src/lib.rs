@@ -353,25 +353,10 @@ impl Plan {
         grpc::check(spec, target.grpc)?;
         let tls = resolve_tls(spec, &target)?;
         let body = read_body(&first.body)?;
-        let request = if target.grpc {
-            grpc::check_framed(body.as_deref())?;
-            let headers = grpc::headers(&first.headers, spec.timeout);
-            RequestTemplate::render(&target, "POST", &headers, body, spec.keepalive)?
-        } else {
-            RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?
-        };
+        let request = render_first(spec, &target, first, body)?;
         let mix = mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?;
         let open = matches!(spec.load, LoadShape::Open { .. });
-        let http2 = if target.grpc {
-            // gRPC is HTTP/2 with prior knowledge: --http2 is implied.
-            let h2 = TransportSpec {
-                http2: true,
-                ..t.clone()
-            };
-            transport::check_http2(&h2, open, spec.keepalive)?
-        } else {
-            transport::check_http2(t, open, spec.keepalive)?
-        };
+        let http2 = grpc::http2(t, target.grpc, open, spec.keepalive)?;
         Ok(Plan {
             http2,
             load: spec.load.clone(),
@@ -397,6 +382,19 @@ impl Plan {
             script: None,
         })
     }
+}
+
+/// The request (the mix's first) rendered once; a `grpc://` target's as a gRPC call.
+fn render_first(
+    spec: &LoadSpec,
+    target: &Target,
+    first: &RequestSpec,
+    body: Option<Vec<u8>>,
+) -> Result<RequestTemplate, PlanError> {
+    if target.grpc {
+        return grpc::render(target, &first.headers, body, spec);
+    }
+    RequestTemplate::render(target, &first.method, &first.headers, body, spec.keepalive)
 }
 
 /// The TLS settings of an `https://` target (refusing TLS flags on `http://`, and TLS or

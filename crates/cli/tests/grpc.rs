@@ -7,7 +7,7 @@
 //! that does not match, no --proto) is one line and exit code 2, before any load.
 
 use crate::support::{free_port, Run};
-use loadbench_model::RunResult;
+use loadbench_model::{grpc_code_name, RunResult};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -69,7 +69,8 @@ impl GrpcGo {
         format!("grpc://{}", self.addr)
     }
 
-    /// Stops it (SIGTERM: calls in flight finish) and reads the calls it counted by status.
+    /// Stops it (SIGTERM: calls in flight finish) and reads the calls it counted by status
+    /// code, named as loadbench names them.
     fn stop(mut self) -> BTreeMap<String, u64> {
         let pid = self.child.id().to_string();
         let killed = Command::new("kill").args(["-TERM", &pid]).status();
@@ -79,7 +80,12 @@ impl GrpcGo {
             .read_to_string(&mut rest)
             .expect("grpc-go's counts");
         let last = rest.lines().last().unwrap_or_default();
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {rest:?}"))
+        let by_code: BTreeMap<u16, u64> =
+            serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {rest:?}"));
+        by_code
+            .into_iter()
+            .map(|(code, n)| (grpc_code_name(code).to_string(), n))
+            .collect()
     }
 }
 

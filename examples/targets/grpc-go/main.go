@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,7 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// counts holds the calls answered, by status code name (OK, NOT_FOUND, ...).
+// counts holds the calls answered, by status code number ("0" for OK, "5" for NOT_FOUND, ...).
 type counts struct {
 	mu sync.Mutex
 	by map[string]uint64
@@ -35,7 +36,7 @@ type counts struct {
 
 func (c *counts) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	resp, err := handler(ctx, req)
-	code := status.Code(err).String()
+	code := strconv.Itoa(int(status.Code(err)))
 	c.mu.Lock()
 	c.by[code]++
 	c.mu.Unlock()

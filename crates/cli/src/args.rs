@@ -587,6 +587,13 @@ pub(crate) struct RequestArgs {
     /// Request body read from a file.
     #[arg(long)]
     pub body_file: Option<PathBuf>,
+    /// grpc:// URLs: the .proto file that defines the service (parsed at run time, its
+    /// imports looked up beside it); --body (or --body-file) is the request message as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub proto: Option<PathBuf>,
+    /// grpc:// URLs: the unary method each call invokes, package.Service/Method.
+    #[arg(long, value_name = "SERVICE/METHOD")]
+    pub grpc_method: Option<String>,
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,

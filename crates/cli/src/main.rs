@@ -10,6 +10,7 @@ mod deliver;
 mod demo;
 mod dist;
 mod find_max;
+mod grpc;
 mod history_cmd;
 mod imports;
 mod live;

@@ -145,6 +145,9 @@ pub(crate) fn save_json(path: &std::path::Path, kind: &str, json: &str, quiet: b
 /// The request and connection options shared with `find-max`, on the closed model's defaults;
 /// with `-u` or `--requests-file`, a request mix.
 pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpec, UserError> {
+    if let Some(spec) = crate::grpc::request_spec(url, r)? {
+        return Ok(spec);
+    }
     let body = match (&r.body, &r.body_file) {
         (Some(b), _) => Body::Bytes(b.clone().into_bytes()),
         (None, Some(p)) => Body::File(p.clone()),
@@ -175,14 +178,21 @@ pub(crate) fn request_spec(url: Option<&str>, r: &RequestArgs) -> Result<LoadSpe
         request,
         mix,
         flow,
+        ..connection_spec(&url, r, transport)
+    })
+}
+
+/// The connection options of `r` on the closed model's defaults, for a load of `url`.
+pub(crate) fn connection_spec(url: &str, r: &RequestArgs, transport: TransportSpec) -> LoadSpec {
+    LoadSpec {
         keepalive: !r.no_keepalive,
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
         source_addrs: r.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
         transport,
         values: r.values.spec(),
-        ..LoadSpec::closed(&url, 50, std::time::Duration::from_secs(10))
-    })
+        ..LoadSpec::closed(url, 50, std::time::Duration::from_secs(10))
+    }
 }
 
 /// A `--flow` file, typed; a mistake is one line naming the file (and the line, for TOML).
@@ -240,7 +250,7 @@ fn mix(
 }
 
 /// The TLS, Unix socket and --connect-to flags.
-fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
+pub(crate) fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
     TransportSpec {
         insecure: t.insecure,
         cacert: t.cacert.clone(),

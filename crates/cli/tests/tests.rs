@@ -21,6 +21,7 @@ mod fields;
 mod find_max;
 mod flows;
 mod gates;
+mod grpc;
 mod h2;
 mod h2_load;
 mod h2_open;

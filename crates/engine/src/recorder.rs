@@ -639,6 +639,7 @@ impl Recorder {
             protocols: Default::default(), // filled in by the HTTP/2 worker, as `h2`
             h2: Default::default(),
             ws: Default::default(),
+            grpc: Default::default(),
             first_byte: Latency {
                 hist: self.first_byte,
             },

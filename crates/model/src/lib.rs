@@ -17,6 +17,7 @@ pub mod evidence;
 pub mod find_max;
 pub mod flows;
 pub mod gate;
+pub mod grpc;
 pub mod h2;
 pub mod histogram;
 pub mod hlog;
@@ -57,6 +58,7 @@ pub use find_max::{
 };
 pub use flows::{merge_flow, FlowStats};
 pub use gate::{BenchGates, Gate, GateMetric, GateOp, GateOutcome, GateReport, GateVerdict, Gates};
+pub use grpc::{grpc_code_name, GrpcStats, GRPC_CODES};
 pub use h2::{H2Stats, ProtocolCounts};
 pub use histogram::{Histo, Latency, LatencySummary, Percentile, STANDARD_PERCENTILES};
 pub use hlog::interval_log;

@@ -287,6 +287,10 @@ pub struct Stats {
     /// HTTP runs and in files written before it existed.
     #[serde(default, skip_serializing_if = "crate::WsStats::is_empty")]
     pub ws: crate::WsStats,
+    /// gRPC runs (`grpc://`): the calls by their `grpc-status`. Absent for other runs and in
+    /// files written before it existed.
+    #[serde(default, skip_serializing_if = "crate::GrpcStats::is_empty")]
+    pub grpc: crate::GrpcStats,
     /// From sending the request to the first byte of the response.
     pub first_byte: Latency,
     /// hey's split of each completed request: request write, response wait, response read.
@@ -381,6 +385,7 @@ impl Stats {
         self.protocols.merge(&o.protocols);
         self.h2.merge(&o.h2);
         self.ws.merge(&o.ws);
+        self.grpc.merge(&o.grpc);
         self.first_byte.merge(&o.first_byte);
         self.phases.merge(&o.phases);
         crate::merge_endpoints(&mut self.endpoints, &o.endpoints);

@@ -55,6 +55,8 @@ impl InputFile {
     pub const TARGETS: InputFile = InputFile::new("--targets", 16 * MIB, WRONG_FILE);
     /// A wrk Lua script (`--script`): a few KiB in practice.
     pub const SCRIPT: InputFile = InputFile::new("--script", 16 * MIB, WRONG_FILE);
+    /// A `.proto` file (`--proto`): the services and messages of a gRPC load.
+    pub const PROTO: InputFile = InputFile::new("--proto", 16 * MIB, WRONG_FILE);
     /// A PEM certificate or key (`--cacert`, `--cert`, `--key`).
     pub const PEM: InputFile = InputFile::new("certificate", MIB, WRONG_FILE);
 

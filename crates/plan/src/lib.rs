@@ -14,6 +14,7 @@
 
 mod data;
 mod flow;
+mod grpc;
 mod import;
 mod input;
 mod mix;
@@ -35,6 +36,7 @@ pub use flow::{
     split_answer, Answer, CaptureSpec, CheckFile, Flow, FlowFile, FlowSpec, Scalar, StatusFile,
     Step, StepFile, StepSpec, MAX_KEPT_RESPONSE, MAX_STEPS,
 };
+pub use grpc::{frame as grpc_frame, timeout_value as grpc_timeout, GrpcCall};
 pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
 pub use input::{InputError, InputFile};
 pub use loadbench_model::LoadShape;
@@ -304,6 +306,11 @@ impl Plan {
                 s.path.display()
             )));
         }
+        if plan.target.grpc && plan.values.is_some() {
+            return Err(invalid(
+                "per-request values ({{ … }}) cannot be used with a grpc:// URL yet: give a fixed message with --body",
+            ));
+        }
         if plan.target.websocket && plan.values.is_some() {
             return Err(invalid(
                 "per-request values ({{ … }}) cannot be used with a WebSocket (ws://, wss://) URL yet: give a fixed message with --body",
@@ -343,13 +350,13 @@ impl Plan {
         };
         let target = Target::parse_routed(url, route)?;
         websocket::check(spec, target.websocket)?;
+        grpc::check(spec, target.grpc)?;
         let tls = resolve_tls(spec, &target)?;
         let body = read_body(&first.body)?;
-        let request =
-            RequestTemplate::render(&target, &first.method, &first.headers, body, spec.keepalive)?;
+        let request = render_first(spec, &target, first, body)?;
         let mix = mix::resolve_mix(&spec.mix, &target, spec.keepalive, route)?;
         let open = matches!(spec.load, LoadShape::Open { .. });
-        let http2 = transport::check_http2(t, open, spec.keepalive)?;
+        let http2 = grpc::http2(t, target.grpc, open, spec.keepalive)?;
         Ok(Plan {
             http2,
             load: spec.load.clone(),
@@ -375,6 +382,19 @@ impl Plan {
             script: None,
         })
     }
+}
+
+/// The request (the mix's first) rendered once; a `grpc://` target's as a gRPC call.
+fn render_first(
+    spec: &LoadSpec,
+    target: &Target,
+    first: &RequestSpec,
+    body: Option<Vec<u8>>,
+) -> Result<RequestTemplate, PlanError> {
+    if target.grpc {
+        return grpc::render(target, &first.headers, body, spec);
+    }
+    RequestTemplate::render(target, &first.method, &first.headers, body, spec.keepalive)
 }
 
 /// The TLS settings of an `https://` target (refusing TLS flags on `http://`, and TLS or

@@ -22,6 +22,9 @@ pub struct Target {
     /// A `ws://` or `wss://` URL: each connection upgrades to WebSocket and each request is
     /// one message (docs/transport.md).
     pub websocket: bool,
+    /// A `grpc://` URL: each request is a unary gRPC call over HTTP/2 with prior knowledge
+    /// (docs/transport.md, "gRPC").
+    pub grpc: bool,
     /// The URL's host, without the brackets of an IPv6 literal.
     pub host: String,
 }
@@ -50,13 +53,18 @@ impl Target {
             ))
         })?;
         let (tls, websocket) = match url.scheme() {
-            "http" => (false, false),
+            "http" | "grpc" => (false, false),
             "https" => (true, false),
             "ws" => (false, true),
             "wss" => (true, true),
+            "grpcs" => {
+                return Err(invalid(format!(
+                    "grpcs:// (gRPC over TLS) is not supported yet in '{text}': use a grpc:// URL (docs/transport.md)"
+                )))
+            }
             other => {
                 return Err(invalid(format!(
-                    "unknown scheme '{other}://' in '{text}': use an http://, https://, ws:// or wss:// URL"
+                    "unknown scheme '{other}://' in '{text}': use an http://, https://, ws://, wss:// or grpc:// URL"
                 )))
             }
         };
@@ -65,6 +73,12 @@ impl Target {
                 "URL '{text}' has no host: give one, such as http://127.0.0.1:8080/"
             ))
         })?;
+        let grpc = url.scheme() == "grpc";
+        if grpc && url.port().is_none() {
+            return Err(invalid(format!(
+                "'{text}' has no port: give grpc://HOST:PORT (gRPC has no default port)"
+            )));
+        }
         let port = url.port_or_known_default().unwrap_or(80);
         let addr = route.address(unbracket(host), port)?;
         let authority = match url.port() {
@@ -83,6 +97,7 @@ impl Target {
             path,
             tls,
             websocket,
+            grpc,
             host: unbracket(host).to_string(),
         })
     }

@@ -11,7 +11,7 @@
 
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
 use super::hpack::{self, BadBlock, ResponseDecoder};
-use super::{Req, Shared};
+use super::{GrpcTally, Req, Shared};
 use crate::conn::{connect_error_kind, open_registered, read_error_kind, write_error_kind};
 use crate::ctx::Ctx;
 use crate::transport::Stream;
@@ -91,6 +91,8 @@ struct Slot {
     sending: bool,
     /// It was sent before and refused by a GOAWAY: a second refusal is an error.
     resend: bool,
+    /// The answer's `grpc-status`, once a header block carried one.
+    grpc: Option<u16>,
 }
 
 impl Slot {
@@ -134,6 +136,7 @@ impl Slot {
             window: 0,
             sending: false,
             resend: false,
+            grpc: None,
         }
     }
 }
@@ -209,6 +212,8 @@ pub struct H2Conn {
     /// Open model: what a connection opened before the measured window has not recorded yet
     /// (see `open.rs`).
     deferred: open::Deferred,
+    /// A `grpc://` load: each measured answer is counted by its `grpc-status` here.
+    grpc: Option<GrpcTally>,
 }
 
 impl H2Conn {
@@ -246,7 +251,23 @@ impl H2Conn {
             wake_at: now,
             failed: None,
             deferred: open::Deferred::default(),
+            grpc: None,
         }
+    }
+
+    /// With `on` (a `grpc://` load), the slot counts each answer's `grpc-status`.
+    pub fn counting_grpc(mut self, on: bool) -> Self {
+        self.grpc = on.then(GrpcTally::default);
+        self
+    }
+
+    /// The answers counted by `grpc-status` (all zero unless counting).
+    pub fn grpc_tally(&self) -> &GrpcTally {
+        const NONE: &GrpcTally = &GrpcTally {
+            codes: [0; 18],
+            no_status: 0,
+        };
+        self.grpc.as_ref().unwrap_or(NONE)
     }
 
     /// Closed model: opens the connection if it has none, else fills its free streams.
@@ -570,7 +591,7 @@ impl H2Conn {
             return Ok(());
         }
         let stream = std::mem::take(&mut self.block_stream);
-        let status = self.decoder.status(&self.block).map_err(|BadBlock| {
+        let heads = self.decoder.decode(&self.block).map_err(|BadBlock| {
             ConnError(ErrorKind::MalformedResponse, Some(ErrorReason::H2Hpack))
         })?;
         let Some(i) = self.slot_of(stream) else {
@@ -585,7 +606,10 @@ impl H2Conn {
                 ctx.recorder.first_byte(now.saturating_duration_since(from));
             }
         }
-        match status {
+        if heads.grpc.is_some() {
+            s.grpc = heads.grpc;
+        }
+        match heads.status {
             // An interim response (1xx): the final one follows.
             Some(code) if code < 200 && !self.block_end => {}
             Some(code) => s.status = code,
@@ -728,6 +752,9 @@ impl H2Conn {
                     .endpoint_response(s.endpoint, latency, s.status);
             }
             ctx.recorder.body(s.body, self.served);
+            if let Some(tally) = self.grpc.as_mut() {
+                tally.count(s.grpc);
+            }
             let first = s.first_byte_at.unwrap_or(now);
             ctx.recorder.phases(
                 s.wrote_at.saturating_duration_since(s.sent_at),

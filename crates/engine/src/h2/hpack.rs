@@ -245,17 +245,47 @@ pub fn parse_status(v: &[u8]) -> Option<u16> {
     }
 }
 
+/// A `grpc-status` value: 1 to 3 digits, else [`GRPC_UNREADABLE`].
+fn parse_grpc_status(v: &[u8]) -> u16 {
+    if v.is_empty() || v.len() > 3 || !v.iter().all(u8::is_ascii_digit) {
+        return GRPC_UNREADABLE;
+    }
+    v.iter().fold(0, |n, d| n * 10 + u16::from(d - b'0'))
+}
+
 /// A header block that cannot be decoded: the connection's HPACK table is out of step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadBlock;
 
-/// What a header field (or a dynamic table entry) says about `:status`.
+/// What a header field (or a dynamic table entry) says about `:status` and `grpc-status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
     Other,
     Status(u16),
     /// A `:status` whose value is not three digits.
     BadStatus,
+    /// A `grpc-status` (a gRPC call's outcome); [`GRPC_UNREADABLE`] when not 1 to 3 digits.
+    Grpc(u16),
+}
+
+/// A `grpc-status` value that is not a number of 1 to 3 digits.
+pub const GRPC_UNREADABLE: u16 = u16::MAX;
+
+/// Which name an entry has, of those the decoder reads the value of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Other,
+    Status,
+    GrpcStatus,
+}
+
+/// What a response header block says: its `:status` and its `grpc-status`, when it has them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Heads {
+    /// `:status`.
+    pub status: Option<u16>,
+    /// `grpc-status` (in a gRPC call's trailers, or in the headers of a trailers-only answer).
+    pub grpc: Option<u16>,
 }
 
 /// A dynamic table entry: only its size and what it says about `:status` are kept.
@@ -263,7 +293,7 @@ enum Field {
 struct Entry {
     size: usize,
     name_len: usize,
-    name_is_status: bool,
+    name: Name,
     field: Field,
 }
 
@@ -292,16 +322,22 @@ impl ResponseDecoder {
     /// The `:status` of a complete header block: `Ok(None)` when it has none, `Err` when the
     /// block cannot be decoded (a connection error: the table is out of step from here on).
     pub fn status(&mut self, block: &[u8]) -> Result<Option<u16>, BadBlock> {
+        self.decode(block).map(|h| h.status)
+    }
+
+    /// The `:status` and `grpc-status` of a complete header block (see [`Self::status`]).
+    pub fn decode(&mut self, block: &[u8]) -> Result<Heads, BadBlock> {
         let mut at = 0;
-        let mut status = None;
+        let mut heads = Heads::default();
         while at < block.len() {
             match self.field(block, &mut at).ok_or(BadBlock)? {
                 Field::Other => {}
-                Field::Status(s) => status = Some(s),
+                Field::Status(s) => heads.status = Some(s),
                 Field::BadStatus => return Err(BadBlock),
+                Field::Grpc(code) => heads.grpc = Some(code),
             }
         }
-        Ok(status)
+        Ok(heads)
     }
 
     /// Decodes the representation at `at` (RFC 7541 §6), updating the table.
@@ -340,7 +376,7 @@ impl ResponseDecoder {
                 Some(Entry {
                     size: 0,
                     name_len: STATIC_NAMES[i - 1].len(),
-                    name_is_status: status,
+                    name: if status { Name::Status } else { Name::Other },
                     field: if status {
                         Field::Status(STATIC_STATUS[i - 8])
                     } else {
@@ -355,20 +391,29 @@ impl ResponseDecoder {
     /// A literal field whose name is table entry `index`, or a literal name when 0. Strings are
     /// decoded only where `sized` (the entry goes in the table) or `:status` needs them.
     fn literal(&self, b: &[u8], at: &mut usize, index: usize, sized: bool) -> Option<Entry> {
-        let (name_len, name_is_status) = if index == 0 {
-            let mut head = [0u8; 8];
+        let (name_len, name) = if index == 0 {
+            let mut head = [0u8; 12];
             let len = text(read_string(b, at)?, &mut head)?;
-            (len, len == 7 && &head[..7] == b":status")
+            let name = match &head[..len.min(12)] {
+                b":status" => Name::Status,
+                b"grpc-status" => Name::GrpcStatus,
+                _ => Name::Other,
+            };
+            (len, name)
         } else {
             let e = self.indexed(index)?;
-            (e.name_len, e.name_is_status)
+            (e.name_len, e.name)
         };
         let value = read_string(b, at)?;
-        let (value_len, field) = if name_is_status {
+        let (value_len, field) = if name == Name::Status {
             let mut head = [0u8; 4];
             let len = text(value, &mut head)?;
             let status = (len == 3).then(|| parse_status(&head[..3])).flatten();
             (len, status.map_or(Field::BadStatus, Field::Status))
+        } else if name == Name::GrpcStatus {
+            let mut head = [0u8; 4];
+            let len = text(value, &mut head)?;
+            (len, Field::Grpc(parse_grpc_status(&head[..len.min(4)])))
         } else if sized {
             (text(value, &mut [])?, Field::Other)
         } else {
@@ -377,7 +422,7 @@ impl ResponseDecoder {
         Some(Entry {
             size: name_len + value_len + ENTRY_OVERHEAD,
             name_len,
-            name_is_status,
+            name,
             field,
         })
     }
@@ -454,6 +499,29 @@ mod tests {
         let h1 = format!("GET / HTTP/1.1\r\nHost: h\r\nX-A: {value}\r\n\r\n");
         let r = H2Request::from_http1(h1.as_bytes(), false).unwrap();
         assert_eq!(decoded(&r.block)[4].1, value);
+    }
+
+    #[test]
+    fn grpc_status_is_read_from_literals_the_dynamic_table_and_huffman_values() {
+        let mut d = ResponseDecoder::default();
+        // Trailers: grpc-status: 5 as a new name, indexed (it becomes dynamic entry 62).
+        let mut b = vec![0x40, 11];
+        b.extend_from_slice(b"grpc-status");
+        b.extend_from_slice(&[1, b'5']);
+        let want = |status, grpc| Ok(Heads { status, grpc });
+        assert_eq!(d.decode(&b), want(None, Some(5)));
+        // The same field again, by its index.
+        assert_eq!(d.decode(&[0xbe]), want(None, Some(5)));
+        // A trailers-only answer: :status 200, then entry 62's name with "16", then a
+        // Huffman-coded "0" (five zero bits and the padding: 0x07) under the same name.
+        let only = [0x88, 0x0f, 47, 2, b'1', b'6'];
+        assert_eq!(d.decode(&only), want(Some(200), Some(16)));
+        assert_eq!(d.decode(&[0x0f, 47, 0x81, 0x07]), want(None, Some(0)));
+        assert_eq!(
+            d.decode(&[0x0f, 47, 1, b'x']),
+            want(None, Some(GRPC_UNREADABLE))
+        );
+        assert_eq!(d.status(&[0x88]), Ok(Some(200)));
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct H2Setup {
     pub requests: Vec<H2Request>,
     /// Requests in flight per connection (`--streams`).
     pub streams: u32,
+    /// A `grpc://` load: each answer's `grpc-status` is counted ([`GrpcTally`]).
+    pub grpc: bool,
 }
 
 impl H2Setup {
@@ -40,7 +42,41 @@ impl H2Setup {
                 .map(|e| encode(&e.request.bytes))
                 .collect::<Result<_, _>>()?
         };
-        Ok(H2Setup { requests, streams })
+        Ok(H2Setup {
+            requests,
+            streams,
+            grpc: plan.target.grpc,
+        })
+    }
+}
+
+/// A connection's gRPC calls by how they ended, counted without allocating: `codes[c]` for
+/// `grpc-status` `c` (0 to 16; the last entry any other value), `no_status` for an answer
+/// without one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GrpcTally {
+    /// By code; `[17]`: a value that is no code of the protocol.
+    pub codes: [u64; 18],
+    /// Answers without a `grpc-status`.
+    pub no_status: u64,
+}
+
+impl GrpcTally {
+    /// One answer, with the `grpc-status` it carried, if any.
+    #[inline]
+    pub fn count(&mut self, status: Option<u16>) {
+        match status {
+            Some(c) => self.codes[usize::from(c).min(17)] += 1,
+            None => self.no_status += 1,
+        }
+    }
+
+    /// Counts add.
+    pub fn add(&mut self, o: &GrpcTally) {
+        for (a, b) in self.codes.iter_mut().zip(o.codes) {
+            *a += b;
+        }
+        self.no_status += o.no_status;
     }
 }
 

@@ -13,7 +13,7 @@ use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
 use crate::worker::{Connection, Due, Protocol};
 use crate::WorkerLimits;
-use loadbench_model::{ErrorKind, ErrorReason, Stats};
+use loadbench_model::{ErrorKind, ErrorReason, GrpcStats, Stats};
 use mio::Token;
 use std::time::Instant;
 
@@ -30,6 +30,8 @@ pub(crate) struct Http2<'a> {
     sh: Shared<'a>,
     /// `--streams`.
     streams: u32,
+    /// A `grpc://` load: the connections count each answer's `grpc-status`.
+    grpc: bool,
     /// Open model: slots without a connection, which the pool may connect again.
     closed: Vec<usize>,
     /// Open model: the connections the current batch queued requests on.
@@ -41,10 +43,11 @@ impl<'a> Http2<'a> {
     pub(crate) fn new(cfg: &WorkerConfig<'a>, setup: &'a H2Setup, now: Instant) -> Self {
         Http2 {
             conns: (0..cfg.connections)
-                .map(|i| H2Conn::new(Token(i), setup.streams, now))
+                .map(|i| H2Conn::new(Token(i), setup.streams, now).counting_grpc(setup.grpc))
                 .collect(),
             sh: Shared::new(setup),
             streams: setup.streams,
+            grpc: setup.grpc,
             closed: Vec::new(),
             batch: Vec::new(),
         }
@@ -53,7 +56,8 @@ impl<'a> Http2<'a> {
     /// One more connection slot, not connected yet; its index.
     fn add_slot(&mut self, now: Instant) -> usize {
         let i = self.conns.len();
-        self.conns.push(H2Conn::new(Token(i), self.streams, now));
+        let conn = H2Conn::new(Token(i), self.streams, now);
+        self.conns.push(conn.counting_grpc(self.grpc));
         i
     }
 
@@ -267,6 +271,11 @@ impl<'a> Protocol<'a> for Http2<'a> {
     fn add_stats(&mut self, stats: &mut Stats) {
         stats.h2 = self.sh.stats;
         stats.protocols = self.sh.protocols;
+        if self.grpc {
+            let mut tally = super::GrpcTally::default();
+            self.conns.iter().for_each(|c| tally.add(c.grpc_tally()));
+            stats.grpc = GrpcStats::from_tally(&tally.codes, tally.no_status);
+        }
     }
 }
 

@@ -61,6 +61,7 @@ fn setup(body: bool) -> &'static H2Setup {
         H2Setup {
             requests: vec![encoded],
             streams: 8,
+            grpc: true,
         }
     })
 }
@@ -140,7 +141,7 @@ pub fn receive(first: &[u8], data: &[u8], piece: usize, streams: u32, body: bool
         let before = ctx.recorder.pulse();
         let now = Instant::now();
         let mut sh = Shared::new(setup);
-        let mut conn = H2Conn::new(Token(0), streams, now);
+        let mut conn = H2Conn::new(Token(0), streams, now).counting_grpc(true);
         conn.phase = H2Phase::Preface;
         let mut got = Received {
             open: true,

@@ -341,6 +341,9 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     if let Some(what) = crate::words::goaway_text(&s.h2) {
         pairs.push(("HTTP/2 GOAWAY", what));
     }
+    if let Some(calls) = s.grpc.text() {
+        pairs.push(("gRPC status", calls));
+    }
     if s.connect_backoffs > 0 {
         let what = format!(
             "{} waits after failed connects, {} in all",

@@ -1,0 +1,206 @@
+//! gRPC end to end (`grpc://` URLs): `loadbench run` against a real grpc-go server built from
+//! the Go module proxy (examples/targets/grpc-go: grpc-go's own health service, with an
+//! interceptor that counts the calls by status code and prints the counts when it stops).
+//! The calls are `grpc.health.v1.Health/Check` from the health.proto fixture: a known service
+//! answers OK, an unknown one NOT_FOUND. In the closed and the open model, loadbench's count
+//! per status must equal the server's; bad input (an unknown service or method, a message
+//! that does not match, no --proto) is one line and exit code 2, before any load.
+
+use crate::support::{free_port, Run};
+use loadbench_model::{grpc_code_name, RunResult};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+/// The service the server knows (Check answers SERVING, status OK).
+const KNOWN: &str = r#"{"service": "loadbench.ok"}"#;
+/// A service it does not know (Check answers the status NOT_FOUND).
+const UNKNOWN: &str = r#"{"service": "no.such.Service"}"#;
+const CHECK: &str = "grpc.health.v1.Health/Check";
+
+fn proto() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc/health.proto")
+}
+
+/// The grpc-go server, stopped (SIGKILL) when dropped.
+struct GrpcGo {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    addr: String,
+}
+
+impl GrpcGo {
+    /// Builds (cached by build.sh) and starts it on a free loopback port; `None` (a skip)
+    /// when there is no Go toolchain outside CI.
+    fn start() -> Option<GrpcGo> {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/targets/grpc-go/build.sh");
+        let built = Command::new(script).output().expect("build.sh runs");
+        let stderr = String::from_utf8_lossy(&built.stderr);
+        if !built.status.success() {
+            let no_go = built.status.code() == Some(2);
+            if no_go && std::env::var_os("CI").is_none() {
+                eprintln!("skipping: {stderr}");
+                return None;
+            }
+            panic!("grpc-go did not build (CI must install Go, see .ci/run): {stderr}");
+        }
+        let bin = String::from_utf8_lossy(&built.stdout).trim().to_string();
+        let mut child = Command::new(bin)
+            .args(["-listen", "127.0.0.1:0", "-serving", "loadbench.ok"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("grpc-go starts");
+        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        out.read_line(&mut line)
+            .expect("grpc-go says where it listens");
+        let addr = line
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("grpc-go said {line:?}"))
+            .trim()
+            .to_string();
+        Some(GrpcGo { child, out, addr })
+    }
+
+    fn url(&self) -> String {
+        format!("grpc://{}", self.addr)
+    }
+
+    /// Stops it (SIGTERM: calls in flight finish) and reads the calls it counted by status
+    /// code, named as loadbench names them.
+    fn stop(mut self) -> BTreeMap<String, u64> {
+        let pid = self.child.id().to_string();
+        let killed = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        let mut rest = String::new();
+        self.out
+            .read_to_string(&mut rest)
+            .expect("grpc-go's counts");
+        let last = rest.lines().last().unwrap_or_default();
+        let by_code: BTreeMap<u16, u64> =
+            serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {rest:?}"));
+        by_code
+            .into_iter()
+            .map(|(code, n)| (grpc_code_name(code).to_string(), n))
+            .collect()
+    }
+}
+
+impl Drop for GrpcGo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `loadbench run` of Check with `json` as the request, and `args`.
+fn check(url: &str, json: &str, args: &[&str]) -> Run {
+    let proto = proto();
+    Run::new(url)
+        .args(["--proto", proto.to_str().unwrap(), "--grpc-method", CHECK])
+        .args(["--body", json])
+        .args(args)
+}
+
+/// `n` calls, all answered (no error class) with HTTP/2 200 and counted under `code` only.
+fn assert_calls(r: &RunResult, code: &str, n: u64) {
+    assert_eq!(r.stats.requests, n, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.status.0.get(&200), Some(&n), "{:?}", r.stats.status);
+    assert_eq!(r.stats.grpc.count(code), n, "{:?}", r.stats.grpc);
+    assert_eq!(r.stats.grpc.calls.len(), 1, "{:?}", r.stats.grpc);
+    assert_eq!(r.stats.grpc.no_status, 0);
+    assert!(
+        r.config.url.ends_with("/grpc.health.v1.Health/Check"),
+        "{}",
+        r.config.url
+    );
+}
+
+/// The server's counts by status name.
+fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[test]
+fn closed_model_counts_per_status_equal_grpc_gos() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let ok = check(&url, KNOWN, &["-c", "4", "-n", "300", "--streams", "4"]).ok();
+    assert_calls(&ok, "OK", 300);
+    assert!(ok.stats.h2.max_streams_in_flight > 1, "{:?}", ok.stats.h2);
+    let ran = check(&url, UNKNOWN, &["-c", "2", "-n", "100", "-o", "text"]).json();
+    let (stdout, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("gRPC status") && stdout.contains("NOT_FOUND 100"),
+        "{stdout}"
+    );
+    assert_calls(&ran.result(), "NOT_FOUND", 100);
+    assert_eq!(server.stop(), counts(&[("OK", 300), ("NOT_FOUND", 100)]));
+}
+
+#[test]
+fn open_model_counts_per_status_equal_grpc_gos() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let ok = check(&url, KNOWN, &["--rate", "200", "-n", "200"]).ok();
+    assert_calls(&ok, "OK", 200);
+    assert_eq!(ok.config.load.model_name(), "open");
+    let missing = check(
+        &url,
+        UNKNOWN,
+        &["--rate", "100", "-n", "60", "--streams", "8"],
+    )
+    .ok();
+    assert_calls(&missing, "NOT_FOUND", 60);
+    assert_eq!(server.stop(), counts(&[("OK", 200), ("NOT_FOUND", 60)]));
+}
+
+/// One line on stderr, exit code 2, and it holds `want`.
+fn refused(run: Run, want: &str) {
+    let ran = run.json();
+    let (_, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(want), "want {want:?}: {stderr}");
+    assert!(ran.saved.is_none(), "nothing ran");
+}
+
+#[test]
+fn bad_grpc_input_is_one_line_and_exit_2_before_any_load() {
+    // Nothing listens there: a load that started would fail to connect, not exit 2 so.
+    let url = format!("grpc://127.0.0.1:{}", free_port());
+    let proto = proto();
+    let proto = proto.to_str().unwrap();
+    let method =
+        |m: &str| Run::new(&url).args(["--proto", proto, "--grpc-method", m, "-n", "5", "-c", "1"]);
+    refused(
+        method("grpc.health.v1.Nope/Check"),
+        "has no service grpc.health.v1.Nope; give one of: grpc.health.v1.Health",
+    );
+    refused(method("grpc.health.v1.Health/Chek"), "has no method Chek");
+    refused(
+        method(CHECK).args(["--body", r#"{"servce": "x"}"#]),
+        "--body does not match grpc.health.v1.HealthCheckRequest",
+    );
+    refused(
+        Run::new(&url).args(["--grpc-method", CHECK, "-n", "5"]),
+        "needs --proto FILE.proto",
+    );
+    refused(
+        Run::new("http://127.0.0.1:1/").args(["--proto", proto]),
+        "are for grpc:// URLs",
+    );
+    refused(
+        Run::new("grpc://127.0.0.1/").args(["--proto", proto, "--grpc-method", CHECK]),
+        "no port",
+    );
+}

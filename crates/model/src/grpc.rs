@@ -1,0 +1,135 @@
+//! How a gRPC run's calls ended (`grpc://` URLs, docs/transport.md): the calls counted by
+//! their `grpc-status`, by the code's name. Each call is also a request of the ordinary
+//! figures (latency, `requests`, HTTP status), whatever its gRPC status.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The gRPC status codes' names, by code (0 to 16).
+pub const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// What the calls' counts are kept under when their `grpc-status` is not a code 0 to 16.
+pub const GRPC_OTHER: &str = "OTHER";
+
+/// A gRPC run's own counts; empty (and absent from the JSON) for other runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrpcStats {
+    /// Calls answered with a `grpc-status`, by the code's name (`OK`, `NOT_FOUND`, …;
+    /// `OTHER` for a value that is no code of the protocol).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calls: BTreeMap<String, u64>,
+    /// Answers that ended without a `grpc-status` (not a gRPC server, or a proxy's own
+    /// answer): their HTTP status is in the ordinary figures.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub no_status: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A code's name: `NOT_FOUND` for 5, [`GRPC_OTHER`] beyond 16.
+pub fn grpc_code_name(code: u16) -> &'static str {
+    GRPC_CODES
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or(GRPC_OTHER)
+}
+
+impl GrpcStats {
+    /// Nothing recorded (not a gRPC run).
+    pub fn is_empty(&self) -> bool {
+        *self == GrpcStats::default()
+    }
+
+    /// From a worker's tally: `codes[c]` calls ended with code `c` (the last entry: any other
+    /// value), `no_status` without one.
+    pub fn from_tally(codes: &[u64; 18], no_status: u64) -> GrpcStats {
+        let calls = codes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(c, n)| (grpc_code_name(c as u16).to_string(), *n))
+            .collect();
+        GrpcStats { calls, no_status }
+    }
+
+    /// Counts add.
+    pub fn merge(&mut self, o: &GrpcStats) {
+        for (name, n) in &o.calls {
+            *self.calls.entry(name.clone()).or_default() += n;
+        }
+        self.no_status += o.no_status;
+    }
+
+    /// Calls counted under `name` (`OK`, `NOT_FOUND`, …).
+    pub fn count(&self, name: &str) -> u64 {
+        self.calls.get(name).copied().unwrap_or(0)
+    }
+
+    /// `OK 120, NOT_FOUND 3`, codes in their protocol order (`OTHER` last), then the answers
+    /// without a status; `None` when nothing was counted.
+    pub fn text(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut parts: Vec<String> = GRPC_CODES
+            .iter()
+            .chain(std::iter::once(&GRPC_OTHER))
+            .filter_map(|name| self.calls.get(*name).map(|n| format!("{name} {n}")))
+            .collect();
+        if self.no_status > 0 {
+            parts.push(format!("no grpc-status {}", self.no_status));
+        }
+        Some(parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_merge_by_name_and_read_back_from_old_files() {
+        let mut codes = [0u64; 18];
+        codes[0] = 7;
+        codes[5] = 2;
+        codes[17] = 1;
+        let mut a = GrpcStats::from_tally(&codes, 0);
+        let mut b = [0u64; 18];
+        b[0] = 3;
+        b[14] = 1;
+        a.merge(&GrpcStats::from_tally(&b, 2));
+        assert_eq!(
+            (a.count("OK"), a.count("NOT_FOUND"), a.count("UNAVAILABLE")),
+            (10, 2, 1)
+        );
+        assert_eq!(
+            a.text().unwrap(),
+            "OK 10, NOT_FOUND 2, UNAVAILABLE 1, OTHER 1, no grpc-status 2"
+        );
+        assert_eq!(grpc_code_name(4), "DEADLINE_EXCEEDED");
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<GrpcStats>(&json).unwrap(), a);
+        assert!(serde_json::from_str::<GrpcStats>("{}").unwrap().is_empty());
+        assert_eq!(GrpcStats::default().text(), None);
+    }
+}

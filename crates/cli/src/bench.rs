@@ -256,7 +256,7 @@ fn round_line(r: &BenchResult, round: &BenchRound) -> String {
                 units::duration_ns(h.percentile_ns(99.0) as f64)
             ));
         }
-        let errors = run.stats.errors.total() + run.stats.status.non_success();
+        let errors = run.stats.errors.total() + run.stats.failed_answers();
         if errors > 0 {
             parts.push(loadbench_model::human::counted(errors, "error"));
         }

@@ -131,17 +131,34 @@ fn closed_model_counts_per_status_equal_grpc_gos() {
         return;
     };
     let url = server.url();
-    let ok = check(&url, KNOWN, &["-c", "4", "-n", "300", "--streams", "4"]).ok();
+    let slo = ["--slo", "errors<1%"];
+    let ok = check(&url, KNOWN, &["-c", "4", "-n", "300", "--streams", "4"]);
+    let ok = ok.args(slo).ok();
     assert_calls(&ok, "OK", 300);
     assert!(ok.stats.h2.max_streams_in_flight > 1, "{:?}", ok.stats.h2);
-    let ran = check(&url, UNKNOWN, &["-c", "2", "-n", "100", "-o", "text"]).json();
-    let (stdout, stderr) = ran.text();
-    assert_eq!(ran.code(), Some(0), "{stderr}");
-    assert!(
-        stdout.contains("gRPC status") && stdout.contains("NOT_FOUND 100"),
-        "{stdout}"
+    assert_eq!(
+        ok.summary.as_ref().map(|s| s.non_success_responses),
+        Some(0)
     );
-    assert_calls(&ran.result(), "NOT_FOUND", 100);
+    // A call answered NOT_FOUND is a failed answer, though its HTTP status is a 200: the
+    // error gate fails (exit 4) and the report counts it beside non-2xx/3xx responses.
+    let ran = check(&url, UNKNOWN, &["-c", "2", "-n", "100", "-o", "text"]);
+    let ran = ran.args(slo).json();
+    let (stdout, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(4), "{stdout}{stderr}");
+    for want in [
+        "NOT_FOUND 100",
+        "Non-2xx/3xx or non-OK calls",
+        "0 of 100 attempts got an OK answer",
+    ] {
+        assert!(stdout.contains(want), "{want}: {stdout}");
+    }
+    let missing = ran.result();
+    assert_calls(&missing, "NOT_FOUND", 100);
+    assert_eq!(
+        missing.summary.as_ref().map(|s| s.non_success_responses),
+        Some(100)
+    );
     assert_eq!(server.stop(), counts(&[("OK", 300), ("NOT_FOUND", 100)]));
 }
 

@@ -520,7 +520,7 @@ impl BenchResult {
             rounds.iter().filter_map(|r| r.resources.as_ref()).collect();
         let requests: u64 = runs.iter().map(|r| r.stats.requests).sum();
         let failed: u64 = runs.iter().map(|r| r.stats.errors.total()).sum();
-        let non_success: u64 = runs.iter().map(|r| r.stats.status.non_success()).sum();
+        let non_success: u64 = runs.iter().map(|r| r.stats.failed_answers()).sum();
         let attempts = requests + failed;
         let mut bottlenecks = BottleneckCounts::default();
         rounds.iter().for_each(|r| bottlenecks.add(r.bottleneck));

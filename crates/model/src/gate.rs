@@ -207,7 +207,7 @@ impl Gate {
     /// Ratio gates are judged by the bench across cells and are unjudged here.
     pub fn measure(&self, s: &Stats) -> Result<f64, String> {
         let attempts = s.attempts();
-        let bad = s.errors.total() + s.status.non_success();
+        let bad = s.errors.total() + s.failed_answers();
         match &self.metric {
             GateMetric::Latency(stat) => {
                 let need = min_samples(*stat);

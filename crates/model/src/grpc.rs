@@ -55,6 +55,16 @@ pub fn grpc_code_name(code: u16) -> &'static str {
 }
 
 impl GrpcStats {
+    /// Calls answered with a `grpc-status` other than `OK` (`OTHER` included): failed calls,
+    /// whatever their HTTP status. An answer without a `grpc-status` is judged by its HTTP
+    /// status alone.
+    pub fn failed(&self) -> u64 {
+        self.calls
+            .iter()
+            .filter(|(name, _)| name.as_str() != "OK")
+            .fold(0u64, |sum, (_, &n)| sum.saturating_add(n))
+    }
+
     /// Nothing recorded (not a gRPC run).
     pub fn is_empty(&self) -> bool {
         *self == GrpcStats::default()
@@ -106,6 +116,27 @@ impl GrpcStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Non-OK calls are failed answers beside the HTTP statuses outside 200–399; an answer
+    /// without a grpc-status is judged by its HTTP status only.
+    #[test]
+    fn non_ok_calls_are_failed_answers_in_the_summary() {
+        let mut codes = [0u64; 18];
+        codes[0] = 7;
+        codes[5] = 2;
+        codes[14] = 3;
+        codes[17] = 1;
+        let mut s = crate::Stats {
+            grpc: GrpcStats::from_tally(&codes, 4),
+            ..crate::Stats::default()
+        };
+        assert_eq!(s.grpc.failed(), 6);
+        s.status.0.insert(200, 13);
+        s.status.0.insert(502, 4);
+        assert_eq!(s.failed_answers(), 10);
+        assert_eq!(s.summary().non_success_responses, 10);
+        assert_eq!(crate::Stats::default().failed_answers(), 0);
+    }
 
     #[test]
     fn tallies_merge_by_name_and_read_back_from_old_files() {

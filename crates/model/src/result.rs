@@ -449,6 +449,13 @@ impl Stats {
             .saturating_sub(self.latency.hist.len())
     }
 
+    /// Complete answers that failed: a status outside 200–399, or a gRPC call answered with a
+    /// `grpc-status` other than `OK` (its HTTP status is a `200`). What gates, find-max, the
+    /// success ratio and comparisons count as bad answers, beside `errors`.
+    pub fn failed_answers(&self) -> u64 {
+        self.status.non_success().saturating_add(self.grpc.failed())
+    }
+
     /// Requests attempted: completed plus failed.
     pub fn attempts(&self) -> u64 {
         self.requests.saturating_add(self.errors.total())
@@ -471,7 +478,7 @@ impl Stats {
             read_bytes_per_sec: self.per_sec(self.bytes_read),
             written_bytes_per_sec: self.per_sec(self.bytes_written),
             errors: self.errors.total(),
-            non_success_responses: self.status.non_success(),
+            non_success_responses: self.failed_answers(),
             per_second_rate: self.series.rate_stats(self.elapsed_secs()),
             status_per_sec: self
                 .status
@@ -508,7 +515,8 @@ pub struct Summary {
     pub written_bytes_per_sec: f64,
     /// Failed requests: the sum of `stats.errors`.
     pub errors: u64,
-    /// Complete responses with a status outside 200–399.
+    /// Complete responses with a status outside 200–399, and gRPC calls answered with a
+    /// `grpc-status` other than `OK` ([`Stats::failed_answers`]).
     pub non_success_responses: u64,
     /// Requests per second across the seconds of the series.
     pub per_second_rate: Option<Spread>,

@@ -395,10 +395,10 @@ fn notes(names: [&str; 2], runs: [&RunResult; 2], rows: &[Row]) -> Vec<String> {
         if r.interrupted {
             notes.push(format!("{name} was interrupted: it holds a partial run"));
         }
-        let (errors, non_success) = (r.stats.errors.total(), r.stats.status.non_success());
+        let (errors, non_success) = (r.stats.errors.total(), r.stats.failed_answers());
         if errors + non_success > 0 {
             notes.push(format!(
-                "{name} has {errors} errors and {non_success} non-2xx/3xx responses; req/s counts every completed response"
+                "{name} has {errors} errors and {non_success} failed answers (non-2xx/3xx, or non-OK gRPC calls); req/s counts every completed response"
             ));
         }
     }

@@ -69,6 +69,16 @@ pub(crate) fn schedule_text(segments: &[RateSegment]) -> String {
 }
 
 /// `thread` or `threads`: the word for `n` of it.
+/// The label of the count of failed answers (`Summary::non_success_responses`): a gRPC run's
+/// also holds the calls answered with a `grpc-status` other than `OK`.
+pub(crate) fn failed_answers_label(s: &loadbench_model::Stats) -> &'static str {
+    if s.grpc.is_empty() {
+        "Non-2xx/3xx responses"
+    } else {
+        "Non-2xx/3xx or non-OK calls"
+    }
+}
+
 pub(crate) fn plural(n: u64, word: &str) -> String {
     if n == 1 {
         word.to_string()

@@ -58,7 +58,7 @@ pub(crate) fn judge(s: &Stats, target: f64, cpu: Option<f64>, slo: &Slo, budget:
     let summary = s.summary();
     let (achieved, completed) = (summary.sent_per_sec, summary.requests_per_sec);
     let attempts = s.attempts();
-    let bad = s.errors.total() + s.status.non_success();
+    let bad = s.errors.total() + s.failed_answers();
     let error_share = if attempts == 0 {
         0.0
     } else {

@@ -60,7 +60,7 @@ impl Prober {
         }
         let outcome = Engine::new(plan).run().ok()?;
         let s = &outcome.stats;
-        let ok = s.requests == 1 && s.errors.total() == 0 && s.status.non_success() == 0;
+        let ok = s.requests == 1 && s.errors.total() == 0 && s.failed_answers() == 0;
         (ok && !stop.load(Ordering::Relaxed)).then(|| s.latency.hist.max_ns() as f64 / 1e3)
     }
 

@@ -89,7 +89,7 @@ fn fields(r: &BenchResult, round: &BenchRound) -> Vec<String> {
         .filter(|h| !h.is_empty());
     let own = |p: f64| opt(own.map(|h| h.percentile_ns(p) as f64 / 1e3));
     let res = round.resources.as_ref();
-    let errors = run.map(|x| x.stats.errors.total() + x.stats.status.non_success());
+    let errors = run.map(|x| x.stats.errors.total() + x.stats.failed_answers());
     vec![
         round.step.to_string(),
         opt(load.map(|l| l.name.clone())),

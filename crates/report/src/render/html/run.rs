@@ -190,10 +190,20 @@ fn statuses_text(s: &Stats, n: u64) -> String {
         .filter(|(c, _)| !(200..400).contains(*c))
         .map(|(c, n)| format!("{n} × {c}"))
         .collect();
-    format!(
-        "{n} responses had a status outside 200–399: {}.",
-        codes.join(", ")
-    )
+    let calls = s.grpc.failed();
+    if calls == 0 {
+        return format!(
+            "{n} responses had a status outside 200–399: {}.",
+            codes.join(", ")
+        );
+    }
+    let statuses = if codes.is_empty() {
+        String::new()
+    } else {
+        format!(" (HTTP {})", codes.join(", "))
+    };
+    let grpc = s.grpc.text().unwrap_or_default();
+    format!("{n} answers failed{statuses}; gRPC calls by status: {grpc}.")
 }
 
 /// Open model: the generator sent less than the schedule asked for, or sent late.
@@ -259,7 +269,7 @@ fn headline(r: &RunResult, sum: &Summary) -> Vec<(&'static str, String)> {
     pairs.push(("Max", ns_or_missing(h, h.max_ns() as f64)));
     pairs.push(("Errors", errors_cell(s, sum.errors)));
     pairs.push((
-        "Non-2xx/3xx responses",
+        crate::words::failed_answers_label(s),
         sum.non_success_responses.to_string(),
     ));
     pairs.push(("Requests completed", s.requests.to_string()));

@@ -98,7 +98,12 @@ fn summary_table(r: &RunResult, sum: &Summary) -> String {
         head.push(format!("p{p}"));
         row.push(latency(h, p));
     }
-    head.extend(["errors", "non-2xx/3xx"].map(String::from));
+    let failed = if r.stats.grpc.is_empty() {
+        "non-2xx/3xx"
+    } else {
+        "non-2xx/3xx or non-OK"
+    };
+    head.extend(["errors", failed].map(String::from));
     row.push(errors_cell(sum.errors, r.stats.attempts()));
     row.push(sum.non_success_responses.to_string());
     let head: Vec<&str> = head.iter().map(String::as_str).collect();

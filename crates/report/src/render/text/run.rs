@@ -284,7 +284,7 @@ fn summary(rep: &Report) -> Vec<String> {
         ),
         ("Errors", errors_total(rep)),
         (
-            "Non-2xx/3xx responses",
+            crate::words::failed_answers_label(s),
             paint.alarm(sum.non_success_responses),
         ),
         ("Success ratio", success_ratio(rep)),
@@ -480,7 +480,12 @@ fn success_ratio(rep: &Report) -> String {
         return MISSING.to_string();
     }
     let share = units::percent(ok as f64 / attempts as f64);
-    format!("{share} ({ok} of {attempts} attempts got a 2xx/3xx response)")
+    let what = if rep.r.stats.grpc.is_empty() {
+        "a 2xx/3xx response"
+    } else {
+        "an OK answer"
+    };
+    format!("{share} ({ok} of {attempts} attempts got {what})")
 }
 
 fn latency(rep: &Report) -> Vec<String> {

@@ -24,6 +24,10 @@ pub(crate) use proto::{free_conn, Http1};
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 /// Longest wait between reconnects after failed connects.
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Full reads (of the worker's 64 KiB buffer) one event may take before an HTTP/2 or
+/// WebSocket connection yields to the others: a server sending without pause cannot hold
+/// the worker.
+pub(crate) const READS_PER_TURN: usize = 16;
 
 /// Where a connection is in its request cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

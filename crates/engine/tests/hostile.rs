@@ -7,6 +7,7 @@
 //! can count what reached it — `sent` equal to the server's count. Modes run in parallel
 //! threads so the matrix stays short. Only classes and identities are asserted, never speeds.
 
+use crate::support::{check, is_timeout, matrix, settled};
 use loadbench_engine::Engine;
 use loadbench_model::{ErrorKind, ReopenReason, Stats};
 use loadbench_plan::{Body, LoadSpec, Plan, RequestSpec, Stop};
@@ -84,16 +85,7 @@ impl Server {
 
     /// The server's count once it stopped moving (requests in transit are read by then).
     fn settled_count(&self) -> u64 {
-        let mut last = self.count.load(Ordering::SeqCst);
-        for _ in 0..20 {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = self.count.load(Ordering::SeqCst);
-            if now == last {
-                return now;
-            }
-            last = now;
-        }
-        last
+        settled(&self.count)
     }
 }
 
@@ -123,13 +115,6 @@ fn read_head(conn: &mut TcpStream, stop: &AtomicBool, idle_close: bool) -> bool 
         }
     }
     true
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
 }
 
 fn serve(mut conn: TcpStream, mode: Hostile, nth: usize, count: &AtomicU64, stop: &AtomicBool) {
@@ -438,14 +423,6 @@ fn run_case(mode: Hostile, model: Model) -> Result<(), String> {
     Ok(())
 }
 
-fn check(ok: bool, what: &str, detail: &str) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("{what}: {detail}"))
-    }
-}
-
 const MODES: [Hostile; 20] = [
     Hostile::Garbage,
     Hostile::HugeHead,
@@ -478,23 +455,7 @@ fn hostile_server_matrix() {
         Model::Open,
         Model::OpenPipelined,
     ];
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let handles: Vec<_> = MODES
-            .iter()
-            .map(|&mode| {
-                scope.spawn(move || {
-                    models
-                        .iter()
-                        .filter_map(|&m| run_case(mode, m).err())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("no panic"))
-            .collect()
-    });
+    let failures = matrix(&MODES, &models, run_case);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -8,15 +8,17 @@
 //! request. A second test runs every mode at `-c 4` for 10 s in a child process and reads its
 //! peak RSS.
 
+use crate::support::{
+    base_spec, check, child_peak_rss_kb, is_timeout, matrix, run_all_then_print_rss, run_bounded,
+    run_timed, Base, RawListener,
+};
 use loadbench_engine::h2::frame::{self, flag, kind, setting, Event, FrameError};
 use loadbench_engine::h2::frame::{FrameReader, Head};
-use loadbench_engine::Engine;
-use loadbench_model::{ErrorKind, ErrorReason, Stats};
-use loadbench_plan::{Body, LoadSpec, Plan, Stop};
+use loadbench_model::{ErrorKind, ErrorReason};
+use loadbench_plan::{Body, LoadSpec, Stop};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One way for an HTTP/2 server to misbehave.
@@ -55,59 +57,9 @@ const MODES: [Mode; 8] = [
 /// down in a test: it would hold a few hundred MiB, well over the RSS limit checked).
 const FLOOD_MAX: usize = 48 << 20;
 
-struct Server {
-    addr: SocketAddr,
-    count: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Server {
-    fn start(mode: Mode) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let count = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (c, s) = (Arc::clone(&count), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let (c, s) = (Arc::clone(&c), Arc::clone(&s));
-                std::thread::spawn(move || serve(conn, mode, &c, &s));
-            }
-        });
-        Server { addr, count, stop }
-    }
-
-    /// The server's count once it stopped moving.
-    fn settled_count(&self) -> u64 {
-        let mut last = self.count.load(Ordering::SeqCst);
-        for _ in 0..20 {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = self.count.load(Ordering::SeqCst);
-            if now == last {
-                return now;
-            }
-            last = now;
-        }
-        last
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = TcpStream::connect(self.addr);
-    }
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
+/// The raw server, counting the request HEADERS it reads.
+fn start(mode: Mode) -> RawListener {
+    RawListener::start(move |conn, count, stop| serve(conn, mode, count, stop))
 }
 
 /// Reads exactly `buf`, looking at `stop` between reads; false at EOF, an error or stop.
@@ -246,25 +198,12 @@ const TIMEOUT: Duration = Duration::from_millis(400);
 const WINDOW: Duration = Duration::from_millis(1200);
 
 fn spec(url: &str, mode: Mode, model: Model) -> LoadSpec {
-    let base = LoadSpec {
-        timeout: TIMEOUT,
-        connect_timeout: TIMEOUT,
-        threads: Some(2),
-        ..LoadSpec::closed(url, 4, WINDOW)
+    let base = match model {
+        Model::Closed | Model::Streams => Base::Closed,
+        Model::Count => Base::Count,
+        Model::Open => Base::Open,
     };
-    let mut s = match model {
-        Model::Closed | Model::Streams => base,
-        Model::Count => LoadSpec {
-            stop: Stop::Requests(12),
-            ..base
-        },
-        Model::Open => LoadSpec {
-            timeout: TIMEOUT,
-            connect_timeout: TIMEOUT,
-            threads: Some(2),
-            ..LoadSpec::open(url, 40.0, WINDOW, 8)
-        },
-    };
+    let mut s = base_spec(url, base, TIMEOUT, WINDOW);
     s.transport.http2 = true;
     if matches!(model, Model::Streams) {
         s.transport.streams = Some(4);
@@ -329,47 +268,11 @@ fn expect(mode: Mode) -> Expect {
     }
 }
 
-/// Runs `spec` in-process; a watchdog raises the stop flag after `limit` + 5 s, so a run that
-/// would never end fails the time check instead of hanging the test.
-fn run_bounded(spec: &LoadSpec, limit: Duration) -> Result<Stats, String> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let (s, d) = (Arc::clone(&stop), Arc::clone(&done));
-    std::thread::spawn(move || {
-        let until = Instant::now() + limit + Duration::from_secs(5);
-        while !d.load(Ordering::Relaxed) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        s.store(true, Ordering::Relaxed);
-    });
-    let plan = Plan::resolve(spec).map_err(|e| e.to_string())?;
-    let out = Engine::with_stop(plan, stop)
-        .run()
-        .map_err(|e| e.to_string());
-    done.store(true, Ordering::Relaxed);
-    Ok(out?.stats)
-}
-
-fn check(ok: bool, what: &str, detail: &str) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("{what}: {detail}"))
-    }
-}
-
 fn run_case(mode: Mode, model: Model) -> Result<(), String> {
-    let server = Server::start(mode);
+    let server = start(mode);
     let spec = spec(&format!("http://{}/", server.addr), mode, model);
-    let limit = WINDOW + TIMEOUT + Duration::from_secs(1);
-    let limit = match model {
-        // Twelve requests, each held up to a timeout or a backoff on four connections.
-        Model::Count => limit * 3,
-        _ => limit,
-    };
-    let started = Instant::now();
-    let s = run_bounded(&spec, limit)?;
-    let took = started.elapsed();
+    let count = matches!(model, Model::Count);
+    let (s, took, limit) = run_timed(&spec, count, TIMEOUT, WINDOW)?;
     let what = format!(
         "{mode:?}/{model:?}: {took:?} requests {} sent {} abandoned {} {:?} {:?} {:?}",
         s.requests, s.sent, s.abandoned, s.errors, s.error_reasons, s.h2
@@ -405,7 +308,7 @@ fn run_case(mode: Mode, model: Model) -> Result<(), String> {
         let per_conn = s.h2.goaways / 8;
         check(per_conn < 40, "reconnects back off", &what)?;
     }
-    let server = server.settled_count();
+    let server = server.settled();
     let what = format!("server {server}, {what}");
     check(server <= s.sent, "the server read no more than sent", &what)?;
     if e.counted {
@@ -418,23 +321,7 @@ fn run_case(mode: Mode, model: Model) -> Result<(), String> {
 #[test]
 fn hostile_h2_server_matrix() {
     let models = [Model::Closed, Model::Count, Model::Open, Model::Streams];
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let handles: Vec<_> = MODES
-            .iter()
-            .map(|&mode| {
-                scope.spawn(move || {
-                    models
-                        .iter()
-                        .filter_map(|&m| run_case(mode, m).err())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("no panic"))
-            .collect()
-    });
+    let failures = matrix(&MODES, &models, run_case);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -442,7 +329,7 @@ fn hostile_h2_server_matrix() {
 /// every request accounted for and the GOAWAYs counted.
 #[test]
 fn a_goaway_on_every_connection_ends_a_count_run() {
-    let server = Server::start(Mode::Goaway0);
+    let server = start(Mode::Goaway0);
     let url = format!("http://{}/", server.addr);
     let mut spec = LoadSpec {
         stop: Stop::Requests(40),
@@ -470,25 +357,12 @@ fn rss_probe() {
     if std::env::var_os(PROBE).is_none() {
         return;
     }
-    let servers: Vec<(Mode, Server)> = MODES.iter().map(|&m| (m, Server::start(m))).collect();
-    std::thread::scope(|scope| {
-        for (mode, server) in &servers {
-            let url = format!("http://{}/", server.addr);
-            scope.spawn(move || {
-                let mut spec = spec(&url, *mode, Model::Closed);
-                spec.threads = Some(1);
-                spec.stop = Stop::Duration(Duration::from_secs(10));
-                Engine::new(Plan::resolve(&spec).unwrap()).run().unwrap();
-            });
-        }
-    });
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let hwm = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .unwrap()
-        .trim();
-    println!("PEAK_RSS {hwm}");
+    let servers: Vec<(Mode, RawListener)> = MODES.iter().map(|&m| (m, start(m))).collect();
+    let specs = servers
+        .iter()
+        .map(|(mode, server)| spec(&format!("http://{}/", server.addr), *mode, Model::Closed))
+        .collect();
+    run_all_then_print_rss(specs, 10);
 }
 
 /// Peak RSS against every hostile h2 mode stays under 64 MiB: all eight run at `-c 4` for
@@ -496,28 +370,6 @@ fn rss_probe() {
 /// runs only this probe, so no other test's memory is in its figure.
 #[test]
 fn peak_rss_stays_bounded_against_every_hostile_h2_mode() {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "hostile_h2::rss_probe",
-            "--ignored",
-            "--nocapture",
-        ])
-        .args(["--test-threads", "1"])
-        .env(PROBE, "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kb: u64 = text
-        .lines()
-        .find_map(|l| l.split_once("PEAK_RSS ").map(|(_, v)| v))
-        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-        .unwrap_or_else(|| panic!("no PEAK_RSS line in {text}"));
+    let kb = child_peak_rss_kb("hostile_h2::rss_probe", PROBE);
     assert!(kb < 64 * 1024, "peak RSS {kb} kB");
 }

@@ -211,11 +211,18 @@ pub enum ErrorReason {
     /// after the connection opened: no request could be sent on it.
     #[serde(rename = "h2_zero_streams")]
     H2ZeroStreams,
+    /// Connect error: the server answered the WebSocket upgrade with something other than
+    /// `101` and the right `Sec-WebSocket-Accept` (and a subprotocol that was offered).
+    WsUpgradeRefused,
+    /// Connect error: no whole answer to the WebSocket upgrade within `--connect-timeout`.
+    WsUpgradeTimeout,
+    /// Connect error: the server closed the connection before it answered the upgrade.
+    WsUpgradeClosed,
 }
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 42] = [
+    pub const ALL: [ErrorReason; 45] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -258,6 +265,9 @@ impl ErrorReason {
         ErrorReason::H2BadPreface,
         ErrorReason::H2GoawayAtOpen,
         ErrorReason::H2ZeroStreams,
+        ErrorReason::WsUpgradeRefused,
+        ErrorReason::WsUpgradeTimeout,
+        ErrorReason::WsUpgradeClosed,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -347,6 +357,11 @@ impl ErrorReason {
             ErrorReason::H2ZeroStreams => {
                 "SETTINGS_MAX_CONCURRENT_STREAMS 0 (no request could be sent)"
             }
+            ErrorReason::WsUpgradeRefused => {
+                "WebSocket upgrade refused (no 101, or a wrong Sec-WebSocket-Accept or subprotocol)"
+            }
+            ErrorReason::WsUpgradeTimeout => "no answer to the WebSocket upgrade in time",
+            ErrorReason::WsUpgradeClosed => "closed before answering the WebSocket upgrade",
         }
     }
 }
@@ -475,6 +490,11 @@ mod tests {
         );
         assert_eq!(ErrorReason::H2BadPreface.kind(), ErrorKind::ConnectError);
         assert_eq!(ErrorReason::H2ZeroStreams.kind(), ErrorKind::ConnectError);
+        assert_eq!(
+            ErrorReason::WsUpgradeRefused.kind(),
+            ErrorKind::ConnectError
+        );
+        assert_eq!(ErrorReason::WsUpgradeClosed.kind(), ErrorKind::ConnectError);
         let json = serde_json::to_string(&ErrorReason::RstRefusedStream).unwrap();
         assert_eq!(json, r#""rst_stream_refused_stream""#);
     }

@@ -12,7 +12,9 @@
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
 use super::hpack::{self, BadBlock, ResponseDecoder};
 use super::{GrpcTally, Req, Shared};
-use crate::conn::{connect_error_kind, open_registered, read_error_kind, write_error_kind};
+use crate::conn::{
+    connect_error_kind, open_registered, read_error_kind, write_error_kind, READS_PER_TURN,
+};
 use crate::ctx::Ctx;
 use crate::transport::Stream;
 use loadbench_model::{ErrorKind, ErrorReason};
@@ -34,9 +36,6 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 /// Longest wait between reconnects after failed connects.
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
-/// Full reads (of the worker's 64 KiB buffer) one event may take before the connection
-/// yields to the others: a server sending without pause cannot hold the worker.
-const READS_PER_TURN: usize = 16;
 /// The largest response header block (HEADERS and its CONTINUATIONs) read: as HTTP/1.1's
 /// head limit. A larger one fails the connection (`malformed_response`, `head_over_64_kib`),
 /// so a server that sends CONTINUATION frames without end cannot grow the generator's memory.

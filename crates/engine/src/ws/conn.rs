@@ -4,14 +4,14 @@
 //! so every event reads until the socket would block and writes what is pending.
 
 use super::frame::{self, Head};
-use super::{accept_key, check_upgrade, new_key, Rng, WsSetup, MAX_HEAD};
+use super::{accept_key, check_upgrade, new_key, Rng, WsSetup, MAX_HEAD, PONG_BACKLOG};
 use crate::conn::{
     back_off, connect_error_kind, connect_took, in_flight_at_end, open_registered, read_error_kind,
-    write_error_kind,
+    write_error_kind, READS_PER_TURN,
 };
 use crate::ctx::Ctx;
 use crate::transport::Stream;
-use loadbench_model::{ErrorKind, WsStats};
+use loadbench_model::{ErrorKind, ErrorReason, WsStats};
 use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -86,6 +86,19 @@ pub(crate) struct WsConn {
 }
 
 /// What the frames of one read amounted to.
+/// What one read of the socket got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Got {
+    /// Bytes, appended to `rx`, less than the buffer holds (the socket is drained).
+    Data,
+    /// A full buffer, appended to `rx`: more may be waiting.
+    Full,
+    /// Nothing for now (it would block, or there is no socket).
+    Nothing,
+    /// The peer's end of stream.
+    Eof,
+}
+
 enum Read1 {
     /// Keep reading.
     More,
@@ -275,16 +288,42 @@ impl WsConn {
         self.on_io(ctx, sh, false);
     }
 
-    /// Writes what is pending, then reads and handles what arrived.
+    /// Writes what is pending, then reads and handles what arrived, one buffer at a time:
+    /// what was read is handled before the next read, so a server that writes faster than
+    /// this loop reads (a message without end, a flood of pings) never piles up in `rx`.
     fn on_io(&mut self, ctx: &mut Ctx, sh: &mut Shared, closed: bool) {
         let now = Instant::now();
         if let Err(kind) = self.flush() {
             return self.fail(ctx, kind, now);
         }
-        let eof = match self.read_all(ctx) {
-            Ok(eof) => eof || closed,
-            Err(kind) => return self.fail(ctx, kind, Instant::now()),
-        };
+        for _ in 0..READS_PER_TURN {
+            let read = match self.read_some(ctx) {
+                Ok(read) => read,
+                Err(kind) => return self.fail(ctx, kind, Instant::now()),
+            };
+            let eof = read == Got::Eof || (closed && read == Got::Nothing);
+            self.handle_read(ctx, sh, eof);
+            // A failure, a close or a new connection (a retry) ends this event's reading; so
+            // does a short read, which drained the socket (a later byte raises a new edge),
+            // unless a FIN is queued behind the data (no edge would announce it).
+            let reading = matches!(
+                self.phase,
+                WsPhase::Upgrading | WsPhase::Ready | WsPhase::Waiting
+            );
+            let more = read == Got::Full || (read == Got::Data && closed);
+            if !more || !reading || self.stream.is_none() {
+                return;
+            }
+        }
+        // A server that never stops sending: the other connections (and the timeouts) get
+        // their turn, and a new event resumes this one.
+        if let Some(stream) = self.stream.as_mut() {
+            let _ = stream.rearm(&ctx.registry, self.token);
+        }
+    }
+
+    /// Handles what `rx` holds; `eof`: the peer closed its side.
+    fn handle_read(&mut self, ctx: &mut Ctx, sh: &mut Shared, eof: bool) {
         let now = Instant::now();
         if self.phase == WsPhase::Upgrading && !self.upgrade_answered(ctx, sh, now) {
             if eof && self.phase == WsPhase::Upgrading {
@@ -343,7 +382,8 @@ impl WsConn {
         self.phase != WsPhase::Idle
     }
 
-    /// A refused upgrade is a malformed answer; the slot backs off before trying again.
+    /// A refused upgrade (a connect error, see [`upgrade_failure`]); the slot backs off
+    /// before trying again.
     #[cold]
     fn fail_upgrade(&mut self, ctx: &mut Ctx, now: Instant) {
         self.fail(ctx, ErrorKind::MalformedResponse, now);
@@ -388,19 +428,24 @@ impl WsConn {
         Ok(())
     }
 
-    /// Reads until the socket would block; `Ok(true)` at the peer's end of stream.
-    fn read_all(&mut self, ctx: &mut Ctx) -> Result<bool, ErrorKind> {
+    /// One read into the worker's buffer, appended to `rx`.
+    fn read_some(&mut self, ctx: &mut Ctx) -> Result<Got, ErrorKind> {
         let Some(stream) = self.stream.as_mut() else {
-            return Ok(false);
+            return Ok(Got::Nothing);
         };
         loop {
             match stream.read(&mut ctx.buf) {
-                Ok(0) => return Ok(true),
+                Ok(0) => return Ok(Got::Eof),
                 Ok(n) => {
                     self.rx.extend_from_slice(&ctx.buf[..n]);
                     self.read_bytes += n as u64;
+                    return Ok(if n == ctx.buf.len() {
+                        Got::Full
+                    } else {
+                        Got::Data
+                    });
                 }
-                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(Got::Nothing),
                 Err(e) if e.kind() == IoKind::Interrupted => {}
                 Err(e) => return Err(read_error_kind(&e)),
             }
@@ -456,7 +501,9 @@ impl WsConn {
             let Ok(len) = usize::try_from(len) else {
                 return Err("a frame too long for this machine");
             };
-            let whole = head_len + len;
+            let Some(whole) = head_len.checked_add(len) else {
+                return Err("a frame too long for this machine");
+            };
             if self.rx.len() - at < whole {
                 if !head.is_control() {
                     // A data frame's payload is counted as it comes, not kept.
@@ -468,11 +515,7 @@ impl WsConn {
             let payload = at + head_len..at + whole;
             at += whole;
             match head.opcode {
-                frame::OP_PING => {
-                    sh.stats.pings += 1;
-                    let p = self.rx[payload].to_vec();
-                    frame::encode(&mut self.out, frame::OP_PONG, &p, sh.rng.mask());
-                }
+                frame::OP_PING => self.pong(sh, payload),
                 frame::OP_PONG => {}
                 frame::OP_CLOSE => {
                     let code = frame::close_code(&self.rx[payload.clone()]);
@@ -500,6 +543,17 @@ impl WsConn {
             self.close_behind();
         }
         Ok(result)
+    }
+
+    /// A ping (its payload at `payload` in `rx`) is counted and answered. A server that pings
+    /// and does not read would pile up pongs without end: past [`PONG_BACKLOG`] unsent bytes a
+    /// ping goes unanswered (RFC 6455, 5.5.3 lets a pong answer only the latest of several).
+    fn pong(&mut self, sh: &mut Shared, payload: std::ops::Range<usize>) {
+        sh.stats.pings += 1;
+        if self.out.len() - self.written < PONG_BACKLOG {
+            let p = self.rx[payload].to_vec();
+            frame::encode(&mut self.out, frame::OP_PONG, &p, sh.rng.mask());
+        }
     }
 
     /// A close right behind the answer is seen before the next message goes.
@@ -575,8 +629,14 @@ impl WsConn {
     /// A failed message (or connect, or upgrade): counted, the connection dropped, the slot
     /// tries again (after a backoff when it never got to send).
     pub(crate) fn fail(&mut self, ctx: &mut Ctx, kind: ErrorKind, now: Instant) {
-        let before_send =
-            kind.before_send() || matches!(self.phase, WsPhase::Handshaking | WsPhase::Upgrading);
+        // No message was written before the upgrade: such a failure is a connect's, so that
+        // `sent` and the errors after sending still add up.
+        let (kind, reason) = match self.phase {
+            WsPhase::Upgrading => upgrade_failure(kind),
+            WsPhase::Handshaking if !kind.before_send() => (ErrorKind::TlsHandshake, None),
+            _ => (kind, None),
+        };
+        let before_send = kind.before_send();
         // Open model: an idle connection that failed is on the idle list already.
         let listed = ctx.open && self.phase == WsPhase::Ready && !self.has_message;
         self.end_spare(ctx);
@@ -585,6 +645,9 @@ impl WsConn {
             self.past_window(ctx, now);
             if ctx.records(self.measured, self.intended, now) {
                 ctx.recorder.error(now, kind, self.read_bytes);
+                if let Some(r) = reason {
+                    ctx.recorder.reason(r);
+                }
             }
         }
         self.has_message = false;
@@ -641,6 +704,18 @@ impl WsConn {
     pub(crate) fn oldest(&self) -> Option<Instant> {
         self.has_message.then_some(self.intended)
     }
+}
+
+/// How a failure while the upgrade is awaited counts: as a connect error (nothing was sent),
+/// with the reason: a wrong answer, none in time, or the connection gone.
+fn upgrade_failure(kind: ErrorKind) -> (ErrorKind, Option<ErrorReason>) {
+    let reason = match kind {
+        k if k.before_send() => return (k, None),
+        ErrorKind::MalformedResponse => ErrorReason::WsUpgradeRefused,
+        ErrorKind::ReadTimeout => ErrorReason::WsUpgradeTimeout,
+        _ => ErrorReason::WsUpgradeClosed,
+    };
+    (ErrorKind::ConnectError, Some(reason))
 }
 
 #[cfg(test)]

@@ -86,6 +86,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, &'static str> {
             None => return Ok(None),
         },
         127 => match buf.get(2..10) {
+            // RFC 6455, 5.2: the most significant bit of a 64-bit length must be 0.
+            Some(b) if b[0] & 0x80 != 0 => return Err("a 64-bit frame length over 2^63"),
             Some(b) => (u64::from_be_bytes(b.try_into().unwrap_or([0; 8])), 10),
             None => return Ok(None),
         },
@@ -164,6 +166,11 @@ mod tests {
         assert!(parse_head(&[0x83, 1]).is_err(), "opcode 3");
         assert!(parse_head(&[0x09, 0]).is_err(), "fragmented ping");
         assert!(parse_head(&[0x89, 126, 0, 200]).is_err(), "long ping");
+        let huge = [0x81, 127, 0x80, 0, 0, 0, 0, 0, 0, 0];
+        assert!(
+            parse_head(&huge).is_err(),
+            "64-bit length with its top bit set"
+        );
         assert_eq!(close_code(&[0x03, 0xE8, b'x']), 1000);
         assert_eq!(close_code(&[]), NO_STATUS);
     }

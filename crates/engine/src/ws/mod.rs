@@ -28,6 +28,9 @@ const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// The largest upgrade answer read (its head; a longer one is malformed).
 pub(crate) const MAX_HEAD: usize = 64 << 10;
 
+/// The most unsent bytes a connection queues pongs behind (see `WsConn::frames`).
+pub(crate) const PONG_BACKLOG: usize = 64 << 10;
+
 /// What every connection of a WebSocket run sends: its upgrade request (less the key) and
 /// the message.
 #[derive(Debug)]

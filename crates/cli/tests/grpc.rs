@@ -181,6 +181,69 @@ fn open_model_counts_per_status_equal_grpc_gos() {
     assert_eq!(server.stop(), counts(&[("OK", 200), ("NOT_FOUND", 60)]));
 }
 
+/// The calls by gRPC status that a report in `format` (md, html, csv) shows, read back from
+/// its gRPC status table.
+fn rendered_counts(format: &str, out: &str) -> BTreeMap<String, u64> {
+    let number = |cell: &str| -> u64 {
+        let digits: String = cell.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap_or_else(|_| panic!("{cell:?}: {out}"))
+    };
+    let mut seen = BTreeMap::new();
+    match format {
+        "md" => {
+            let table = &out[out.find("### gRPC status").expect("a gRPC section")..];
+            for line in table.lines().skip(4).take_while(|l| l.starts_with('|')) {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                seen.insert(cells[2].to_string(), number(cells[3]));
+            }
+        }
+        "html" => {
+            let table = &out[out.find("<h3>gRPC status</h3>").expect("a gRPC table")..];
+            let body = &table[..table.find("</table>").expect("its end")];
+            for row in body.split("<th scope=\"row\">").skip(1) {
+                let (name, rest) = row.split_once("</th>").expect("a row header");
+                let calls = rest.split("<td>").nth(2).expect("a calls cell");
+                seen.insert(name.to_string(), number(calls));
+            }
+        }
+        _ => {
+            let table = &out[out
+                .find("grpc_code,grpc_status,calls\n")
+                .expect("a gRPC table")..];
+            for line in table.lines().skip(1).take_while(|l| !l.is_empty()) {
+                let cells: Vec<&str> = line.split(',').collect();
+                seen.insert(cells[1].to_string(), number(cells[2]));
+            }
+        }
+    }
+    seen
+}
+
+/// Issue 41: the calls by gRPC status are in every report format, and what each shows adds
+/// up to grpc-go's own per-code counts.
+#[test]
+fn every_report_format_shows_the_calls_by_status_grpc_go_counted() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let mut shown: BTreeMap<String, u64> = BTreeMap::new();
+    for (json, n) in [(KNOWN, "30"), (UNKNOWN, "20")] {
+        for format in ["md", "html", "csv"] {
+            let ran = check(&url, json, &["-c", "2", "-n", n, "-o", format]).json();
+            let (stdout, stderr) = ran.text();
+            assert!(ran.saved.is_some(), "{format}: {stderr}");
+            let counts = rendered_counts(format, &stdout);
+            assert_eq!(counts, ran.result().stats.grpc.calls, "{format}");
+            for (name, calls) in counts {
+                *shown.entry(name).or_default() += calls;
+            }
+        }
+    }
+    assert_eq!(shown, counts(&[("OK", 90), ("NOT_FOUND", 60)]));
+    assert_eq!(server.stop(), shown);
+}
+
 /// One line on stderr, exit code 2, and it holds `want`.
 fn refused(run: Run, want: &str) {
     let ran = run.json();

@@ -181,6 +181,37 @@ fn open_model_counts_per_status_equal_grpc_gos() {
     assert_eq!(server.stop(), counts(&[("OK", 200), ("NOT_FOUND", 60)]));
 }
 
+/// Issue 41: `--timeout` is each call's deadline, sent as `grpc-timeout`. grpc-go delays a
+/// call by its `x-delay-ms` metadata (an `-H` header) and answers DEADLINE_EXCEEDED at once
+/// when the deadline it got is sooner: a 2 s call under a 500 ms deadline ends so, a 300 ms
+/// call under a 1 s deadline ends OK (so the deadline it got was neither too short nor long).
+#[test]
+fn timeout_is_the_deadline_grpc_go_sees() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let slow = |delay_ms: u32, timeout: &str, n: &str| {
+        let delay = format!("x-delay-ms: {delay_ms}");
+        check(&url, KNOWN, &["-c", "2", "-n", n, "--timeout", timeout])
+            .args(["-H", &delay])
+            .ok()
+    };
+    let late = slow(2000, "500ms", "20");
+    assert_calls(&late, "DEADLINE_EXCEEDED", 20);
+    assert_eq!(late.summary.map(|s| s.non_success_responses), Some(20));
+    let in_time = slow(300, "1s", "10");
+    assert_calls(&in_time, "OK", 10);
+    // Each call waited its delay (a lower bound whatever the machine's load; the histogram
+    // keeps 3 significant digits, so a little below).
+    let fastest = in_time.stats.latency.hist.min_ns();
+    assert!(fastest >= 299_000_000, "{fastest} ns");
+    assert_eq!(
+        server.stop(),
+        counts(&[("OK", 10), ("DEADLINE_EXCEEDED", 20)])
+    );
+}
+
 /// The calls by gRPC status that a report in `format` (md, html, csv) shows, read back from
 /// its gRPC status table.
 fn rendered_counts(format: &str, out: &str) -> BTreeMap<String, u64> {

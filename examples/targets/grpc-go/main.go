@@ -5,6 +5,11 @@
 // stops (letting calls in flight finish) and prints the counts as one JSON object on stdout,
 // which the tests compare with loadbench's own per-status counts.
 //
+// A call whose metadata has x-delay-ms: N waits N milliseconds before the handler runs; when
+// the call's deadline (its grpc-timeout) leaves less than that, it answers DEADLINE_EXCEEDED at
+// once instead, as a server that propagates deadlines does (so the tests see that the
+// deadline loadbench sends arrived, and what it was).
+//
 // Flags: -listen ADDR (default 127.0.0.1:0); the first line on stdout is "listening ADDR" with
 // the port it got. -serving NAME (repeatable via commas) are the services Check knows.
 package main
@@ -21,10 +26,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -35,12 +43,40 @@ type counts struct {
 }
 
 func (c *counts) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	resp, err := handler(ctx, req)
+	var resp any
+	err := delay(ctx)
+	if err == nil {
+		resp, err = handler(ctx, req)
+	}
 	code := strconv.Itoa(int(status.Code(err)))
 	c.mu.Lock()
 	c.by[code]++
 	c.mu.Unlock()
 	return resp, err
+}
+
+// delay waits the call's x-delay-ms, or answers DEADLINE_EXCEEDED at once when its deadline
+// comes sooner; a malformed value is INVALID_ARGUMENT.
+func delay(ctx context.Context) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("x-delay-ms")
+	if len(vals) == 0 {
+		return nil
+	}
+	ms, err := strconv.Atoi(vals[0])
+	if err != nil || ms < 0 {
+		return status.Errorf(codes.InvalidArgument, "x-delay-ms: %q is no number of milliseconds", vals[0])
+	}
+	wait := time.Duration(ms) * time.Millisecond
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		return status.Errorf(codes.DeadlineExceeded, "x-delay-ms %d outlasts the deadline (%s left)", ms, time.Until(deadline).Round(time.Millisecond))
+	}
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
 }
 
 func (c *counts) json() string {

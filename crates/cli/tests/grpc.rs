@@ -23,6 +23,14 @@ fn proto() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc/health.proto")
 }
 
+/// The server-streaming service's fixture (its messages are the well-known wrapper types).
+fn stream_proto() -> PathBuf {
+    proto().with_file_name("stream.proto")
+}
+
+/// Count: N StringValue messages for a UInt32Value N.
+const COUNT: &str = "loadbench.test.Stream/Count";
+
 /// The grpc-go server, stopped (SIGKILL) when dropped.
 struct GrpcGo {
     child: Child,
@@ -71,7 +79,12 @@ impl GrpcGo {
 
     /// Stops it (SIGTERM: calls in flight finish) and reads the calls it counted by status
     /// code, named as loadbench names them.
-    fn stop(mut self) -> BTreeMap<String, u64> {
+    fn stop(self) -> BTreeMap<String, u64> {
+        self.stop_with_messages().0
+    }
+
+    /// [`Self::stop`], and the messages its server-streaming calls sent.
+    fn stop_with_messages(mut self) -> (BTreeMap<String, u64>, u64) {
         let pid = self.child.id().to_string();
         let killed = Command::new("kill").args(["-TERM", &pid]).status();
         assert!(killed.is_ok_and(|s| s.success()));
@@ -82,10 +95,16 @@ impl GrpcGo {
         let last = rest.lines().last().unwrap_or_default();
         let by_code: BTreeMap<u16, u64> =
             serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {rest:?}"));
-        by_code
+        let messages = rest
+            .lines()
+            .find_map(|l| l.strip_prefix("messages "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no messages line: {rest:?}"));
+        let by_name = by_code
             .into_iter()
             .map(|(code, n)| (grpc_code_name(code).to_string(), n))
-            .collect()
+            .collect();
+        (by_name, messages)
     }
 }
 
@@ -113,6 +132,9 @@ fn assert_calls(r: &RunResult, code: &str, n: u64) {
     assert_eq!(r.stats.grpc.count(code), n, "{:?}", r.stats.grpc);
     assert_eq!(r.stats.grpc.calls.len(), 1, "{:?}", r.stats.grpc);
     assert_eq!(r.stats.grpc.no_status, 0);
+    // A unary call answered OK brings its one response message; the others none.
+    let messages = if code == "OK" { n } else { 0 };
+    assert_eq!(r.stats.grpc.messages, messages, "{:?}", r.stats.grpc);
     assert!(
         r.config.url.ends_with("/grpc.health.v1.Health/Check"),
         "{}",
@@ -212,6 +234,39 @@ fn timeout_is_the_deadline_grpc_go_sees() {
     );
 }
 
+/// Issue 41: a server-streaming call's every response message is counted, and the call
+/// ends with the stream's trailers. Count with 5 brings 5 messages a call: loadbench's
+/// messages are 5 × its calls, and equal to what grpc-go sent, in both models.
+#[test]
+fn server_streaming_counts_every_message_grpc_go_sent() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let proto = stream_proto();
+    let count = |n: &str, args: &[&str]| {
+        let proto = proto.to_str().unwrap();
+        Run::new(&url)
+            .args(["--proto", proto, "--grpc-method", COUNT, "--body", n])
+            .args(args)
+            .ok()
+    };
+    let closed = count("5", &["-c", "2", "-n", "40", "--streams", "2"]);
+    let open = count("5", &["--rate", "100", "-n", "30", "--streams", "4"]);
+    // 10000 messages a call: streams longer than a flow-control window, split anywhere.
+    let long = count("10000", &["-c", "1", "-n", "3"]);
+    for (r, calls, each) in [(&closed, 40, 5), (&open, 30, 5), (&long, 3, 10_000)] {
+        assert_eq!(r.stats.requests, calls, "{:?}", r.stats.errors);
+        assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+        assert_eq!(r.stats.grpc.count("OK"), calls, "{:?}", r.stats.grpc);
+        assert_eq!(r.stats.grpc.messages, each * calls, "{:?}", r.stats.grpc);
+        assert!(r.config.url.ends_with("/loadbench.test.Stream/Count"));
+    }
+    let (by_status, sent) = server.stop_with_messages();
+    assert_eq!(by_status, counts(&[("OK", 73)]));
+    assert_eq!(sent, 5 * 70 + 30_000);
+}
+
 /// The calls by gRPC status that a report in `format` (md, html, csv) shows, read back from
 /// its gRPC status table.
 fn rendered_counts(format: &str, out: &str) -> BTreeMap<String, u64> {
@@ -298,6 +353,17 @@ fn bad_grpc_input_is_one_line_and_exit_2_before_any_load() {
         "has no service grpc.health.v1.Nope; give one of: grpc.health.v1.Health",
     );
     refused(method("grpc.health.v1.Health/Chek"), "has no method Chek");
+    let stream = stream_proto();
+    let stream = stream.to_str().unwrap();
+    refused(
+        Run::new(&url).args([
+            "--proto",
+            stream,
+            "--grpc-method",
+            "loadbench.test.Stream/Gather",
+        ]),
+        "is a client-streaming method",
+    );
     refused(
         method(CHECK).args(["--body", r#"{"servce": "x"}"#]),
         "--body does not match grpc.health.v1.HealthCheckRequest",

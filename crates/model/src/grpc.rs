@@ -40,6 +40,10 @@ pub struct GrpcStats {
     /// answer): their HTTP status is in the ordinary figures.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub no_status: u64,
+    /// Response messages received whole in the answered calls: one per `OK` unary call, every
+    /// message of a server-streaming call's stream.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -79,7 +83,11 @@ impl GrpcStats {
             .filter(|(_, n)| **n > 0)
             .map(|(c, n)| (grpc_code_name(c as u16).to_string(), *n))
             .collect();
-        GrpcStats { calls, no_status }
+        GrpcStats {
+            calls,
+            no_status,
+            messages: 0,
+        }
     }
 
     /// Counts add.
@@ -88,6 +96,20 @@ impl GrpcStats {
             *self.calls.entry(name.clone()).or_default() += n;
         }
         self.no_status += o.no_status;
+        self.messages += o.messages;
+    }
+
+    /// Calls answered (with a `grpc-status` or without).
+    pub fn answered(&self) -> u64 {
+        self.calls.values().sum::<u64>() + self.no_status
+    }
+
+    /// Response messages per answered call (0 without answers).
+    pub fn messages_per_call(&self) -> f64 {
+        match self.answered() {
+            0 => 0.0,
+            n => self.messages as f64 / n as f64,
+        }
     }
 
     /// Calls counted under `name` (`OK`, `NOT_FOUND`, …).

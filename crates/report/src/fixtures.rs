@@ -35,7 +35,8 @@ pub(crate) fn websocket() -> RunResult {
 }
 
 /// The busy run as a gRPC run (`grpc://`), calls by `grpc-status`: 900 `OK`, 60
-/// `NOT_FOUND`, 30 `DEADLINE_EXCEEDED`, 4 `OTHER` and 6 answers without one.
+/// `NOT_FOUND`, 30 `DEADLINE_EXCEEDED`, 4 `OTHER` and 6 answers without one; 4500 response
+/// messages (a server-streaming run).
 pub(crate) fn grpc() -> RunResult {
     let mut r = busy();
     r.config.url = "grpc://127.0.0.1:50051/grpc.health.v1.Health/Check".into();
@@ -45,6 +46,7 @@ pub(crate) fn grpc() -> RunResult {
     codes[4] = 30;
     codes[17] = 4;
     r.stats.grpc = loadbench_model::GrpcStats::from_tally(&codes, 6);
+    r.stats.grpc.messages = 4500;
     r.finalize();
     r
 }

@@ -469,7 +469,7 @@ fn websocket_figures_only_for_websocket_runs_and_no_close_table_without_closes()
     let csv = out(Format::Csv);
     assert!(!csv.contains("ws_close_code"), "{csv}");
     assert!(
-        csv.lines().nth(1).unwrap().contains(",4,12,0,,,,2026-"),
+        csv.lines().nth(1).unwrap().contains(",4,12,0,,,,,2026-"),
         "{csv}"
     );
 }
@@ -498,6 +498,10 @@ fn grpc_statuses_are_in_every_run_format() {
         assert!(section.contains(row), "no {row:?} in {section}");
     }
     assert!(section.contains("| 90.00% |"), "{section}");
+    // The busy fixture measured 10 s: 4500 messages are 450/s.
+    let messages = "4500 messages received, 4.50 per call, 450.00/s";
+    assert!(text.contains(messages), "{text}");
+    assert!(section.contains(&format!("Response messages: {messages}.")));
 
     let html = out(Format::Html);
     for row in [
@@ -506,14 +510,18 @@ fn grpc_statuses_are_in_every_run_format() {
         "<tr class=\"bad\"><th scope=\"row\">NOT_FOUND</th><td>5</td><td>60</td></tr>",
         "<tr class=\"bad\"><th scope=\"row\">OTHER</th><td></td><td>4</td></tr>",
         "<tr><th scope=\"row\">no grpc-status</th><td></td><td>6</td></tr>",
+        "<th scope=\"row\">Response messages</th><td>4500 messages received",
     ] {
         assert!(html.contains(row), "no {row:?} in the page");
     }
 
     let csv = out(Format::Csv);
     assert_eq!(
-        csv_cells(&csv, ["grpc_ok", "grpc_failed", "grpc_no_status"]),
-        ["900", "94", "6"]
+        csv_cells(
+            &csv,
+            ["grpc_ok", "grpc_failed", "grpc_no_status", "grpc_messages"]
+        ),
+        ["900", "94", "6", "4500"]
     );
     assert_eq!(
         csv_table(&csv, "grpc_code,"),
@@ -527,6 +535,7 @@ fn grpc_statuses_are_in_every_run_format() {
         serde_json::json!({"OK": 900, "NOT_FOUND": 60, "DEADLINE_EXCEEDED": 30, "OTHER": 4})
     );
     assert_eq!(grpc["no_status"].as_u64(), Some(6));
+    assert_eq!(grpc["messages"].as_u64(), Some(4500));
 }
 
 /// Other runs have no gRPC figures (empty CSV cells, no section or table).

@@ -81,6 +81,20 @@ pub(crate) fn grpc_status_rows(g: &GrpcStats) -> Vec<(String, &'static str, u64)
     rows
 }
 
+/// A gRPC run's response messages: `1500 messages received, 5.00 per call, 750.00/s`; `None`
+/// when none came (a run of failed calls, or one saved before they were counted).
+pub(crate) fn grpc_messages_text(r: &RunResult) -> Option<String> {
+    let g = grpc(r)?;
+    (g.messages > 0).then(|| {
+        format!(
+            "{} messages received, {:.2} per call, {}/s",
+            g.messages,
+            g.messages_per_call(),
+            units::rate(r.stats.per_sec(g.messages))
+        )
+    })
+}
+
 /// The name [`grpc_status_rows`] gives the answers without a `grpc-status` (judged by their
 /// HTTP status alone, not failed calls).
 pub(crate) const NO_GRPC_STATUS: &str = "no grpc-status";

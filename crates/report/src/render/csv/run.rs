@@ -209,17 +209,19 @@ fn close_code_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// A gRPC run's calls answered `OK`, answered with another `grpc-status` (failed calls),
-/// and answered without one; empty cells for other runs, so the columns line up.
+/// and answered without one, and the response messages received; empty cells for other runs,
+/// so the columns line up.
 fn grpc_columns(r: &RunResult) -> Vec<(String, String)> {
     let cells = match view::run::grpc(r) {
-        Some(g) => [g.count("OK"), g.failed(), g.no_status].map(|n| n.to_string()),
+        Some(g) => [g.count("OK"), g.failed(), g.no_status, g.messages].map(|n| n.to_string()),
         None => Default::default(),
     };
-    let [ok, failed, no_status] = cells;
+    let [ok, failed, no_status, messages] = cells;
     vec![
         col("grpc_ok", ok),
         col("grpc_failed", failed),
         col("grpc_no_status", no_status),
+        col("grpc_messages", messages),
     ]
 }
 

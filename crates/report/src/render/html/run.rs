@@ -11,7 +11,8 @@ use crate::markup::html::{
 };
 use crate::options::{RenderOptions, Renderer};
 use crate::view::run::{
-    close_code_rows, grpc, grpc_status_rows, phase_cells, request_phases, websocket, NO_GRPC_STATUS,
+    close_code_rows, grpc, grpc_messages_text, grpc_status_rows, phase_cells, request_phases,
+    websocket, NO_GRPC_STATUS,
 };
 use crate::words::{host_facts, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
@@ -471,6 +472,9 @@ fn grpc_details(r: &RunResult) -> String {
         .collect();
     let mut body = String::from("<h3>gRPC status</h3>\n");
     body += &counts_table(&["grpc-status", "Code", "Calls"], &rows);
+    if let Some(messages) = grpc_messages_text(r) {
+        body += &key_values(&[("Response messages", messages)]);
+    }
     body
 }
 

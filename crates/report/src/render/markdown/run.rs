@@ -7,7 +7,8 @@
 use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
 use crate::options::{RenderOptions, Renderer};
 use crate::view::run::{
-    close_code_rows, grpc, grpc_status_rows, phase_duration, request_phases, websocket,
+    close_code_rows, grpc, grpc_messages_text, grpc_status_rows, phase_duration, request_phases,
+    websocket,
 };
 use crate::words::{counted as plural, document_length, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
@@ -335,7 +336,11 @@ fn grpc_section(r: &RunResult) -> String {
         Align::Right,
         Align::Right,
     ];
-    format!("\n### gRPC status\n\n{}", table(&head, &align, &rows))
+    let mut out = format!("\n### gRPC status\n\n{}", table(&head, &align, &rows));
+    if let Some(messages) = grpc_messages_text(r) {
+        out += &format!("\nResponse messages: {messages}.\n");
+    }
+    out
 }
 
 /// The class, with its reasons when counted: `malformed response (bad chunk size 3)`.

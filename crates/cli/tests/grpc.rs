@@ -236,7 +236,8 @@ fn timeout_is_the_deadline_grpc_go_sees() {
 
 /// Issue 41: a server-streaming call's every response message is counted, and the call
 /// ends with the stream's trailers. Count with 5 brings 5 messages a call: loadbench's
-/// messages are 5 × its calls, and equal to what grpc-go sent, in both models.
+/// messages are 5 × its calls, and equal to what grpc-go sent, in both models; a call whose
+/// messages come 100 ms apart lasts from the first to the last.
 #[test]
 fn server_streaming_counts_every_message_grpc_go_sent() {
     let Some(server) = GrpcGo::start() else {
@@ -255,7 +256,18 @@ fn server_streaming_counts_every_message_grpc_go_sent() {
     let open = count("5", &["--rate", "100", "-n", "30", "--streams", "4"]);
     // 10000 messages a call: streams longer than a flow-control window, split anywhere.
     let long = count("10000", &["-c", "1", "-n", "3"]);
-    for (r, calls, each) in [(&closed, 40, 5), (&open, 30, 5), (&long, 3, 10_000)] {
+    // 100 ms between two messages: a call lasts to its trailers, 4 pauses at least (a lower
+    // bound whatever the machine's load; the histogram keeps 3 significant digits).
+    let paused = count("5", &["-c", "2", "-n", "4", "-H", "x-delay-ms: 100"]);
+    let fastest = paused.stats.latency.hist.min_ns();
+    assert!(fastest >= 399_000_000, "{fastest} ns");
+    let runs = [
+        (&closed, 40, 5),
+        (&open, 30, 5),
+        (&long, 3, 10_000),
+        (&paused, 4, 5),
+    ];
+    for (r, calls, each) in runs {
         assert_eq!(r.stats.requests, calls, "{:?}", r.stats.errors);
         assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
         assert_eq!(r.stats.grpc.count("OK"), calls, "{:?}", r.stats.grpc);
@@ -263,8 +275,8 @@ fn server_streaming_counts_every_message_grpc_go_sent() {
         assert!(r.config.url.ends_with("/loadbench.test.Stream/Count"));
     }
     let (by_status, sent) = server.stop_with_messages();
-    assert_eq!(by_status, counts(&[("OK", 73)]));
-    assert_eq!(sent, 5 * 70 + 30_000);
+    assert_eq!(by_status, counts(&[("OK", 77)]));
+    assert_eq!(sent, 5 * 74 + 30_000);
 }
 
 /// The calls by gRPC status that a report in `format` (md, html, csv) shows, read back from

@@ -7,7 +7,8 @@
 //
 // It also serves loadbench.test.Stream (crates/cli/tests/fixtures/grpc/stream.proto), a
 // server-streaming service registered by hand from the well-known wrapper types, so again no
-// code is generated: Count gets a UInt32Value N and sends N StringValue messages ("1" to "N").
+// code is generated: Count gets a UInt32Value N and sends N StringValue messages ("1" to "N"),
+// with the call's x-delay-ms between two of them.
 // A stream interceptor counts those calls by status too, and the messages sent; the line
 // before the counts on stop is "messages N".
 //
@@ -91,13 +92,19 @@ var streamService = grpc.ServiceDesc{
 	Metadata: "stream.proto",
 }
 
-// count sends as many StringValue messages as the UInt32Value it got says.
+// count sends as many StringValue messages as the UInt32Value it got says, waiting the call's
+// x-delay-ms (if any) between two messages.
 func count(_ any, stream grpc.ServerStream) error {
 	var n wrapperspb.UInt32Value
 	if err := stream.RecvMsg(&n); err != nil {
 		return err
 	}
 	for i := uint32(1); i <= n.GetValue(); i++ {
+		if i > 1 {
+			if err := delay(stream.Context()); err != nil {
+				return err
+			}
+		}
 		if err := stream.SendMsg(wrapperspb.String(strconv.FormatUint(uint64(i), 10))); err != nil {
 			return err
 		}

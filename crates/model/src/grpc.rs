@@ -167,10 +167,17 @@ mod tests {
         codes[5] = 2;
         codes[17] = 1;
         let mut a = GrpcStats::from_tally(&codes, 0);
+        a.messages = 30;
         let mut b = [0u64; 18];
         b[0] = 3;
         b[14] = 1;
-        a.merge(&GrpcStats::from_tally(&b, 2));
+        let mut b = GrpcStats::from_tally(&b, 2);
+        b.messages = 12;
+        a.merge(&b);
+        // 42 messages in the 16 calls answered (with a status or without).
+        assert_eq!((a.messages, a.answered()), (42, 16));
+        assert!((a.messages_per_call() - 42.0 / 16.0).abs() < 1e-9);
+        assert_eq!(GrpcStats::default().messages_per_call(), 0.0);
         assert_eq!(
             (a.count("OK"), a.count("NOT_FOUND"), a.count("UNAVAILABLE")),
             (10, 2, 1)

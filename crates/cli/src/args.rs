@@ -591,7 +591,7 @@ pub(crate) struct RequestArgs {
     /// imports looked up beside it); --body (or --body-file) is the request message as JSON.
     #[arg(long, value_name = "FILE")]
     pub proto: Option<PathBuf>,
-    /// grpc:// URLs: the unary method each call invokes, package.Service/Method.
+    /// grpc:// URLs: the unary or server-streaming method each call invokes, pkg.Service/Method.
     #[arg(long, value_name = "SERVICE/METHOD")]
     pub grpc_method: Option<String>,
     /// Open a new TCP connection for every request (like ab without -k).

@@ -23,6 +23,14 @@ fn proto() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc/health.proto")
 }
 
+/// The server-streaming service's fixture (its messages are the well-known wrapper types).
+fn stream_proto() -> PathBuf {
+    proto().with_file_name("stream.proto")
+}
+
+/// Count: N StringValue messages for a UInt32Value N.
+const COUNT: &str = "loadbench.test.Stream/Count";
+
 /// The grpc-go server, stopped (SIGKILL) when dropped.
 struct GrpcGo {
     child: Child,
@@ -71,7 +79,12 @@ impl GrpcGo {
 
     /// Stops it (SIGTERM: calls in flight finish) and reads the calls it counted by status
     /// code, named as loadbench names them.
-    fn stop(mut self) -> BTreeMap<String, u64> {
+    fn stop(self) -> BTreeMap<String, u64> {
+        self.stop_with_messages().0
+    }
+
+    /// [`Self::stop`], and the messages its server-streaming calls sent.
+    fn stop_with_messages(mut self) -> (BTreeMap<String, u64>, u64) {
         let pid = self.child.id().to_string();
         let killed = Command::new("kill").args(["-TERM", &pid]).status();
         assert!(killed.is_ok_and(|s| s.success()));
@@ -82,10 +95,16 @@ impl GrpcGo {
         let last = rest.lines().last().unwrap_or_default();
         let by_code: BTreeMap<u16, u64> =
             serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {rest:?}"));
-        by_code
+        let messages = rest
+            .lines()
+            .find_map(|l| l.strip_prefix("messages "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no messages line: {rest:?}"));
+        let by_name = by_code
             .into_iter()
             .map(|(code, n)| (grpc_code_name(code).to_string(), n))
-            .collect()
+            .collect();
+        (by_name, messages)
     }
 }
 
@@ -113,6 +132,9 @@ fn assert_calls(r: &RunResult, code: &str, n: u64) {
     assert_eq!(r.stats.grpc.count(code), n, "{:?}", r.stats.grpc);
     assert_eq!(r.stats.grpc.calls.len(), 1, "{:?}", r.stats.grpc);
     assert_eq!(r.stats.grpc.no_status, 0);
+    // A unary call answered OK brings its one response message; the others none.
+    let messages = if code == "OK" { n } else { 0 };
+    assert_eq!(r.stats.grpc.messages, messages, "{:?}", r.stats.grpc);
     assert!(
         r.config.url.ends_with("/grpc.health.v1.Health/Check"),
         "{}",
@@ -181,6 +203,145 @@ fn open_model_counts_per_status_equal_grpc_gos() {
     assert_eq!(server.stop(), counts(&[("OK", 200), ("NOT_FOUND", 60)]));
 }
 
+/// Issue 41: `--timeout` is each call's deadline, sent as `grpc-timeout`. grpc-go delays a
+/// call by its `x-delay-ms` metadata (an `-H` header) and answers DEADLINE_EXCEEDED at once
+/// when the deadline it got is sooner: a 2 s call under a 500 ms deadline ends so, a 300 ms
+/// call under a 1 s deadline ends OK (so the deadline it got was neither too short nor long).
+#[test]
+fn timeout_is_the_deadline_grpc_go_sees() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let slow = |delay_ms: u32, timeout: &str, n: &str| {
+        let delay = format!("x-delay-ms: {delay_ms}");
+        check(&url, KNOWN, &["-c", "2", "-n", n, "--timeout", timeout])
+            .args(["-H", &delay])
+            .ok()
+    };
+    let late = slow(2000, "500ms", "20");
+    assert_calls(&late, "DEADLINE_EXCEEDED", 20);
+    assert_eq!(late.summary.map(|s| s.non_success_responses), Some(20));
+    let in_time = slow(300, "1s", "10");
+    assert_calls(&in_time, "OK", 10);
+    // Each call waited its delay (a lower bound whatever the machine's load; the histogram
+    // keeps 3 significant digits, so a little below).
+    let fastest = in_time.stats.latency.hist.min_ns();
+    assert!(fastest >= 299_000_000, "{fastest} ns");
+    assert_eq!(
+        server.stop(),
+        counts(&[("OK", 10), ("DEADLINE_EXCEEDED", 20)])
+    );
+}
+
+/// Issue 41: a server-streaming call's every response message is counted, and the call
+/// ends with the stream's trailers. Count with 5 brings 5 messages a call: loadbench's
+/// messages are 5 × its calls, and equal to what grpc-go sent, in both models; a call whose
+/// messages come 100 ms apart lasts from the first to the last.
+#[test]
+fn server_streaming_counts_every_message_grpc_go_sent() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let proto = stream_proto();
+    let count = |n: &str, args: &[&str]| {
+        let proto = proto.to_str().unwrap();
+        Run::new(&url)
+            .args(["--proto", proto, "--grpc-method", COUNT, "--body", n])
+            .args(args)
+            .ok()
+    };
+    let closed = count("5", &["-c", "2", "-n", "40", "--streams", "2"]);
+    let open = count("5", &["--rate", "100", "-n", "30", "--streams", "4"]);
+    // 10000 messages a call: streams longer than a flow-control window, split anywhere.
+    let long = count("10000", &["-c", "1", "-n", "3"]);
+    // 100 ms between two messages: a call lasts to its trailers, 4 pauses at least (a lower
+    // bound whatever the machine's load; the histogram keeps 3 significant digits).
+    let paused = count("5", &["-c", "2", "-n", "4", "-H", "x-delay-ms: 100"]);
+    let fastest = paused.stats.latency.hist.min_ns();
+    assert!(fastest >= 399_000_000, "{fastest} ns");
+    let runs = [
+        (&closed, 40, 5),
+        (&open, 30, 5),
+        (&long, 3, 10_000),
+        (&paused, 4, 5),
+    ];
+    for (r, calls, each) in runs {
+        assert_eq!(r.stats.requests, calls, "{:?}", r.stats.errors);
+        assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+        assert_eq!(r.stats.grpc.count("OK"), calls, "{:?}", r.stats.grpc);
+        assert_eq!(r.stats.grpc.messages, each * calls, "{:?}", r.stats.grpc);
+        assert!(r.config.url.ends_with("/loadbench.test.Stream/Count"));
+    }
+    let (by_status, sent) = server.stop_with_messages();
+    assert_eq!(by_status, counts(&[("OK", 77)]));
+    assert_eq!(sent, 5 * 74 + 30_000);
+}
+
+/// The calls by gRPC status that a report in `format` (md, html, csv) shows, read back from
+/// its gRPC status table.
+fn rendered_counts(format: &str, out: &str) -> BTreeMap<String, u64> {
+    let number = |cell: &str| -> u64 {
+        let digits: String = cell.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap_or_else(|_| panic!("{cell:?}: {out}"))
+    };
+    let mut seen = BTreeMap::new();
+    match format {
+        "md" => {
+            let table = &out[out.find("### gRPC status").expect("a gRPC section")..];
+            for line in table.lines().skip(4).take_while(|l| l.starts_with('|')) {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                seen.insert(cells[2].to_string(), number(cells[3]));
+            }
+        }
+        "html" => {
+            let table = &out[out.find("<h3>gRPC status</h3>").expect("a gRPC table")..];
+            let body = &table[..table.find("</table>").expect("its end")];
+            for row in body.split("<th scope=\"row\">").skip(1) {
+                let (name, rest) = row.split_once("</th>").expect("a row header");
+                let calls = rest.split("<td>").nth(2).expect("a calls cell");
+                seen.insert(name.to_string(), number(calls));
+            }
+        }
+        _ => {
+            let table = &out[out
+                .find("grpc_code,grpc_status,calls\n")
+                .expect("a gRPC table")..];
+            for line in table.lines().skip(1).take_while(|l| !l.is_empty()) {
+                let cells: Vec<&str> = line.split(',').collect();
+                seen.insert(cells[1].to_string(), number(cells[2]));
+            }
+        }
+    }
+    seen
+}
+
+/// Issue 41: the calls by gRPC status are in every report format, and what each shows adds
+/// up to grpc-go's own per-code counts.
+#[test]
+fn every_report_format_shows_the_calls_by_status_grpc_go_counted() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let mut shown: BTreeMap<String, u64> = BTreeMap::new();
+    for (json, n) in [(KNOWN, "30"), (UNKNOWN, "20")] {
+        for format in ["md", "html", "csv"] {
+            let ran = check(&url, json, &["-c", "2", "-n", n, "-o", format]).json();
+            let (stdout, stderr) = ran.text();
+            assert!(ran.saved.is_some(), "{format}: {stderr}");
+            let counts = rendered_counts(format, &stdout);
+            assert_eq!(counts, ran.result().stats.grpc.calls, "{format}");
+            for (name, calls) in counts {
+                *shown.entry(name).or_default() += calls;
+            }
+        }
+    }
+    assert_eq!(shown, counts(&[("OK", 90), ("NOT_FOUND", 60)]));
+    assert_eq!(server.stop(), shown);
+}
+
 /// One line on stderr, exit code 2, and it holds `want`.
 fn refused(run: Run, want: &str) {
     let ran = run.json();
@@ -204,6 +365,17 @@ fn bad_grpc_input_is_one_line_and_exit_2_before_any_load() {
         "has no service grpc.health.v1.Nope; give one of: grpc.health.v1.Health",
     );
     refused(method("grpc.health.v1.Health/Chek"), "has no method Chek");
+    let stream = stream_proto();
+    let stream = stream.to_str().unwrap();
+    refused(
+        Run::new(&url).args([
+            "--proto",
+            stream,
+            "--grpc-method",
+            "loadbench.test.Stream/Gather",
+        ]),
+        "is a client-streaming method",
+    );
     refused(
         method(CHECK).args(["--body", r#"{"servce": "x"}"#]),
         "--body does not match grpc.health.v1.HealthCheckRequest",

@@ -40,6 +40,10 @@ pub struct GrpcStats {
     /// answer): their HTTP status is in the ordinary figures.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub no_status: u64,
+    /// Response messages received whole in the answered calls: one per `OK` unary call, every
+    /// message of a server-streaming call's stream.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -79,7 +83,11 @@ impl GrpcStats {
             .filter(|(_, n)| **n > 0)
             .map(|(c, n)| (grpc_code_name(c as u16).to_string(), *n))
             .collect();
-        GrpcStats { calls, no_status }
+        GrpcStats {
+            calls,
+            no_status,
+            messages: 0,
+        }
     }
 
     /// Counts add.
@@ -88,6 +96,20 @@ impl GrpcStats {
             *self.calls.entry(name.clone()).or_default() += n;
         }
         self.no_status += o.no_status;
+        self.messages += o.messages;
+    }
+
+    /// Calls answered (with a `grpc-status` or without).
+    pub fn answered(&self) -> u64 {
+        self.calls.values().sum::<u64>() + self.no_status
+    }
+
+    /// Response messages per answered call (0 without answers).
+    pub fn messages_per_call(&self) -> f64 {
+        match self.answered() {
+            0 => 0.0,
+            n => self.messages as f64 / n as f64,
+        }
     }
 
     /// Calls counted under `name` (`OK`, `NOT_FOUND`, …).
@@ -145,10 +167,17 @@ mod tests {
         codes[5] = 2;
         codes[17] = 1;
         let mut a = GrpcStats::from_tally(&codes, 0);
+        a.messages = 30;
         let mut b = [0u64; 18];
         b[0] = 3;
         b[14] = 1;
-        a.merge(&GrpcStats::from_tally(&b, 2));
+        let mut b = GrpcStats::from_tally(&b, 2);
+        b.messages = 12;
+        a.merge(&b);
+        // 42 messages in the 16 calls answered (with a status or without).
+        assert_eq!((a.messages, a.answered()), (42, 16));
+        assert!((a.messages_per_call() - 42.0 / 16.0).abs() < 1e-9);
+        assert_eq!(GrpcStats::default().messages_per_call(), 0.0);
         assert_eq!(
             (a.count("OK"), a.count("NOT_FOUND"), a.count("UNAVAILABLE")),
             (10, 2, 1)

@@ -461,7 +461,8 @@ impl Stats {
         self.requests.saturating_add(self.errors.total())
     }
 
-    fn per_sec(&self, n: u64) -> f64 {
+    /// `n` per second of the measured time; 0 when nothing was measured.
+    pub fn per_sec(&self, n: u64) -> f64 {
         if self.elapsed_us == 0 {
             0.0
         } else {

@@ -10,7 +10,8 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 use std::path::Path;
 use std::time::Duration;
 
-/// One unary call, ready to send: its path and its framed request message.
+/// One call (unary or server-streaming: one request message), ready to send: its path and
+/// its framed request message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrpcCall {
     /// `package.Service/Method`, as the URL's path names it (without the leading `/`).
@@ -26,9 +27,10 @@ impl GrpcCall {
     pub fn load(proto: &Path, method: &str, json: &str) -> Result<GrpcCall, PlanError> {
         let pool = compile(proto)?;
         let found = find_method(&pool, proto, method)?;
-        if found.is_client_streaming() || found.is_server_streaming() {
+        // A server-streaming call sends one message too: its answer's messages are counted.
+        if found.is_client_streaming() {
             return Err(invalid(format!(
-                "--grpc-method {method} is a streaming method: only unary calls are built yet; give a unary method of {} (docs/transport.md, gRPC)",
+                "--grpc-method {method} is a client-streaming method: loadbench sends one request message per call; give a unary or server-streaming method of {} (docs/transport.md, gRPC)",
                 proto.display()
             )));
         }
@@ -281,8 +283,18 @@ mod tests {
             e.contains("no method Chek") && e.contains("Check, Watch"),
             "{e}"
         );
-        let e = err("grpc.health.v1.Health/Watch", "{}");
-        assert!(e.contains("streaming"), "{e}");
+        // Server-streaming: one request message, as a unary call's.
+        let watch = GrpcCall::load(&health(), "grpc.health.v1.Health/Watch", "{}").unwrap();
+        assert_eq!(watch.framed, [0, 0, 0, 0, 0]);
+        let stream = health().with_file_name("stream.proto");
+        let e = GrpcCall::load(&stream, "loadbench.test.Stream/Gather", "5").unwrap_err();
+        assert!(
+            e.to_string().contains("is a client-streaming method"),
+            "{e}"
+        );
+        // The well-known types' JSON mapping: a UInt32Value is a bare number.
+        let count = GrpcCall::load(&stream, "loadbench.test.Stream/Count", "5").unwrap();
+        assert_eq!(count.framed, [0, 0, 0, 0, 2, 0x08, 5]);
         let e = err("Check", "{}");
         assert!(e.contains("names no service"), "{e}");
         for json in [r#"{"svc": "x"}"#, r#"{"service": 5}"#, "{", "{} {}"] {

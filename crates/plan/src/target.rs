@@ -22,8 +22,8 @@ pub struct Target {
     /// A `ws://` or `wss://` URL: each connection upgrades to WebSocket and each request is
     /// one message (docs/transport.md).
     pub websocket: bool,
-    /// A `grpc://` URL: each request is a unary gRPC call over HTTP/2 with prior knowledge
-    /// (docs/transport.md, "gRPC").
+    /// A `grpc://` URL: each request is a gRPC call (unary or server-streaming) over HTTP/2
+    /// with prior knowledge (docs/transport.md, "gRPC").
     pub grpc: bool,
     /// The URL's host, without the brackets of an IPv6 literal.
     pub host: String,

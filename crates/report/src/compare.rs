@@ -401,6 +401,9 @@ fn notes(names: [&str; 2], runs: [&RunResult; 2], rows: &[Row]) -> Vec<String> {
                 "{name} has {errors} errors and {non_success} failed answers (non-2xx/3xx, or non-OK gRPC calls); req/s counts every completed response"
             ));
         }
+        if let Some(calls) = r.stats.grpc.text() {
+            notes.push(format!("{name}'s gRPC calls by status: {calls}"));
+        }
     }
     if rows.iter().any(|r| r.verdict == Verdict::Untested) {
         notes.push(
@@ -551,5 +554,25 @@ mod tests {
             md.contains("- **base** `a|b.json`: `GET http://h/?a=1|2` (closed model"),
             "{md}"
         );
+    }
+
+    /// gRPC runs: each side's calls by `grpc-status` in the notes, in text and Markdown.
+    #[test]
+    fn grpc_statuses_of_each_side_are_noted() {
+        let mut base = run(&BASE, 100);
+        let mut codes = [0u64; 18];
+        codes[0] = 90;
+        codes[5] = 10;
+        base.stats.grpc = loadbench_model::GrpcStats::from_tally(&codes, 0);
+        let c = Comparison::of(["base.json", "new.json"], &base, &run(&BASE, 100), 0.05);
+        let text = c.text();
+        assert!(
+            text.contains("base.json's gRPC calls by status: OK 90, NOT_FOUND 10"),
+            "{text}"
+        );
+        assert!(!text.contains("new.json's gRPC"), "{text}");
+        let md = c.markdown();
+        assert!(md.contains("gRPC calls by status: OK 90, NOT"), "{md}");
+        assert!(md.contains("FOUND 10"), "{md}");
     }
 }

@@ -34,6 +34,23 @@ pub(crate) fn websocket() -> RunResult {
     r
 }
 
+/// The busy run as a gRPC run (`grpc://`), calls by `grpc-status`: 900 `OK`, 60
+/// `NOT_FOUND`, 30 `DEADLINE_EXCEEDED`, 4 `OTHER` and 6 answers without one; 4500 response
+/// messages (a server-streaming run).
+pub(crate) fn grpc() -> RunResult {
+    let mut r = busy();
+    r.config.url = "grpc://127.0.0.1:50051/grpc.health.v1.Health/Check".into();
+    let mut codes = [0u64; 18];
+    codes[0] = 900;
+    codes[5] = 60;
+    codes[4] = 30;
+    codes[17] = 4;
+    r.stats.grpc = loadbench_model::GrpcStats::from_tally(&codes, 6);
+    r.stats.grpc.messages = 4500;
+    r.finalize();
+    r
+}
+
 /// A run that measured nothing: every histogram and counter is empty.
 pub(crate) fn empty() -> RunResult {
     RunResult {

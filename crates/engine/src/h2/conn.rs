@@ -11,7 +11,7 @@
 
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
 use super::hpack::{self, BadBlock, ResponseDecoder};
-use super::{GrpcTally, Req, Shared};
+use super::{GrpcMessages, GrpcTally, Req, Shared};
 use crate::conn::{
     connect_error_kind, open_registered, read_error_kind, write_error_kind, READS_PER_TURN,
 };
@@ -92,6 +92,8 @@ struct Slot {
     resend: bool,
     /// The answer's `grpc-status`, once a header block carried one.
     grpc: Option<u16>,
+    /// A gRPC call's response messages so far.
+    messages: GrpcMessages,
 }
 
 impl Slot {
@@ -136,6 +138,7 @@ impl Slot {
             sending: false,
             resend: false,
             grpc: None,
+            messages: GrpcMessages::default(),
         }
     }
 }
@@ -265,6 +268,7 @@ impl H2Conn {
         const NONE: &GrpcTally = &GrpcTally {
             codes: [0; 18],
             no_status: 0,
+            messages: 0,
         };
         self.grpc.as_ref().unwrap_or(NONE)
     }
@@ -469,12 +473,13 @@ impl H2Conn {
                 stream,
                 flow,
                 body,
+                bytes,
                 end,
             } => {
                 if self.block_stream != 0 {
                     return Err(protocol());
                 }
-                self.on_data(ctx, stream, flow, body, end, now)
+                self.on_data(ctx, stream, (flow, body, bytes), end, now)
             }
             Event::Frame(head, payload) => {
                 if self.block_stream != 0 && head.kind != kind::CONTINUATION {
@@ -487,12 +492,13 @@ impl H2Conn {
 
     /// Body bytes of a stream: counted, given back to the windows, and the end completes it.
     #[inline]
+    /// `(flow, body, bytes)`: the bytes against the windows, the body bytes among them and
+    /// those bytes (a gRPC call's messages are counted in them).
     fn on_data(
         &mut self,
         ctx: &mut Ctx,
         stream: u32,
-        flow: u32,
-        body: u32,
+        (flow, body, bytes): (u32, u32, &[u8]),
         end: bool,
         now: Instant,
     ) -> Result<(), ConnError> {
@@ -500,10 +506,14 @@ impl H2Conn {
         let Some(i) = self.slot_of(stream) else {
             return Ok(());
         };
+        let grpc = self.grpc.is_some();
         let s = &mut self.slots[i];
         if s.status == 0 {
             // DATA before the response's final HEADERS: a frame out of order.
             return Err(protocol());
+        }
+        if grpc {
+            s.messages.feed(bytes);
         }
         s.body += u64::from(body);
         s.read_bytes += u64::from(flow);
@@ -753,6 +763,7 @@ impl H2Conn {
             ctx.recorder.body(s.body, self.served);
             if let Some(tally) = self.grpc.as_mut() {
                 tally.count(s.grpc);
+                tally.messages += u64::from(s.messages.whole);
             }
             let first = s.first_byte_at.unwrap_or(now);
             ctx.recorder.phases(

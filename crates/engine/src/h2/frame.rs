@@ -197,6 +197,8 @@ pub enum Event<'a> {
         flow: u32,
         /// Body bytes among them.
         body: u32,
+        /// Those body bytes (a gRPC call's messages are counted in them).
+        bytes: &'a [u8],
         /// The frame carried END_STREAM and this was its last byte.
         end: bool,
     },
@@ -279,6 +281,7 @@ impl FrameReader {
                         stream: head.stream,
                         flow: n,
                         body: n,
+                        bytes: chunk,
                         end,
                     })?;
                 }
@@ -315,6 +318,7 @@ fn emit_collected<E: From<FrameError>>(
         stream: head.stream,
         flow: head.len,
         body: body as u32,
+        bytes: &payload[1..1 + body],
         end: head.flags & flag::END_STREAM != 0,
     })
 }
@@ -355,13 +359,18 @@ mod tests {
             r.feed::<FrameError>(piece, &mut buf, |e| {
                 match e {
                     Event::Data {
-                        stream, body, end, ..
+                        stream,
+                        body,
+                        bytes,
+                        end,
+                        ..
                     } => match out.last_mut() {
                         Some(last) if last.0 == kind::DATA && last.1 == stream && !last.4 => {
                             last.2 += body;
+                            last.3.extend_from_slice(bytes);
                             last.4 = end;
                         }
-                        _ => out.push((kind::DATA, stream, body, Vec::new(), end)),
+                        _ => out.push((kind::DATA, stream, body, bytes.to_vec(), end)),
                     },
                     Event::Frame(h, p) => out.push((h.kind, h.stream, h.len, p.to_vec(), false)),
                 }
@@ -396,6 +405,8 @@ mod tests {
         assert_eq!(whole[1].3, vec![0x88]);
         // Stream 1's two DATA frames (the second padded): 100 + 2 body bytes, then its end.
         assert_eq!((whole[2].2, whole[2].4), (102, true), "padding is not body");
+        assert_eq!(whole[2].3[..100], [7u8; 100]);
+        assert_eq!(whole[2].3[100..], [1, 2]);
         assert_eq!((whole[3].1, whole[3].2, whole[3].4), (3, 0, true));
         assert_eq!(be32(&whole[4].3, 0), 1000);
     }

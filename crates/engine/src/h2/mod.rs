@@ -59,6 +59,46 @@ pub struct GrpcTally {
     pub codes: [u64; 18],
     /// Answers without a `grpc-status`.
     pub no_status: u64,
+    /// Response messages received whole, over all the counted answers.
+    pub messages: u64,
+}
+
+/// Counts a gRPC call's response messages as its body's bytes come, split anywhere: each is
+/// a 5-byte prefix (the compressed flag, the length in 4 bytes big endian), then the message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GrpcMessages {
+    /// Prefix bytes of the current message seen (0 to 5).
+    head: u8,
+    /// Its length as read from the prefix so far; once read, the bytes still to come.
+    left: u32,
+    /// Messages received whole.
+    pub whole: u32,
+}
+
+impl GrpcMessages {
+    /// The next body bytes.
+    #[inline]
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some((&b, rest)) = bytes.split_first() {
+            if self.head < 5 {
+                self.left = if self.head == 0 {
+                    0
+                } else {
+                    (self.left << 8) | u32::from(b)
+                };
+                self.head += 1;
+                bytes = rest;
+            } else {
+                let take = bytes.len().min(self.left as usize);
+                self.left -= take as u32;
+                bytes = &bytes[take..];
+            }
+            if self.head == 5 && self.left == 0 {
+                self.whole = self.whole.saturating_add(1);
+                self.head = 0;
+            }
+        }
+    }
 }
 
 impl GrpcTally {
@@ -77,6 +117,7 @@ impl GrpcTally {
             *a += b;
         }
         self.no_status += o.no_status;
+        self.messages += o.messages;
     }
 }
 
@@ -181,4 +222,31 @@ pub fn probe_h2c<S: std::io::Read + std::io::Write>(
         format!("a frame of type {} instead of SETTINGS", h.kind)
     };
     Err(refuse(shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GrpcMessages;
+
+    /// Three messages (5, 0 and 300 bytes) count 3 however the body is split.
+    #[test]
+    fn grpc_messages_count_whole_at_every_split() {
+        let mut body = Vec::new();
+        for len in [5u32, 0, 300] {
+            body.push(0);
+            body.extend_from_slice(&len.to_be_bytes());
+            body.extend(std::iter::repeat_n(7u8, len as usize));
+        }
+        for split in 1..body.len() {
+            let mut m = GrpcMessages::default();
+            for piece in body.chunks(split) {
+                m.feed(piece);
+            }
+            assert_eq!(m.whole, 3, "split {split}");
+        }
+        // A message cut short is not counted.
+        let mut m = GrpcMessages::default();
+        m.feed(&body[..body.len() - 1]);
+        assert_eq!(m.whole, 2);
+    }
 }

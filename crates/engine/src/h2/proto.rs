@@ -275,6 +275,7 @@ impl<'a> Protocol<'a> for Http2<'a> {
             let mut tally = super::GrpcTally::default();
             self.conns.iter().for_each(|c| tally.add(c.grpc_tally()));
             stats.grpc = GrpcStats::from_tally(&tally.codes, tally.no_status);
+            stats.grpc.messages = tally.messages;
         }
     }
 }

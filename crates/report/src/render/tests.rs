@@ -413,17 +413,12 @@ fn websocket_counts_and_close_codes_are_in_every_run_format() {
     }
 
     let csv = out(Format::Csv);
-    let mut lines = csv.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let cell = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
     assert_eq!(
-        [cell("ws_upgrades"), cell("ws_pings"), cell("ws_closes")],
+        csv_cells(&csv, ["ws_upgrades", "ws_pings", "ws_closes"]),
         ["4", "12", "5"]
     );
-    let table = &csv[csv.find("\n\nws_close_code,").expect("a close code table") + 2..];
     assert_eq!(
-        table,
+        csv_table(&csv, "ws_close_code,"),
         "ws_close_code,meaning,closes\n1000,normal closure,3\n4000,application code,2\n"
     );
 
@@ -474,7 +469,103 @@ fn websocket_figures_only_for_websocket_runs_and_no_close_table_without_closes()
     let csv = out(Format::Csv);
     assert!(!csv.contains("ws_close_code"), "{csv}");
     assert!(
-        csv.lines().nth(1).unwrap().contains(",4,12,0,2026-"),
+        csv.lines().nth(1).unwrap().contains(",4,12,0,,,,,2026-"),
         "{csv}"
     );
+}
+
+/// Issue 41: a gRPC run's calls by `grpc-status` are in every run format with the same
+/// numbers as the text report's `gRPC status` line.
+#[test]
+fn grpc_statuses_are_in_every_run_format() {
+    let r: SavedResult = fixtures::grpc().into();
+    let out = |format| render(&r, format, &RenderOptions::default()).unwrap().text;
+    let text = out(Format::Text);
+    assert!(
+        text.contains("OK 900, DEADLINE_EXCEEDED 30, NOT_FOUND 60, OTHER 4, no grpc-status 6"),
+        "{text}"
+    );
+
+    let md = out(Format::Markdown);
+    let section = &md[md.find("### gRPC status").expect("a gRPC section")..];
+    for row in [
+        "| 0 | OK | 900 |",
+        "| 4 | DEADLINE_EXCEEDED | 30 |",
+        "| 5 | NOT_FOUND | 60 |",
+        "|  | OTHER | 4 |",
+        "|  | no grpc-status | 6 |",
+    ] {
+        assert!(section.contains(row), "no {row:?} in {section}");
+    }
+    assert!(section.contains("| 90.00% |"), "{section}");
+    // The busy fixture measured 10 s: 4500 messages are 450/s.
+    let messages = "4500 messages received, 4.50 per call, 450.00/s";
+    assert!(text.contains(messages), "{text}");
+    assert!(section.contains(&format!("Response messages: {messages}.")));
+
+    let html = out(Format::Html);
+    for row in [
+        "<tr><th scope=\"row\">OK</th><td>0</td><td>900</td></tr>",
+        "<tr class=\"bad\"><th scope=\"row\">DEADLINE_EXCEEDED</th><td>4</td><td>30</td></tr>",
+        "<tr class=\"bad\"><th scope=\"row\">NOT_FOUND</th><td>5</td><td>60</td></tr>",
+        "<tr class=\"bad\"><th scope=\"row\">OTHER</th><td></td><td>4</td></tr>",
+        "<tr><th scope=\"row\">no grpc-status</th><td></td><td>6</td></tr>",
+        "<th scope=\"row\">Response messages</th><td>4500 messages received",
+    ] {
+        assert!(html.contains(row), "no {row:?} in the page");
+    }
+
+    let csv = out(Format::Csv);
+    assert_eq!(
+        csv_cells(
+            &csv,
+            ["grpc_ok", "grpc_failed", "grpc_no_status", "grpc_messages"]
+        ),
+        ["900", "94", "6", "4500"]
+    );
+    assert_eq!(
+        csv_table(&csv, "grpc_code,"),
+        "grpc_code,grpc_status,calls\n0,OK,900\n4,DEADLINE_EXCEEDED,30\n5,NOT_FOUND,60\n,OTHER,4\n,no grpc-status,6\n"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(&out(Format::Json)).unwrap();
+    let grpc = &json["stats"]["grpc"];
+    assert_eq!(
+        grpc["calls"],
+        serde_json::json!({"OK": 900, "NOT_FOUND": 60, "DEADLINE_EXCEEDED": 30, "OTHER": 4})
+    );
+    assert_eq!(grpc["no_status"].as_u64(), Some(6));
+    assert_eq!(grpc["messages"].as_u64(), Some(4500));
+}
+
+/// Other runs have no gRPC figures (empty CSV cells, no section or table).
+#[test]
+fn grpc_figures_only_for_grpc_runs() {
+    let http: SavedResult = fixtures::busy().into();
+    for format in [Format::Text, Format::Markdown, Format::Html, Format::Csv] {
+        let out = render(&http, format, &RenderOptions::default())
+            .unwrap()
+            .text;
+        assert!(
+            !out.contains("gRPC status") && !out.contains("grpc_code"),
+            "{format}: {out}"
+        );
+    }
+}
+
+/// The cells of a run CSV's row under the columns `names`.
+fn csv_cells<const N: usize>(csv: &str, names: [&str; N]) -> [String; N] {
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    names.map(|name| {
+        let at = head.iter().position(|h| *h == name);
+        row[at.unwrap_or_else(|| panic!("no {name} column"))].to_string()
+    })
+}
+
+/// The rest of a CSV from the table after a blank line whose header starts with `head`.
+fn csv_table<'a>(csv: &'a str, head: &str) -> &'a str {
+    let at = csv.find(&format!("\n\n{head}"));
+    &csv[at.unwrap_or_else(|| panic!("no {head} table: {csv}")) + 2..]
 }

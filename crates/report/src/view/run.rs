@@ -1,7 +1,7 @@
 //! A run's figures that several formats show beside the latency and the endpoints.
 
 use loadbench_model::human::{self as units, MISSING};
-use loadbench_model::{Histo, RunResult, Stats, WsStats};
+use loadbench_model::{GrpcStats, Histo, RunResult, Stats, WsStats, GRPC_CODES};
 
 /// hey's "req write", "resp wait" and "resp read" rows; none for results saved before the
 /// split was recorded.
@@ -55,6 +55,49 @@ pub(crate) fn websocket(r: &RunResult) -> Option<&WsStats> {
     let ws = url.starts_with("ws://") || url.starts_with("wss://");
     (ws || !r.stats.ws.is_empty()).then_some(&r.stats.ws)
 }
+
+/// A gRPC run's calls by `grpc-status` (`grpc://`), which every format shows: `None` for
+/// other runs. A gRPC run that got no answer still has them (no rows).
+pub(crate) fn grpc(r: &RunResult) -> Option<&GrpcStats> {
+    let grpc = r.config.url.to_ascii_lowercase().starts_with("grpc://");
+    (grpc || !r.stats.grpc.is_empty()).then_some(&r.stats.grpc)
+}
+
+/// The calls by status, one row per status counted in the protocol's order: the code (empty
+/// for `OTHER` and for the answers without a `grpc-status`), its name, how many calls.
+pub(crate) fn grpc_status_rows(g: &GrpcStats) -> Vec<(String, &'static str, u64)> {
+    let mut rows: Vec<(String, &'static str, u64)> = GRPC_CODES
+        .iter()
+        .enumerate()
+        .filter_map(|(code, &name)| g.calls.get(name).map(|&n| (code.to_string(), name, n)))
+        .collect();
+    let other = g.count(loadbench_model::grpc::GRPC_OTHER);
+    if other > 0 {
+        rows.push((String::new(), loadbench_model::grpc::GRPC_OTHER, other));
+    }
+    if g.no_status > 0 {
+        rows.push((String::new(), NO_GRPC_STATUS, g.no_status));
+    }
+    rows
+}
+
+/// A gRPC run's response messages: `1500 messages received, 5.00 per call, 750.00/s`; `None`
+/// when none came (a run of failed calls, or one saved before they were counted).
+pub(crate) fn grpc_messages_text(r: &RunResult) -> Option<String> {
+    let g = grpc(r)?;
+    (g.messages > 0).then(|| {
+        format!(
+            "{} messages received, {:.2} per call, {}/s",
+            g.messages,
+            g.messages_per_call(),
+            units::rate(r.stats.per_sec(g.messages))
+        )
+    })
+}
+
+/// The name [`grpc_status_rows`] gives the answers without a `grpc-status` (judged by their
+/// HTTP status alone, not failed calls).
+pub(crate) const NO_GRPC_STATUS: &str = "no grpc-status";
 
 /// The close frames the server sent, one row per code: the code, what RFC 6455 (and the
 /// IANA registry) names it, and how many came.

@@ -24,6 +24,7 @@ impl Renderer for CsvRenderer {
         writeln!(out, "{}", line(&row))?;
         endpoint_table(result, opts, out)?;
         close_code_table(result, out)?;
+        grpc_status_table(result, out)?;
         if let Some(gates) = &result.gates {
             writeln!(out)?;
             out.write_all(crate::gates::csv_table(gates).as_bytes())?;
@@ -90,6 +91,7 @@ fn columns(r: &RunResult, opts: &RenderOptions) -> Vec<(String, String)> {
     cols.extend(phase_columns(r));
     cols.extend(generator_delay_columns(&r.stats));
     cols.extend(websocket_columns(r));
+    cols.extend(grpc_columns(r));
     cols.push(col("started_at", &r.started_at));
     cols.push(col("interrupted", r.interrupted));
     cols
@@ -202,6 +204,41 @@ fn close_code_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
             "{}",
             line(&[code.to_string(), meaning.into(), n.to_string()])
         )?;
+    }
+    Ok(())
+}
+
+/// A gRPC run's calls answered `OK`, answered with another `grpc-status` (failed calls),
+/// and answered without one, and the response messages received; empty cells for other runs,
+/// so the columns line up.
+fn grpc_columns(r: &RunResult) -> Vec<(String, String)> {
+    let cells = match view::run::grpc(r) {
+        Some(g) => [g.count("OK"), g.failed(), g.no_status, g.messages].map(|n| n.to_string()),
+        None => Default::default(),
+    };
+    let [ok, failed, no_status, messages] = cells;
+    vec![
+        col("grpc_ok", ok),
+        col("grpc_failed", failed),
+        col("grpc_no_status", no_status),
+        col("grpc_messages", messages),
+    ]
+}
+
+/// A gRPC run that got answers: after a blank line, one row per `grpc-status` counted (the
+/// code, empty for `OTHER` and `no grpc-status`; its name; the calls).
+fn grpc_status_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(g) = view::run::grpc(r) else {
+        return Ok(());
+    };
+    let rows = view::run::grpc_status_rows(g);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "grpc_code,grpc_status,calls")?;
+    for (code, name, n) in rows {
+        writeln!(out, "{}", line(&[code, name.into(), n.to_string()]))?;
     }
     Ok(())
 }

@@ -10,7 +10,10 @@ use crate::markup::html::{
     self as page, alert, endpoints_table, esc, footer, key_values, row, section, Alert, Level, Row,
 };
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::{close_code_rows, phase_cells, request_phases, websocket};
+use crate::view::run::{
+    close_code_rows, grpc, grpc_messages_text, grpc_status_rows, phase_cells, request_phases,
+    websocket, NO_GRPC_STATUS,
+};
 use crate::words::{host_facts, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -422,6 +425,7 @@ fn details_section(r: &RunResult) -> String {
     body += &counts_table(&["Error", "Requests"], &errors);
     body += "</div>\n</div>\n";
     body += &websocket_details(r);
+    body += &grpc_details(r);
     body += "<h3>Phases</h3>\n";
     body += &phases_table(r);
     section("details", "Details", &body)
@@ -447,6 +451,31 @@ fn websocket_details(r: &RunResult) -> String {
     body += "</div>\n<div>\n<h3>Close codes</h3>\n";
     body += &counts_table(&["Close code", "Meaning", "Closes"], &closes);
     body + "</div>\n</div>\n"
+}
+
+/// A gRPC run: its calls by `grpc-status`, like the HTTP status table (a status other than
+/// `OK` is a failed call).
+fn grpc_details(r: &RunResult) -> String {
+    let Some(g) = grpc(r) else {
+        return String::new();
+    };
+    let rows: Vec<Row> = grpc_status_rows(g)
+        .into_iter()
+        .map(|(code, name, n)| Row {
+            class: if name == "OK" || name == NO_GRPC_STATUS {
+                ""
+            } else {
+                "bad"
+            },
+            cells: vec![name.to_string(), code, n.to_string()],
+        })
+        .collect();
+    let mut body = String::from("<h3>gRPC status</h3>\n");
+    body += &counts_table(&["grpc-status", "Code", "Calls"], &rows);
+    if let Some(messages) = grpc_messages_text(r) {
+        body += &key_values(&[("Response messages", messages)]);
+    }
+    body
 }
 
 fn counts_table(head: &[&str], rows: &[Row]) -> String {

@@ -6,7 +6,10 @@
 
 use crate::markup::markdown::{code, endpoint_table, escape_text, host_text, list, table, Align};
 use crate::options::{RenderOptions, Renderer};
-use crate::view::run::{close_code_rows, phase_duration, request_phases, websocket};
+use crate::view::run::{
+    close_code_rows, grpc, grpc_messages_text, grpc_status_rows, phase_duration, request_phases,
+    websocket,
+};
 use crate::words::{counted as plural, document_length, pacing_text};
 use loadbench_model::human::{self as units, MISSING};
 use loadbench_model::{Histo, LoadShape, RunResult, Starvation, Stats, Summary};
@@ -73,6 +76,7 @@ pub fn render_run(r: &RunResult, opts: &RenderOptions) -> String {
     out += &status_table(r);
     out += &error_table(r);
     out += &websocket_section(r);
+    out += &grpc_section(r);
     out += &endpoint_table(r);
     let why = crate::why::markdown_list(&r.why);
     if !why.is_empty() {
@@ -296,6 +300,45 @@ fn websocket_section(r: &RunResult) -> String {
         let head = ["close code", "meaning", "closes", "share"];
         let align = [Align::Left, Align::Left, Align::Right, Align::Right];
         out += &format!("\n{}", table(&head, &align, &rows));
+    }
+    out
+}
+
+/// A gRPC run: its calls by `grpc-status`, with their rate and share (what the text
+/// report's `gRPC status` line says).
+fn grpc_section(r: &RunResult) -> String {
+    let Some(g) = grpc(r) else {
+        return String::new();
+    };
+    let rows = grpc_status_rows(g);
+    if rows.is_empty() {
+        return "\n### gRPC status\n\nnone\n".to_string();
+    }
+    let total: u64 = rows.iter().map(|(_, _, n)| n).sum();
+    let rate = |n: u64| units::rate(r.stats.per_sec(n));
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|(code, name, n)| {
+            vec![
+                code,
+                name.to_string(),
+                n.to_string(),
+                rate(n),
+                share(n, total),
+            ]
+        })
+        .collect();
+    let head = ["code", "grpc-status", "calls", "calls/s", "share"];
+    let align = [
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+    ];
+    let mut out = format!("\n### gRPC status\n\n{}", table(&head, &align, &rows));
+    if let Some(messages) = grpc_messages_text(r) {
+        out += &format!("\nResponse messages: {messages}.\n");
     }
     out
 }

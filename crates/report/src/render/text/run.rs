@@ -303,6 +303,9 @@ fn summary(rep: &Report) -> Vec<String> {
     if let Some(ws) = crate::view::run::websocket(rep.r) {
         pairs.push(("WebSocket", crate::words::ws_text(ws)));
     }
+    if let Some(messages) = crate::view::run::grpc_messages_text(rep.r) {
+        pairs.push(("gRPC messages", messages));
+    }
     if let Some(target) = sum.target_per_sec {
         pairs.extend(open_model_pairs(rep.r, target, sum.sent_per_sec));
         if let Some(short) = loadbench_model::Shortfall::of_run(rep.r) {
@@ -344,6 +347,7 @@ fn reconnect_pairs(s: &loadbench_model::Stats) -> Vec<(&'static str, String)> {
     if let Some(calls) = s.grpc.text() {
         pairs.push(("gRPC status", calls));
     }
+
     if s.connect_backoffs > 0 {
         let what = format!(
             "{} waits after failed connects, {} in all",

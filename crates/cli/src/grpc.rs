@@ -13,7 +13,9 @@ pub(crate) fn request_spec(
     url: Option<&str>,
     r: &RequestArgs,
 ) -> Result<Option<LoadSpec>, UserError> {
-    let url = url.map(str::trim).filter(|u| u.starts_with("grpc://"));
+    let url = url
+        .map(str::trim)
+        .filter(|u| u.starts_with("grpc://") || u.starts_with("grpcs://"));
     let Some(url) = url else {
         if r.proto.is_some() || r.grpc_method.is_some() {
             return Err(UserError(

@@ -6,8 +6,11 @@
 //! per status must equal the server's; bad input (an unknown service or method, a message
 //! that does not match, no --proto) is one line and exit code 2, before any load.
 
-use crate::support::{free_port, Run};
+use crate::support::nginx::Nginx;
+use crate::support::{free_port, have, tempdir, Run};
+use crate::tls::{make_pki, path};
 use loadbench_model::{grpc_code_name, RunResult};
+use loadbench_upstream::{Server, ServerConfig};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -392,4 +395,103 @@ fn bad_grpc_input_is_one_line_and_exit_2_before_any_load() {
         Run::new("grpc://127.0.0.1/").args(["--proto", proto, "--grpc-method", CHECK]),
         "no port",
     );
+}
+
+/// `grpcs://`: gRPC over TLS (ALPN h2) through a real proxy. nginx terminates TLS
+/// (`listen … ssl http2`) and passes the calls on with `grpc_pass` to grpc-go: loadbench's
+/// counts per status equal grpc-go's, and nginx logged every call. A `200` without a
+/// `grpc-status` (nginx answering itself) is a failed answer. An untrusted certificate, and a
+/// TLS listener without HTTP/2, are each one line and exit code 2 before any load.
+#[test]
+fn grpcs_through_nginx_counts_equal_grpc_gos() {
+    if !have("nginx") {
+        return;
+    }
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let pki = make_pki(&tempdir("grpcs"));
+    let tls = format!(
+        "ssl_certificate {};\n    ssl_certificate_key {};",
+        path(&pki.server_cert),
+        path(&pki.server_key)
+    );
+    let pass = format!("location / {{ grpc_pass grpc://{}; }}", server.addr);
+    let nginx = Nginx::start_logging("'$status'", &format!("ssl http2;\n    {tls}"), &pass);
+    let url = format!("grpcs://127.0.0.1:{}", nginx.port);
+    let ca = path(&pki.ca);
+    let ok = check(&url, KNOWN, &["--cacert", &ca, "-c", "2", "-n", "120"]).ok();
+    assert_calls(&ok, "OK", 120);
+    let tls_stats = &ok.stats.tls;
+    assert_eq!(tls_stats.full + tls_stats.resumed, 2, "{tls_stats:?}");
+    let open = ["--cacert", &ca, "--rate", "100", "-n", "40"];
+    let missing = check(&url, UNKNOWN, &open).ok();
+    assert_calls(&missing, "NOT_FOUND", 40);
+    refused(check(&url, KNOWN, &["-n", "5"]), "--cacert");
+    // An HTTP/2 server that is no gRPC server: its 200s carry no grpc-status, and a gRPC
+    // client takes such an answer as a failure.
+    let not_grpc = Nginx::start_with(
+        &format!("ssl http2;\n    {tls}"),
+        "location / { return 200 'not grpc'; }",
+    );
+    let url_200 = format!("grpcs://127.0.0.1:{}", not_grpc.port);
+    let r = check(&url_200, KNOWN, &["--cacert", &ca, "-c", "1", "-n", "10"]).ok();
+    assert_eq!(
+        r.stats.status.0.get(&200),
+        Some(&10),
+        "{:?}",
+        r.stats.status
+    );
+    assert_eq!(r.stats.grpc.no_status, 10, "{:?}", r.stats.grpc);
+    assert_eq!(r.stats.grpc.failed_http_ok, Some(10), "{:?}", r.stats.grpc);
+    let failed = r.summary.as_ref().map(|s| s.non_success_responses);
+    assert_eq!(failed, Some(10));
+    let plain = Nginx::start_tls(&tls);
+    let no_h2 = format!("grpcs://127.0.0.1:{}", plain.port);
+    refused(
+        check(&no_h2, KNOWN, &["--cacert", &ca, "-c", "1", "-n", "5"]),
+        "did not negotiate HTTP/2",
+    );
+    // The preflights make a TLS handshake, no call: every call came from the runs.
+    assert_eq!(server.stop(), counts(&[("OK", 120), ("NOT_FOUND", 40)]));
+    assert_eq!(nginx.logged_requests(), 160);
+}
+
+/// The reference backend answers gRPC (`loadbench serve`, so the demo and tests have a gRPC
+/// target): a call's own message comes back with `OK`; the metadata `x-grpc-status` answers
+/// that status and `x-stream-count` streams the message that many times. Over TLS too
+/// (`serve --tls`, ALPN h2, a `grpcs://` URL). Its `/stats` count of calls equals loadbench's.
+#[test]
+fn the_reference_backend_answers_unary_and_streaming_grpc_calls() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let url = format!("grpc://{}", server.local_addr());
+    let ok = check(&url, KNOWN, &["-c", "2", "-n", "100", "--streams", "4"]).ok();
+    assert_calls(&ok, "OK", 100);
+    // The echo is the request's own message: 5 bytes of prefix and 14 of message.
+    assert_eq!(ok.stats.body.total, 100 * (5 + 14), "{:?}", ok.stats.body);
+    let asked = ["-c", "1", "-n", "30", "-H", "x-grpc-status: 14"];
+    assert_calls(&check(&url, KNOWN, &asked).ok(), "UNAVAILABLE", 30);
+    let proto = stream_proto();
+    let stream = Run::new(&url)
+        .args(["--proto", proto.to_str().unwrap(), "--grpc-method", COUNT])
+        .args([
+            "--body",
+            "3",
+            "-H",
+            "x-stream-count: 4",
+            "--rate",
+            "50",
+            "-n",
+            "20",
+        ])
+        .ok();
+    assert_eq!(stream.stats.grpc.count("OK"), 20, "{:?}", stream.stats.grpc);
+    assert_eq!(stream.stats.grpc.messages, 80, "{:?}", stream.stats.grpc);
+    assert_eq!(server.stats().route("grpc"), 150);
+
+    let (tls, cert) = crate::tls::tls_backend(&tempdir("grpcs-serve"));
+    let url = format!("grpcs://{}", tls.local_addr());
+    let args = ["--cacert", cert.to_str().unwrap(), "-c", "2", "-n", "40"];
+    assert_calls(&check(&url, KNOWN, &args).ok(), "OK", 40);
+    assert_eq!(tls.stats().route("grpc"), 40);
 }

@@ -147,7 +147,7 @@ impl TlsClient {
     /// `--http2`: the preflight's one line when ALPN did not settle on h2 (`got`: what it did).
     fn not_h2(&self, addr: SocketAddr, got: &str) -> String {
         format!(
-            "the server at {} ({addr}) did not negotiate HTTP/2 (ALPN offered h2, got {got}): enable HTTP/2 on the server (nginx: listen ... ssl http2), or leave --http2 out",
+            "the server at {} ({addr}) did not negotiate HTTP/2 (ALPN offered h2, got {got}): enable HTTP/2 on the server (nginx: listen ... ssl http2), or leave --http2 out (a grpcs:// load needs HTTP/2)",
             self.name.to_str()
         )
     }

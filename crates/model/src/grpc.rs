@@ -44,6 +44,13 @@ pub struct GrpcStats {
     /// message of a server-streaming call's stream.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub messages: u64,
+    /// Calls that failed by gRPC (a non-`OK` `grpc-status`, or none at all, which a gRPC
+    /// client takes as an error) though their HTTP status was 200–399: with the HTTP
+    /// statuses outside 200–399 they make the run's failed answers, each call counted once.
+    /// `None` in files written before it (there every non-`OK` call counts, see
+    /// [`GrpcStats::failed_beyond_http`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_http_ok: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -77,6 +84,16 @@ impl GrpcStats {
     /// From a worker's tally: `codes[c]` calls ended with code `c` (the last entry: any other
     /// value), `no_status` without one.
     pub fn from_tally(codes: &[u64; 18], no_status: u64) -> GrpcStats {
+        GrpcStats::from_counts(codes, no_status, None)
+    }
+
+    /// [`GrpcStats::from_tally`], with the calls that failed by gRPC under an HTTP status of
+    /// 200–399 (see [`GrpcStats::failed_http_ok`]).
+    pub fn from_counts(
+        codes: &[u64; 18],
+        no_status: u64,
+        failed_http_ok: Option<u64>,
+    ) -> GrpcStats {
         let calls = codes
             .iter()
             .enumerate()
@@ -87,11 +104,23 @@ impl GrpcStats {
             calls,
             no_status,
             messages: 0,
+            failed_http_ok,
         }
+    }
+
+    /// The failed calls not already counted by an HTTP status outside 200–399:
+    /// [`GrpcStats::failed_http_ok`], or, for a file written before it, every non-`OK` call.
+    pub fn failed_beyond_http(&self) -> u64 {
+        self.failed_http_ok.unwrap_or_else(|| self.failed())
     }
 
     /// Counts add.
     pub fn merge(&mut self, o: &GrpcStats) {
+        // Before the calls add (a file without the field counts its own non-OK calls).
+        if self.failed_http_ok.is_some() || o.failed_http_ok.is_some() {
+            let sum = self.failed_beyond_http() + o.failed_beyond_http();
+            self.failed_http_ok = Some(sum);
+        }
         for (name, n) in &o.calls {
             *self.calls.entry(name.clone()).or_default() += n;
         }
@@ -158,6 +187,34 @@ mod tests {
         assert_eq!(s.failed_answers(), 10);
         assert_eq!(s.summary().non_success_responses, 10);
         assert_eq!(crate::Stats::default().failed_answers(), 0);
+    }
+
+    /// Counted once: a proxy's 503 that also carries UNAVAILABLE is one failed answer, and a
+    /// 200 without a grpc-status is one too (gRPC clients take it as an error).
+    #[test]
+    fn each_failed_call_counts_once_whether_http_or_grpc_says_so() {
+        let mut codes = [0u64; 18];
+        codes[0] = 5;
+        codes[14] = 3;
+        // Of the 3 UNAVAILABLE, 2 came with a 503; 1 answer had no status under a 200.
+        let mut s = crate::Stats {
+            grpc: GrpcStats::from_counts(&codes, 2, Some(2)),
+            ..crate::Stats::default()
+        };
+        s.status.0.insert(200, 7);
+        s.status.0.insert(503, 3);
+        // 503 ×3 (two UNAVAILABLE, one without a status) + 1 UNAVAILABLE under 200 + 1
+        // without a status under 200.
+        assert_eq!(s.failed_answers(), 5);
+        let mut other = s.grpc.clone();
+        other.merge(&s.grpc);
+        assert_eq!(other.failed_http_ok, Some(4));
+        // A file from before the field: every non-OK call counts, as it did.
+        let old = GrpcStats::from_tally(&codes, 2);
+        assert_eq!(old.failed_beyond_http(), 3);
+        let mut mixed = old.clone();
+        mixed.merge(&s.grpc);
+        assert_eq!(mixed.failed_http_ok, Some(5));
     }
 
     #[test]

@@ -449,11 +449,13 @@ impl Stats {
             .saturating_sub(self.latency.hist.len())
     }
 
-    /// Complete answers that failed: a status outside 200–399, or a gRPC call answered with a
-    /// `grpc-status` other than `OK` (its HTTP status is a `200`). What gates, find-max, the
-    /// success ratio and comparisons count as bad answers, beside `errors`.
+    /// Complete answers that failed: a status outside 200–399, or a gRPC call whose HTTP
+    /// status was 200–399 but whose `grpc-status` was not `OK` or missing (each call once).
+    /// What gates, find-max, the success ratio and comparisons count as bad answers, beside
+    /// `errors`.
     pub fn failed_answers(&self) -> u64 {
-        self.status.non_success().saturating_add(self.grpc.failed())
+        let beyond = self.grpc.failed_beyond_http();
+        self.status.non_success().saturating_add(beyond)
     }
 
     /// Requests attempted: completed plus failed.

@@ -50,13 +50,18 @@ impl GrpcCall {
         })
     }
 
-    /// The URL of the call: `base` (`grpc://HOST:PORT`) with the method as its path.
+    /// The URL of the call: `base` (`grpc://HOST:PORT` or `grpcs://HOST:PORT`) with the
+    /// method as its path.
     pub fn url(&self, base: &str) -> Result<String, PlanError> {
-        let parsed = url::Url::parse(base.trim())
-            .map_err(|e| invalid(format!("invalid URL '{base}' ({e}): give grpc://HOST:PORT")))?;
+        let parsed = url::Url::parse(base.trim()).map_err(|e| {
+            invalid(format!(
+                "invalid URL '{base}' ({e}): give grpc://HOST:PORT (grpcs:// over TLS)"
+            ))
+        })?;
         if !matches!(parsed.path(), "" | "/") || parsed.query().is_some() {
             return Err(invalid(format!(
-                "'{base}' has a path: give grpc://HOST:PORT and the call with --grpc-method package.Service/Method"
+                "'{base}' has a path: give {}://HOST:PORT and the call with --grpc-method package.Service/Method",
+                parsed.scheme()
             )));
         }
         Ok(format!(

@@ -415,6 +415,11 @@ fn resolve_tls(spec: &LoadSpec, target: &Target) -> Result<Option<TlsPlan>, Plan
             "https:// over --unix-socket is not supported: use an http:// URL with --unix-socket",
         ));
     }
+    // gRPC is HTTP/2: a grpcs:// target offers ALPN h2 as --http2 does.
+    let t = &crate::TransportSpec {
+        http2: t.http2 || target.grpc,
+        ..t.clone()
+    };
     TlsPlan::resolve(t, server_name(&spec.request.headers, target)).map(Some)
 }
 

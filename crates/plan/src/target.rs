@@ -17,13 +17,13 @@ pub struct Target {
     pub authority: String,
     /// Path and query sent on the request line.
     pub path: String,
-    /// An `https://` or `wss://` URL: the connection speaks TLS.
+    /// An `https://`, `wss://` or `grpcs://` URL: the connection speaks TLS.
     pub tls: bool,
     /// A `ws://` or `wss://` URL: each connection upgrades to WebSocket and each request is
     /// one message (docs/transport.md).
     pub websocket: bool,
-    /// A `grpc://` URL: each request is a gRPC call (unary or server-streaming) over HTTP/2
-    /// with prior knowledge (docs/transport.md, "gRPC").
+    /// A `grpc://` URL (h2c with prior knowledge) or `grpcs://` (HTTP/2 over TLS, ALPN `h2`):
+    /// each request is a gRPC call, unary or server-streaming (docs/transport.md, "gRPC").
     pub grpc: bool,
     /// The URL's host, without the brackets of an IPv6 literal.
     pub host: String,
@@ -54,17 +54,12 @@ impl Target {
         })?;
         let (tls, websocket) = match url.scheme() {
             "http" | "grpc" => (false, false),
-            "https" => (true, false),
+            "https" | "grpcs" => (true, false),
             "ws" => (false, true),
             "wss" => (true, true),
-            "grpcs" => {
-                return Err(invalid(format!(
-                    "grpcs:// (gRPC over TLS) is not supported yet in '{text}': use a grpc:// URL (docs/transport.md)"
-                )))
-            }
             other => {
                 return Err(invalid(format!(
-                    "unknown scheme '{other}://' in '{text}': use an http://, https://, ws://, wss:// or grpc:// URL"
+                    "unknown scheme '{other}://' in '{text}': use an http://, https://, ws://, wss://, grpc:// or grpcs:// URL"
                 )))
             }
         };
@@ -73,10 +68,11 @@ impl Target {
                 "URL '{text}' has no host: give one, such as http://127.0.0.1:8080/"
             ))
         })?;
-        let grpc = url.scheme() == "grpc";
+        let grpc = matches!(url.scheme(), "grpc" | "grpcs");
         if grpc && url.port().is_none() {
             return Err(invalid(format!(
-                "'{text}' has no port: give grpc://HOST:PORT (gRPC has no default port)"
+                "'{text}' has no port: give {}://HOST:PORT (gRPC has no default port)",
+                url.scheme()
             )));
         }
         let port = url.port_or_known_default().unwrap_or(80);

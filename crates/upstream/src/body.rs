@@ -27,8 +27,22 @@ pub(crate) struct ResponseBody {
 #[derive(Debug)]
 enum Kind {
     Once(Option<Bytes>),
-    Filler { left: u64, frame: u64, sized: bool },
+    Filler {
+        left: u64,
+        frame: u64,
+        sized: bool,
+    },
     Slow(Box<Slow>),
+    /// A gRPC answer (boxed: the common answers stay small).
+    Grpc(Box<Grpc>),
+}
+
+/// A gRPC answer: `message` `left` more times, then `trailers`.
+#[derive(Debug)]
+struct Grpc {
+    message: Bytes,
+    left: u64,
+    trailers: Option<hyper::HeaderMap>,
 }
 
 #[derive(Debug)]
@@ -88,6 +102,17 @@ impl ResponseBody {
         }
     }
 
+    /// A gRPC answer: `message` (framed) `count` times, then the trailers.
+    pub(crate) fn grpc(message: Bytes, count: u64, trailers: hyper::HeaderMap) -> Self {
+        Self {
+            kind: Kind::Grpc(Box::new(Grpc {
+                message,
+                left: count,
+                trailers: Some(trailers),
+            })),
+        }
+    }
+
     fn filler(left: u64, frame: u64, sized: bool) -> Self {
         Self {
             kind: Kind::Filler { left, frame, sized },
@@ -125,6 +150,13 @@ impl hyper::body::Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let data = match &mut self.get_mut().kind {
             Kind::Once(bytes) => bytes.take(),
+            Kind::Grpc(g) => {
+                if g.left > 0 {
+                    g.left -= 1;
+                    return Poll::Ready(Some(Ok(Frame::data(g.message.clone()))));
+                }
+                return Poll::Ready(g.trailers.take().map(|t| Ok(Frame::trailers(t))));
+            }
             Kind::Filler { left, frame, .. } => {
                 let len = (*left).min(*frame);
                 *left -= len;
@@ -140,6 +172,7 @@ impl hyper::body::Body for ResponseBody {
             Kind::Once(bytes) => bytes.is_none(),
             Kind::Filler { left, .. } => *left == 0,
             Kind::Slow(slow) => slow.left == 0,
+            Kind::Grpc(g) => g.left == 0 && g.trailers.is_none(),
         }
     }
 
@@ -149,7 +182,7 @@ impl hyper::body::Body for ResponseBody {
             Kind::Filler {
                 left, sized: true, ..
             } => SizeHint::with_exact(*left),
-            Kind::Filler { .. } => SizeHint::default(),
+            Kind::Filler { .. } | Kind::Grpc(_) => SizeHint::default(),
             Kind::Slow(slow) => SizeHint::with_exact(slow.left),
         }
     }

@@ -27,6 +27,7 @@
 //! | `POST /login` | a fresh token: `{"token":"t1-…","user":…}` and `X-Token`; the user is a JSON body's `"user"`, a form's `user=`, else `anonymous` (other methods: 405) |
 //! | `/me` | with `Authorization: Bearer <token>` from `/login`: `{"user":…,"token":…,"requests":N}`, N counting this token's authorised requests; else 401 with `WWW-Authenticate: Bearer` (counts: `Server::logins`, the newest [`TOKENS_KEPT`] tokens kept) |
 //! | `/ws` (TCP or TLS, the connection's first request) | a WebSocket echo: text and binary messages sent back, each counted under `/ws`; pings answered; `?close_after=N&close_code=C` closes after N echoes (see `ws.rs`) |
+//! | any path, a gRPC call (HTTP/2 `POST`, `content-type: application/grpc`) | a gRPC echo: the request's message back, then `grpc-status: 0`; metadata `x-stream-count: N` streams it N times, `x-grpc-status: N` answers that status, `x-delay-ms: N` waits (see `grpc.rs`); counted under `grpc` |
 //! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued` and `abandoned_completed` |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
@@ -83,6 +84,7 @@ mod body;
 mod conn;
 mod echoed;
 mod error;
+mod grpc;
 mod h2;
 mod hiccup;
 mod limit;

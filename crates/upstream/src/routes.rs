@@ -59,11 +59,13 @@ pub(crate) enum Route {
     Unmatched,
     /// `/ws`: WebSocket messages echoed (each message counts once; see `ws.rs`).
     Ws,
+    /// gRPC calls, at any path (see `grpc.rs`).
+    Grpc,
     Stats,
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 17] = [
+    pub(crate) const ALL: [Route; 18] = [
         Route::Root,
         Route::Json,
         Route::Bytes,
@@ -81,6 +83,7 @@ impl Route {
         Route::FaultSlow,
         Route::Unmatched,
         Route::Ws,
+        Route::Grpc,
     ];
 
     pub(crate) fn pattern(self) -> &'static str {
@@ -102,6 +105,7 @@ impl Route {
             Route::FaultSlow => "/fault/slow",
             Route::Unmatched => "unmatched",
             Route::Ws => "/ws",
+            Route::Grpc => "grpc",
             Route::Stats => "/stats",
         }
     }
@@ -346,6 +350,11 @@ impl App {
 
     /// The whole request handling: route, count, choose the delay, answer.
     pub(crate) fn handle(&self, req: Request<Incoming>) -> Reply {
+        if crate::grpc::is_grpc(&req) {
+            self.counters.hit(Route::Grpc);
+            self.counters.hit_h2();
+            return Reply::Later(Box::pin(async { Ok(crate::grpc::answer(req).await) }));
+        }
         let (route, param) = Route::resolve(req.uri().path());
         if route == Route::Stats {
             return Reply::Ready(Some(Ok(self.stats(req.method(), param))));
@@ -657,7 +666,11 @@ async fn read_body(body: Incoming) -> Result<Vec<u8>, String> {
 }
 
 /// The whole request body, or an error once it passes `limit` bytes.
-async fn read_limited(mut body: Incoming, limit: usize, what: &str) -> Result<Vec<u8>, String> {
+pub(crate) async fn read_limited(
+    mut body: Incoming,
+    limit: usize,
+    what: &str,
+) -> Result<Vec<u8>, String> {
     use hyper::body::Body as _;
     let mut out = Vec::new();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {

@@ -269,6 +269,7 @@ impl H2Conn {
             codes: [0; 18],
             no_status: 0,
             messages: 0,
+            failed_http_ok: 0,
         };
         self.grpc.as_ref().unwrap_or(NONE)
     }
@@ -762,7 +763,7 @@ impl H2Conn {
             }
             ctx.recorder.body(s.body, self.served);
             if let Some(tally) = self.grpc.as_mut() {
-                tally.count(s.grpc);
+                tally.count(s.status, s.grpc);
                 tally.messages += u64::from(s.messages.whole);
             }
             let first = s.first_byte_at.unwrap_or(now);

@@ -61,6 +61,9 @@ pub struct GrpcTally {
     pub no_status: u64,
     /// Response messages received whole, over all the counted answers.
     pub messages: u64,
+    /// Answers with an HTTP status of 200–399 that failed by gRPC (a non-`OK` status, or
+    /// none): see `GrpcStats::failed_http_ok`.
+    pub failed_http_ok: u64,
 }
 
 /// Counts a gRPC call's response messages as its body's bytes come, split anywhere: each is
@@ -102,12 +105,15 @@ impl GrpcMessages {
 }
 
 impl GrpcTally {
-    /// One answer, with the `grpc-status` it carried, if any.
+    /// One answer, with its HTTP status and the `grpc-status` it carried, if any.
     #[inline]
-    pub fn count(&mut self, status: Option<u16>) {
+    pub fn count(&mut self, http: u16, status: Option<u16>) {
         match status {
             Some(c) => self.codes[usize::from(c).min(17)] += 1,
             None => self.no_status += 1,
+        }
+        if status != Some(0) && (200..400).contains(&http) {
+            self.failed_http_ok += 1;
         }
     }
 
@@ -118,6 +124,7 @@ impl GrpcTally {
         }
         self.no_status += o.no_status;
         self.messages += o.messages;
+        self.failed_http_ok += o.failed_http_ok;
     }
 }
 

@@ -274,7 +274,8 @@ impl<'a> Protocol<'a> for Http2<'a> {
         if self.grpc {
             let mut tally = super::GrpcTally::default();
             self.conns.iter().for_each(|c| tally.add(c.grpc_tally()));
-            stats.grpc = GrpcStats::from_tally(&tally.codes, tally.no_status);
+            let failed = Some(tally.failed_http_ok);
+            stats.grpc = GrpcStats::from_counts(&tally.codes, tally.no_status, failed);
             stats.grpc.messages = tally.messages;
         }
     }

@@ -256,6 +256,8 @@ pub struct Plan {
     pub http2: Option<u32>,
     /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
     pub pipeline: u16,
+    /// `--ws-idle`: idle WebSocket connections held beside the active ones (0: none).
+    pub ws_idle: u32,
     /// Per-request values: the requests assembled per request, the data file; `None` when
     /// every request is fixed bytes.
     pub values: Option<Values>,
@@ -323,6 +325,11 @@ impl Plan {
     /// [`Plan::resolve`] of a spec whose values are markers (or that has none).
     fn resolve_marked(spec: &LoadSpec) -> Result<Plan, PlanError> {
         let connections = match &spec.load {
+            LoadShape::Closed { connections: 0 } if spec.transport.ws_idle > 0 => {
+                return Err(invalid(
+                    "-c 0 with --ws-idle: the idle connections are held beside at least one active one; give -c 1",
+                ))
+            }
             LoadShape::Closed { connections } => check_connections(*connections, spec.stop)?,
             LoadShape::Open {
                 max_connections,
@@ -377,6 +384,7 @@ impl Plan {
             unix_socket: t.unix_socket.clone(),
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
             pipeline: pipeline::check(spec)?,
+            ws_idle: t.ws_idle,
             values: None,
             flow: None,
             script: None,

@@ -5,9 +5,17 @@
 
 use crate::{invalid, LoadSpec, PlanError};
 
+/// The most idle connections `--ws-idle` may ask for.
+pub(crate) const MAX_IDLE: u32 = 1_000_000;
+
 /// Refuses what a WebSocket load cannot do (yet); nothing for other URLs.
 pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     if !websocket {
+        if spec.transport.ws_idle > 0 {
+            return Err(invalid(
+                "--ws-idle holds idle WebSocket connections: use it with a ws:// or wss:// URL, or leave it out",
+            ));
+        }
         if spec.mix.iter().any(|e| is_websocket(&e.url)) {
             return Err(invalid(
                 "a mix of WebSocket (ws://, wss://) and HTTP URLs: one load speaks one protocol; give only WebSocket URLs or none",
@@ -33,6 +41,12 @@ pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     } else {
         None
     };
+    if spec.transport.ws_idle > MAX_IDLE {
+        return Err(invalid(format!(
+            "--ws-idle {} is above {MAX_IDLE} idle connections: give fewer (each needs a file descriptor and a local port)",
+            spec.transport.ws_idle
+        )));
+    }
     match clash {
         Some(what) => Err(invalid(format!(
             "{what} cannot be used with a WebSocket (ws://, wss://) URL: leave it out (docs/transport.md, WebSocket)"

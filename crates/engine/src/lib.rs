@@ -377,7 +377,6 @@ impl Engine {
         let plan = &self.plan;
         let threads = plan.threads.max(1) as usize;
         let conns = split(u64::from(plan.connections), threads);
-        let idle = split(u64::from(plan.ws_idle), threads);
         let budgets: Vec<Option<u64>> = match plan.stop {
             _ if paced.is_some() => vec![None; threads],
             Stop::Requests(n) => split_by(n, &conns).into_iter().map(Some).collect(),
@@ -427,7 +426,7 @@ impl Engine {
                 keepalive: plan.keepalive,
                 pipeline: plan.pipeline,
                 connections: if paced.is_some() { 0 } else { c as usize },
-                ws_idle: idle[i] as usize,
+                ws_idle: split(u64::from(plan.ws_idle), threads)[i] as usize,
                 budget,
                 t0,
                 deadline,

@@ -284,6 +284,7 @@ impl Plan {
     /// Checks how the spec's values combine and resolves everything the run needs.
     pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
         script::check(spec)?;
+        websocket::check_idle_beside(spec)?;
         let expanded = flow::expand(spec)?;
         let spec = expanded.as_ref().unwrap_or(spec);
         let mut marks = values::Marks::default();
@@ -325,11 +326,6 @@ impl Plan {
     /// [`Plan::resolve`] of a spec whose values are markers (or that has none).
     fn resolve_marked(spec: &LoadSpec) -> Result<Plan, PlanError> {
         let connections = match &spec.load {
-            LoadShape::Closed { connections: 0 } if spec.transport.ws_idle > 0 => {
-                return Err(invalid(
-                    "-c 0 with --ws-idle: the idle connections are held beside at least one active one; give -c 1",
-                ))
-            }
             LoadShape::Closed { connections } => check_connections(*connections, spec.stop)?,
             LoadShape::Open {
                 max_connections,

@@ -8,6 +8,16 @@ use crate::{invalid, LoadSpec, PlanError};
 /// The most idle connections `--ws-idle` may ask for.
 pub(crate) const MAX_IDLE: u32 = 1_000_000;
 
+/// `-c 0 --ws-idle N`: the idle connections are held beside at least one active one.
+pub(crate) fn check_idle_beside(spec: &LoadSpec) -> Result<(), PlanError> {
+    match spec.load {
+        crate::LoadShape::Closed { connections: 0 } if spec.transport.ws_idle > 0 => Err(invalid(
+            "-c 0 with --ws-idle: the idle connections are held beside at least one active one; give -c 1",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses what a WebSocket load cannot do (yet); nothing for other URLs.
 pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     if !websocket {

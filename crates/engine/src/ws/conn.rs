@@ -540,29 +540,10 @@ impl WsConn {
             let payload = at + head_len..at + whole;
             at += whole;
             match head.opcode {
-                frame::OP_PING => {
-                    if self.is_held() {
-                        sh.stats.idle.pings += 1;
-                    } else {
-                        sh.stats.pings += 1;
-                    }
-                    let p = self.rx[payload].to_vec();
-                    frame::encode(&mut self.out, frame::OP_PONG, &p, sh.rng.mask());
-                }
+                frame::OP_PING => self.on_ping(sh, payload),
                 frame::OP_PONG => {}
                 frame::OP_CLOSE => {
-                    let code = frame::close_code(&self.rx[payload.clone()]);
-                    if self.is_held() {
-                        self.held = Held::Closed(code);
-                    } else {
-                        *sh.stats.close_codes.entry(code).or_default() += 1;
-                    }
-                    let echo = if code == frame::NO_STATUS {
-                        Vec::new()
-                    } else {
-                        code.to_be_bytes().to_vec()
-                    };
-                    frame::encode(&mut self.out, frame::OP_CLOSE, &echo, sh.rng.mask());
+                    self.on_close(sh, payload);
                     result = Read1::Closed;
                     break;
                 }
@@ -580,6 +561,34 @@ impl WsConn {
             self.close_behind();
         }
         Ok(result)
+    }
+
+    /// A ping: answered with a pong carrying its payload, counted (a held connection's apart).
+    fn on_ping(&mut self, sh: &mut Shared, payload: std::ops::Range<usize>) {
+        if self.is_held() {
+            sh.stats.idle.pings += 1;
+        } else {
+            sh.stats.pings += 1;
+        }
+        let p = self.rx[payload].to_vec();
+        frame::encode(&mut self.out, frame::OP_PONG, &p, sh.rng.mask());
+    }
+
+    /// A close: answered with a close echoing its code, counted by code (a held connection's
+    /// is how it ended).
+    fn on_close(&mut self, sh: &mut Shared, payload: std::ops::Range<usize>) {
+        let code = frame::close_code(&self.rx[payload]);
+        if self.is_held() {
+            self.held = Held::Closed(code);
+        } else {
+            *sh.stats.close_codes.entry(code).or_default() += 1;
+        }
+        let echo = if code == frame::NO_STATUS {
+            Vec::new()
+        } else {
+            code.to_be_bytes().to_vec()
+        };
+        frame::encode(&mut self.out, frame::OP_CLOSE, &echo, sh.rng.mask());
     }
 
     /// A close right behind the answer is seen before the next message goes.

@@ -579,7 +579,8 @@ fn idle_connections_are_held_beside_the_active_one_on_the_reference_echo() {
 
 /// A python3-websockets server for `--ws-idle`: echoes a client's messages; pings every
 /// 0.1 s (a client whose pong is not back within 1 s is dropped); with `close` as its third
-/// argument, closes with 1001 (going away) a connection that sent nothing within 0.5 s. It
+/// argument, closes with 1001 (going away) a connection that sent nothing within 0.5 s (with
+/// `abort`, drops it without a close frame: a TCP reset). It
 /// writes `{"open": N, "peak": N, "codes": {code: n}}` (connections open now, the most at
 /// once, the close codes the clients sent) to its file after each change.
 const IDLE_PY: &str = r#"
@@ -600,10 +601,13 @@ async def handler(ws, path=None):
     save()
     try:
         try:
-            first = await asyncio.wait_for(ws.recv(), 0.5 if mode == "close" else None)
+            first = await asyncio.wait_for(ws.recv(), None if mode == "hold" else 0.5)
             await ws.send(first)
         except asyncio.TimeoutError:
-            await ws.close(1001)
+            if mode == "abort":
+                ws.transport.abort()
+            else:
+                await ws.close(1001)
             return
         async for msg in ws:
             await ws.send(msg)
@@ -674,7 +678,8 @@ impl Drop for PyIdle {
 /// them (answered, or it would drop them), the server counting 51 open at once and 50
 /// closed by the client with 1000 at the end; then a server that closes silent connections
 /// after 0.5 s with 1001: all 20 idle ones counted as closed early with 1001, none held, the
-/// active connection untouched.
+/// active connection untouched; and one that drops them without a close frame: closed early
+/// with 1006.
 #[test]
 fn idle_connections_against_python_websockets_are_held_or_counted_closed_early() {
     if !have_websockets() {
@@ -726,6 +731,21 @@ fn idle_connections_against_python_websockets_are_held_or_counted_closed_early()
     assert!(
         stdout.contains("20 closed early by the server (1001 ×20), 0 held to the end"),
         "{stdout}"
+    );
+    drop(py);
+
+    // Dropped without a close frame: closed early with 1006 (abnormal closure).
+    let py = PyIdle::start(&dir, "abort");
+    let args = ["--body", "hi", "-c", "1", "--ws-idle", "10", "-d", "2s"];
+    let (r, _, _) = run_watching(&py.url(), &args, 11, || py.open());
+    let idle = &r.stats.ws.idle;
+    assert_eq!((idle.opened, idle.held), (10, 0), "{idle:?}");
+    assert_eq!(idle.closed_early.get(&1006), Some(&10), "{idle:?}");
+    assert_eq!(
+        r.stats.errors.total(),
+        0,
+        "not the active one's: {:?}",
+        r.stats.errors
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -676,12 +676,9 @@ impl Drop for PyIdle {
 
 /// `--ws-idle` against python3-websockets: 50 idle connections held for 2 s while it pings
 /// them (answered, or it would drop them), the server counting 51 open at once and 50
-/// closed by the client with 1000 at the end; then a server that closes silent connections
-/// after 0.5 s with 1001: all 20 idle ones counted as closed early with 1001, none held, the
-/// active connection untouched; and one that drops them without a close frame: closed early
-/// with 1006.
+/// closed by the client with 1000 at the end.
 #[test]
-fn idle_connections_against_python_websockets_are_held_or_counted_closed_early() {
+fn idle_connections_against_python_websockets_are_held_and_answer_pings() {
     if !have_websockets() {
         return;
     }
@@ -710,7 +707,19 @@ fn idle_connections_against_python_websockets_are_held_or_counted_closed_early()
     assert_eq!(wait_all_closed(|| py.open()), 0, "{}", py.state());
     assert_eq!(py.closed_with(1000), 50, "closed cleanly: {}", py.state());
     drop(py);
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// `--ws-idle` against python3-websockets servers that end silent connections after 0.5 s:
+/// with a close frame of 1001, all 20 idle ones are counted as closed early with 1001, none
+/// held, the active connection untouched; without a close frame (a reset), closed early with
+/// 1006.
+#[test]
+fn idle_connections_closed_by_python_websockets_are_counted_by_close_code() {
+    if !have_websockets() {
+        return;
+    }
+    let dir = tempdir("ws-idle-python-close");
     let py = PyIdle::start(&dir, "close");
     let args = ["--body", "hi", "-c", "1", "--ws-idle", "20", "-d", "2s"];
     let (r, stdout, _) = run_watching(&py.url(), &args, 21, || py.open());

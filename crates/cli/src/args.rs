@@ -758,6 +758,11 @@ pub(crate) struct TransportArgs {
     /// model) or its intended time (--rate, --stages, find-max).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub pipeline: u16,
+    /// ws:// and wss:// only: besides the -c active connections, hold N more that upgrade and
+    /// then send nothing (pings answered) until the run ends; counted apart in every report
+    /// (docs/transport.md, WebSocket). Needs -c 1 or more.
+    #[arg(long = "ws-idle", value_name = "N", default_value_t = 0)]
+    pub ws_idle: u32,
 }
 
 #[cfg(test)]

@@ -262,6 +262,7 @@ pub(crate) fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
         http2: t.http2,
         streams: t.streams,
         pipeline: t.pipeline,
+        ws_idle: t.ws_idle,
     }
 }
 

@@ -63,6 +63,31 @@ async def main():
 asyncio.run(main())
 "#;
 
+/// Writes `text` to `script` and runs it with a free loopback port and `args`; returns once
+/// the port accepts connections (at most 15 s).
+fn start_python(script: &Path, text: &str, args: &[PathBuf]) -> (Child, u16) {
+    std::fs::write(script, text).unwrap();
+    let port = free_port();
+    let child = Command::new(PYTHON)
+        .arg(script)
+        .arg(port.to_string())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 starts");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the Python server {} did not start",
+            script.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
+
 /// The Python echo server, killed when dropped.
 struct PyEcho {
     child: Child,
@@ -84,33 +109,15 @@ impl PyEcho {
     }
 
     fn start_with(dir: &Path, tls: &[PathBuf]) -> PyEcho {
-        let script = dir.join("echo.py");
-        std::fs::write(&script, ECHO_PY).unwrap();
-        let port = free_port();
         let count_file = dir.join("count");
-        let child = Command::new(PYTHON)
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(&count_file)
-            .args(tls)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 starts");
-        let echo = PyEcho {
+        let mut args = vec![count_file.clone()];
+        args.extend_from_slice(tls);
+        let (child, port) = start_python(&dir.join("echo.py"), ECHO_PY, &args);
+        PyEcho {
             child,
             port,
             count_file,
-        };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the Python echo server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
-        echo
     }
 
     fn url(&self) -> String {
@@ -496,4 +503,284 @@ fn a_scenario_with_a_ws_url_sends_its_body_as_messages_and_the_echo_counts_them(
     }
     assert_eq!(server.stats().route("/ws"), sent, "the echo's count agrees");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--ws-idle`: runs `args` against `url` on a thread, and meanwhile waits (at most until the
+/// run ends) for `server_open()` to be `want`; the run's result (exit code 0, the text report
+/// on stdout) and whether the server saw `want` open.
+fn run_watching(
+    url: &str,
+    args: &[&str],
+    want: u64,
+    server_open: impl Fn() -> u64,
+) -> (RunResult, String, bool) {
+    let run = Run::new(url).args(args).args(["-o", "text"]);
+    let handle = std::thread::spawn(move || run.json());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = false;
+    while !seen && !handle.is_finished() && Instant::now() < deadline {
+        seen = server_open() == want;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ran = handle.join().expect("the run's thread");
+    let (stdout, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(0), "{stderr}");
+    (ran.result(), stdout, seen)
+}
+
+/// Waits (at most 10 s) for `open()` to be 0: every connection closed at the run's end.
+fn wait_all_closed(open: impl Fn() -> u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open() != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    open()
+}
+
+/// `--ws-idle 50` beside one active connection against the reference echo: the server holds
+/// 51 WebSocket connections during the run (its `ws_open` gauge), loadbench reports 50
+/// opened and 50 held, apart from the active connection's one upgrade and its messages (the
+/// echo's count equals loadbench's), and all are closed at the end.
+#[test]
+fn idle_connections_are_held_beside_the_active_one_on_the_reference_echo() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let url = ws_url(&server, "/ws");
+    let args = ["--body", "hi", "-c", "1", "--ws-idle", "50", "-d", "3s"];
+    let (r, stdout, seen) = run_watching(&url, &args, 51, || server.stats().ws_open);
+    assert!(seen, "the server held 51 connections during the run");
+    let idle = &r.stats.ws.idle;
+    assert_eq!(
+        (idle.requested, idle.opened, idle.held),
+        (50, 50, 50),
+        "{idle:?}"
+    );
+    assert_eq!((idle.failures(), idle.closed(), idle.unopened), (0, 0, 0));
+    assert_eq!(
+        r.stats.ws.upgrades, 1,
+        "the idle ones' upgrades are not the active one's"
+    );
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert!(r.stats.requests > 0);
+    assert!(
+        stdout.contains("50 requested: 50 opened, 0 failed to open, 0 closed early by the server, 50 held to the end"),
+        "{stdout}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.stats().route("/ws") != r.stats.sent && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        server.stats().route("/ws"),
+        r.stats.sent,
+        "only the active one sent"
+    );
+    assert_eq!(wait_all_closed(|| server.stats().ws_open), 0);
+}
+
+/// A python3-websockets server for `--ws-idle`: echoes a client's messages; pings every
+/// 0.1 s (a client whose pong is not back within 1 s is dropped); with `close` as its third
+/// argument, closes with 1001 (going away) a connection that sent nothing within 0.5 s (with
+/// `abort`, drops it without a close frame: a TCP reset). It
+/// writes `{"open": N, "peak": N, "codes": {code: n}}` (connections open now, the most at
+/// once, the close codes the clients sent) to its file after each change.
+const IDLE_PY: &str = r#"
+import asyncio, json, sys, websockets
+
+port, out, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+state = {"open": 0, "peak": 0, "codes": {}}
+
+def save():
+    with open(out + ".tmp", "w") as f:
+        json.dump(state, f)
+    import os
+    os.replace(out + ".tmp", out)
+
+async def handler(ws, path=None):
+    state["open"] += 1
+    state["peak"] = max(state["peak"], state["open"])
+    save()
+    try:
+        try:
+            first = await asyncio.wait_for(ws.recv(), None if mode == "hold" else 0.5)
+            await ws.send(first)
+        except asyncio.TimeoutError:
+            if mode == "abort":
+                ws.transport.abort()
+            else:
+                await ws.close(1001)
+            return
+        async for msg in ws:
+            await ws.send(msg)
+    except websockets.ConnectionClosed:
+        pass
+    finally:
+        await ws.wait_closed()
+        code = str(ws.close_code)
+        state["codes"][code] = state["codes"].get(code, 0) + 1
+        state["open"] -= 1
+        save()
+
+async def main():
+    async with websockets.serve(handler, "127.0.0.1", port, ping_interval=0.1,
+                                ping_timeout=1):
+        await asyncio.Future()
+
+asyncio.run(main())
+"#;
+
+/// The [`IDLE_PY`] server, killed when dropped.
+struct PyIdle {
+    child: Child,
+    port: u16,
+    state: PathBuf,
+}
+
+impl PyIdle {
+    fn start(dir: &Path, mode: &str) -> PyIdle {
+        let state = dir.join(format!("state-{mode}.json"));
+        let args = [state.clone(), PathBuf::from(mode)];
+        let (child, port) = start_python(&dir.join("idle.py"), IDLE_PY, &args);
+        PyIdle { child, port, state }
+    }
+
+    fn url(&self) -> String {
+        format!("ws://127.0.0.1:{}/", self.port)
+    }
+
+    /// What it wrote last (all zero before its first connection).
+    fn state(&self) -> serde_json::Value {
+        std::fs::read_to_string(&self.state)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| serde_json::json!({"open": 0, "peak": 0, "codes": {}}))
+    }
+
+    fn open(&self) -> u64 {
+        self.state()["open"].as_u64().unwrap_or(0)
+    }
+
+    /// Connections the clients closed with `code`.
+    fn closed_with(&self, code: u16) -> u64 {
+        self.state()["codes"][code.to_string()]
+            .as_u64()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for PyIdle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `--ws-idle` against python3-websockets: 50 idle connections held for 2 s while it pings
+/// them (answered, or it would drop them), the server counting 51 open at once and 50
+/// closed by the client with 1000 at the end.
+#[test]
+fn idle_connections_against_python_websockets_are_held_and_answer_pings() {
+    if !have_websockets() {
+        return;
+    }
+    let dir = tempdir("ws-idle-python");
+    let py = PyIdle::start(&dir, "hold");
+    let args = ["--body", "hi", "-c", "1", "--ws-idle", "50", "-d", "2s"];
+    let (r, _, seen) = run_watching(&py.url(), &args, 51, || py.open());
+    assert!(
+        seen,
+        "the server held 51 connections at once: {}",
+        py.state()
+    );
+    let idle = &r.stats.ws.idle;
+    assert_eq!(
+        (idle.requested, idle.opened, idle.held),
+        (50, 50, 50),
+        "{idle:?}"
+    );
+    assert_eq!((idle.failures(), idle.closed()), (0, 0), "{idle:?}");
+    assert!(
+        idle.pings > 0,
+        "its pings on the idle ones were answered: {idle:?}"
+    );
+    assert_eq!(r.stats.ws.upgrades, 1);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(wait_all_closed(|| py.open()), 0, "{}", py.state());
+    assert_eq!(py.closed_with(1000), 50, "closed cleanly: {}", py.state());
+    drop(py);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--ws-idle` against python3-websockets servers that end silent connections after 0.5 s:
+/// with a close frame of 1001, all 20 idle ones are counted as closed early with 1001, none
+/// held, the active connection untouched; without a close frame (a reset), closed early with
+/// 1006.
+#[test]
+fn idle_connections_closed_by_python_websockets_are_counted_by_close_code() {
+    if !have_websockets() {
+        return;
+    }
+    let dir = tempdir("ws-idle-python-close");
+    let py = PyIdle::start(&dir, "close");
+    let args = ["--body", "hi", "-c", "1", "--ws-idle", "20", "-d", "2s"];
+    let (r, stdout, _) = run_watching(&py.url(), &args, 21, || py.open());
+    let idle = &r.stats.ws.idle;
+    assert_eq!(
+        (idle.requested, idle.opened, idle.held),
+        (20, 20, 0),
+        "{idle:?}"
+    );
+    assert_eq!(idle.closed_early.get(&1001), Some(&20), "{idle:?}");
+    assert!(
+        r.stats.ws.close_codes.is_empty(),
+        "not the active one's: {:?}",
+        r.stats.ws
+    );
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert!(r.stats.requests > 0);
+    assert!(
+        stdout.contains("20 closed early by the server (1001 ×20), 0 held to the end"),
+        "{stdout}"
+    );
+    drop(py);
+
+    // Dropped without a close frame: closed early with 1006 (abnormal closure).
+    let py = PyIdle::start(&dir, "abort");
+    let args = ["--body", "hi", "-c", "1", "--ws-idle", "10", "-d", "2s"];
+    let (r, _, _) = run_watching(&py.url(), &args, 11, || py.open());
+    let idle = &r.stats.ws.idle;
+    assert_eq!((idle.opened, idle.held), (10, 0), "{idle:?}");
+    assert_eq!(idle.closed_early.get(&1006), Some(&10), "{idle:?}");
+    assert_eq!(
+        r.stats.errors.total(),
+        0,
+        "not the active one's: {:?}",
+        r.stats.errors
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--ws-idle` with an http:// URL, or with `-c 0`: one line naming the fix, exit code 2,
+/// nothing sent.
+#[test]
+fn ws_idle_misused_is_one_line_and_exit_2_before_any_load() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let addr = server.local_addr();
+    for (url, c, fix) in [
+        (format!("http://{addr}/"), "1", "ws:// or wss:// URL"),
+        (format!("ws://{addr}/ws"), "0", "give -c 1"),
+    ] {
+        let out = bin()
+            .args(["run", &url, "-c", c, "--ws-idle", "5", "-d", "1s"])
+            .output()
+            .unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("--ws-idle") && stderr.contains(fix),
+            "{stderr}"
+        );
+    }
+    assert_eq!(server.stats().total, 0, "nothing reached the server");
+    assert_eq!(server.stats().ws_open, 0);
 }

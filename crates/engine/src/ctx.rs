@@ -428,6 +428,8 @@ pub struct WorkerConfig<'a> {
     pub pipeline: u16,
     /// Connections to open at the start (closed model).
     pub connections: usize,
+    /// `--ws-idle`: idle WebSocket connections this worker holds beside its slots.
+    pub ws_idle: usize,
     /// Requests this worker may claim in the measured window (count runs); `None`: no limit.
     pub budget: Option<u64>,
     /// Start of the measured window (the end of the warm-up).

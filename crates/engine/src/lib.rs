@@ -235,7 +235,7 @@ impl Engine {
     /// this host, and loopback only toward a loopback target), and that the target accepts a
     /// connection from the first source address, as the load's first connection will be made.
     pub fn preflight(&self) -> Result<(), EngineError> {
-        raise_fd_limit(u64::from(self.plan.connections))?;
+        raise_fd_limit(u64::from(self.plan.connections) + u64::from(self.plan.ws_idle))?;
         let tls = self.tls_client()?;
         if let Some(path) = &self.plan.unix_socket {
             return std::os::unix::net::UnixStream::connect(path)
@@ -426,6 +426,7 @@ impl Engine {
                 keepalive: plan.keepalive,
                 pipeline: plan.pipeline,
                 connections: if paced.is_some() { 0 } else { c as usize },
+                ws_idle: split(u64::from(plan.ws_idle), threads)[i] as usize,
                 budget,
                 t0,
                 deadline,

@@ -138,7 +138,8 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         let mut retry_work = Vec::with_capacity(self.proto.conns().len());
         let mut handled = 0;
         loop {
-            let starting = self.start_some(&mut unstarted, handled);
+            let starting =
+                self.start_some(&mut unstarted, handled) | self.proto.open_held(&mut self.ctx, now);
             self.dispatch();
             let wait = if starting {
                 Duration::ZERO

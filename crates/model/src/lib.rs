@@ -83,4 +83,4 @@ pub use starved::{PerConnection, Starvation, StarvedCause};
 pub use stats::{Spread, Welch};
 pub use tls::{TlsSettings, TlsStats};
 pub use why::{Finding, FindingKind, Why};
-pub use ws::WsStats;
+pub use ws::{WsIdle, WsStats};

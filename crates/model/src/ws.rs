@@ -1,7 +1,9 @@
 //! How a WebSocket run's connections went (`ws://` URLs, docs/transport.md): upgrades
 //! completed, pings answered, and the close frames the server sent, by close code. Each
 //! message's round trip is a request of the ordinary figures (latency, `requests`, errors).
+//! `--ws-idle` connections, upgraded and then silent, are counted apart ([`WsIdle`]).
 
+use crate::ErrorKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,6 +20,110 @@ pub struct WsStats {
     /// Close frames the server sent, by close code (1005: a close frame without a code).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub close_codes: BTreeMap<u16, u64>,
+    /// `--ws-idle`: the idle connections, counted apart from the active ones above.
+    #[serde(default, skip_serializing_if = "WsIdle::is_empty")]
+    pub idle: WsIdle,
+}
+
+/// `--ws-idle N`: connections opened beside the active ones that upgrade, then send nothing
+/// until the run ends (pings answered), each tried once. None of their figures is in the
+/// active connections' (no upgrade, ping, close, request or error of theirs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WsIdle {
+    /// Idle connections asked for.
+    #[serde(default)]
+    pub requested: u64,
+    /// Opened: the server answered the upgrade (101 with the right key).
+    #[serde(default)]
+    pub opened: u64,
+    /// Failed to open (connect, TLS handshake or upgrade), by error class.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<ErrorKind, u64>,
+    /// Opened, then closed by the server before the run ended, by close code (1006: the
+    /// connection ended without a close frame).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub closed_early: BTreeMap<u16, u64>,
+    /// Still open when the run ended (then closed with code 1000).
+    #[serde(default)]
+    pub held: u64,
+    /// Still connecting or upgrading when the run ended.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unopened: u64,
+    /// Pings the server sent on them, each answered with a pong.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pings: u64,
+}
+
+impl WsIdle {
+    /// No `--ws-idle`.
+    pub fn is_empty(&self) -> bool {
+        *self == WsIdle::default()
+    }
+
+    /// Counts add.
+    pub fn merge(&mut self, o: &WsIdle) {
+        self.requested += o.requested;
+        self.opened += o.opened;
+        add_counts(&mut self.failed, &o.failed);
+        add_counts(&mut self.closed_early, &o.closed_early);
+        self.held += o.held;
+        self.unopened += o.unopened;
+        self.pings += o.pings;
+    }
+
+    /// Failed to open, every class.
+    pub fn failures(&self) -> u64 {
+        self.failed.values().sum()
+    }
+
+    /// Closed by the server early, every code.
+    pub fn closed(&self) -> u64 {
+        self.closed_early.values().sum()
+    }
+
+    /// `50 requested: 48 opened, 2 failed to open (connect refused ×2), 1 closed early by
+    /// the server (1001 ×1), 47 held to the end` for a report.
+    pub fn text(&self) -> String {
+        let failed = self
+            .failed
+            .iter()
+            .map(|(k, n)| format!("{} ×{n}", k.describe()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let closed = self
+            .closed_early
+            .iter()
+            .map(|(c, n)| format!("{c} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let paren = |s: String| {
+            if s.is_empty() {
+                s
+            } else {
+                format!(" ({s})")
+            }
+        };
+        let mut text = format!(
+            "{} requested: {} opened, {} failed to open{}, {} closed early by the server{}, {} held to the end",
+            self.requested,
+            self.opened,
+            self.failures(),
+            paren(failed),
+            self.closed(),
+            paren(closed),
+            self.held
+        );
+        if self.unopened > 0 {
+            text.push_str(&format!(", {} still opening at the end", self.unopened));
+        }
+        text
+    }
+}
+
+fn add_counts<K: Ord + Copy>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
+    for (k, n) in from {
+        *into.entry(*k).or_default() += n;
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -34,9 +140,8 @@ impl WsStats {
     pub fn merge(&mut self, o: &WsStats) {
         self.upgrades += o.upgrades;
         self.pings += o.pings;
-        for (code, n) in &o.close_codes {
-            *self.close_codes.entry(*code).or_default() += n;
-        }
+        add_counts(&mut self.close_codes, &o.close_codes);
+        self.idle.merge(&o.idle);
     }
 
     /// Close frames received, all codes.
@@ -79,5 +184,25 @@ mod tests {
         let json = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<WsStats>(&json).unwrap(), a);
         assert!(serde_json::from_str::<WsStats>("{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn idle_connections_are_counted_apart_and_merge() {
+        let mut a = WsStats::default();
+        a.idle.requested = 3;
+        a.idle.opened = 2;
+        a.idle.held = 1;
+        a.idle.failed.insert(ErrorKind::ConnectRefused, 1);
+        a.idle.closed_early.insert(1001, 1);
+        let b = a.clone();
+        a.merge(&b);
+        assert_eq!((a.upgrades, a.closes()), (0, 0), "not the active ones'");
+        assert_eq!(
+            a.idle.text(),
+            "6 requested: 4 opened, 2 failed to open (connect refused ×2), 2 closed early by the server (1001 ×2), 2 held to the end"
+        );
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(json.contains("\"connect_refused\":2"), "{json}");
+        assert_eq!(serde_json::from_str::<WsStats>(&json).unwrap(), a);
     }
 }

@@ -256,6 +256,8 @@ pub struct Plan {
     pub http2: Option<u32>,
     /// `--pipeline`: requests each connection keeps in flight (1: one at a time).
     pub pipeline: u16,
+    /// `--ws-idle`: idle WebSocket connections held beside the active ones (0: none).
+    pub ws_idle: u32,
     /// Per-request values: the requests assembled per request, the data file; `None` when
     /// every request is fixed bytes.
     pub values: Option<Values>,
@@ -282,6 +284,7 @@ impl Plan {
     /// Checks how the spec's values combine and resolves everything the run needs.
     pub fn resolve(spec: &LoadSpec) -> Result<Plan, PlanError> {
         script::check(spec)?;
+        websocket::check_idle_beside(spec)?;
         let expanded = flow::expand(spec)?;
         let spec = expanded.as_ref().unwrap_or(spec);
         let mut marks = values::Marks::default();
@@ -377,6 +380,7 @@ impl Plan {
             unix_socket: t.unix_socket.clone(),
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
             pipeline: pipeline::check(spec)?,
+            ws_idle: t.ws_idle,
             values: None,
             flow: None,
             script: None,

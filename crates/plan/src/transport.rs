@@ -31,6 +31,9 @@ pub struct TransportSpec {
     /// `--pipeline N`: HTTP/1.1 requests each connection keeps written ahead of their
     /// responses (1: one at a time, the default).
     pub pipeline: u16,
+    /// `--ws-idle N`: WebSocket connections opened (upgraded) beside the active ones that
+    /// send nothing and are held until the run ends (0: none); `ws://` and `wss://` only.
+    pub ws_idle: u32,
 }
 
 impl Default for TransportSpec {
@@ -46,6 +49,7 @@ impl Default for TransportSpec {
             http2: false,
             streams: None,
             pipeline: 1,
+            ws_idle: 0,
         }
     }
 }

@@ -5,9 +5,27 @@
 
 use crate::{invalid, LoadSpec, PlanError};
 
+/// The most idle connections `--ws-idle` may ask for.
+pub(crate) const MAX_IDLE: u32 = 1_000_000;
+
+/// `-c 0 --ws-idle N`: the idle connections are held beside at least one active one.
+pub(crate) fn check_idle_beside(spec: &LoadSpec) -> Result<(), PlanError> {
+    match spec.load {
+        crate::LoadShape::Closed { connections: 0 } if spec.transport.ws_idle > 0 => Err(invalid(
+            "-c 0 with --ws-idle: the idle connections are held beside at least one active one; give -c 1",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses what a WebSocket load cannot do (yet); nothing for other URLs.
 pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     if !websocket {
+        if spec.transport.ws_idle > 0 {
+            return Err(invalid(
+                "--ws-idle holds idle WebSocket connections: use it with a ws:// or wss:// URL, or leave it out",
+            ));
+        }
         if spec.mix.iter().any(|e| is_websocket(&e.url)) {
             return Err(invalid(
                 "a mix of WebSocket (ws://, wss://) and HTTP URLs: one load speaks one protocol; give only WebSocket URLs or none",
@@ -33,6 +51,12 @@ pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     } else {
         None
     };
+    if spec.transport.ws_idle > MAX_IDLE {
+        return Err(invalid(format!(
+            "--ws-idle {} is above {MAX_IDLE} idle connections: give fewer (each needs a file descriptor and a local port)",
+            spec.transport.ws_idle
+        )));
+    }
     match clash {
         Some(what) => Err(invalid(format!(
             "{what} cannot be used with a WebSocket (ws://, wss://) URL: leave it out (docs/transport.md, WebSocket)"

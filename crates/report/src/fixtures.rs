@@ -51,6 +51,20 @@ pub(crate) fn grpc() -> RunResult {
     r
 }
 
+/// The WebSocket run with `--ws-idle 50`: 48 opened, 2 refused; of the opened, 1 closed by
+/// the server with 1001, 47 held to the end.
+pub(crate) fn websocket_idle() -> RunResult {
+    let mut r = websocket();
+    let idle = &mut r.stats.ws.idle;
+    idle.requested = 50;
+    idle.opened = 48;
+    idle.failed
+        .insert(loadbench_model::ErrorKind::ConnectRefused, 2);
+    idle.closed_early.insert(1001, 1);
+    idle.held = 47;
+    r
+}
+
 /// A run that measured nothing: every histogram and counter is empty.
 pub(crate) fn empty() -> RunResult {
     RunResult {

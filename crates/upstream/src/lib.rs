@@ -28,7 +28,7 @@
 //! | `/me` | with `Authorization: Bearer <token>` from `/login`: `{"user":…,"token":…,"requests":N}`, N counting this token's authorised requests; else 401 with `WWW-Authenticate: Bearer` (counts: `Server::logins`, the newest [`TOKENS_KEPT`] tokens kept) |
 //! | `/ws` (TCP or TLS, the connection's first request) | a WebSocket echo: text and binary messages sent back, each counted under `/ws`; pings answered; `?close_after=N&close_code=C` closes after N echoes (see `ws.rs`) |
 //! | any path, a gRPC call (HTTP/2 `POST`, `content-type: application/grpc`) | a gRPC echo: the request's message back, then `grpc-status: 0`; metadata `x-stream-count: N` streams it N times, `x-grpc-status: N` answers that status, `x-delay-ms: N` waits (see `grpc.rs`); counted under `grpc` |
-//! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued` and `abandoned_completed` |
+//! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued`, `abandoned_completed` and `ws_open` (WebSocket connections open now) |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
 //! | `/fault/stall` | nothing, until the client closes or the server stops |

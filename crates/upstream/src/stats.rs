@@ -14,6 +14,8 @@ pub(crate) struct Counters {
     per_route: [AtomicU64; Route::ALL.len()],
     /// Of those, requests that came over HTTP/2 (only they pay this second add).
     h2: AtomicU64,
+    /// WebSocket connections open now (upgraded at `/ws`, not ended): a gauge.
+    ws_open: AtomicU64,
 }
 
 impl Counters {
@@ -24,6 +26,15 @@ impl Counters {
     /// The request just counted by [`Counters::hit`] came over HTTP/2.
     pub(crate) fn hit_h2(&self) {
         self.h2.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A WebSocket connection upgraded (`true`) or ended (`false`).
+    pub(crate) fn ws_open(&self, opened: bool) {
+        if opened {
+            self.ws_open.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.ws_open.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Zeroes every counter and returns what they held.
@@ -47,6 +58,7 @@ impl Counters {
             in_service: 0,
             queued: 0,
             abandoned_completed: 0,
+            ws_open: self.ws_open.load(Ordering::Relaxed),
         }
     }
 }
@@ -71,6 +83,9 @@ pub struct Stats {
     /// With `keep_abandoned`: requests whose client had gone before the answer, finished
     /// anyway (the answer discarded). Always 0 without it; a counter, zeroed by resets.
     pub abandoned_completed: u64,
+    /// WebSocket connections open at the moment of the snapshot (upgraded at `/ws`, not
+    /// ended yet). A gauge: resets keep it.
+    pub ws_open: u64,
 }
 
 impl Stats {
@@ -89,6 +104,7 @@ impl Stats {
             "in_service": self.in_service,
             "queued": self.queued,
             "abandoned_completed": self.abandoned_completed,
+            "ws_open": self.ws_open,
         });
         json.to_string()
     }

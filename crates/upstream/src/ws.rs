@@ -62,6 +62,22 @@ fn close_after(query: Option<&str>) -> Option<CloseAfter> {
     after.map(|after| CloseAfter { after, code })
 }
 
+/// One upgraded connection in the `ws_open` gauge while it lives.
+struct OpenWs<'a>(&'a App);
+
+impl<'a> OpenWs<'a> {
+    fn new(app: &'a App) -> Self {
+        app.counters.ws_open(true);
+        OpenWs(app)
+    }
+}
+
+impl Drop for OpenWs<'_> {
+    fn drop(&mut self) {
+        self.0.counters.ws_open(false);
+    }
+}
+
 /// Serves one WebSocket connection: the handshake, then echoes until the client closes, the
 /// connection fails or the server stops (then it sends a close, 1001 going away).
 // The handshake callback's error type is tungstenite's `ErrorResponse` (never returned here).
@@ -78,6 +94,7 @@ where
     let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await else {
         return;
     };
+    let _open = OpenWs::new(&app);
     let mut echoed = 0u64;
     loop {
         let msg = tokio::select! {

@@ -81,6 +81,12 @@ pub(crate) trait Protocol<'a> {
     /// its connections can take requests.
     fn pool_opened(&mut self, ctx: &mut Ctx<'a>) -> usize;
 
+    /// Connections the protocol holds outside its slots (`--ws-idle`): begins a few more;
+    /// whether more may begin at once (the loop then polls without waiting). None by default.
+    fn open_held(&mut self, _ctx: &mut Ctx<'a>, _now: Instant) -> bool {
+        false
+    }
+
     /// At the end: requests the protocol holds outside its slots (none by default).
     fn account_waiting(&mut self, _ctx: &mut Ctx<'a>, _end: Instant) {}
     /// At the end: the protocol's own figures into the worker's statistics.

@@ -40,6 +40,27 @@ pub(crate) struct Shared<'a> {
     pub(crate) stats: WsStats,
 }
 
+/// `--ws-idle`: how a held (idle) connection went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// Not a held connection, or not begun yet.
+    No,
+    /// Connecting or upgrading.
+    Opening,
+    /// Upgraded, held.
+    Open,
+    /// Failed to open, with this class.
+    Failed(ErrorKind),
+    /// Opened, then closed by the server with this code (1006: without a close frame).
+    Closed(u16),
+}
+
+/// The close code of a connection that ended without a close frame (RFC 6455, 7.1.5).
+const ABNORMAL: u16 = 1006;
+
+/// The close code the run's end sends on a held connection.
+const NORMAL: u16 = 1000;
+
 /// One connection slot.
 pub(crate) struct WsConn {
     token: Token,
@@ -83,6 +104,9 @@ pub(crate) struct WsConn {
     /// Open model: connecting (and upgrading) with no message of its own, to join the idle
     /// connections (`Ctx::spares` counts it meanwhile).
     spare: bool,
+    /// `--ws-idle`: a held connection (upgrades, then sends nothing; never a request slot)
+    /// and how it went; `Held::No` for a request slot.
+    pub(crate) held: Held,
 }
 
 /// What the frames of one read amounted to.
@@ -133,7 +157,49 @@ impl WsConn {
             wake_at: now,
             closing: false,
             spare: false,
+            held: Held::No,
         }
+    }
+
+    /// `--ws-idle`: connects and upgrades with no message, then stays open and silent (pings
+    /// answered) until the run ends; tried once. Nothing of it is recorded as a request's.
+    pub(crate) fn hold(&mut self, ctx: &mut Ctx, now: Instant) {
+        self.held = Held::Opening;
+        self.has_message = false;
+        self.measured = false;
+        self.connect(ctx, now);
+    }
+
+    fn is_held(&self) -> bool {
+        self.held != Held::No
+    }
+
+    /// A held connection failed or ended: how it went (failed to open, or closed early
+    /// without a close frame), then its socket is dropped.
+    #[cold]
+    fn lose_held(&mut self, ctx: &mut Ctx, kind: ErrorKind) {
+        if self.held == Held::Opening {
+            self.held = Held::Failed(kind);
+        } else if self.held == Held::Open {
+            self.held = Held::Closed(ABNORMAL);
+        }
+        self.drop_conn(ctx);
+    }
+
+    /// The run's end on a held connection: a close frame with code 1000 goes out (best
+    /// effort: the socket is dropped right after); its count by how it went.
+    pub(crate) fn release(&mut self, sh: &mut Shared) -> Held {
+        if self.held == Held::Open && self.stream.is_some() {
+            frame::encode(
+                &mut self.out,
+                frame::OP_CLOSE,
+                &NORMAL.to_be_bytes(),
+                sh.rng.mask(),
+            );
+            let _ = self.flush();
+        }
+        self.close();
+        self.held
     }
 
     /// Open model: starts a message due at `intended` on this idle slot (connecting first
@@ -213,7 +279,9 @@ impl WsConn {
             Ok(s) => {
                 self.stream = Some(s);
                 self.phase = WsPhase::Connecting;
-                ctx.connect_begun(now);
+                if !self.is_held() {
+                    ctx.connect_begun(now);
+                }
             }
             Err(kind) => self.fail(ctx, kind, now),
         }
@@ -368,11 +436,15 @@ impl WsConn {
             return false;
         }
         self.rx.drain(..end);
+        self.phase = WsPhase::Ready;
+        if self.is_held() {
+            self.held = Held::Open;
+            return true;
+        }
         ctx.connecting = ctx.connecting.saturating_sub(1);
         self.backoff = Duration::ZERO;
         sh.stats.upgrades += 1;
         self.answered_here = 0;
-        self.phase = WsPhase::Ready;
         self.end_spare(ctx);
         if self.has_message {
             self.send_message(ctx, sh, now, now);
@@ -515,17 +587,10 @@ impl WsConn {
             let payload = at + head_len..at + whole;
             at += whole;
             match head.opcode {
-                frame::OP_PING => self.pong(sh, payload),
+                frame::OP_PING => self.on_ping(sh, payload),
                 frame::OP_PONG => {}
                 frame::OP_CLOSE => {
-                    let code = frame::close_code(&self.rx[payload.clone()]);
-                    *sh.stats.close_codes.entry(code).or_default() += 1;
-                    let echo = if code == frame::NO_STATUS {
-                        Vec::new()
-                    } else {
-                        code.to_be_bytes().to_vec()
-                    };
-                    frame::encode(&mut self.out, frame::OP_CLOSE, &echo, sh.rng.mask());
+                    self.on_close(sh, payload);
                     result = Read1::Closed;
                     break;
                 }
@@ -545,15 +610,37 @@ impl WsConn {
         Ok(result)
     }
 
-    /// A ping (its payload at `payload` in `rx`) is counted and answered. A server that pings
-    /// and does not read would pile up pongs without end: past [`PONG_BACKLOG`] unsent bytes a
-    /// ping goes unanswered (RFC 6455, 5.5.3 lets a pong answer only the latest of several).
-    fn pong(&mut self, sh: &mut Shared, payload: std::ops::Range<usize>) {
-        sh.stats.pings += 1;
+    /// A ping: answered with a pong carrying its payload, counted (a held connection's apart).
+    /// A server that pings and does not read would pile up pongs without end: past
+    /// [`PONG_BACKLOG`] unsent bytes a ping goes unanswered (RFC 6455, 5.5.3 lets a pong
+    /// answer only the latest of several).
+    fn on_ping(&mut self, sh: &mut Shared, payload: std::ops::Range<usize>) {
+        if self.is_held() {
+            sh.stats.idle.pings += 1;
+        } else {
+            sh.stats.pings += 1;
+        }
         if self.out.len() - self.written < PONG_BACKLOG {
             let p = self.rx[payload].to_vec();
             frame::encode(&mut self.out, frame::OP_PONG, &p, sh.rng.mask());
         }
+    }
+
+    /// A close: answered with a close echoing its code, counted by code (a held connection's
+    /// is how it ended).
+    fn on_close(&mut self, sh: &mut Shared, payload: std::ops::Range<usize>) {
+        let code = frame::close_code(&self.rx[payload]);
+        if self.is_held() {
+            self.held = Held::Closed(code);
+        } else {
+            *sh.stats.close_codes.entry(code).or_default() += 1;
+        }
+        let echo = if code == frame::NO_STATUS {
+            Vec::new()
+        } else {
+            code.to_be_bytes().to_vec()
+        };
+        frame::encode(&mut self.out, frame::OP_CLOSE, &echo, sh.rng.mask());
     }
 
     /// A close right behind the answer is seen before the next message goes.
@@ -636,6 +723,9 @@ impl WsConn {
             WsPhase::Handshaking if !kind.before_send() => (ErrorKind::TlsHandshake, None),
             _ => (kind, None),
         };
+        if self.is_held() {
+            return self.lose_held(ctx, kind);
+        }
         let before_send = kind.before_send();
         // Open model: an idle connection that failed is on the idle list already.
         let listed = ctx.open && self.phase == WsPhase::Ready && !self.has_message;
@@ -666,10 +756,7 @@ impl WsConn {
 
     /// Drops the socket (a connect or upgrade in progress no longer counts).
     fn drop_conn(&mut self, ctx: &mut Ctx) {
-        if matches!(
-            self.phase,
-            WsPhase::Connecting | WsPhase::Handshaking | WsPhase::Upgrading
-        ) {
+        if !self.is_held() && self.opening() {
             ctx.connecting = ctx.connecting.saturating_sub(1);
         }
         self.stream = None;
@@ -688,6 +775,14 @@ impl WsConn {
 
     pub(crate) fn is_open(&self) -> bool {
         self.stream.is_some()
+    }
+
+    /// Connecting, in its TLS handshake or upgrading.
+    pub(crate) fn opening(&self) -> bool {
+        matches!(
+            self.phase,
+            WsPhase::Connecting | WsPhase::Handshaking | WsPhase::Upgrading
+        )
     }
 
     /// Holds a claimed message without an outcome.

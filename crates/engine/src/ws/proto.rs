@@ -2,8 +2,13 @@
 //! flight each. In the open model (`--rate`) a due message takes an idle connection as an
 //! HTTP/1.1 request does (a closed one connects and upgrades again), and the pool grows by
 //! one spare connect per waiting message no connect in progress covers.
+//!
+//! `--ws-idle`: the worker's share of the idle connections lives beside the slots, in
+//! `held` (their tokens from [`HELD_BASE`] on, so no slot's index is one of theirs): opened a
+//! batch at a time while the run goes, then silent until [`WebSocket::add_stats`] closes them
+//! at the end and counts how each went (`WsStats::idle`).
 
-use super::conn::{Shared, WsConn, WsPhase};
+use super::conn::{Held, Shared, WsConn, WsPhase};
 use super::{Rng, WsSetup};
 use crate::conn::free_conn;
 use crate::ctx::{Ctx, WorkerConfig};
@@ -14,10 +19,27 @@ use loadbench_model::{ErrorKind, Stats, WsStats};
 use mio::Token;
 use std::time::Instant;
 
+/// The first token of the held connections (`--ws-idle`): slot `i` of `held` has token
+/// `HELD_BASE + i`, far above any request slot's (the pacer's timer is `usize::MAX`).
+const HELD_BASE: usize = usize::MAX / 2 + 1;
+
+/// Held connections begun between two polls, at most.
+const HELD_BATCH: usize = 64;
+
+/// Held connections opening at once, at most: a few listen backlogs' worth, so the server's
+/// accept queue is not flooded (dropped SYNs are retried only a second later).
+const HELD_OPENING_MAX: usize = 256;
+
 /// A worker's WebSocket connections and what they share.
 pub(crate) struct WebSocket<'a> {
     conns: Vec<WsConn>,
     sh: Shared<'a>,
+    /// `--ws-idle`: this worker's idle connections (see [`HELD_BASE`]).
+    held: Vec<WsConn>,
+    /// How many of `held` have begun.
+    held_begun: usize,
+    /// How many of `held` are opening (connecting, in TLS, upgrading).
+    held_opening: usize,
 }
 
 impl<'a> WebSocket<'a> {
@@ -32,6 +54,11 @@ impl<'a> WebSocket<'a> {
                 rng: Rng::new(cfg.first_source as u64 + 1),
                 stats: WsStats::default(),
             },
+            held: (0..cfg.ws_idle)
+                .map(|i| WsConn::new(Token(HELD_BASE + i), now))
+                .collect(),
+            held_begun: 0,
+            held_opening: 0,
         }
     }
 }
@@ -65,7 +92,26 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
     fn on_event(&mut self, ctx: &mut Ctx<'a>, i: usize, closed: bool) {
         if let Some(c) = self.conns.get_mut(i) {
             c.on_event(ctx, &mut self.sh, closed);
+        } else if let Some(c) = i.checked_sub(HELD_BASE).and_then(|j| self.held.get_mut(j)) {
+            let opening = c.opening();
+            c.on_event(ctx, &mut self.sh, closed);
+            if opening && !c.opening() {
+                self.held_opening -= 1;
+            }
         }
+    }
+
+    /// `--ws-idle`: begins the next batch of held connections, keeping at most
+    /// [`HELD_OPENING_MAX`] opening; whether more may begin at once.
+    fn open_held(&mut self, ctx: &mut Ctx<'a>, now: Instant) -> bool {
+        let room = HELD_OPENING_MAX.saturating_sub(self.held_opening);
+        let end = (self.held_begun + room.min(HELD_BATCH)).min(self.held.len());
+        for c in &mut self.held[self.held_begun..end] {
+            c.hold(ctx, now);
+            self.held_opening += usize::from(c.opening());
+        }
+        self.held_begun = end;
+        end < self.held.len() && self.held_opening < HELD_OPENING_MAX
     }
 
     /// Open model: a failed slot is put back on the idle list by the slot itself.
@@ -84,6 +130,18 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
                 _ => continue,
             };
             c.fail(ctx, kind, now);
+        }
+        for c in &mut self.held {
+            let late = match c.phase {
+                WsPhase::Connecting => ErrorKind::ConnectTimeout,
+                WsPhase::Handshaking => ErrorKind::TlsHandshake,
+                WsPhase::Upgrading => ErrorKind::ReadTimeout,
+                _ => continue,
+            };
+            if now.saturating_duration_since(c.since) > limits.connect_timeout {
+                c.fail(ctx, late, now);
+                self.held_opening -= 1;
+            }
         }
     }
 
@@ -128,7 +186,24 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
         self.conns.iter().filter(|c| c.is_open()).count()
     }
 
+    /// The counts; and the end of the held connections (closed with code 1000), each counted
+    /// by how it went.
     fn add_stats(&mut self, stats: &mut Stats) {
+        let idle = &mut self.sh.stats.idle;
+        idle.requested = self.held.len() as u64;
+        for c in &mut self.held {
+            let end = c.release(&mut self.sh);
+            let idle = &mut self.sh.stats.idle;
+            match end {
+                Held::No | Held::Opening => idle.unopened += 1,
+                Held::Open => idle.held += 1,
+                Held::Failed(kind) => *idle.failed.entry(kind).or_default() += 1,
+                Held::Closed(code) => *idle.closed_early.entry(code).or_default() += 1,
+            }
+            if matches!(end, Held::Open | Held::Closed(_)) {
+                idle.opened += 1;
+            }
+        }
         stats.ws = std::mem::take(&mut self.sh.stats);
     }
 }

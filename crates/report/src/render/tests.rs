@@ -569,3 +569,42 @@ fn csv_table<'a>(csv: &'a str, head: &str) -> &'a str {
     let at = csv.find(&format!("\n\n{head}"));
     &csv[at.unwrap_or_else(|| panic!("no {head} table: {csv}")) + 2..]
 }
+
+/// `--ws-idle`: the idle connections' counts (requested, opened, failed by class, closed early
+/// by code, held) are in every run format, apart from the active connections' figures.
+#[test]
+fn idle_websocket_connections_are_in_every_run_format() {
+    let r: SavedResult = fixtures::websocket_idle().into();
+    let out = |format| render(&r, format, &RenderOptions::default()).unwrap().text;
+    let said = "50 requested: 48 opened, 2 failed to open (connect refused ×2), 1 closed early by the server (1001 ×1), 47 held to the end";
+    let text = out(Format::Text);
+    let line = text.lines().find(|l| l.contains("WebSocket idle")).unwrap();
+    assert!(line.ends_with(said), "{line}");
+    assert!(
+        text.contains("4 upgraded, 12 pings answered"),
+        "the active ones' own"
+    );
+    assert!(out(Format::Markdown).contains(&format!("Idle connections (`--ws-idle`): {said}.")));
+    assert!(out(Format::Html).contains(said));
+    let csv = out(Format::Csv);
+    let table = &csv[csv.find("ws_idle,connections").expect("an idle table")..];
+    for row in [
+        "requested,50",
+        "opened,48",
+        "failed_to_open,2",
+        "failed_connect_refused,2",
+        "closed_early,1",
+        "closed_early_1001,1",
+        "held,47",
+    ] {
+        assert!(table.lines().any(|l| l == row), "{row}: {table}");
+    }
+    let plain: SavedResult = fixtures::websocket().into();
+    let csv = render(&plain, Format::Csv, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(
+        !csv.contains("ws_idle"),
+        "no idle table without --ws-idle: {csv}"
+    );
+}

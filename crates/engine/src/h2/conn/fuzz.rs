@@ -86,6 +86,7 @@ fn config(now: Instant) -> WorkerConfig<'static> {
         keepalive: true,
         pipeline: 1,
         connections: 1,
+        ws_idle: 0,
         budget: None,
         t0: now,
         deadline: None,

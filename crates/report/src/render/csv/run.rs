@@ -25,6 +25,7 @@ impl Renderer for CsvRenderer {
         endpoint_table(result, opts, out)?;
         close_code_table(result, out)?;
         grpc_status_table(result, out)?;
+        idle_table(result, out)?;
         if let Some(gates) = &result.gates {
             writeln!(out)?;
             out.write_all(crate::gates::csv_table(gates).as_bytes())?;
@@ -239,6 +240,36 @@ fn grpc_status_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> 
     writeln!(out, "grpc_code,grpc_status,calls")?;
     for (code, name, n) in rows {
         writeln!(out, "{}", line(&[code, name.into(), n.to_string()]))?;
+    }
+    Ok(())
+}
+
+/// `--ws-idle`: after a blank line, the idle connections' counts, one row each: requested,
+/// opened, failed to open (and by error class), closed early by the server (and by close
+/// code), held to the end, still opening at the end.
+fn idle_table(r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(ws) = view::run::websocket(r).filter(|ws| !ws.idle.is_empty()) else {
+        return Ok(());
+    };
+    let idle = &ws.idle;
+    let mut rows = vec![
+        ("requested".to_string(), idle.requested),
+        ("opened".into(), idle.opened),
+        ("failed_to_open".into(), idle.failures()),
+    ];
+    for (&kind, &n) in &idle.failed {
+        rows.push((format!("failed_{}", error_slug(kind)), n));
+    }
+    rows.push(("closed_early".into(), idle.closed()));
+    for (code, &n) in &idle.closed_early {
+        rows.push((format!("closed_early_{code}"), n));
+    }
+    rows.push(("held".into(), idle.held));
+    rows.push(("still_opening".into(), idle.unopened));
+    writeln!(out)?;
+    writeln!(out, "ws_idle,connections")?;
+    for (what, n) in rows {
+        writeln!(out, "{}", line(&[what, n.to_string()]))?;
     }
     Ok(())
 }

@@ -437,11 +437,14 @@ fn websocket_details(r: &RunResult) -> String {
     let Some(ws) = websocket(r) else {
         return String::new();
     };
-    let counts = [
+    let mut counts = vec![
         ("Connections upgraded", ws.upgrades.to_string()),
         ("Pings answered", ws.pings.to_string()),
         ("Close frames from the server", ws.closes().to_string()),
     ];
+    if !ws.idle.is_empty() {
+        counts.push(("Idle connections (--ws-idle)", ws.idle.text()));
+    }
     let closes: Vec<Row> = close_code_rows(ws)
         .into_iter()
         .map(|(code, meaning, n)| row(vec![code.to_string(), meaning.to_string(), n.to_string()]))

@@ -285,6 +285,9 @@ fn websocket_section(r: &RunResult) -> String {
         plural(ws.pings, "ping"),
         plural(ws.closes(), "close frame")
     );
+    if !ws.idle.is_empty() {
+        out += &format!("\nIdle connections (`--ws-idle`): {}.\n", ws.idle.text());
+    }
     let rows: Vec<Vec<String>> = close_code_rows(ws)
         .into_iter()
         .map(|(code, meaning, n)| {

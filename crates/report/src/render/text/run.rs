@@ -302,6 +302,9 @@ fn summary(rep: &Report) -> Vec<String> {
     pairs.extend(reconnect_pairs(s));
     if let Some(ws) = crate::view::run::websocket(rep.r) {
         pairs.push(("WebSocket", crate::words::ws_text(ws)));
+        if !ws.idle.is_empty() {
+            pairs.push(("WebSocket idle (--ws-idle)", ws.idle.text()));
+        }
     }
     if let Some(messages) = crate::view::run::grpc_messages_text(rep.r) {
         pairs.push(("gRPC messages", messages));

@@ -427,7 +427,7 @@ fn grpcs_through_nginx_counts_equal_grpc_gos() {
     let open = ["--cacert", &ca, "--rate", "100", "-n", "40"];
     let missing = check(&url, UNKNOWN, &open).ok();
     assert_calls(&missing, "NOT_FOUND", 40);
-    refused(check(&url, KNOWN, &["-n", "5"]), "--cacert");
+    refused(check(&url, KNOWN, &["-c", "1", "-n", "5"]), "--cacert");
     // An HTTP/2 server that is no gRPC server: its 200s carry no grpc-status, and a gRPC
     // client takes such an answer as a failure.
     let not_grpc = Nginx::start_with(

@@ -121,6 +121,27 @@ pub struct LoadSpec {
 }
 
 impl LoadSpec {
+    /// What this load's URL scheme cannot be combined with (a WebSocket or gRPC URL with
+    /// `--http2`, `--pipeline`, a mix, a flow, a script…; a gRPC load without a framed
+    /// message), checked from the scheme alone: the host is not resolved and no file is read,
+    /// so a scenario checks its loads with it at file load, before any target starts. The
+    /// same lines as [`Plan::resolve`] gives.
+    pub fn check_protocol(&self) -> Result<(), PlanError> {
+        let scheme = self.url.trim().split("://").next().unwrap_or("");
+        let scheme = scheme.to_ascii_lowercase();
+        websocket::check(self, matches!(scheme.as_str(), "ws" | "wss"))?;
+        let grpc = matches!(scheme.as_str(), "grpc" | "grpcs");
+        grpc::check(self, grpc)?;
+        if grpc {
+            if let Body::Bytes(b) = &self.request.body {
+                grpc::check_framed(Some(b))?;
+            } else if matches!(self.request.body, Body::None) {
+                grpc::check_framed(None)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A closed-model load of `url` on `connections` connections for `duration`, with the
     /// defaults of `loadbench run` for everything else.
     pub fn closed(url: &str, connections: u32, duration: Duration) -> LoadSpec {

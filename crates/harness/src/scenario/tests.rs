@@ -763,3 +763,33 @@ fn a_loads_script_is_read_relative_to_the_file_and_checked_at_load() {
     assert!(e.contains("load[0].script_args"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What a WebSocket or gRPC target cannot be combined with is refused when the file loads,
+/// before any target starts, with the plan's own line and the load's key.
+#[test]
+fn protocol_clashes_are_refused_when_the_file_loads() {
+    let ws = "name = \"w\"\n[[target]]\nname = \"echo\"\nkind = \"upstream\"\n\
+        url = \"ws://127.0.0.1:{port}\"\n[[load]]\nmodel = \"closed\"\ntargets = [\"echo\"]\n\
+        connections = [1]\n";
+    assert!(parse(ws).is_ok(), "a plain WebSocket load loads");
+    assert_error(
+        &format!("{ws}pipeline = 4\n"),
+        "load[0]",
+        "--pipeline cannot be used",
+    );
+    assert_error(
+        &format!("{ws}http2 = true\n"),
+        "load[0]",
+        "--http2 cannot be used",
+    );
+    assert_error(
+        &format!("{ws}keepalive = false\n"),
+        "load[0]",
+        "--no-keepalive",
+    );
+    let grpc = ws.replace("ws://", "grpc://");
+    assert_error(&grpc, "load[0]", "one framed protobuf message");
+    // An HTTP target of the same load is not a WebSocket one: pipelining is fine there.
+    let http = ws.replace("ws://", "http://");
+    assert!(parse(&format!("{http}pipeline = 4\n")).is_ok());
+}

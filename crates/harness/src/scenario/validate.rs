@@ -41,6 +41,7 @@ impl ScenarioFile {
             .collect::<Result<_, _>>()?;
         s.start_order(file)?;
         s.check_source_addrs(file)?;
+        s.check_protocols(file)?;
         s.check_gate_ratios(file)?;
         Ok(s)
     }
@@ -79,6 +80,30 @@ impl Scenario {
             let gates = t.slo.iter().flat_map(|g| &g.gates);
             self.check_ratios(gates, &all)
                 .map_err(|e| ScenarioError::new(file, format!("target[{i}].slo"), e, fix))?;
+        }
+        Ok(())
+    }
+
+    /// What a load cannot be combined with given the URL scheme of a target it runs (a
+    /// WebSocket URL with `http2` or `pipeline`, a `grpc://` one without a message the plan can
+    /// send…): the plan's own line, here and not when the step starts after the targets.
+    fn check_protocols(&self, file: &Path) -> Result<(), ScenarioError> {
+        for (i, load) in self.loads.iter().enumerate() {
+            let Some(level) = load.levels.first() else {
+                continue;
+            };
+            let targets = self
+                .targets
+                .iter()
+                .filter(|t| load.targets.contains(&t.name));
+            for t in targets {
+                let Some(url) = &t.url else { continue };
+                if let Err(e) = load.spec(level, url).check_protocol() {
+                    let problem = format!("with target '{}' ({url}): {e}", t.name);
+                    let fix = "change the load, or give the target another URL (docs/scenarios.md)";
+                    return Err(ScenarioError::new(file, format!("load[{i}]"), problem, fix));
+                }
+            }
         }
         Ok(())
     }

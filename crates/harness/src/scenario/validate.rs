@@ -84,6 +84,16 @@ impl Scenario {
         Ok(())
     }
 
+    /// The targets `load` runs, in the file's order.
+    fn targets_of<'a>(
+        &'a self,
+        load: &'a super::ScenarioLoad,
+    ) -> impl Iterator<Item = &'a TargetSpec> + 'a {
+        self.targets
+            .iter()
+            .filter(|t| load.targets.contains(&t.name))
+    }
+
     /// What a load cannot be combined with given the URL scheme of a target it runs (a
     /// WebSocket URL with `http2` or `pipeline`, a `grpc://` one without a message the plan can
     /// send…): the plan's own line, here and not when the step starts after the targets.
@@ -92,11 +102,7 @@ impl Scenario {
             let Some(level) = load.levels.first() else {
                 continue;
             };
-            let targets = self
-                .targets
-                .iter()
-                .filter(|t| load.targets.contains(&t.name));
-            for t in targets {
+            for t in self.targets_of(load) {
                 let Some(url) = &t.url else { continue };
                 if let Err(e) = load.spec(level, url).check_protocol() {
                     let problem = format!("with target '{}' ({url}): {e}", t.name);
@@ -116,11 +122,7 @@ impl Scenario {
             let Some(&first) = load.source_addrs.first() else {
                 continue;
             };
-            let targets = self
-                .targets
-                .iter()
-                .filter(|t| load.targets.contains(&t.name));
-            for t in targets {
+            for t in self.targets_of(load) {
                 let Some(ip) = target_ip(t) else { continue };
                 if let Some((problem, fix)) = unreachable_from(&load.source_addrs, first, ip) {
                     let problem = format!("{problem} (target '{}' is at {ip})", t.name);

@@ -40,6 +40,12 @@ enum Mode {
     HeadersFlood,
     /// SETTINGS_INITIAL_WINDOW_SIZE 0, never a WINDOW_UPDATE (the requests carry a body).
     WindowClosed,
+    /// gRPC (not in the matrix): a `200`, one message and END_STREAM, never trailers.
+    GrpcNoTrailers,
+    /// gRPC: a `200`, one message, then trailers whose `grpc-status` is `abc`.
+    GrpcUnreadable,
+    /// gRPC: a proxy's own trailers-only `502`, without a `grpc-status`.
+    Grpc502,
 }
 
 const MODES: [Mode; 8] = [
@@ -150,8 +156,39 @@ fn answer(conn: &mut TcpStream, mode: Mode, stream: u32, stop: &AtomicBool) -> b
         Mode::RstEach => frame::rst_stream(&mut out, stream, 2),
         // No answer: the server reads on (and counts).
         Mode::Goaway0 | Mode::ZeroStreams | Mode::BadSettings | Mode::WindowClosed => return true,
+        Mode::GrpcNoTrailers | Mode::GrpcUnreadable | Mode::Grpc502 => {
+            grpc_answer(&mut out, mode, stream)
+        }
     }
     conn.write_all(&out).is_ok()
+}
+
+/// The answers of the gRPC modes (`:status` 200 is the static table's entry 8; 502 a literal
+/// with that name; `grpc-status` a literal with a new name).
+fn grpc_answer(out: &mut Vec<u8>, mode: Mode, stream: u32) {
+    let message = [0u8, 0, 0, 0, 0];
+    let end = flag::END_HEADERS | flag::END_STREAM;
+    match mode {
+        Mode::GrpcNoTrailers => {
+            frame::frame(out, kind::HEADERS, flag::END_HEADERS, stream, &[0x88]);
+            frame::frame(out, kind::DATA, flag::END_STREAM, stream, &message);
+        }
+        Mode::GrpcUnreadable => {
+            frame::frame(out, kind::HEADERS, flag::END_HEADERS, stream, &[0x88]);
+            frame::frame(out, kind::DATA, 0, stream, &message);
+            let mut trailers = vec![0x00, 11];
+            trailers.extend_from_slice(b"grpc-status");
+            trailers.extend_from_slice(&[3, b'a', b'b', b'c']);
+            frame::frame(out, kind::HEADERS, end, stream, &trailers);
+        }
+        _ => frame::frame(
+            out,
+            kind::HEADERS,
+            end,
+            stream,
+            &[0x08, 3, b'5', b'0', b'2'],
+        ),
+    }
 }
 
 /// Writes `first`, then `more` frames (about 16 KiB at a time) until the peer stops taking
@@ -265,6 +302,8 @@ fn expect(mode: Mode) -> Expect {
         ),
         Mode::HeadersFlood => e(&[ReadTimeout], None, false, false),
         Mode::WindowClosed => e(&[ReadTimeout], None, false, true),
+        // Answered, each: no error class (see `grpc_answers_…`, not the matrix).
+        Mode::GrpcNoTrailers | Mode::GrpcUnreadable | Mode::Grpc502 => e(&[], None, false, true),
     }
 }
 
@@ -372,4 +411,42 @@ fn rss_probe() {
 fn peak_rss_stays_bounded_against_every_hostile_h2_mode() {
     let kb = child_peak_rss_kb("hostile_h2::rss_probe", PROBE);
     assert!(kb < 64 * 1024, "peak RSS {kb} kB");
+}
+
+/// gRPC answers without a status a client can read (issue 41): no trailers at all, a
+/// `grpc-status` that is no number, a proxy's `502` without one. Each call is answered (no
+/// error class) and each is one failed answer, never two: the first two by gRPC (under a
+/// `200`, in `stats.grpc.failed_http_ok`), the `502` by its HTTP status. Closed and open model.
+#[test]
+fn grpc_answers_without_a_readable_status_are_each_one_failed_answer() {
+    for mode in [Mode::GrpcNoTrailers, Mode::GrpcUnreadable, Mode::Grpc502] {
+        for open in [false, true] {
+            let server = start(mode);
+            let url = format!("grpc://{}/loadbench.test.S/M", server.addr);
+            let mut spec = match open {
+                false => base_spec(&url, Base::Count, TIMEOUT, WINDOW),
+                true => base_spec(&url, Base::Open, TIMEOUT, WINDOW),
+            };
+            spec.request.method = "POST".into();
+            spec.request.body = Body::Bytes(loadbench_plan::grpc_frame(b""));
+            let s = run_bounded(&spec, WINDOW * 4).unwrap();
+            let what = format!(
+                "{mode:?} open={open}: {:?} {:?} {:?}",
+                s.errors, s.status, s.grpc
+            );
+            // -n 12 closed; the open model's 40/s over the window.
+            let n = s.requests;
+            assert!(n > 0 && (open || n == 12), "{what}");
+            assert_eq!(s.errors.total(), 0, "{what}");
+            assert_eq!(s.failed_answers(), n, "{what}");
+            match mode {
+                Mode::GrpcNoTrailers => assert_eq!(s.grpc.no_status, n, "{what}"),
+                Mode::GrpcUnreadable => assert_eq!(s.grpc.count("OTHER"), n, "{what}"),
+                _ => assert_eq!(s.status.0.get(&502), Some(&n), "{what}"),
+            }
+            let by_grpc = if mode == Mode::Grpc502 { 0 } else { n };
+            assert_eq!(s.grpc.failed_http_ok, Some(by_grpc), "{what}");
+            assert!(server.settled() >= n, "{what}");
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! can count what reached it — `sent` equal to the server's count. Modes run in parallel
 //! threads so the matrix stays short. Only classes and identities are asserted, never speeds.
 
-use crate::support::{check, is_timeout, matrix, settled};
+use crate::support::{check, check_run, is_timeout, matrix, settled};
 use loadbench_engine::Engine;
 use loadbench_model::{ErrorKind, ReopenReason, Stats};
 use loadbench_plan::{Body, LoadSpec, Plan, RequestSpec, Stop};
@@ -399,13 +399,7 @@ fn run_case(mode: Hostile, model: Model) -> Result<(), String> {
     } else {
         limit
     };
-    check(took <= limit, "finished in time", &what)?;
-    let unsent = s.errors.before_send();
-    check(
-        s.requests + s.errors.total() - unsent + s.abandoned == s.sent,
-        "identity",
-        &what,
-    )?;
+    check_run(&s, (took, limit), 0, &what)?;
     let e = expect(mode);
     let stray = s.errors.0.keys().find(|k| !e.classes.contains(k));
     check(stray.is_none(), "only the expected classes", &what)?;

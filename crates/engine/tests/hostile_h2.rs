@@ -9,8 +9,8 @@
 //! peak RSS.
 
 use crate::support::{
-    base_spec, check, child_peak_rss_kb, is_timeout, matrix, run_all_then_print_rss, run_bounded,
-    run_timed, Base, RawListener,
+    base_spec, check, check_run, child_peak_rss_kb, is_timeout, matrix, run_all_then_print_rss,
+    run_bounded, run_timed, Base, RawListener,
 };
 use loadbench_engine::h2::frame::{self, flag, kind, setting, Event, FrameError};
 use loadbench_engine::h2::frame::{FrameReader, Head};
@@ -316,14 +316,8 @@ fn run_case(mode: Mode, model: Model) -> Result<(), String> {
         "{mode:?}/{model:?}: {took:?} requests {} sent {} abandoned {} {:?} {:?} {:?}",
         s.requests, s.sent, s.abandoned, s.errors, s.error_reasons, s.h2
     );
-    check(took <= limit, "finished in time", &what)?;
-    let unsent = s.errors.before_send();
     let retried = s.h2.goaway_retries;
-    check(
-        s.requests + s.errors.total() - unsent + s.abandoned + retried == s.sent,
-        "identity",
-        &what,
-    )?;
+    check_run(&s, (took, limit), retried, &what)?;
     let e = expect(mode);
     let stray = s.errors.0.keys().find(|k| !e.classes.contains(k));
     check(stray.is_none(), "only the expected classes", &what)?;

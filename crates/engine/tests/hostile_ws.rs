@@ -10,8 +10,8 @@
 //! reads its peak RSS.
 
 use crate::support::{
-    base_spec, check, child_peak_rss_kb, is_timeout, matrix, run_all_then_print_rss, run_timed,
-    Base, RawListener,
+    base_spec, check, check_run, child_peak_rss_kb, is_timeout, matrix, run_all_then_print_rss,
+    run_timed, Base, RawListener,
 };
 use base64::Engine as _;
 use loadbench_model::{ErrorKind, ErrorReason, Stats};
@@ -321,13 +321,7 @@ fn run_case(mode: Mode, model: Model) -> Result<(), String> {
         "{mode:?}/{model:?}: {took:?} requests {} sent {} abandoned {} {:?} {:?} {:?}",
         s.requests, s.sent, s.abandoned, s.errors, s.error_reasons, s.ws
     );
-    check(took <= limit, "finished in time", &what)?;
-    let unsent = s.errors.before_send();
-    check(
-        s.requests + s.errors.total() - unsent + s.abandoned == s.sent,
-        "identity",
-        &what,
-    )?;
+    check_run(&s, (took, limit), 0, &what)?;
     let (classes, completes, reason) = expect(mode);
     let stray = s.errors.0.keys().find(|k| !classes.contains(k));
     check(stray.is_none(), "only the expected classes", &what)?;

@@ -5,10 +5,10 @@
 
 #![allow(dead_code)]
 
+use crate::support::RawListener;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,45 +29,23 @@ pub(crate) enum Mode {
     Close,
 }
 
-pub(crate) struct RawServer {
-    pub addr: SocketAddr,
-    pub count: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-}
+/// The raw server of this file: [`RawListener`], counting the requests it reads.
+pub(crate) struct RawServer(RawListener);
 
 impl RawServer {
     pub(crate) fn start(bind: &str, mode: Mode) -> std::io::Result<RawServer> {
-        let listener = TcpListener::bind(bind)?;
-        let addr = listener.local_addr()?;
-        let count = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (c, s) = (Arc::clone(&count), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let (c, s) = (Arc::clone(&c), Arc::clone(&s));
-                std::thread::spawn(move || serve(conn, mode, &c, &s));
-            }
-        });
-        Ok(RawServer { addr, count, stop })
+        RawListener::bind(bind, move |conn, count, stop| {
+            serve(conn, mode, count, stop)
+        })
+        .map(RawServer)
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        format!("http://{}{path}", self.0.addr)
     }
 
     pub(crate) fn requests(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for RawServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = TcpStream::connect(self.addr);
+        self.0.count.load(Ordering::Relaxed)
     }
 }
 

@@ -23,8 +23,16 @@ impl RawListener {
     where
         F: Fn(TcpStream, &AtomicU64, &AtomicBool) + Send + Sync + Copy + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
+        RawListener::bind("127.0.0.1:0", serve).unwrap()
+    }
+
+    /// [`RawListener::start`] on `bind`.
+    pub(crate) fn bind<F>(bind: &str, serve: F) -> std::io::Result<RawListener>
+    where
+        F: Fn(TcpStream, &AtomicU64, &AtomicBool) + Send + Sync + Copy + 'static,
+    {
+        let listener = TcpListener::bind(bind)?;
+        let addr = listener.local_addr()?;
         let count = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (c, s) = (Arc::clone(&count), Arc::clone(&stop));
@@ -38,7 +46,7 @@ impl RawListener {
                 std::thread::spawn(move || serve(conn, &c, &s));
             }
         });
-        RawListener { addr, count, stop }
+        Ok(RawListener { addr, count, stop })
     }
 
     /// The server's count once it stopped moving (what is in transit is read by then).
@@ -75,6 +83,24 @@ pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// A hostile run's own accounting: it ended within `limit`, and
+/// `requests + (errors − errors before sending) + abandoned + retried = sent` (`retried`:
+/// HTTP/2's requests refused by a GOAWAY and sent again, 0 elsewhere).
+pub(crate) fn check_run(
+    s: &Stats,
+    (took, limit): (Duration, Duration),
+    retried: u64,
+    what: &str,
+) -> Result<(), String> {
+    check(took <= limit, "finished in time", what)?;
+    let unsent = s.errors.before_send();
+    check(
+        s.requests + s.errors.total() - unsent + s.abandoned + retried == s.sent,
+        "identity",
+        what,
     )
 }
 

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use crate::support::RawListener;
+use super::listener::RawListener;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -7,6 +7,7 @@ mod h2_flow;
 mod hostile;
 mod hostile_h2;
 mod hostile_ws;
+mod listener;
 mod merge;
 mod pipeline;
 mod pulse;

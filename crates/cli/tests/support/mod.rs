@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub(crate) mod admin;
+/// The raw server under `raw` (shared with the engine's tests).
+#[path = "../../../engine/tests/listener.rs"]
+pub(crate) mod listener;
 pub(crate) mod nginx;
 /// `examples/orders.toml`'s targets, started without load; the harness's tests use them too.
 #[path = "../../../harness/tests/orders_targets.rs"]

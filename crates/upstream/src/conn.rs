@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALT_SVC};
 use hyper::server::conn::http1;
 use hyper::service::Service;
 use hyper::{Request, Response};
@@ -44,9 +45,20 @@ pub(crate) enum Fault {
     Short,
 }
 
-/// The hyper service of one connection: a handle on the shared app.
+/// The hyper service of one connection: a handle on the shared app, and the `Alt-Svc` header
+/// its responses carry (TLS connections while HTTP/3 is served beside them).
 #[derive(Clone)]
-pub(crate) struct Handler(pub(crate) Arc<App>);
+pub(crate) struct Handler {
+    pub(crate) app: Arc<App>,
+    pub(crate) alt_svc: Option<HeaderValue>,
+}
+
+impl Handler {
+    /// A connection's service without `Alt-Svc`.
+    pub(crate) fn new(app: Arc<App>) -> Handler {
+        Handler { app, alt_svc: None }
+    }
+}
 
 impl Service<Request<Incoming>> for Handler {
     type Response = Response<ResponseBody>;
@@ -54,7 +66,11 @@ impl Service<Request<Incoming>> for Handler {
     type Future = Reply;
 
     fn call(&self, req: Request<Incoming>) -> Reply {
-        self.0.handle(req)
+        let reply = self.app.handle(req);
+        match &self.alt_svc {
+            None => reply,
+            Some(value) => reply.with_header(ALT_SVC, value.clone()),
+        }
     }
 }
 
@@ -73,7 +89,7 @@ pub(crate) async fn serve(
     http: &http1::Builder,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut conn = http.serve_connection(TokioIo::new(stream), Handler(app));
+    let mut conn = http.serve_connection(TokioIo::new(stream), Handler::new(app));
     let result = tokio::select! {
         biased;
         result = &mut conn => result,

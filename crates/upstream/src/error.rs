@@ -65,6 +65,15 @@ pub enum UpstreamError {
         /// What the operating system answered.
         cause: io::Error,
     },
+    /// The UDP socket of HTTP/3 (beside TLS, on the TCP listener's port number) cannot be
+    /// bound.
+    #[error("cannot listen for HTTP/3 on UDP {addr}: {cause}: pick another port with --listen, or serve without HTTP/3 (--no-h3)")]
+    H3Listen {
+        /// The UDP address asked for.
+        addr: SocketAddr,
+        /// What the operating system answered.
+        cause: io::Error,
+    },
     /// The tokio runtime, its thread or the signal handlers could not be set up.
     #[error("cannot start the server runtime: {0}")]
     Runtime(io::Error),

@@ -1,4 +1,5 @@
-//! gRPC at any path: a `POST /package.Service/Method` over HTTP/2 with a `content-type` of
+//! gRPC at any path: a `POST /package.Service/Method` over HTTP/2 (or HTTP/3, whose trailers
+//! carry the status the same way) with a `content-type` of
 //! `application/grpc…` is answered by a gRPC echo, so the demo and the tests have a gRPC
 //! target without a gRPC server of their own. Every method answers with the request's own
 //! message (a unary echo: the bytes go back as they came, so no `.proto` is read here and any
@@ -12,7 +13,6 @@
 //! Calls count under the route `grpc` of `/stats`.
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode, Version};
 use std::time::Duration;
@@ -26,9 +26,10 @@ const MAX_STREAM: u64 = 100_000;
 /// The longest `x-delay-ms` honoured.
 const MAX_DELAY_MS: u64 = 60_000;
 
-/// A gRPC call: HTTP/2, `POST`, `content-type: application/grpc` (or `application/grpc+…`).
+/// A gRPC call: HTTP/2 (or HTTP/3), `POST`, `content-type: application/grpc` (or
+/// `application/grpc+…`).
 pub(crate) fn is_grpc<B>(req: &Request<B>) -> bool {
-    req.version() == Version::HTTP_2
+    matches!(req.version(), Version::HTTP_2 | Version::HTTP_3)
         && req.method() == Method::POST
         && req
             .headers()
@@ -38,7 +39,9 @@ pub(crate) fn is_grpc<B>(req: &Request<B>) -> bool {
 }
 
 /// The answer to one call (see the module's text).
-pub(crate) async fn answer(req: Request<Incoming>) -> Response<ResponseBody> {
+pub(crate) async fn answer(
+    req: Request<impl crate::routes::RequestBody>,
+) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let meta = |name: &str| {
         parts
@@ -136,6 +139,7 @@ mod tests {
             Method::POST,
             "application/grpc+proto"
         ));
+        assert!(call(Version::HTTP_3, Method::POST, "application/grpc"));
         assert!(!call(Version::HTTP_11, Method::POST, "application/grpc"));
         assert!(!call(Version::HTTP_2, Method::GET, "application/grpc"));
         assert!(!call(Version::HTTP_2, Method::POST, "application/json"));

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::header::HeaderValue;
 use hyper::server::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -137,10 +138,11 @@ pub(crate) async fn serve_tls(
     mut stream: TlsStream<TcpStream>,
     app: Arc<App>,
     http: &auto::Builder<TokioExecutor>,
+    alt_svc: Option<HeaderValue>,
     mut stop: watch::Receiver<bool>,
 ) {
     if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
-        return serve_auto(stream, app, http, stop).await;
+        return serve_auto(stream, app, http, alt_svc, stop).await;
     }
     let first = tokio::select! {
         biased;
@@ -155,7 +157,7 @@ pub(crate) async fn serve_tls(
     if ws {
         crate::ws::serve_ws(stream, app, stop).await;
     } else {
-        serve_auto(stream, app, http, stop).await;
+        serve_auto(stream, app, http, alt_svc, stop).await;
     }
 }
 
@@ -183,7 +185,7 @@ pub(crate) async fn serve_h2c(
     h2: &http2::Builder<TokioExecutor>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut conn = h2.serve_connection(TokioIo::new(stream), Handler(app));
+    let mut conn = h2.serve_connection(TokioIo::new(stream), Handler::new(app));
     tokio::select! {
         biased;
         _ = &mut conn => {}
@@ -195,16 +197,18 @@ pub(crate) async fn serve_h2c(
 }
 
 /// Serves a TLS or Unix-socket connection over HTTP/1.1 or HTTP/2 (a fault route only ends
-/// its connection or stream: the misbehaviours need a raw TCP socket).
+/// its connection or stream: the misbehaviours need a raw TCP socket), every response with
+/// `alt_svc` when given (TLS beside HTTP/3).
 pub(crate) async fn serve_auto<I>(
     io: I,
     app: Arc<App>,
     http: &auto::Builder<TokioExecutor>,
+    alt_svc: Option<HeaderValue>,
     mut stop: watch::Receiver<bool>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = http.serve_connection(TokioIo::new(io), Handler(app));
+    let conn = http.serve_connection(TokioIo::new(io), Handler { app, alt_svc });
     tokio::pin!(conn);
     tokio::select! {
         biased;

@@ -1,7 +1,9 @@
-//! The reference backend of loadbench: a small, fast HTTP/1.1 and HTTP/2 server with known
-//! answers (over TCP, where h2c with prior knowledge is detected by its preface, TLS with a
-//! generated or given certificate and ALPN `h2`/`http/1.1`, and a Unix socket), used by
-//! `loadbench serve`, `loadbench demo` and the tests of the other crates.
+//! The reference backend of loadbench: a small, fast HTTP/1.1, HTTP/2 and HTTP/3 server with
+//! known answers (over TCP, where h2c with prior knowledge is detected by its preface, TLS with a
+//! generated or given certificate and ALPN `h2`/`http/1.1`, HTTP/3 over QUIC on the TLS port
+//! number over UDP (ALPN `h3`, announced by `Alt-Svc`; `ServerConfig::h3`, on by default with
+//! TLS), and a Unix socket), used by `loadbench serve`, `loadbench demo` and the tests of the
+//! other crates. Every protocol's requests go through the same route table below.
 //!
 //! In: a [`ServerConfig`] (address, threads, default delay/body size/status, fail rate,
 //! concurrency limit, hiccup, whether abandoned work is finished). Out: a running [`Server`] with its bound address and per-route
@@ -27,14 +29,18 @@
 //! | `POST /login` | a fresh token: `{"token":"t1-…","user":…}` and `X-Token`; the user is a JSON body's `"user"`, a form's `user=`, else `anonymous` (other methods: 405) |
 //! | `/me` | with `Authorization: Bearer <token>` from `/login`: `{"user":…,"token":…,"requests":N}`, N counting this token's authorised requests; else 401 with `WWW-Authenticate: Bearer` (counts: `Server::logins`, the newest [`TOKENS_KEPT`] tokens kept) |
 //! | `/ws` (TCP or TLS, the connection's first request) | a WebSocket echo: text and binary messages sent back, each counted under `/ws`; pings answered; `?close_after=N&close_code=C` closes after N echoes (see `ws.rs`) |
-//! | any path, a gRPC call (HTTP/2 `POST`, `content-type: application/grpc`) | a gRPC echo: the request's message back, then `grpc-status: 0`; metadata `x-stream-count: N` streams it N times, `x-grpc-status: N` answers that status, `x-delay-ms: N` waits (see `grpc.rs`); counted under `grpc` |
-//! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), with `in_service`, `queued`, `abandoned_completed` and `ws_open` (WebSocket connections open now) |
+//! | any path, a gRPC call (HTTP/2 or HTTP/3 `POST`, `content-type: application/grpc`) | a gRPC echo: the request's message back, then `grpc-status: 0`; metadata `x-stream-count: N` streams it N times, `x-grpc-status: N` answers that status, `x-delay-ms: N` waits (see `grpc.rs`); counted under `grpc` |
+//! | `/stats`, `POST /stats/reset` | requests per route pattern as JSON (not counting `/stats`), per protocol (`protocols`: `http1`, `h2`, `h3`), with `in_service`, `queued`, `abandoned_completed` and `ws_open` (WebSocket connections open now) |
 //! | `/fault/reset` | a TCP RST instead of a response |
 //! | `/fault/close` | FIN before any response byte |
 //! | `/fault/stall` | nothing, until the client closes or the server stops |
 //! | `/fault/malformed` | `HTTX/9 abc` as status line, then close |
 //! | `/fault/short` | `Content-Length: 100` with 10 body bytes, then close |
 //! | `/fault/slow?bps=N&size=S` | `S` bytes (default 1 KiB) at `N` (default 1 KiB) bytes per second |
+//!
+//! Over TLS and HTTP/2 a fault route only ends its connection or resets its stream (the
+//! misbehaviours above need a raw TCP socket); over HTTP/3 it resets its stream
+//! (`H3_INTERNAL_ERROR`), and `/ws` is a 404 there as over HTTP/2.
 //!
 //! `fail_rate` turns that fraction of ordinary (non-fault) answers into 500s, drawn from a
 //! seeded generator so rates are reproducible.
@@ -87,6 +93,7 @@ mod error;
 mod grpc;
 mod h2;
 mod hiccup;
+mod http3;
 mod limit;
 mod login;
 mod rewind;

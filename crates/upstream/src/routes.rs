@@ -13,8 +13,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use hyper::header::{
+    HeaderName, HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
 
@@ -194,6 +195,18 @@ pub(crate) struct Options {
     pub(crate) keep_abandoned: bool,
 }
 
+/// A request body the routes can read: hyper's (HTTP/1.1, HTTP/2) or an HTTP/3 stream's
+/// (`h3.rs`), so every protocol goes through the one [`App::handle`].
+pub(crate) trait RequestBody:
+    hyper::body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static
+{
+}
+
 /// What a request turns into: a response, or a fault for the connection driver.
 pub(crate) type Outcome = Result<Response<ResponseBody>, Fault>;
 
@@ -210,6 +223,20 @@ impl Future for Reply {
         match self.get_mut() {
             Reply::Ready(outcome) => Poll::Ready(outcome.take().expect("Reply polled after end")),
             Reply::Later(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+impl Reply {
+    /// This reply with one more header on its response (a fault stays a fault).
+    pub(crate) fn with_header(self, name: HeaderName, value: HeaderValue) -> Reply {
+        let add = move |mut response: Response<ResponseBody>| {
+            response.headers_mut().insert(name, value);
+            response
+        };
+        match self {
+            Reply::Ready(outcome) => Reply::Ready(outcome.map(|o| o.map(add))),
+            Reply::Later(future) => Reply::Later(Box::pin(async move { future.await.map(add) })),
         }
     }
 }
@@ -348,11 +375,22 @@ impl App {
         }
     }
 
-    /// The whole request handling: route, count, choose the delay, answer.
-    pub(crate) fn handle(&self, req: Request<Incoming>) -> Reply {
+    /// The request just counted came over this protocol (HTTP/1.x has no counter of its own:
+    /// it is the rest of the total).
+    fn count_protocol(&self, version: hyper::Version) {
+        match version {
+            hyper::Version::HTTP_2 => self.counters.hit_h2(),
+            hyper::Version::HTTP_3 => self.counters.hit_h3(),
+            _ => {}
+        }
+    }
+
+    /// The whole request handling, whatever the protocol: route, count, choose the delay,
+    /// answer.
+    pub(crate) fn handle(&self, req: Request<impl RequestBody>) -> Reply {
         if crate::grpc::is_grpc(&req) {
             self.counters.hit(Route::Grpc);
-            self.counters.hit_h2();
+            self.count_protocol(req.version());
             return Reply::Later(Box::pin(async { Ok(crate::grpc::answer(req).await) }));
         }
         let (route, param) = Route::resolve(req.uri().path());
@@ -360,9 +398,7 @@ impl App {
             return Reply::Ready(Some(Ok(self.stats(req.method(), param))));
         }
         self.counters.hit(route);
-        if req.version() == hyper::Version::HTTP_2 {
-            self.counters.hit_h2();
-        }
+        self.count_protocol(req.version());
         match self.prepare(route, param, req.uri().query()) {
             Ok((wait, Work::Done(outcome))) if wait.passes_now() => Reply::Ready(Some(outcome)),
             Ok((wait, Work::Done(outcome))) => wait.then(async { outcome }),
@@ -565,7 +601,7 @@ fn with_type(
 
 /// `/echo`: the request as JSON — `method`, `path`, `query` (or null), `version`, `headers`
 /// (an object; repeated headers joined with `, `), `body` (UTF-8, lossy) and `body_len`.
-async fn echo(req: Request<Incoming>, log: &EchoLog) -> Response<ResponseBody> {
+async fn echo(req: Request<impl RequestBody>, log: &EchoLog) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let body = match read_body(body).await {
         Ok(body) => body,
@@ -614,7 +650,7 @@ async fn echo(req: Request<Incoming>, log: &EchoLog) -> Response<ResponseBody> {
 
 /// `POST /login`: a fresh token for the user the body names (see `login::user_of`), as
 /// `{"token":…,"user":…}` and in `X-Token`.
-async fn login(req: Request<Incoming>, sessions: &Sessions) -> Response<ResponseBody> {
+async fn login(req: Request<impl RequestBody>, sessions: &Sessions) -> Response<ResponseBody> {
     let body = match read_limited(req.into_body(), LOGIN_LIMIT, "/login: at most 64KiB").await {
         Ok(body) => body,
         Err(e) => return text(StatusCode::PAYLOAD_TOO_LARGE, e),
@@ -661,17 +697,16 @@ fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<Resp
     with_type(status, ResponseBody::once(value.to_string().into()), json())
 }
 
-async fn read_body(body: Incoming) -> Result<Vec<u8>, String> {
+async fn read_body(body: impl RequestBody) -> Result<Vec<u8>, String> {
     read_limited(body, ECHO_LIMIT, "/echo: at most 16MiB").await
 }
 
 /// The whole request body, or an error once it passes `limit` bytes.
 pub(crate) async fn read_limited(
-    mut body: Incoming,
+    mut body: impl RequestBody,
     limit: usize,
     what: &str,
 ) -> Result<Vec<u8>, String> {
-    use hyper::body::Body as _;
     let mut out = Vec::new();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let frame = frame.map_err(|e| format!("cannot read the request body: {e}"))?;

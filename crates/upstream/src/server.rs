@@ -2,14 +2,16 @@
 //! immediate, typed error), then runs a tokio runtime on its own thread, so sync tests and the
 //! sync CLI can use it. One task accepts; each connection gets its own task. Stopping stops
 //! accepting, lets in-flight requests finish within the grace period, then drops the rest.
+//! With TLS, HTTP/3 is served on the same port number over UDP (`http3.rs`) unless turned off.
 
-use std::net::{SocketAddr, TcpListener as StdListener};
+use std::net::{SocketAddr, TcpListener as StdListener, UdpSocket};
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use hyper::header::HeaderValue;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::runtime::Runtime;
@@ -59,6 +61,10 @@ pub struct ServerConfig {
     pub max_served_conns: Option<usize>,
     /// Serve HTTPS on `listen` with this identity (fault routes then only end the connection).
     pub tls: Option<TlsIdentity>,
+    /// With `tls`: also serve HTTP/3 (QUIC) over UDP on the port number of `listen`, announced
+    /// by `Alt-Svc: h3=":PORT"` on the TLS responses. On by default (as Caddy does); without
+    /// `tls` nothing listens on UDP whatever this says.
+    pub h3: bool,
     /// Also listen on this Unix socket (plain HTTP; a stale socket file is replaced).
     pub unix: Option<PathBuf>,
 }
@@ -79,6 +85,7 @@ impl Default for ServerConfig {
             keep_abandoned: false,
             max_served_conns: None,
             tls: None,
+            h3: true,
             unix: None,
         }
     }
@@ -117,6 +124,8 @@ impl ServerConfig {
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    /// The UDP address HTTP/3 is served on (the port of `addr`), `None` without it.
+    h3_addr: Option<SocketAddr>,
     /// The certificate served over TLS (PEM), to trust as a client's `--cacert`.
     tls_cert_pem: Option<String>,
     app: Arc<App>,
@@ -129,8 +138,16 @@ impl Server {
     pub fn start(cfg: ServerConfig) -> Result<Server, UpstreamError> {
         cfg.validate()?;
         let tls = cfg.tls.as_ref().map(TlsIdentity::acceptor).transpose()?;
-        let listener = bind(cfg.listen)?;
+        let quic = (cfg.tls.as_ref().filter(|_| cfg.h3))
+            .map(TlsIdentity::quic)
+            .transpose()?;
+        let (listener, udp) = bind_tcp_and_udp(cfg.listen, quic.is_some())?;
         let addr = listener.local_addr().map_err(UpstreamError::Runtime)?;
+        let h3_addr = udp.as_ref().map(|_| addr);
+        let tls = tls.map(|acceptor| Tls {
+            acceptor,
+            alt_svc: h3_addr.map(|a| crate::http3::alt_svc(a.port())),
+        });
         let unix = cfg.unix.as_deref().map(bind_unix).transpose()?;
         let runtime = runtime(cfg.threads).map_err(UpstreamError::Runtime)?;
         let app = Arc::new(App::new(cfg.options()));
@@ -143,6 +160,7 @@ impl Server {
                 let listeners = Listeners {
                     tcp: listener,
                     tls,
+                    h3: udp.zip(quic),
                     unix,
                 };
                 run(runtime, listeners, shared, stop_rx, cfg.grace, served)
@@ -150,6 +168,7 @@ impl Server {
             .map_err(UpstreamError::Runtime)?;
         Ok(Server {
             addr,
+            h3_addr,
             tls_cert_pem: cfg.tls.map(|t| t.cert_pem),
             app,
             stop,
@@ -160,6 +179,12 @@ impl Server {
     /// The bound address (with the real port when `listen` had port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The UDP address HTTP/3 is served on (the port of [`Server::local_addr`]), `None` without
+    /// TLS or with `h3` off.
+    pub fn h3_addr(&self) -> Option<SocketAddr> {
+        self.h3_addr
     }
 
     /// The certificate served over TLS (PEM), `None` without TLS.
@@ -230,6 +255,37 @@ fn bind(addr: SocketAddr) -> Result<StdListener, UpstreamError> {
     Ok(socket.into())
 }
 
+/// The TCP listener, and with `udp` a UDP socket on the same port number for HTTP/3. With port
+/// 0 the port the kernel picked for TCP may be taken on UDP: another is picked then (the
+/// listeners that could not be used are kept until the end, so the kernel does not give their
+/// port again), a few times.
+fn bind_tcp_and_udp(
+    addr: SocketAddr,
+    udp: bool,
+) -> Result<(StdListener, Option<UdpSocket>), UpstreamError> {
+    const TRIES: usize = 8;
+    let mut unusable = Vec::new();
+    loop {
+        let tcp = bind(addr)?;
+        if !udp {
+            return Ok((tcp, None));
+        }
+        let bound = tcp.local_addr().map_err(UpstreamError::Runtime)?;
+        let socket = UdpSocket::bind(bound).and_then(|s| s.set_nonblocking(true).map(|()| s));
+        match socket {
+            Ok(socket) => return Ok((tcp, Some(socket))),
+            Err(e)
+                if addr.port() == 0
+                    && e.kind() == std::io::ErrorKind::AddrInUse
+                    && unusable.len() < TRIES =>
+            {
+                unusable.push(tcp);
+            }
+            Err(cause) => return Err(UpstreamError::H3Listen { addr: bound, cause }),
+        }
+    }
+}
+
 /// A Unix listening socket; a stale socket file left by an earlier server is replaced, any
 /// other file at the path is kept and refused.
 fn bind_unix(path: &std::path::Path) -> Result<StdUnixListener, UpstreamError> {
@@ -258,11 +314,21 @@ fn runtime(threads: usize) -> std::io::Result<Runtime> {
     builder.enable_all().thread_name("upstream-worker").build()
 }
 
-/// What the server listens on: TCP (with TLS when an acceptor is given) and a Unix socket.
+/// What the server listens on: TCP (with TLS when an acceptor is given), UDP for HTTP/3 (with
+/// its QUIC configuration) and a Unix socket.
 struct Listeners {
     tcp: StdListener,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Tls>,
+    h3: Option<(UdpSocket, quinn::ServerConfig)>,
     unix: Option<StdUnixListener>,
+}
+
+/// TLS on the TCP listener: the handshake, and the `Alt-Svc` its responses carry when HTTP/3
+/// is served beside it.
+#[derive(Clone)]
+struct Tls {
+    acceptor: TlsAcceptor,
+    alt_svc: Option<HeaderValue>,
 }
 
 /// The body of the server thread.
@@ -278,18 +344,24 @@ fn run(
         let unix = listeners
             .unix
             .map(|l| tokio::spawn(unix_accept_loop(l, Arc::clone(&app), stop.clone(), grace)));
+        let h3 = listeners.h3.map(|(socket, quic)| {
+            let (app, stop, served) = (Arc::clone(&app), stop.clone(), served.clone());
+            tokio::spawn(crate::http3::accept_loop(
+                socket, quic, app, stop, grace, served,
+            ))
+        });
         let tcp = (listeners.tcp, listeners.tls);
         let task = tokio::spawn(accept_loop(tcp, app, stop, grace, served));
         let _ = task.await;
-        if let Some(u) = unix {
-            let _ = u.await;
+        for other in [unix, h3].into_iter().flatten() {
+            let _ = other.await;
         }
     });
     runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
 async fn accept_loop(
-    (listener, tls): (StdListener, Option<TlsAcceptor>),
+    (listener, tls): (StdListener, Option<Tls>),
     app: Arc<App>,
     mut stop: watch::Receiver<bool>,
     grace: Duration,
@@ -330,22 +402,27 @@ async fn accept(
     listener: &TcpListener,
     served: Option<&Arc<Semaphore>>,
 ) -> std::io::Result<(TcpStream, Option<OwnedSemaphorePermit>)> {
-    let worker = match served {
-        Some(s) => Some(
-            Arc::clone(s)
-                .acquire_owned()
-                .await
-                .map_err(std::io::Error::other)?,
-        ),
-        None => None,
-    };
+    let worker = take_worker(served).await?;
     let (stream, _) = listener.accept().await?;
     Ok((stream, worker))
 }
 
+/// A worker for the next connection when connections are limited (waiting for one to be free),
+/// `None` when they are not.
+pub(crate) async fn take_worker(
+    served: Option<&Arc<Semaphore>>,
+) -> std::io::Result<Option<OwnedSemaphorePermit>> {
+    match served {
+        Some(s) => (Arc::clone(s).acquire_owned().await)
+            .map(Some)
+            .map_err(std::io::Error::other),
+        None => Ok(None),
+    }
+}
+
 /// What a connection task holds until it ends: its place among the live connections, and
 /// its worker when connections are limited.
-type Held = (mpsc::Sender<()>, Option<OwnedSemaphorePermit>);
+pub(crate) type Held = (mpsc::Sender<()>, Option<OwnedSemaphorePermit>);
 
 fn spawn_connection(
     stream: TcpStream,
@@ -366,7 +443,7 @@ fn spawn_connection(
 /// (`GET /ws`) over it; a failed handshake just closes it.
 fn spawn_tls_connection(
     stream: TcpStream,
-    tls: &TlsAcceptor,
+    tls: &Tls,
     app: &Arc<App>,
     http: &Arc<Builders>,
     stop: &watch::Receiver<bool>,
@@ -375,8 +452,8 @@ fn spawn_tls_connection(
     let _ = stream.set_nodelay(true);
     let (tls, app, http, stop) = (tls.clone(), Arc::clone(app), Arc::clone(http), stop.clone());
     tokio::spawn(async move {
-        if let Ok(stream) = tls.accept(stream).await {
-            h2::serve_tls(stream, app, &http.auto, stop).await;
+        if let Ok(stream) = tls.acceptor.accept(stream).await {
+            h2::serve_tls(stream, app, &http.auto, tls.alt_svc, stop).await;
         }
         drop(alive);
     });
@@ -412,7 +489,7 @@ async fn unix_accept_loop(
             alive.clone(),
         );
         tokio::spawn(async move {
-            h2::serve_auto(stream, app, &http.auto, stop).await;
+            h2::serve_auto(stream, app, &http.auto, None, stop).await;
             drop(held);
         });
     }
@@ -439,6 +516,9 @@ pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
             "http"
         };
         eprintln!("listening on {scheme}://{}", server.local_addr());
+        if let Some(addr) = server.h3_addr() {
+            eprintln!("listening on udp:{addr} (HTTP/3)");
+        }
         if let Some(path) = &unix {
             eprintln!("listening on unix:{}", path.display());
         }

@@ -14,6 +14,8 @@ pub(crate) struct Counters {
     per_route: [AtomicU64; Route::ALL.len()],
     /// Of those, requests that came over HTTP/2 (only they pay this second add).
     h2: AtomicU64,
+    /// Of those, requests that came over HTTP/3 (QUIC).
+    h3: AtomicU64,
     /// WebSocket connections open now (upgraded at `/ws`, not ended): a gauge.
     ws_open: AtomicU64,
 }
@@ -26,6 +28,11 @@ impl Counters {
     /// The request just counted by [`Counters::hit`] came over HTTP/2.
     pub(crate) fn hit_h2(&self) {
         self.h2.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The request just counted by [`Counters::hit`] came over HTTP/3.
+    pub(crate) fn hit_h3(&self) {
+        self.h3.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A WebSocket connection upgraded (`true`) or ended (`false`).
@@ -54,6 +61,7 @@ impl Counters {
         Stats {
             total: routes.values().sum(),
             h2: read(&self.h2),
+            h3: read(&self.h3),
             routes,
             in_service: 0,
             queued: 0,
@@ -69,8 +77,11 @@ impl Counters {
 pub struct Stats {
     /// All counted requests.
     pub total: u64,
-    /// Of `total`, requests over HTTP/2 (h2 over TLS, or h2c); the rest came over HTTP/1.x.
+    /// Of `total`, requests over HTTP/2 (h2 over TLS, or h2c).
     pub h2: u64,
+    /// Of `total`, requests over HTTP/3 (QUIC, beside TLS); the rest (neither `h2` nor `h3`)
+    /// came over HTTP/1.x.
+    pub h3: u64,
     /// Every route pattern, including those with zero requests.
     pub routes: BTreeMap<&'static str, u64>,
     /// Requests holding one of the `max_concurrency` slots at the moment of the snapshot
@@ -94,12 +105,16 @@ impl Stats {
         self.routes.get(pattern).copied().unwrap_or(0)
     }
 
-    /// `{"total":123,"routes":{"/":100,"/json":23,...},"protocols":{"http1":123,"h2":0},
+    /// `{"total":123,"routes":{"/":100,"/json":23,...},"protocols":{"http1":123,"h2":0,"h3":0},
     /// "in_service":0,"queued":0,"abandoned_completed":0}`, the body of `GET /stats`.
     pub fn to_json(&self) -> String {
         let json = serde_json::json!({
             "total": self.total,
-            "protocols": { "http1": self.total.saturating_sub(self.h2), "h2": self.h2 },
+            "protocols": {
+                "http1": self.total.saturating_sub(self.h2 + self.h3),
+                "h2": self.h2,
+                "h3": self.h3,
+            },
             "routes": self.routes,
             "in_service": self.in_service,
             "queued": self.queued,
@@ -121,8 +136,14 @@ mod tests {
         counters.hit(Route::Root);
         counters.hit(Route::FaultReset);
         counters.hit_h2();
+        counters.hit_h3();
         let stats = counters.snapshot();
-        assert_eq!(stats.h2, 1);
+        assert_eq!((stats.h2, stats.h3), (1, 1));
+        let json: serde_json::Value = serde_json::from_str(&stats.to_json()).unwrap();
+        assert_eq!(
+            json["protocols"],
+            serde_json::json!({"http1": 1, "h2": 1, "h3": 1})
+        );
         assert_eq!(
             (stats.total, stats.route("/"), stats.route("/fault/reset")),
             (3, 2, 1)
@@ -137,6 +158,7 @@ mod tests {
             serde_json::from_str(&Counters::default().snapshot().to_json()).unwrap();
         assert_eq!(json["total"], 0);
         assert_eq!(json["protocols"]["h2"], 0);
+        assert_eq!(json["protocols"]["h3"], 0);
         assert_eq!(json["routes"].as_object().unwrap().len(), Route::ALL.len());
         for gauge in ["in_service", "queued", "abandoned_completed"] {
             assert_eq!(json[gauge], 0, "{gauge}");

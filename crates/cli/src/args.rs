@@ -203,8 +203,9 @@ pub(crate) struct ServeArgs {
     /// How it answers: threads, delay, body size, status, failures, limits, hiccups.
     #[command(flatten)]
     pub settings: loadbench_upstream::ServeSettings,
-    /// Serve HTTPS: with a self-signed certificate for localhost, 127.0.0.1 and ::1 made at
-    /// start, or the one given with --tls-cert/--tls-key.
+    /// Serve HTTPS, and HTTP/3 on the same port number over UDP (unless --no-h3): with a
+    /// self-signed certificate for localhost, 127.0.0.1 and ::1 made at start, or the one
+    /// given with --tls-cert/--tls-key.
     #[arg(long)]
     pub tls: bool,
     /// With --tls: the certificate chain to serve (PEM); needs --tls-key.
@@ -216,6 +217,10 @@ pub(crate) struct ServeArgs {
     /// With --tls: write the served certificate (PEM) here, for a client's --cacert.
     #[arg(long, value_name = "FILE", requires = "tls")]
     pub tls_cert_out: Option<PathBuf>,
+    /// With --tls: serve no HTTP/3. By default --tls also serves HTTP/3 (QUIC) on the same port
+    /// number over UDP, announced by Alt-Svc on the TLS responses.
+    #[arg(long, requires = "tls")]
+    pub no_h3: bool,
     /// Also listen on this Unix socket (plain HTTP; a stale socket file is replaced).
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,

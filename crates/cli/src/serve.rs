@@ -23,6 +23,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let cfg = ServerConfig {
         listen,
         tls: tls_identity(&a).map_err(user)?,
+        h3: !a.no_h3,
         unix: a.unix.clone(),
         ..ServerConfig::default()
     }

@@ -120,13 +120,15 @@ fn tls_flags_on_an_http_url_are_refused_in_one_line() {
     assert!(stderr.contains("https:// URLs only"), "{stderr}");
 }
 
-/// `loadbench serve --tls --tls-cert-out FILE` as a process: the written certificate is the
-/// one it serves, so `--cacert FILE` verifies it; its `/stats` (read with curl, trusting the
-/// same file) counts what the run sent.
-#[test]
-fn serve_tls_writes_the_certificate_a_client_trusts() {
-    let dir = tempdir("serve-tls");
-    let cert = dir.join("cert.pem");
+/// `loadbench serve --tls` as a process, started on a free port: the address its first stderr
+/// line names, the child, and its stderr for the lines after.
+fn serve_tls(
+    extra: &[&str],
+) -> (
+    String,
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+) {
     let mut child = bin()
         .args([
             "serve",
@@ -136,20 +138,29 @@ fn serve_tls_writes_the_certificate_a_client_trusts() {
             "1",
             "--tls",
         ])
-        .arg("--tls-cert-out")
-        .arg(&cert)
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on https://")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on https://");
+    let addr = addr.unwrap_or_else(|| panic!("{line}")).to_string();
+    (addr, child, stderr)
+}
+
+/// `loadbench serve --tls --tls-cert-out FILE` as a process: the written certificate is the
+/// one it serves, so `--cacert FILE` verifies it; its `/stats` (read with curl, trusting the
+/// same file) counts what the run sent.
+#[test]
+fn serve_tls_writes_the_certificate_a_client_trusts() {
+    let dir = tempdir("serve-tls");
+    let cert = dir.join("cert.pem");
+    let cert_out = cert.display().to_string();
+    let (addr, mut child, stderr) = serve_tls(&["--tls-cert-out", &cert_out]);
+    // A parent that reads the first line and closes the pipe: the server lives on.
+    drop(stderr);
     let cacert = cert.display().to_string();
     let r = Run::new(&format!("https://{addr}/json"))
         .args(["-n", "150", "-c", "3", "--cacert", &cacert])
@@ -167,6 +178,55 @@ fn serve_tls_writes_the_certificate_a_client_trusts() {
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `loadbench serve --tls` serves HTTP/3 by default: it says so on stderr, holds the UDP port of
+/// its TCP port, and announces it with `Alt-Svc` (read with curl when installed); `--no-h3`
+/// holds no UDP port and sends no `Alt-Svc`; `--no-h3` without `--tls` is one line, exit 2.
+/// (The HTTP/3 answers themselves are checked by the backend's tests, crates/upstream/tests/h3.rs.)
+#[test]
+fn serve_tls_serves_http3_beside_it_unless_no_h3() {
+    let alt_svc = |addr: &str| -> Option<String> {
+        if !have("curl") {
+            return None;
+        }
+        let url = format!("https://{addr}/");
+        let out = std::process::Command::new("curl")
+            .args(["-sk", "-o", "/dev/null", "-D", "-", &url])
+            .output()
+            .unwrap();
+        let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+        assert!(head.starts_with("http/"), "{head}");
+        Some(head)
+    };
+    let (addr, mut child, mut stderr) = serve_tls(&[]);
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), format!("listening on udp:{addr} (HTTP/3)"));
+    assert!(
+        std::net::UdpSocket::bind(&addr).is_err(),
+        "HTTP/3 holds UDP {addr}"
+    );
+    if let Some(head) = alt_svc(&addr) {
+        let port = addr.rsplit(':').next().unwrap();
+        assert!(head.contains(&format!("alt-svc: h3=\":{port}\"")), "{head}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let (addr, mut child, _stderr) = serve_tls(&["--no-h3"]);
+    std::net::UdpSocket::bind(&addr).expect("--no-h3 leaves the UDP port free");
+    if let Some(head) = alt_svc(&addr) {
+        assert!(!head.contains("alt-svc"), "{head}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let out = bin().args(["serve", "--no-h3"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--tls"), "{stderr}");
 }
 
 /// A CA, a server certificate it signed (localhost, 127.0.0.1) and a client certificate it

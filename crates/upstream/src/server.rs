@@ -498,7 +498,8 @@ async fn unix_accept_loop(
 }
 
 /// Runs the backend until SIGTERM or Ctrl-C, then shuts down gracefully. Prints
-/// `listening on http://ADDR` to stderr once the signal handlers are in place.
+/// `listening on http://ADDR` (or `https://`) to stderr once the signal handlers are in place,
+/// then `listening on udp:ADDR (HTTP/3)` and `listening on unix:PATH` when it serves them.
 pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
     use tokio::signal::unix::{signal, SignalKind};
     let unix = cfg.unix.clone();
@@ -515,13 +516,16 @@ pub fn run_until_signal(cfg: ServerConfig) -> Result<(), UpstreamError> {
         } else {
             "http"
         };
-        eprintln!("listening on {scheme}://{}", server.local_addr());
+        let mut listening = format!("listening on {scheme}://{}\n", server.local_addr());
         if let Some(addr) = server.h3_addr() {
-            eprintln!("listening on udp:{addr} (HTTP/3)");
+            listening.push_str(&format!("listening on udp:{addr} (HTTP/3)\n"));
         }
         if let Some(path) = &unix {
-            eprintln!("listening on unix:{}", path.display());
+            listening.push_str(&format!("listening on unix:{}\n", path.display()));
         }
+        // One write: a parent that reads the first line and closes the pipe never makes a
+        // later line fail (a failed `eprintln!` panics).
+        eprint!("{listening}");
         tokio::select! {
             _ = term.recv() => {}
             _ = interrupt.recv() => {}

@@ -57,7 +57,8 @@ pub struct ServerConfig {
     pub keep_abandoned: bool,
     /// Serve at most this many connections at once, like a thread-per-connection server or a
     /// blocking servlet pool: each accepted connection holds a worker for its whole life, and
-    /// the others wait unserved in the accept queue until one closes. `None`: no limit.
+    /// the others wait unserved in the accept queue until one closes. The HTTP/3 listener has
+    /// as many workers of its own for its QUIC connections. `None`: no limit.
     pub max_served_conns: Option<usize>,
     /// Serve HTTPS on `listen` with this identity (fault routes then only end the connection).
     pub tls: Option<TlsIdentity>,
@@ -156,14 +157,14 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name("upstream".into())
             .spawn(move || {
-                let served = cfg.max_served_conns.map(|n| Arc::new(Semaphore::new(n)));
                 let listeners = Listeners {
                     tcp: listener,
                     tls,
                     h3: udp.zip(quic),
                     unix,
                 };
-                run(runtime, listeners, shared, stop_rx, cfg.grace, served)
+                let limits = (cfg.grace, cfg.max_served_conns);
+                run(runtime, listeners, shared, stop_rx, limits)
             })
             .map_err(UpstreamError::Runtime)?;
         Ok(Server {
@@ -337,21 +338,28 @@ fn run(
     listeners: Listeners,
     app: Arc<App>,
     stop: watch::Receiver<bool>,
-    grace: Duration,
-    served: Option<Arc<Semaphore>>,
+    (grace, max_served_conns): (Duration, Option<usize>),
 ) {
+    // The TCP and the QUIC listener each serve at most `max_served_conns` connections: a
+    // listener waiting to accept holds a worker, so a shared pool of one would starve the other.
+    let served = || max_served_conns.map(|n| Arc::new(Semaphore::new(n)));
     runtime.block_on(async move {
         let unix = listeners
             .unix
             .map(|l| tokio::spawn(unix_accept_loop(l, Arc::clone(&app), stop.clone(), grace)));
         let h3 = listeners.h3.map(|(socket, quic)| {
-            let (app, stop, served) = (Arc::clone(&app), stop.clone(), served.clone());
+            let (app, stop) = (Arc::clone(&app), stop.clone());
             tokio::spawn(crate::http3::accept_loop(
-                socket, quic, app, stop, grace, served,
+                socket,
+                quic,
+                app,
+                stop,
+                grace,
+                served(),
             ))
         });
         let tcp = (listeners.tcp, listeners.tls);
-        let task = tokio::spawn(accept_loop(tcp, app, stop, grace, served));
+        let task = tokio::spawn(accept_loop(tcp, app, stop, grace, served()));
         let _ = task.await;
         for other in [unix, h3].into_iter().flatten() {
             let _ = other.await;

@@ -69,6 +69,11 @@ struct H3 {
 
 impl H3 {
     async fn connect(server: &Server) -> H3 {
+        Self::connect_quic(server).await.0
+    }
+
+    /// A connection, and its QUIC handle (to close it).
+    async fn connect_quic(server: &Server) -> (H3, quinn::Connection) {
         let addr = server.h3_addr().expect("the server serves HTTP/3");
         assert_eq!(addr, server.local_addr(), "h3 is on the TLS port");
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(trusting(server, b"h3"));
@@ -78,15 +83,16 @@ impl H3 {
         let connecting = endpoint.connect(addr, "localhost").unwrap();
         let quic = tokio::time::timeout(TIMEOUT, connecting).await;
         let quic = quic.expect("the handshake ends in time").unwrap();
-        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic))
+        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
             .await
             .unwrap();
         tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
-        H3 {
+        let h3 = H3 {
             send,
             base: format!("https://localhost:{}", addr.port()),
             _endpoint: endpoint,
-        }
+        };
+        (h3, quic)
     }
 
     async fn get(&self, path: &str) -> Answer {
@@ -382,4 +388,36 @@ async fn stopping_finishes_the_h3_requests_in_flight() {
         .unwrap();
     let after = client.request(Method::GET, "/", &[], None).await;
     assert!(after.is_err(), "the connection is closed: {after:?}");
+}
+
+/// `max_served_conns` holds QUIC connections like TCP ones: with 1, a second h3 connection is
+/// not accepted while the first is open, and is served once it closes. (The TCP listener has
+/// its own workers, so an idle TCP listener does not starve HTTP/3.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_served_conns_holds_h3_connections_too() {
+    let server = Server::start(ServerConfig {
+        tls: Some(TlsIdentity::self_signed().unwrap()),
+        max_served_conns: Some(1),
+        ..ServerConfig::ephemeral()
+    })
+    .unwrap();
+    let server = Arc::new(server);
+    let (first, quic) = H3::connect_quic(&server).await;
+    assert_eq!(first.get("/").await.status, 200);
+    let second = {
+        let server = Arc::clone(&server);
+        tokio::spawn(async move { H3::connect(&server).await.get("/json").await.status })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !second.is_finished(),
+        "the second connection waits for a worker"
+    );
+    quic.close(0u32.into(), b"done");
+    let status = tokio::time::timeout(TIMEOUT, second).await;
+    assert_eq!(status.expect("served once the first closed").unwrap(), 200);
+    assert_eq!(
+        (server.stats().route("/"), server.stats().route("/json")),
+        (1, 1)
+    );
 }

@@ -755,7 +755,11 @@ pub(crate) struct TransportArgs {
     /// connections.
     #[arg(long)]
     pub http2: bool,
-    /// --http2 only: requests (streams) in flight on each connection [default: 1].
+    /// Speak HTTP/3 over QUIC (UDP, ALPN h3) to an https:// URL; TLS flags as for HTTPS
+    /// (docs/transport.md). Streams and --rate as with --http2.
+    #[arg(long)]
+    pub http3: bool,
+    /// --http2 or --http3: requests (streams) in flight on each connection [default: 1].
     #[arg(long, value_name = "N")]
     pub streams: Option<u32>,
     /// HTTP/1.1 pipelining: keep up to N requests written ahead of their responses on each

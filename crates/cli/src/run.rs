@@ -260,6 +260,7 @@ pub(crate) fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
         unix_socket: t.unix_socket.clone(),
         connect_to: t.connect_to.clone(),
         http2: t.http2,
+        http3: t.http3,
         streams: t.streams,
         pipeline: t.pipeline,
         ws_idle: t.ws_idle,

@@ -25,6 +25,7 @@ mod grpc;
 mod h2;
 mod h2_load;
 mod h2_open;
+mod h3;
 mod headline;
 mod help;
 mod history;

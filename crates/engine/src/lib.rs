@@ -14,6 +14,7 @@ pub mod conn;
 pub mod ctx;
 pub mod growth;
 pub mod h2;
+pub mod h3;
 pub mod http1;
 pub mod mix;
 pub mod pacer;
@@ -247,6 +248,13 @@ impl Engine {
         check_sources(sources, addr)?;
         let first = sources.first().copied();
         let began = Instant::now();
+        if let Some((config, name)) = tls.and_then(TlsClient::quic) {
+            self.h2_setup()?;
+            let timeout = self.plan.connect_timeout;
+            h3::probe(config, name, addr, timeout).map_err(EngineError::Http2)?;
+            let _ = self.rtt.set(began.elapsed());
+            return Ok(());
+        }
         if let Err(e) = transport::probe(addr, first, self.plan.connect_timeout) {
             return Err(preflight_error(addr, e));
         }
@@ -447,8 +455,12 @@ fn run_protocol<'a>(
     live: &LiveCounters,
 ) -> std::io::Result<Stats> {
     match (h2, ws) {
+        (Some(setup), _) if setup.http3 => {
+            let http3 = |cfg: &_, now| Http2::<h3::conn::H3Conn>::new(cfg, setup, now);
+            run_worker(Worker::new(cfg, http3), line, stop, live)
+        }
         (Some(setup), _) => {
-            let http2 = |cfg: &_, now| Http2::new(cfg, setup, now);
+            let http2 = |cfg: &_, now| Http2::<h2::conn::H2Conn>::new(cfg, setup, now);
             run_worker(Worker::new(cfg, http2), line, stop, live)
         }
         (None, Some(setup)) => {

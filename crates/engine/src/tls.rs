@@ -32,6 +32,8 @@ pub struct TlsClient {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
     resume: bool,
+    /// `--http3`: the QUIC client configuration (TLS 1.3, ALPN h3) and the server name.
+    quic: Option<(Arc<quinn_proto::ClientConfig>, Arc<str>)>,
 }
 
 impl std::fmt::Debug for TlsClient {
@@ -69,7 +71,9 @@ impl TlsClient {
                 })?
             }
         };
-        config.alpn_protocols = if plan.http2 {
+        config.alpn_protocols = if plan.http3 {
+            vec![b"h3".to_vec()]
+        } else if plan.http2 {
             vec![b"h2".to_vec()]
         } else {
             vec![b"http/1.1".to_vec()]
@@ -81,11 +85,25 @@ impl TlsClient {
                 plan.server_name
             )
         })?;
+        let config = Arc::new(config);
+        let quic = match plan.http3 {
+            true => Some((
+                Arc::new(crate::h3::client_config(Arc::clone(&config))?),
+                Arc::from(plan.server_name.as_str()),
+            )),
+            false => None,
+        };
         Ok(TlsClient {
-            config: Arc::new(config),
+            config,
             name,
             resume: plan.resume,
+            quic,
         })
+    }
+
+    /// `--http3`: the QUIC client configuration and the server name to send.
+    pub fn quic(&self) -> Option<(&quinn_proto::ClientConfig, &str)> {
+        self.quic.as_ref().map(|(c, n)| (&**c, &**n))
     }
 
     /// A copy for one worker: with resumption on, its own session cache, shared by that

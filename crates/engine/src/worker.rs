@@ -151,6 +151,7 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
             // Every record uses a clock read taken when it happens, in order, so each second
             // of the series gets exactly what happened in it.
             now = Instant::now();
+            self.proto.on_timers(&mut self.ctx, now);
             std::mem::swap(&mut self.ctx.retry, &mut retry_work);
             for i in retry_work.drain(..) {
                 match self.pacer.as_mut() {
@@ -226,6 +227,7 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         let conns = self.proto.conns();
         let wake = self.ctx.backoff.iter().map(|&i| conns[i].wake_at()).min();
         let next = wake.map_or(next_tick, |w| w.min(next_tick));
+        let next = self.proto.next_timer().map_or(next, |t| t.min(next));
         self.open_wait(now, next.saturating_duration_since(now))
     }
 

@@ -15,6 +15,9 @@ pub struct ProtocolCounts {
     /// Connections that spoke HTTP/2 (h2 over TLS, or h2c with prior knowledge).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub h2: u64,
+    /// Connections that spoke HTTP/3 (h3 over QUIC).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub h3: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -28,13 +31,14 @@ fn is_zero32(n: &u32) -> bool {
 impl ProtocolCounts {
     /// Nothing counted (an HTTP/1.1 run, or a file from before HTTP/2).
     pub fn is_empty(&self) -> bool {
-        self.h1 == 0 && self.h2 == 0
+        self.h1 == 0 && self.h2 == 0 && self.h3 == 0
     }
 
     /// Counts add.
     pub fn merge(&mut self, o: &ProtocolCounts) {
         self.h1 += o.h1;
         self.h2 += o.h2;
+        self.h3 += o.h3;
     }
 }
 
@@ -105,9 +109,17 @@ mod tests {
         assert_eq!(a.max_streams_in_flight, 2);
         assert_eq!(a.server_max_streams, 100);
         assert_eq!((a.goaways, a.goaway_retries, a.zero_streams), (3, 3, 1));
-        let mut p = ProtocolCounts { h1: 0, h2: 2 };
-        p.merge(&ProtocolCounts { h1: 0, h2: 3 });
-        assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"h2":5}"#);
+        let mut p = ProtocolCounts {
+            h1: 0,
+            h2: 2,
+            h3: 0,
+        };
+        p.merge(&ProtocolCounts {
+            h1: 0,
+            h2: 3,
+            h3: 1,
+        });
+        assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"h2":5,"h3":1}"#);
         assert!(H2Stats::default().is_empty() && ProtocolCounts::default().is_empty());
     }
 }

@@ -218,11 +218,29 @@ pub enum ErrorReason {
     WsUpgradeTimeout,
     /// Connect error: the server closed the connection before it answered the upgrade.
     WsUpgradeClosed,
+    /// Malformed (`--http3`): an HTTP/3 frame broke the framing rules, or a response stream
+    /// ended without a final `:status`.
+    H3Frame,
+    /// Malformed (`--http3`): a QPACK field section that could not be decoded (or referred to
+    /// the dynamic table, which we never allow).
+    Qpack,
+    /// Closed before the response was complete (`--http3`): the server reset the request
+    /// stream with `H3_REQUEST_REJECTED` (it did not process the request).
+    H3RequestRejected,
+    /// Closed before complete (`--http3`): the server reset the request stream with another
+    /// code (`H3_REQUEST_CANCELLED`, `H3_INTERNAL_ERROR`, …).
+    H3StreamReset,
+    /// Closed before complete (`--http3`): the QUIC connection went quiet past its idle
+    /// timeout (no packet from the server, its keep-alives included).
+    QuicIdleTimeout,
+    /// Closed before complete (`--http3`): the server closed the QUIC connection (an HTTP/3
+    /// code such as `H3_NO_ERROR` or `H3_EXCESSIVE_LOAD`, or a transport error), or reset it.
+    QuicClosed,
 }
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 45] = [
+    pub const ALL: [ErrorReason; 51] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -268,6 +286,12 @@ impl ErrorReason {
         ErrorReason::WsUpgradeRefused,
         ErrorReason::WsUpgradeTimeout,
         ErrorReason::WsUpgradeClosed,
+        ErrorReason::H3Frame,
+        ErrorReason::Qpack,
+        ErrorReason::H3RequestRejected,
+        ErrorReason::H3StreamReset,
+        ErrorReason::QuicIdleTimeout,
+        ErrorReason::QuicClosed,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -278,6 +302,12 @@ impl ErrorReason {
     /// The error class this reason explains.
     pub fn kind(self) -> ErrorKind {
         let i = self.index();
+        if i >= ErrorReason::H3_FIRST {
+            return match self {
+                ErrorReason::H3Frame | ErrorReason::Qpack => ErrorKind::MalformedResponse,
+                _ => ErrorKind::ClosedBeforeResponseComplete,
+            };
+        }
         if i >= ErrorReason::CONNECT_FIRST {
             ErrorKind::ConnectError
         } else if i >= ErrorReason::GOAWAY_FIRST {
@@ -295,6 +325,8 @@ impl ErrorReason {
     const GOAWAY_FIRST: usize = ErrorReason::GoawayNoError as usize;
     /// Index of the first reason under `connect_error` (after the GOAWAY codes).
     const CONNECT_FIRST: usize = ErrorReason::H2BadPreface as usize;
+    /// Index of the first HTTP/3 reason (after the `connect_error` ones).
+    const H3_FIRST: usize = ErrorReason::H3Frame as usize;
 
     /// The reason for an HTTP/2 error `code` under RST_STREAM (`goaway` false) or GOAWAY.
     pub fn h2_code(goaway: bool, code: u32) -> ErrorReason {
@@ -362,6 +394,12 @@ impl ErrorReason {
             }
             ErrorReason::WsUpgradeTimeout => "no answer to the WebSocket upgrade in time",
             ErrorReason::WsUpgradeClosed => "closed before answering the WebSocket upgrade",
+            ErrorReason::H3Frame => "bad HTTP/3 frame, or no :status",
+            ErrorReason::Qpack => "bad QPACK field section",
+            ErrorReason::H3RequestRejected => "stream reset with H3_REQUEST_REJECTED",
+            ErrorReason::H3StreamReset => "stream reset by the server (HTTP/3)",
+            ErrorReason::QuicIdleTimeout => "QUIC idle timeout",
+            ErrorReason::QuicClosed => "QUIC connection closed or reset by the server",
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct TlsSettings {
     /// Session resumption was allowed (off with `--no-tls-resume`).
     #[serde(default)]
     pub resumption: bool,
+    /// `--http3`: TLS 1.3 inside QUIC (UDP, ALPN h3), not over TCP.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quic: bool,
 }
 
 impl crate::RunConfig {
@@ -62,10 +65,10 @@ impl crate::RunConfig {
     pub fn transport_note(&self) -> Option<String> {
         let mut parts = Vec::new();
         if let Some(streams) = self.http2_streams {
-            let how = if self.tls.is_some() {
-                "h2 over TLS"
-            } else {
-                "h2c"
+            let (version, how) = match &self.tls {
+                Some(t) if t.quic => ("HTTP/3", "h3 over QUIC"),
+                Some(_) => ("HTTP/2", "h2 over TLS"),
+                None => ("HTTP/2", "h2c"),
             };
             // The open model opens connections as the streams fill: the cap, not a count.
             let upto = match self.load {
@@ -73,7 +76,7 @@ impl crate::RunConfig {
                 crate::LoadShape::Closed { .. } | crate::LoadShape::FindMax { .. } => "",
             };
             parts.push(format!(
-                "HTTP/2 ({how}), {upto}{} × {}",
+                "{version} ({how}), {upto}{} × {}",
                 crate::human::counted(u64::from(self.connections), "connection"),
                 crate::human::counted(u64::from(streams), "stream")
             ));

@@ -565,9 +565,9 @@ pub(crate) fn expand(spec: &crate::LoadSpec) -> Result<Option<crate::LoadSpec>, 
             "find-max runs open loads of single requests for now, not a flow: run the flow with run --rate or in a bench (docs/flows.md)",
         ));
     }
-    if spec.transport.http2 {
+    if spec.transport.http2 || spec.transport.http3 {
         return Err(invalid(
-            "a flow runs over HTTP/1.1 for now (its captures read the answers' headers): leave out --http2 (docs/flows.md)",
+            "a flow runs over HTTP/1.1 for now (its captures read the answers' headers): leave out --http2 or --http3 (docs/flows.md)",
         ));
     }
     if spec.transport.pipeline > 1 {

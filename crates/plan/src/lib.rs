@@ -132,6 +132,14 @@ impl LoadSpec {
         websocket::check(self, matches!(scheme.as_str(), "ws" | "wss"))?;
         let grpc = matches!(scheme.as_str(), "grpc" | "grpcs");
         grpc::check(self, grpc)?;
+        if self.transport.http3 {
+            let t = &self.transport;
+            let route = Route {
+                connect_to: &t.connect_to,
+                unix: t.unix_socket.is_some(),
+            };
+            transport::check_http3(t, &Target::parse_routed(&self.url, route)?)?;
+        }
         if grpc {
             if let Body::Bytes(b) = &self.request.body {
                 grpc::check_framed(Some(b))?;
@@ -426,6 +434,7 @@ fn render_first(
 /// source addresses over a Unix socket).
 fn resolve_tls(spec: &LoadSpec, target: &Target) -> Result<Option<TlsPlan>, PlanError> {
     let t = &spec.transport;
+    transport::check_http3(t, target)?;
     if t.unix_socket.is_some() && !spec.source_addrs.is_empty() {
         return Err(invalid(
             "--source-addrs does not apply to --unix-socket: leave one of them out",

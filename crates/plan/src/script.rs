@@ -23,8 +23,8 @@ pub(crate) fn check(spec: &LoadSpec) -> Result<(), PlanError> {
     };
     let shown = script.path.display();
     let t = &spec.transport;
-    let clash = if t.http2 {
-        Some("--http2 (a wrk script's requests are HTTP/1.1)")
+    let clash = if t.http2 || t.http3 {
+        Some("--http2 or --http3 (a wrk script's requests are HTTP/1.1)")
     } else if t.pipeline > 1 {
         Some("--pipeline (a script pipelines by returning several requests from request())")
     } else if spec.flow.is_some() {

@@ -26,6 +26,8 @@ pub struct TransportSpec {
     pub connect_to: Vec<ConnectTo>,
     /// `--http2`: HTTP/2 (h2 via ALPN for `https://`, h2c with prior knowledge for `http://`).
     pub http2: bool,
+    /// `--http3`: HTTP/3 over QUIC (ALPN h3 on UDP; `https://` URLs only).
+    pub http3: bool,
     /// `--streams`: HTTP/2 requests in flight per connection (`None`: 1); needs `http2`.
     pub streams: Option<u32>,
     /// `--pipeline N`: HTTP/1.1 requests each connection keeps written ahead of their
@@ -47,6 +49,7 @@ impl Default for TransportSpec {
             unix_socket: None,
             connect_to: Vec::new(),
             http2: false,
+            http3: false,
             streams: None,
             pipeline: 1,
             ws_idle: 0,
@@ -149,6 +152,8 @@ pub struct TlsPlan {
     pub resume: bool,
     /// `--http2`: ALPN offers `h2` only (else `http/1.1` only).
     pub http2: bool,
+    /// `--http3`: QUIC with ALPN `h3` (TLS 1.3).
+    pub http3: bool,
 }
 
 /// A PEM file read when the plan resolved.
@@ -193,6 +198,7 @@ impl TlsPlan {
             client,
             resume: spec.tls_resume,
             http2: spec.http2,
+            http3: spec.http3,
         })
     }
 }
@@ -213,6 +219,27 @@ pub(crate) fn check_plain(spec: &TransportSpec) -> Result<(), PlanError> {
     )))
 }
 
+/// `--http3` against the rest of the load: QUIC is always TLS over UDP, one HTTP version.
+pub(crate) fn check_http3(spec: &TransportSpec, target: &crate::Target) -> Result<(), PlanError> {
+    if !spec.http3 {
+        return Ok(());
+    }
+    let fix = if spec.http2 {
+        "--http2 and --http3 each choose the HTTP version: give one of them"
+    } else if target.websocket || target.grpc {
+        "--http3 loads https:// URLs (WebSocket and gRPC run over TCP here): leave out --http3"
+    } else if spec.unix_socket.is_some() {
+        "--http3 runs over UDP, not a Unix socket: leave out --unix-socket or --http3"
+    } else if !target.tls {
+        "--http3 needs an https:// URL (QUIC is always encrypted): use https:// or leave out --http3"
+    } else if spec.pipeline > 1 {
+        "--pipeline is HTTP/1.1 pipelining: with --http3, keep several requests in flight per connection with --streams N instead"
+    } else {
+        return Ok(());
+    };
+    Err(invalid(fix))
+}
+
 /// Most requests in flight `--streams` takes per connection (HTTP/2 stream ids and the
 /// slots a connection keeps bound it; servers allow about 100 to 1000).
 pub const MAX_STREAMS: u32 = 10_000;
@@ -226,10 +253,10 @@ pub(crate) fn check_http2(
     open: bool,
     keepalive: bool,
 ) -> Result<Option<u32>, PlanError> {
-    if !spec.http2 {
+    if !spec.http2 && !spec.http3 {
         return match spec.streams {
             Some(_) => Err(invalid(
-                "--streams applies to HTTP/2 only: add --http2 or leave --streams out",
+                "--streams applies to HTTP/2 and HTTP/3 only: add --http2 (or --http3) or leave --streams out",
             )),
             None => Ok(None),
         };
@@ -240,9 +267,9 @@ pub(crate) fn check_http2(
     } else if streams > MAX_STREAMS {
         "--streams is above 10000: give --streams 10000 or fewer (servers allow 100 to 1000)"
     } else if open && !keepalive {
-        "--no-keepalive with --http2 and --rate (the open model) is not supported yet: leave out --no-keepalive (streams share connections), or --rate"
+        "--no-keepalive with --http2 or --http3 and --rate (the open model) is not supported yet: leave out --no-keepalive (streams share connections), or --rate"
     } else if !keepalive && streams > 1 {
-        "--no-keepalive with --http2 sends one request per connection: leave out --streams (or --no-keepalive)"
+        "--no-keepalive with --http2 or --http3 sends one request per connection: leave out --streams (or --no-keepalive)"
     } else {
         return Ok(Some(streams));
     };

@@ -120,7 +120,9 @@ fn tls_settings(t: &loadbench_plan::TlsPlan) -> TlsSettings {
         insecure: t.insecure,
         cacert: t.cacert.as_ref().map(|f| f.path.display().to_string()),
         client_cert: t.client.as_ref().map(|(c, _)| c.path.display().to_string()),
-        resumption: t.resume,
+        // QUIC's handshakes are all full for now (no session tickets across connections).
+        resumption: t.resume && !t.http3,
+        quic: t.http3,
     }
 }
 

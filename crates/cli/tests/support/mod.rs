@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod admin;
+pub(crate) mod caddy;
 /// The raw server under `raw` (shared with the engine's tests).
 #[path = "../../../engine/tests/listener.rs"]
 pub(crate) mod listener;

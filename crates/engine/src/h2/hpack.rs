@@ -45,35 +45,72 @@ impl H2Request {
 /// with values is assembled as HTTP/1.1 and encoded here, per request.
 pub fn encode_http1(bytes: &[u8], https: bool, block: &mut Vec<u8>) -> Result<usize, String> {
     block.clear();
-    let end = memmem::find(bytes, b"\r\n\r\n").ok_or("the request has no end of head")?;
-    let head = std::str::from_utf8(&bytes[..end]).map_err(|_| "the request head is not UTF-8")?;
-    let mut lines = head.split("\r\n");
-    let first = lines.next().unwrap_or_default();
-    let mut parts = first.split(' ');
-    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    if method.is_empty() || path.is_empty() {
-        return Err(format!("the request line '{first}' has no method or path"));
-    }
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim(), v.trim()));
-    let authority = headers
-        .clone()
-        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-        .map(|(_, v)| v);
-    pseudo_headers(block, method, path, https, authority);
-    for (name, value) in headers {
-        let is = |h: &str| name.eq_ignore_ascii_case(h);
-        let te_ok = is("te") && value.eq_ignore_ascii_case("trailers");
-        if DROPPED.iter().any(|d| is(d)) || (is("te") && !te_ok) {
-            continue;
-        }
+    let head = Http1Head::parse(bytes)?;
+    pseudo_headers(block, head.method, head.path, https, head.authority);
+    for (name, value) in head.fields() {
         block.push(0x00);
         integer(block, 7, 0x00, name.len());
         block.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
         string(block, value.as_bytes());
     }
-    Ok(end + 4)
+    Ok(head.body_at)
+}
+
+/// A rendered HTTP/1.1 request's head as HTTP/2 and HTTP/3 carry it: the request line's
+/// method and path, `Host` as the authority, and the other fields either protocol allows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Http1Head<'b> {
+    pub(crate) method: &'b str,
+    pub(crate) path: &'b str,
+    pub(crate) authority: Option<&'b str>,
+    /// The header lines after the request line.
+    lines: &'b str,
+    /// Where the body starts.
+    pub(crate) body_at: usize,
+}
+
+impl<'b> Http1Head<'b> {
+    /// `Err` names what is missing; the plan renders every request in the shape read here.
+    pub(crate) fn parse(bytes: &'b [u8]) -> Result<Http1Head<'b>, String> {
+        let end = memmem::find(bytes, b"\r\n\r\n").ok_or("the request has no end of head")?;
+        let head =
+            std::str::from_utf8(&bytes[..end]).map_err(|_| "the request head is not UTF-8")?;
+        let (first, lines) = head.split_once("\r\n").unwrap_or((head, ""));
+        let mut parts = first.split(' ');
+        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if method.is_empty() || path.is_empty() {
+            return Err(format!("the request line '{first}' has no method or path"));
+        }
+        let mut head = Http1Head {
+            method,
+            path,
+            authority: None,
+            lines,
+            body_at: end + 4,
+        };
+        head.authority = head
+            .all()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map(|(_, v)| v);
+        Ok(head)
+    }
+
+    fn all(&self) -> impl Iterator<Item = (&'b str, &'b str)> + Clone {
+        self.lines
+            .split("\r\n")
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim(), v.trim()))
+    }
+
+    /// The fields besides the pseudo-headers: connection-specific ones and `Host` dropped,
+    /// `TE` kept only as `trailers` (RFC 9113 §8.2.2, RFC 9114 §4.2).
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&'b str, &'b str)> {
+        self.all().filter(|(name, value)| {
+            let is = |h: &str| name.eq_ignore_ascii_case(h);
+            let te_ok = is("te") && value.eq_ignore_ascii_case("trailers");
+            !(DROPPED.iter().any(|d| is(d)) || (is("te") && !te_ok))
+        })
+    }
 }
 
 /// `:method`, `:scheme`, `:path`, `:authority`: fully indexed where the static table has the
@@ -107,13 +144,13 @@ fn literal_indexed_name(out: &mut Vec<u8>, index: usize, value: &[u8]) {
 }
 
 /// A string literal without Huffman coding.
-fn string(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn string(out: &mut Vec<u8>, s: &[u8]) {
     integer(out, 7, 0x00, s.len());
     out.extend_from_slice(s);
 }
 
 /// An HPACK integer with an `n`-bit prefix, the first byte's high bits from `flags`.
-fn integer(out: &mut Vec<u8>, n: u32, flags: u8, value: usize) {
+pub(crate) fn integer(out: &mut Vec<u8>, n: u32, flags: u8, value: usize) {
     let max = (1usize << n) - 1;
     if value < max {
         out.push(flags | value as u8);
@@ -129,7 +166,7 @@ fn integer(out: &mut Vec<u8>, n: u32, flags: u8, value: usize) {
 }
 
 /// Reads an integer with an `n`-bit prefix at `b[*at]`, moving `at` past it.
-fn read_integer(b: &[u8], at: &mut usize, n: u32) -> Option<usize> {
+pub(crate) fn read_integer(b: &[u8], at: &mut usize, n: u32) -> Option<usize> {
     let max = (1usize << n) - 1;
     let mut value = usize::from(*b.get(*at)?) & max;
     *at += 1;
@@ -152,7 +189,7 @@ fn read_integer(b: &[u8], at: &mut usize, n: u32) -> Option<usize> {
 }
 
 /// A string literal at `at`: its bytes and whether they are Huffman-coded.
-fn read_string<'a>(b: &'a [u8], at: &mut usize) -> Option<(&'a [u8], bool)> {
+pub(crate) fn read_string<'a>(b: &'a [u8], at: &mut usize) -> Option<(&'a [u8], bool)> {
     let huffman = *b.get(*at)? & 0x80 != 0;
     let len = read_integer(b, at, 7)?;
     let s = b.get(*at..at.checked_add(len)?)?;
@@ -246,7 +283,7 @@ pub fn parse_status(v: &[u8]) -> Option<u16> {
 }
 
 /// A `grpc-status` value: 1 to 3 digits, else [`GRPC_UNREADABLE`].
-fn parse_grpc_status(v: &[u8]) -> u16 {
+pub(crate) fn parse_grpc_status(v: &[u8]) -> u16 {
     if v.is_empty() || v.len() > 3 || !v.iter().all(u8::is_ascii_digit) {
         return GRPC_UNREADABLE;
     }
@@ -448,7 +485,7 @@ impl ResponseDecoder {
 }
 
 /// A string literal's decoded length, its first bytes written to `head`.
-fn text((raw, huffman): (&[u8], bool), head: &mut [u8]) -> Option<usize> {
+pub(crate) fn text((raw, huffman): (&[u8], bool), head: &mut [u8]) -> Option<usize> {
     if huffman {
         return super::huffman::decode(raw, head);
     }

@@ -9,10 +9,10 @@
 pub mod conn;
 pub mod frame;
 pub mod hpack;
-mod huffman;
+pub(crate) mod huffman;
 mod proto;
 
-pub(crate) use proto::Http2;
+pub(crate) use proto::{Http2, StreamConn};
 
 use hpack::H2Request;
 use loadbench_model::{H2Stats, ProtocolCounts};
@@ -27,13 +27,19 @@ pub struct H2Setup {
     pub streams: u32,
     /// A `grpc://` load: each answer's `grpc-status` is counted ([`GrpcTally`]).
     pub grpc: bool,
+    /// `--http3`: the requests are QPACK field sections, the connections HTTP/3's.
+    pub http3: bool,
 }
 
 impl H2Setup {
     /// Encodes every request of the plan; `Err` is one line.
     pub fn new(plan: &loadbench_plan::Plan, streams: u32) -> Result<H2Setup, String> {
         let https = plan.target.tls;
-        let encode = |bytes: &[u8]| H2Request::from_http1(bytes, https);
+        let http3 = plan.tls.as_ref().is_some_and(|t| t.http3);
+        let encode = |bytes: &[u8]| match http3 {
+            true => crate::h3::request(bytes, https),
+            false => H2Request::from_http1(bytes, https),
+        };
         let requests = if plan.mix.is_empty() {
             vec![encode(&plan.request.bytes)?]
         } else {
@@ -46,6 +52,7 @@ impl H2Setup {
             requests,
             streams,
             grpc: plan.target.grpc,
+            http3,
         })
     }
 }

@@ -8,14 +8,66 @@
 //! ([`covered`]); a closed slot past its backoff connects again before a new one is added.
 
 use super::conn::{H2Conn, H2Phase};
-use super::{H2Setup, Req, Shared};
+use super::{GrpcTally, H2Setup, Req, Shared};
 use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
 use crate::worker::{Connection, Due, Protocol};
 use crate::WorkerLimits;
 use loadbench_model::{ErrorKind, ErrorReason, GrpcStats, Stats};
 use mio::Token;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// A connection that carries several requests at once, each on a stream of its own: HTTP/2's
+/// ([`H2Conn`]) or HTTP/3's (`h3::conn::H3Conn`). [`Http2`] drives either, the same way.
+pub(crate) trait StreamConn: Connection {
+    /// The connection keeps timers of its own (QUIC's), which the worker's poll wakes for.
+    const TIMERS: bool = false;
+    /// An idle slot for up to `streams` requests in flight (`grpc`: counting `grpc-status`).
+    fn create(token: Token, streams: u32, grpc: bool, now: Instant) -> Self;
+    /// Closed model: connects, or fills its free streams.
+    fn begin(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant);
+    /// A readiness event (`closed`: the peer's FIN or an error is queued).
+    fn on_event(&mut self, ctx: &mut Ctx, sh: &mut Shared, closed: bool);
+    /// The connect failure not handed to the worker yet.
+    fn take_failure(&mut self) -> Option<(ErrorKind, Option<ErrorReason>)>;
+    /// Fails a connect past `connect` and streams past `timeout`.
+    fn expire(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        now: Instant,
+        timeout: Duration,
+        connect: Duration,
+    );
+    /// Streams a due request may take now.
+    fn free_streams(&self) -> u32;
+    /// Requests in flight.
+    fn in_flight(&self) -> u32;
+    /// No connection, past any backoff: the pool may connect it again.
+    fn reusable(&self, now: Instant) -> bool;
+    /// Open model: connects.
+    fn connect_open(&mut self, ctx: &mut Ctx, now: Instant);
+    /// Open model: starts `req`, due at `intended`, on a free stream.
+    fn open_stream(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        req: Req,
+        intended: Instant,
+        resend: bool,
+        now: Instant,
+    );
+    /// Open model: writes what the batch queued.
+    fn send_out(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant);
+    /// The answers counted by `grpc-status`.
+    fn grpc_tally(&self) -> GrpcTally;
+    /// When its next own timer is due ([`StreamConn::TIMERS`]).
+    fn timer(&self) -> Option<Instant> {
+        None
+    }
+    /// Its timer is due.
+    fn on_timer(&mut self, _ctx: &mut Ctx, _sh: &mut Shared, _now: Instant) {}
+}
 
 /// The growth rule: waiting requests (oldest first) that the connects in progress will
 /// serve, each new connection taking `per_conn` streams. A connect begins while the first
@@ -24,9 +76,9 @@ pub(crate) fn covered(connecting: usize, per_conn: u32) -> u64 {
     connecting as u64 * u64::from(per_conn.max(1))
 }
 
-/// A worker's HTTP/2 connections and what they share.
-pub(crate) struct Http2<'a> {
-    conns: Vec<H2Conn>,
+/// A worker's HTTP/2 (or, with `C` = `H3Conn`, HTTP/3) connections and what they share.
+pub(crate) struct Http2<'a, C: StreamConn = H2Conn> {
+    conns: Vec<C>,
     sh: Shared<'a>,
     /// `--streams`.
     streams: u32,
@@ -38,12 +90,12 @@ pub(crate) struct Http2<'a> {
     batch: Vec<usize>,
 }
 
-impl<'a> Http2<'a> {
+impl<'a, C: StreamConn> Http2<'a, C> {
     /// The closed model's connection slots (none in the open model: its pool opens later).
     pub(crate) fn new(cfg: &WorkerConfig<'a>, setup: &'a H2Setup, now: Instant) -> Self {
         Http2 {
             conns: (0..cfg.connections)
-                .map(|i| H2Conn::new(Token(i), setup.streams, now).counting_grpc(setup.grpc))
+                .map(|i| C::create(Token(i), setup.streams, setup.grpc, now))
                 .collect(),
             sh: Shared::new(setup),
             streams: setup.streams,
@@ -56,8 +108,8 @@ impl<'a> Http2<'a> {
     /// One more connection slot, not connected yet; its index.
     fn add_slot(&mut self, now: Instant) -> usize {
         let i = self.conns.len();
-        let conn = H2Conn::new(Token(i), self.streams, now);
-        self.conns.push(conn.counting_grpc(self.grpc));
+        self.conns
+            .push(C::create(Token(i), self.streams, self.grpc, now));
         i
     }
 
@@ -143,15 +195,33 @@ impl<'a> Http2<'a> {
     }
 }
 
-impl<'a> Protocol<'a> for Http2<'a> {
-    type Conn = H2Conn;
+impl<'a, C: StreamConn> Protocol<'a> for Http2<'a, C> {
+    type Conn = C;
 
-    fn conns(&self) -> &[H2Conn] {
+    fn conns(&self) -> &[C] {
         &self.conns
     }
 
-    fn conns_mut(&mut self) -> &mut [H2Conn] {
+    fn conns_mut(&mut self) -> &mut [C] {
         &mut self.conns
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        if !C::TIMERS {
+            return None;
+        }
+        self.conns.iter().filter_map(StreamConn::timer).min()
+    }
+
+    fn on_timers(&mut self, ctx: &mut Ctx<'a>, now: Instant) {
+        if !C::TIMERS {
+            return;
+        }
+        for c in &mut self.conns {
+            if c.timer().is_some_and(|t| t <= now) {
+                c.on_timer(ctx, &mut self.sh, now);
+            }
+        }
     }
 
     #[inline]
@@ -272,12 +342,66 @@ impl<'a> Protocol<'a> for Http2<'a> {
         stats.h2 = self.sh.stats;
         stats.protocols = self.sh.protocols;
         if self.grpc {
-            let mut tally = super::GrpcTally::default();
-            self.conns.iter().for_each(|c| tally.add(c.grpc_tally()));
+            let mut tally = GrpcTally::default();
+            self.conns.iter().for_each(|c| tally.add(&c.grpc_tally()));
             let failed = Some(tally.failed_http_ok);
             stats.grpc = GrpcStats::from_counts(&tally.codes, tally.no_status, failed);
             stats.grpc.messages = tally.messages;
         }
+    }
+}
+
+impl StreamConn for H2Conn {
+    fn create(token: Token, streams: u32, grpc: bool, now: Instant) -> Self {
+        H2Conn::new(token, streams, now).counting_grpc(grpc)
+    }
+    fn begin(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        H2Conn::begin(self, ctx, sh, now);
+    }
+    fn on_event(&mut self, ctx: &mut Ctx, sh: &mut Shared, closed: bool) {
+        H2Conn::on_event(self, ctx, sh, closed);
+    }
+    fn take_failure(&mut self) -> Option<(ErrorKind, Option<ErrorReason>)> {
+        H2Conn::take_failure(self)
+    }
+    fn expire(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        now: Instant,
+        timeout: Duration,
+        connect: Duration,
+    ) {
+        H2Conn::expire(self, ctx, sh, now, timeout, connect);
+    }
+    fn free_streams(&self) -> u32 {
+        H2Conn::free_streams(self)
+    }
+    fn in_flight(&self) -> u32 {
+        H2Conn::in_flight(self)
+    }
+    fn reusable(&self, now: Instant) -> bool {
+        H2Conn::reusable(self, now)
+    }
+    fn connect_open(&mut self, ctx: &mut Ctx, now: Instant) {
+        H2Conn::connect_open(self, ctx, now);
+    }
+    fn open_stream(
+        &mut self,
+        ctx: &mut Ctx,
+        sh: &mut Shared,
+        req: Req,
+        intended: Instant,
+        resend: bool,
+        now: Instant,
+    ) {
+        H2Conn::open_stream(self, ctx, sh, req, intended, resend, now);
+    }
+    fn send_out(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
+        H2Conn::send_out(self, ctx, sh, now);
+    }
+    fn grpc_tally(&self) -> GrpcTally {
+        *H2Conn::grpc_tally(self)
     }
 }
 

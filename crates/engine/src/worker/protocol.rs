@@ -81,6 +81,13 @@ pub(crate) trait Protocol<'a> {
     /// its connections can take requests.
     fn pool_opened(&mut self, ctx: &mut Ctx<'a>) -> usize;
 
+    /// When a timer of the protocol's own is next due (QUIC's), for the poll's wait.
+    fn next_timer(&self) -> Option<Instant> {
+        None
+    }
+    /// After each poll: the protocol's own timers due by `now`.
+    fn on_timers(&mut self, _ctx: &mut Ctx<'a>, _now: Instant) {}
+
     /// Connections the protocol holds outside its slots (`--ws-idle`): begins a few more;
     /// whether more may begin at once (the loop then polls without waiting). None by default.
     fn open_held(&mut self, _ctx: &mut Ctx<'a>, _now: Instant) -> bool {

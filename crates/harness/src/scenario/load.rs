@@ -80,6 +80,8 @@ pub(super) struct LoadFile {
     #[serde(default)]
     http2: bool,
     #[serde(default)]
+    http3: bool,
+    #[serde(default)]
     streams: Option<u32>,
     #[serde(default)]
     data: Option<std::path::PathBuf>,
@@ -192,6 +194,7 @@ impl LoadFile {
                 cacert: self.cacert.map(|p| relative_to(file, p)),
                 client: client.map(|(c, k)| (relative_to(file, c), relative_to(file, k))),
                 resume: self.tls_resume,
+                http3: self.http3,
             },
             pipeline: self.pipeline,
             pacing,
@@ -383,12 +386,19 @@ impl LoadFile {
     /// `None` for HTTP/1.1. Not with `pipeline`; one request per connection with
     /// `keepalive = false`, in closed loads only.
     fn check_http2(&self) -> Result<Option<u32>, Bad> {
-        if !self.http2 {
+        if self.http2 && self.http3 {
+            return Err(bad(
+                "http3",
+                "and http2 = true both choose the HTTP version",
+                "give one of them",
+            ));
+        }
+        if !self.http2 && !self.http3 {
             return match self.streams {
                 Some(_) => Err(bad(
                     "streams",
-                    "applies to HTTP/2 only",
-                    "add http2 = true or leave out streams",
+                    "applies to HTTP/2 and HTTP/3 only",
+                    "add http2 = true (or http3 = true) or leave out streams",
                 )),
                 None => Ok(None),
             };

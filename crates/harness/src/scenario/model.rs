@@ -210,8 +210,8 @@ pub struct ScenarioLoad {
     /// Open and find-max loads: `send_window` and `connect_limit` (as `--send-window` and
     /// `--connect-limit`); the defaults when not given.
     pub pacing: loadbench_plan::OpenPacing,
-    /// `http2 = true` (as `--http2`), with `streams = N` (as `--streams`, default 1): the
-    /// requests in flight per HTTP/2 connection; `None`: HTTP/1.1. Any model (open and
+    /// `http2 = true` (as `--http2`) or `http3 = true`, with `streams = N` (as `--streams`,
+    /// default 1): the requests in flight per connection; `None`: HTTP/1.1. Any model (open and
     /// find-max loads: with keep-alive).
     pub http2: Option<u32>,
     /// Per-request values' sources: `data` (relative to the scenario file), `data_order`,
@@ -240,6 +240,9 @@ pub struct LoadTls {
     pub client: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// `tls_resume = false`: no session resumption.
     pub resume: bool,
+    /// `http3 = true` (as `--http3`): HTTP/3 over QUIC; its streams per connection are
+    /// [`ScenarioLoad::http2`]'s.
+    pub http3: bool,
 }
 
 /// The request sent by a load.

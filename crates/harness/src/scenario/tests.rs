@@ -609,6 +609,7 @@ fn a_loads_tls_options_are_read_with_cacert_relative_to_the_file() {
         cacert: None,
         client: None,
         resume: true,
+        http3: false,
     };
     assert_eq!(s.loads[0].tls, default);
     let text = format!("{MINI}insecure = true\ncacert = \"certs/ca.pem\"\ntls_resume = false\n");
@@ -616,6 +617,26 @@ fn a_loads_tls_options_are_read_with_cacert_relative_to_the_file() {
     let tls = &s.loads[0].tls;
     assert!(tls.insecure && !tls.resume);
     assert_eq!(tls.cacert.as_deref(), Some(Path::new("bench/certs/ca.pem")));
+}
+
+#[test]
+fn http3_is_read_with_its_streams_and_refused_beside_http2() {
+    let s = parse(&format!("{MINI}http3 = true\nstreams = 4\n")).unwrap();
+    assert!(s.loads[0].tls.http3);
+    assert_eq!(s.loads[0].http2, Some(4), "streams per connection");
+    let load = &s.loads[0];
+    let spec = load.spec(&load.levels[0], "https://127.0.0.1:8443");
+    assert!(
+        spec.transport.http3 && !spec.transport.http2,
+        "{:?}",
+        spec.transport
+    );
+    assert_eq!(spec.transport.streams, Some(4));
+    assert_error(
+        &format!("{MINI}http3 = true\nhttp2 = true\n"),
+        "load[0].http3",
+        "give one of them",
+    );
 }
 
 #[test]

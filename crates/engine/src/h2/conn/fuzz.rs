@@ -62,6 +62,7 @@ fn setup(body: bool) -> &'static H2Setup {
             requests: vec![encoded],
             streams: 8,
             grpc: true,
+            http3: false,
         }
     })
 }

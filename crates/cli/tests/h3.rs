@@ -1,0 +1,150 @@
+//! `--http3` against a real HTTP/3 server: Caddy (Debian's package serves h3 on UDP beside h1
+//! and h2 on TCP, on the same port), trusted through its local CA with `--cacert`. Every
+//! request loadbench counts as answered is one Caddy logged over `HTTP/3.0`, in the closed and
+//! the open model, with several streams per connection. Bad input (`--http3` with http://, or
+//! with --http2, or against a server without HTTP/3) is one line and exit 2 before any load.
+
+use crate::support::caddy::Caddy;
+use crate::support::nginx::Nginx;
+use crate::support::{free_port, have, tempdir, Run};
+use crate::tls::make_pki;
+use loadbench_model::RunResult;
+use loadbench_upstream::{Server, ServerConfig, TlsIdentity};
+
+const BODY: &str = "hello over h3";
+
+fn caddy() -> Option<Caddy> {
+    have("caddy").then(|| Caddy::start(&format!("respond /missing 404\n\trespond \"{BODY}\" 200")))
+}
+
+fn run(caddy: &Caddy, path: &str, args: &[&str]) -> RunResult {
+    let ca = caddy.root_ca();
+    let mut all = vec!["--http3", "--cacert", ca.to_str().unwrap()];
+    all.extend_from_slice(args);
+    Run::new(&caddy.url(path)).args(all).ok()
+}
+
+/// What loadbench counted as answered with `status`.
+fn answered(r: &RunResult, status: u16) -> u64 {
+    r.stats.status.0.get(&status).copied().unwrap_or(0)
+}
+
+#[test]
+fn http3_against_caddy_counts_equal_its_access_log() {
+    let Some(caddy) = caddy() else { return };
+    // Closed model: 2 connections, 4 streams each, a fixed count.
+    let r = run(&caddy, "/", &["-c", "2", "--streams", "4", "-n", "200"]);
+    assert_eq!(answered(&r, 200), 200, "{:?}", r.stats.status);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.protocols.h3, 2, "{:?}", r.stats.protocols);
+    assert_eq!(r.stats.body.total, 200 * BODY.len() as u64);
+    assert!(r.stats.h2.max_streams_in_flight >= 2, "{:?}", r.stats.h2);
+    assert!(r.stats.h2.max_streams_in_flight <= 4, "{:?}", r.stats.h2);
+    assert_eq!(caddy.logged("HTTP/3.0"), 200);
+    // A status other than 200 is counted as the server logged it.
+    let missing = run(&caddy, "/missing", &["-c", "1", "-n", "30"]);
+    assert_eq!(answered(&missing, 404), 30, "{:?}", missing.stats.status);
+    assert_eq!(caddy.logged_status("HTTP/3.0", 404), 30);
+    // The open model: due requests take free streams, latency from their intended times.
+    let open = run(
+        &caddy,
+        "/",
+        &["--rate", "200", "-n", "150", "--streams", "8"],
+    );
+    assert_eq!(answered(&open, 200), 150, "{:?}", open.stats);
+    assert_eq!(open.stats.errors.total(), 0, "{:?}", open.stats.errors);
+    assert!(open.stats.protocols.h3 >= 1, "{:?}", open.stats.protocols);
+    assert_eq!(caddy.logged("HTTP/3.0"), 200 + 30 + 150);
+    // Nothing went over TCP: the preflight is a QUIC handshake, no request.
+    assert_eq!(caddy.logged("HTTP/2.0") + caddy.logged("HTTP/1.1"), 0);
+}
+
+fn refused(run: Run, want: &str) {
+    let ran = run.json();
+    let (_, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(want), "want {want:?}: {stderr}");
+    assert!(ran.saved.is_none(), "nothing ran");
+}
+
+#[test]
+fn bad_http3_input_is_one_line_and_exit_2_before_any_load() {
+    let port = free_port();
+    let plain = format!("http://127.0.0.1:{port}/");
+    refused(
+        Run::new(&plain).args(["--http3", "-c", "1", "-n", "5"]),
+        "--http3 needs an https:// URL",
+    );
+    let https = format!("https://127.0.0.1:{port}/");
+    refused(
+        Run::new(&https).args(["--http3", "--http2", "-c", "1", "-n", "5"]),
+        "give one of them",
+    );
+    // Nothing listens on UDP there: no QUIC handshake.
+    refused(
+        Run::new(&https).args(["--http3", "-c", "1", "-n", "5", "--connect-timeout", "2s"]),
+        "did not answer HTTP/3 over QUIC",
+    );
+    // A real HTTPS server without HTTP/3 (nginx over TCP only).
+    if !have("nginx") {
+        return;
+    }
+    let pki = make_pki(&tempdir("h3-no-quic"));
+    let tls = format!(
+        "ssl_certificate {};\n    ssl_certificate_key {};",
+        pki.server_cert.display(),
+        pki.server_key.display()
+    );
+    let nginx = Nginx::start_tls(&tls);
+    let ca = pki.ca.to_str().unwrap().to_string();
+    let url = nginx.https_url("/");
+    refused(
+        Run::new(&url).args([
+            "--http3",
+            "--cacert",
+            &ca,
+            "-c",
+            "1",
+            "-n",
+            "5",
+            "--connect-timeout",
+            "2s",
+        ]),
+        "did not answer HTTP/3 over QUIC",
+    );
+    assert_eq!(nginx.logged_requests(), 0);
+}
+
+/// The reference backend answers HTTP/3 beside `--tls` (`loadbench serve`): its own count of
+/// h3 requests, by route, equals loadbench's, with the certificate trusted by `--cacert`.
+#[test]
+fn http3_against_the_reference_backend_counts_equal_its_stats() {
+    let server = Server::start(ServerConfig {
+        tls: Some(TlsIdentity::self_signed().unwrap()),
+        ..ServerConfig::ephemeral()
+    })
+    .unwrap();
+    let dir = tempdir("h3-serve");
+    let ca = dir.join("serve.crt");
+    std::fs::write(&ca, server.tls_cert_pem().unwrap()).unwrap();
+    let port = server.local_addr().port();
+    let url = |path: &str| format!("https://localhost:{port}{path}");
+    let ca = ca.to_str().unwrap();
+    let base = ["--http3", "--cacert", ca];
+    let sized = Run::new(&url("/bytes/10KiB"))
+        .args(
+            base.iter()
+                .chain(&["-c", "2", "--streams", "3", "-n", "60"]),
+        )
+        .ok();
+    assert_eq!(answered(&sized, 200), 60, "{:?}", sized.stats.status);
+    assert_eq!(sized.stats.body.total, 60 * 10 * 1024);
+    let failing = Run::new(&url("/status/503"))
+        .args(base.iter().chain(&["--rate", "100", "-n", "40"]))
+        .ok();
+    assert_eq!(answered(&failing, 503), 40, "{:?}", failing.stats.status);
+    let stats = server.stats();
+    assert_eq!((stats.h3, stats.total), (100, 100), "{stats:?}");
+    assert_eq!(stats.route("/bytes"), 60, "{stats:?}");
+}

@@ -901,7 +901,14 @@ impl H3Conn {
     }
 
     fn release(&mut self, i: usize, now: Instant) {
-        self.pending.retain(|&p| p != i);
+        if let Some(k) = self.pending.iter().position(|&p| p == i) {
+            // Answered (or failed) before its request was all sent: the rest is not wanted.
+            self.pending.remove(k);
+            if let (Some(q), Some(id)) = (self.quic.as_mut(), self.slots[i].id) {
+                let cancel = VarInt::from_u32(code::REQUEST_CANCELLED as u32);
+                let _ = q.conn.send_stream(id).reset(cancel);
+            }
+        }
         self.slots[i].clear(now);
         self.active -= 1;
     }
@@ -1098,7 +1105,11 @@ impl H3Conn {
             if resend {
                 ctx.recorder.resent(now);
             } else {
-                start = ctx.recorder.sent(now, intended, self.since);
+                // A stream was free for it since the slot was freed, and not before the
+                // connection opened (a wait for the connect stays in the latency), as HTTP/2's.
+                let free = self.slots.iter().find(|s| s.id.is_none());
+                let free_at = free.map_or(now, |s| s.since).max(self.since);
+                start = ctx.recorder.sent(now, intended, free_at);
             }
         }
         match self.spare.take() {

@@ -587,7 +587,11 @@ fn two_readings_of_one_round(t: &Tmux, row: &str) -> (Shown, Shown) {
         let after = t.capture();
         let (a, b) = (shown(&before)?, shown(&after)?);
         readings.push((a.requests, b.requests, round(&before), round(&after)));
-        (round(&before).is_some() && round(&before) == round(&after)).then_some((a, b))
+        // The matrix row can lag a round's start by a redraw: a reading whose second went
+        // back (the next round's second 0) is across the boundary, whatever the row says.
+        let same_second_run = b.second.map(|s| s.0) >= a.second.map(|s| s.0);
+        let same_round = round(&before).is_some() && round(&before) == round(&after);
+        (same_round && same_second_run).then_some((a, b))
     });
     pair.unwrap_or_else(|| panic!("no two readings in one round: {readings:?}"))
 }

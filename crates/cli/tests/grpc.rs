@@ -7,7 +7,7 @@
 //! that does not match, no --proto) is one line and exit code 2, before any load.
 
 use crate::support::nginx::Nginx;
-use crate::support::{free_port, have, tempdir, Run};
+use crate::support::{free_port, have, refused, tempdir, Run};
 use crate::tls::{make_pki, path};
 use loadbench_model::{grpc_code_name, RunResult};
 use loadbench_upstream::{Server, ServerConfig};
@@ -346,15 +346,6 @@ fn every_report_format_shows_the_calls_by_status_grpc_go_counted() {
 }
 
 /// One line on stderr, exit code 2, and it holds `want`.
-fn refused(run: Run, want: &str) {
-    let ran = run.json();
-    let (_, stderr) = ran.text();
-    assert_eq!(ran.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(want), "want {want:?}: {stderr}");
-    assert!(ran.saved.is_none(), "nothing ran");
-}
-
 #[test]
 fn bad_grpc_input_is_one_line_and_exit_2_before_any_load() {
     // Nothing listens there: a load that started would fail to connect, not exit 2 so.

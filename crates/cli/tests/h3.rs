@@ -6,7 +6,7 @@
 
 use crate::support::caddy::Caddy;
 use crate::support::nginx::Nginx;
-use crate::support::{free_port, have, tempdir, Run};
+use crate::support::{free_port, have, refused, tempdir, Run};
 use crate::tls::make_pki;
 use loadbench_model::RunResult;
 use loadbench_upstream::{Server, ServerConfig, TlsIdentity};
@@ -57,15 +57,6 @@ fn http3_against_caddy_counts_equal_its_access_log() {
     assert_eq!(caddy.logged("HTTP/3.0"), 200 + 30 + 150);
     // Nothing went over TCP: the preflight is a QUIC handshake, no request.
     assert_eq!(caddy.logged("HTTP/2.0") + caddy.logged("HTTP/1.1"), 0);
-}
-
-fn refused(run: Run, want: &str) {
-    let ran = run.json();
-    let (_, stderr) = ran.text();
-    assert_eq!(ran.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(want), "want {want:?}: {stderr}");
-    assert!(ran.saved.is_none(), "nothing ran");
 }
 
 #[test]

@@ -22,6 +22,16 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+/// Refused input: `run` exits 2 with one line on stderr holding `want`, and saved nothing.
+pub(crate) fn refused(run: Run, want: &str) {
+    let ran = run.json();
+    let (_, stderr) = ran.text();
+    assert_eq!(ran.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(want), "want {want:?}: {stderr}");
+    assert!(ran.saved.is_none(), "nothing ran");
+}
+
 pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadbench"))
 }

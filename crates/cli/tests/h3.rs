@@ -8,8 +8,10 @@ use crate::support::caddy::Caddy;
 use crate::support::nginx::Nginx;
 use crate::support::{free_port, have, refused, tempdir, Run};
 use crate::tls::make_pki;
-use loadbench_model::RunResult;
+use loadbench_model::{ErrorKind, RunResult};
+use loadbench_report::Format;
 use loadbench_upstream::{Server, ServerConfig, TlsIdentity};
+use std::path::PathBuf;
 
 const BODY: &str = "hello over h3";
 
@@ -107,18 +109,35 @@ fn bad_http3_input_is_one_line_and_exit_2_before_any_load() {
     assert_eq!(nginx.logged_requests(), 0);
 }
 
-/// The reference backend answers HTTP/3 beside `--tls` (`loadbench serve`): its own count of
-/// h3 requests, by route, equals loadbench's, with the certificate trusted by `--cacert`.
-#[test]
-fn http3_against_the_reference_backend_counts_equal_its_stats() {
+/// The reference backend with a self-signed certificate (HTTP/3 on UDP beside TLS), and that
+/// certificate in a file for `--cacert`.
+fn serve_tls(name: &str) -> (Server, PathBuf) {
     let server = Server::start(ServerConfig {
         tls: Some(TlsIdentity::self_signed().unwrap()),
         ..ServerConfig::ephemeral()
     })
     .unwrap();
-    let dir = tempdir("h3-serve");
-    let ca = dir.join("serve.crt");
+    let ca = tempdir(name).join("serve.crt");
     std::fs::write(&ca, server.tls_cert_pem().unwrap()).unwrap();
+    (server, ca)
+}
+
+/// The error reasons counted, by their JSON key.
+fn reasons(r: &RunResult) -> Vec<(String, u64)> {
+    let key = |k| serde_json::to_string(k).unwrap();
+    r.stats
+        .error_reasons
+        .0
+        .iter()
+        .map(|(k, n)| (key(k), *n))
+        .collect()
+}
+
+/// The reference backend answers HTTP/3 beside `--tls` (`loadbench serve`): its own count of
+/// h3 requests, by route, equals loadbench's, with the certificate trusted by `--cacert`.
+#[test]
+fn http3_against_the_reference_backend_counts_equal_its_stats() {
+    let (server, ca) = serve_tls("h3-serve");
     let port = server.local_addr().port();
     let url = |path: &str| format!("https://localhost:{port}{path}");
     let ca = ca.to_str().unwrap();
@@ -138,4 +157,60 @@ fn http3_against_the_reference_backend_counts_equal_its_stats() {
     let stats = server.stats();
     assert_eq!((stats.h3, stats.total), (100, 100), "{stats:?}");
     assert_eq!(stats.route("/bytes"), 60, "{stats:?}");
+}
+
+/// A reset stream and a closed QUIC connection are counted by the code the server sent: the
+/// reference backend's HTTP/3 fault routes reset with `code=` (`H3_INTERNAL_ERROR` by default)
+/// or close the connection with it, and every request it saw on them is one error of
+/// loadbench's, under that code.
+#[test]
+fn http3_resets_and_closes_are_counted_by_the_code_the_backend_sent() {
+    let (server, ca) = serve_tls("h3-codes");
+    let port = server.local_addr().port();
+    // Every request fails, so each run exits 1 (nothing completed) and saves its result.
+    let run = |path: &str, args: &[&str]| {
+        let url = format!("https://localhost:{port}{path}");
+        let mut all = vec!["--http3", "--cacert", ca.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let ran = Run::new(&url).args(all).json();
+        assert_eq!(ran.code(), Some(1), "{:?}", ran.text());
+        ran.result()
+    };
+    let reset = run("/fault/reset", &["-c", "2", "--streams", "2", "-n", "30"]);
+    assert_eq!(reset.stats.errors.get(ErrorKind::H3StreamReset), 30);
+    assert_eq!(reset.stats.errors.total(), 30, "{:?}", reset.stats.errors);
+    assert_eq!(
+        reasons(&reset),
+        [("\"h3_reset_internal_error\"".into(), 30)]
+    );
+    let cancelled = run("/fault/stall?code=0x10c", &["--rate", "50", "-n", "20"]);
+    assert_eq!(cancelled.stats.errors.get(ErrorKind::H3StreamReset), 20);
+    let want = [("\"h3_reset_request_cancelled\"".to_string(), 20)];
+    assert_eq!(reasons(&cancelled), want);
+    // One stream per connection: each close fails the one request in flight on it.
+    let closed = run("/fault/close?code=0x107", &["-c", "1", "-n", "10"]);
+    assert_eq!(closed.stats.errors.get(ErrorKind::QuicClosed), 10);
+    assert_eq!(closed.stats.errors.total(), 10, "{:?}", closed.stats.errors);
+    let want = [("\"h3_close_excessive_load\"".to_string(), 10)];
+    assert_eq!(reasons(&closed), want);
+    assert!(
+        closed.stats.protocols.h3 >= 10,
+        "{:?}",
+        closed.stats.protocols
+    );
+    let opts = loadbench_report::RenderOptions::default();
+    let text = loadbench_report::render_to_string(Format::Text, &closed, &opts);
+    let line = "QUIC connection closed while the request was in flight: 10 (H3_EXCESSIVE_LOAD 10)";
+    assert!(text.contains(line), "{text}");
+    let stats = server.stats();
+    assert_eq!(stats.h3, 60, "{stats:?}");
+    assert_eq!(
+        (
+            stats.route("/fault/reset"),
+            stats.route("/fault/stall"),
+            stats.route("/fault/close")
+        ),
+        (30, 20, 10),
+        "{stats:?}"
+    );
 }

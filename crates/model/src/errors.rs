@@ -49,11 +49,17 @@ pub enum ErrorKind {
     Script,
     /// `--script`: the script's `response()` failed on a complete answer.
     ScriptResponse,
+    /// HTTP/3: the server reset the request's stream (RESET_STREAM); the reason is its code.
+    H3StreamReset,
+    /// HTTP/3: the QUIC connection ended while the request was in flight: the server closed
+    /// it (the reason is its HTTP/3 or transport code), reset it, or went quiet past the idle
+    /// timeout.
+    QuicClosed,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -71,6 +77,8 @@ impl ErrorKind {
         ErrorKind::CaptureMissing,
         ErrorKind::Script,
         ErrorKind::ScriptResponse,
+        ErrorKind::H3StreamReset,
+        ErrorKind::QuicClosed,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -103,6 +111,8 @@ impl ErrorKind {
             ErrorKind::CaptureMissing => "a flow step's capture found nothing",
             ErrorKind::Script => "the script's request() failed (nothing sent)",
             ErrorKind::ScriptResponse => "the script's response() failed",
+            ErrorKind::H3StreamReset => "HTTP/3 stream reset by the server (RESET_STREAM)",
+            ErrorKind::QuicClosed => "QUIC connection closed while the request was in flight",
         }
     }
 

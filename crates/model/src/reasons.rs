@@ -224,23 +224,196 @@ pub enum ErrorReason {
     /// Malformed (`--http3`): a QPACK field section that could not be decoded (or referred to
     /// the dynamic table, which we never allow).
     Qpack,
-    /// Closed before the response was complete (`--http3`): the server reset the request
-    /// stream with `H3_REQUEST_REJECTED` (it did not process the request).
-    H3RequestRejected,
-    /// Closed before complete (`--http3`): the server reset the request stream with another
-    /// code (`H3_REQUEST_CANCELLED`, `H3_INTERNAL_ERROR`, …).
-    H3StreamReset,
-    /// Closed before complete (`--http3`): the QUIC connection went quiet past its idle
-    /// timeout (no packet from the server, its keep-alives included).
+    /// Closed before the response was complete (`--http3`): the request was above the
+    /// server's GOAWAY stream id once more after it had been sent again on a new connection
+    /// (the server did not process it).
+    H3GoawayRefused,
+    /// `--http3`: the server reset the request stream with `H3_NO_ERROR` (0x100).
+    H3ResetNoError,
+    /// `--http3`: the server reset the request stream with `H3_GENERAL_PROTOCOL_ERROR` (0x101).
+    H3ResetGeneralProtocolError,
+    /// `--http3`: the server reset the request stream with `H3_INTERNAL_ERROR` (0x102).
+    H3ResetInternalError,
+    /// `--http3`: the server reset the request stream with `H3_STREAM_CREATION_ERROR` (0x103).
+    H3ResetStreamCreationError,
+    /// `--http3`: the server reset the request stream with `H3_CLOSED_CRITICAL_STREAM` (0x104).
+    H3ResetClosedCriticalStream,
+    /// `--http3`: the server reset the request stream with `H3_FRAME_UNEXPECTED` (0x105).
+    H3ResetFrameUnexpected,
+    /// `--http3`: the server reset the request stream with `H3_FRAME_ERROR` (0x106).
+    H3ResetFrameError,
+    /// `--http3`: the server reset the request stream with `H3_EXCESSIVE_LOAD` (0x107).
+    H3ResetExcessiveLoad,
+    /// `--http3`: the server reset the request stream with `H3_ID_ERROR` (0x108).
+    H3ResetIdError,
+    /// `--http3`: the server reset the request stream with `H3_SETTINGS_ERROR` (0x109).
+    H3ResetSettingsError,
+    /// `--http3`: the server reset the request stream with `H3_MISSING_SETTINGS` (0x10a).
+    H3ResetMissingSettings,
+    /// `--http3`: the server reset the request stream with `H3_REQUEST_REJECTED` (0x10b).
+    H3ResetRequestRejected,
+    /// `--http3`: the server reset the request stream with `H3_REQUEST_CANCELLED` (0x10c).
+    H3ResetRequestCancelled,
+    /// `--http3`: the server reset the request stream with `H3_REQUEST_INCOMPLETE` (0x10d).
+    H3ResetRequestIncomplete,
+    /// `--http3`: the server reset the request stream with `H3_MESSAGE_ERROR` (0x10e).
+    H3ResetMessageError,
+    /// `--http3`: the server reset the request stream with `H3_CONNECT_ERROR` (0x10f).
+    H3ResetConnectError,
+    /// `--http3`: the server reset the request stream with `H3_VERSION_FALLBACK` (0x110).
+    H3ResetVersionFallback,
+    /// `--http3`: the server reset the request stream with `QPACK_DECOMPRESSION_FAILED` (0x200).
+    H3ResetQpackDecompressionFailed,
+    /// `--http3`: the server reset the request stream with `QPACK_ENCODER_STREAM_ERROR` (0x201).
+    H3ResetQpackEncoderStreamError,
+    /// `--http3`: the server reset the request stream with `QPACK_DECODER_STREAM_ERROR` (0x202).
+    H3ResetQpackDecoderStreamError,
+    /// `--http3`: the server reset the request stream with a code HTTP/3 does not define.
+    H3ResetOther,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_NO_ERROR` (0x100) while the request was in flight.
+    H3CloseNoError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_GENERAL_PROTOCOL_ERROR` (0x101) while the request was in flight.
+    H3CloseGeneralProtocolError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_INTERNAL_ERROR` (0x102) while the request was in flight.
+    H3CloseInternalError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_STREAM_CREATION_ERROR` (0x103) while the request was in flight.
+    H3CloseStreamCreationError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_CLOSED_CRITICAL_STREAM` (0x104) while the request was in flight.
+    H3CloseClosedCriticalStream,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_FRAME_UNEXPECTED` (0x105) while the request was in flight.
+    H3CloseFrameUnexpected,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_FRAME_ERROR` (0x106) while the request was in flight.
+    H3CloseFrameError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_EXCESSIVE_LOAD` (0x107) while the request was in flight.
+    H3CloseExcessiveLoad,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_ID_ERROR` (0x108) while the request was in flight.
+    H3CloseIdError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_SETTINGS_ERROR` (0x109) while the request was in flight.
+    H3CloseSettingsError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_MISSING_SETTINGS` (0x10a) while the request was in flight.
+    H3CloseMissingSettings,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_REQUEST_REJECTED` (0x10b) while the request was in flight.
+    H3CloseRequestRejected,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_REQUEST_CANCELLED` (0x10c) while the request was in flight.
+    H3CloseRequestCancelled,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_REQUEST_INCOMPLETE` (0x10d) while the request was in flight.
+    H3CloseRequestIncomplete,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_MESSAGE_ERROR` (0x10e) while the request was in flight.
+    H3CloseMessageError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_CONNECT_ERROR` (0x10f) while the request was in flight.
+    H3CloseConnectError,
+    /// `--http3`: the server closed the QUIC connection with the HTTP/3 code `H3_VERSION_FALLBACK` (0x110) while the request was in flight.
+    H3CloseVersionFallback,
+    /// `--http3`: the server closed the QUIC connection with `QPACK_DECOMPRESSION_FAILED` (0x200).
+    H3CloseQpackDecompressionFailed,
+    /// `--http3`: the server closed the QUIC connection with `QPACK_ENCODER_STREAM_ERROR` (0x201).
+    H3CloseQpackEncoderStreamError,
+    /// `--http3`: the server closed the QUIC connection with `QPACK_DECODER_STREAM_ERROR` (0x202).
+    H3CloseQpackDecoderStreamError,
+    /// `--http3`: the server closed the QUIC connection with an application code HTTP/3 does not define.
+    H3CloseOther,
+    /// `--http3`: the server closed the QUIC connection with the transport error `NO_ERROR` (0x0).
+    QuicCloseNoError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `INTERNAL_ERROR` (0x1).
+    QuicCloseInternalError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `CONNECTION_REFUSED` (0x2).
+    QuicCloseConnectionRefused,
+    /// `--http3`: the server closed the QUIC connection with the transport error `FLOW_CONTROL_ERROR` (0x3).
+    QuicCloseFlowControlError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `STREAM_LIMIT_ERROR` (0x4).
+    QuicCloseStreamLimitError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `STREAM_STATE_ERROR` (0x5).
+    QuicCloseStreamStateError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `FINAL_SIZE_ERROR` (0x6).
+    QuicCloseFinalSizeError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `FRAME_ENCODING_ERROR` (0x7).
+    QuicCloseFrameEncodingError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `TRANSPORT_PARAMETER_ERROR` (0x8).
+    QuicCloseTransportParameterError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `CONNECTION_ID_LIMIT_ERROR` (0x9).
+    QuicCloseConnectionIdLimitError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `PROTOCOL_VIOLATION` (0xa).
+    QuicCloseProtocolViolation,
+    /// `--http3`: the server closed the QUIC connection with the transport error `INVALID_TOKEN` (0xb).
+    QuicCloseInvalidToken,
+    /// `--http3`: the server closed the QUIC connection with the transport error `APPLICATION_ERROR` (0xc).
+    QuicCloseApplicationError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `CRYPTO_BUFFER_EXCEEDED` (0xd).
+    QuicCloseCryptoBufferExceeded,
+    /// `--http3`: the server closed the QUIC connection with the transport error `KEY_UPDATE_ERROR` (0xe).
+    QuicCloseKeyUpdateError,
+    /// `--http3`: the server closed the QUIC connection with the transport error `AEAD_LIMIT_REACHED` (0xf).
+    QuicCloseAeadLimitReached,
+    /// `--http3`: the server closed the QUIC connection with the transport error `NO_VIABLE_PATH` (0x10).
+    QuicCloseNoViablePath,
+    /// `--http3`: the server closed the QUIC connection with a TLS alert (`CRYPTO_ERROR`, 0x100–0x1ff).
+    QuicCloseCryptoError,
+    /// `--http3`: the server closed the QUIC connection with a transport code QUIC does not define.
+    QuicCloseOther,
+    /// `--http3`: the QUIC connection went quiet past its idle timeout (no packet from the
+    /// server, its keep-alives included).
     QuicIdleTimeout,
-    /// Closed before complete (`--http3`): the server closed the QUIC connection (an HTTP/3
-    /// code such as `H3_NO_ERROR` or `H3_EXCESSIVE_LOAD`, or a transport error), or reset it.
-    QuicClosed,
+    /// `--http3`: the server reset the QUIC connection with a stateless reset (it had lost
+    /// the connection's state, e.g. after a restart).
+    QuicStatelessReset,
+    /// `--http3`: the server broke the QUIC protocol, so loadbench closed the connection.
+    QuicBroken,
+    /// `--http3`: the connection was lost otherwise (a version negotiation, no connection ids
+    /// left).
+    QuicLost,
 }
+
+/// The names of the HTTP/3 codes 0x100 to 0x110 and QPACK's 0x200 to 0x202, then an unknown code's, in the order of the `H3Reset…` and `H3Close…` reasons.
+const H3_CODE_NAMES: [&str; 21] = [
+    "H3_NO_ERROR",
+    "H3_GENERAL_PROTOCOL_ERROR",
+    "H3_INTERNAL_ERROR",
+    "H3_STREAM_CREATION_ERROR",
+    "H3_CLOSED_CRITICAL_STREAM",
+    "H3_FRAME_UNEXPECTED",
+    "H3_FRAME_ERROR",
+    "H3_EXCESSIVE_LOAD",
+    "H3_ID_ERROR",
+    "H3_SETTINGS_ERROR",
+    "H3_MISSING_SETTINGS",
+    "H3_REQUEST_REJECTED",
+    "H3_REQUEST_CANCELLED",
+    "H3_REQUEST_INCOMPLETE",
+    "H3_MESSAGE_ERROR",
+    "H3_CONNECT_ERROR",
+    "H3_VERSION_FALLBACK",
+    "QPACK_DECOMPRESSION_FAILED",
+    "QPACK_ENCODER_STREAM_ERROR",
+    "QPACK_DECODER_STREAM_ERROR",
+    "unknown code",
+];
+
+/// The names of the QUIC transport codes 0x00 to 0x10, then `CRYPTO_ERROR`'s and an unknown code's, in the order of the `QuicClose…` reasons.
+const QUIC_CODE_NAMES: [&str; 19] = [
+    "NO_ERROR (transport)",
+    "INTERNAL_ERROR (transport)",
+    "CONNECTION_REFUSED (transport)",
+    "FLOW_CONTROL_ERROR (transport)",
+    "STREAM_LIMIT_ERROR (transport)",
+    "STREAM_STATE_ERROR (transport)",
+    "FINAL_SIZE_ERROR (transport)",
+    "FRAME_ENCODING_ERROR (transport)",
+    "TRANSPORT_PARAMETER_ERROR (transport)",
+    "CONNECTION_ID_LIMIT_ERROR (transport)",
+    "PROTOCOL_VIOLATION (transport)",
+    "INVALID_TOKEN (transport)",
+    "APPLICATION_ERROR (transport)",
+    "CRYPTO_BUFFER_EXCEEDED (transport)",
+    "KEY_UPDATE_ERROR (transport)",
+    "AEAD_LIMIT_REACHED (transport)",
+    "NO_VIABLE_PATH (transport)",
+    "CRYPTO_ERROR (a TLS alert)",
+    "unknown transport code",
+];
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 51] = [
+    pub const ALL: [ErrorReason; 113] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -288,10 +461,72 @@ impl ErrorReason {
         ErrorReason::WsUpgradeClosed,
         ErrorReason::H3Frame,
         ErrorReason::Qpack,
-        ErrorReason::H3RequestRejected,
-        ErrorReason::H3StreamReset,
+        ErrorReason::H3GoawayRefused,
+        ErrorReason::H3ResetNoError,
+        ErrorReason::H3ResetGeneralProtocolError,
+        ErrorReason::H3ResetInternalError,
+        ErrorReason::H3ResetStreamCreationError,
+        ErrorReason::H3ResetClosedCriticalStream,
+        ErrorReason::H3ResetFrameUnexpected,
+        ErrorReason::H3ResetFrameError,
+        ErrorReason::H3ResetExcessiveLoad,
+        ErrorReason::H3ResetIdError,
+        ErrorReason::H3ResetSettingsError,
+        ErrorReason::H3ResetMissingSettings,
+        ErrorReason::H3ResetRequestRejected,
+        ErrorReason::H3ResetRequestCancelled,
+        ErrorReason::H3ResetRequestIncomplete,
+        ErrorReason::H3ResetMessageError,
+        ErrorReason::H3ResetConnectError,
+        ErrorReason::H3ResetVersionFallback,
+        ErrorReason::H3ResetQpackDecompressionFailed,
+        ErrorReason::H3ResetQpackEncoderStreamError,
+        ErrorReason::H3ResetQpackDecoderStreamError,
+        ErrorReason::H3ResetOther,
+        ErrorReason::H3CloseNoError,
+        ErrorReason::H3CloseGeneralProtocolError,
+        ErrorReason::H3CloseInternalError,
+        ErrorReason::H3CloseStreamCreationError,
+        ErrorReason::H3CloseClosedCriticalStream,
+        ErrorReason::H3CloseFrameUnexpected,
+        ErrorReason::H3CloseFrameError,
+        ErrorReason::H3CloseExcessiveLoad,
+        ErrorReason::H3CloseIdError,
+        ErrorReason::H3CloseSettingsError,
+        ErrorReason::H3CloseMissingSettings,
+        ErrorReason::H3CloseRequestRejected,
+        ErrorReason::H3CloseRequestCancelled,
+        ErrorReason::H3CloseRequestIncomplete,
+        ErrorReason::H3CloseMessageError,
+        ErrorReason::H3CloseConnectError,
+        ErrorReason::H3CloseVersionFallback,
+        ErrorReason::H3CloseQpackDecompressionFailed,
+        ErrorReason::H3CloseQpackEncoderStreamError,
+        ErrorReason::H3CloseQpackDecoderStreamError,
+        ErrorReason::H3CloseOther,
+        ErrorReason::QuicCloseNoError,
+        ErrorReason::QuicCloseInternalError,
+        ErrorReason::QuicCloseConnectionRefused,
+        ErrorReason::QuicCloseFlowControlError,
+        ErrorReason::QuicCloseStreamLimitError,
+        ErrorReason::QuicCloseStreamStateError,
+        ErrorReason::QuicCloseFinalSizeError,
+        ErrorReason::QuicCloseFrameEncodingError,
+        ErrorReason::QuicCloseTransportParameterError,
+        ErrorReason::QuicCloseConnectionIdLimitError,
+        ErrorReason::QuicCloseProtocolViolation,
+        ErrorReason::QuicCloseInvalidToken,
+        ErrorReason::QuicCloseApplicationError,
+        ErrorReason::QuicCloseCryptoBufferExceeded,
+        ErrorReason::QuicCloseKeyUpdateError,
+        ErrorReason::QuicCloseAeadLimitReached,
+        ErrorReason::QuicCloseNoViablePath,
+        ErrorReason::QuicCloseCryptoError,
+        ErrorReason::QuicCloseOther,
         ErrorReason::QuicIdleTimeout,
-        ErrorReason::QuicClosed,
+        ErrorReason::QuicStatelessReset,
+        ErrorReason::QuicBroken,
+        ErrorReason::QuicLost,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -302,6 +537,12 @@ impl ErrorReason {
     /// The error class this reason explains.
     pub fn kind(self) -> ErrorKind {
         let i = self.index();
+        if i >= ErrorReason::H3_CLOSE_FIRST {
+            return ErrorKind::QuicClosed;
+        }
+        if i >= ErrorReason::H3_RESET_FIRST {
+            return ErrorKind::H3StreamReset;
+        }
         if i >= ErrorReason::H3_FIRST {
             return match self {
                 ErrorReason::H3Frame | ErrorReason::Qpack => ErrorKind::MalformedResponse,
@@ -327,6 +568,15 @@ impl ErrorReason {
     const CONNECT_FIRST: usize = ErrorReason::H2BadPreface as usize;
     /// Index of the first HTTP/3 reason (after the `connect_error` ones).
     const H3_FIRST: usize = ErrorReason::H3Frame as usize;
+    /// Index of the first HTTP/3 stream reset code (`H3_NO_ERROR`; the HTTP/3 codes follow in
+    /// order, then QPACK's three, then an unknown code).
+    const H3_RESET_FIRST: usize = ErrorReason::H3ResetNoError as usize;
+    /// Index of the first reason under `quic_closed`: the HTTP/3 codes of a connection close,
+    /// in the order of the resets', then the QUIC transport codes, then the other ends.
+    const H3_CLOSE_FIRST: usize = ErrorReason::H3CloseNoError as usize;
+    /// Index of the first QUIC transport code (`NO_ERROR`; 0x00 to 0x10 follow in order, then
+    /// `CRYPTO_ERROR`, then an unknown code).
+    const QUIC_CLOSE_FIRST: usize = ErrorReason::QuicCloseNoError as usize;
 
     /// The reason for an HTTP/2 error `code` under RST_STREAM (`goaway` false) or GOAWAY.
     pub fn h2_code(goaway: bool, code: u32) -> ErrorReason {
@@ -338,6 +588,59 @@ impl ErrorReason {
         let known = ErrorReason::GOAWAY_FIRST - ErrorReason::RST_FIRST - 1;
         let offset = usize::try_from(code).map_or(known, |c| c.min(known));
         ErrorReason::ALL[first + offset]
+    }
+
+    /// The reason for an HTTP/3 application error `code` (RFC 9114, 8.1; RFC 9204, 6): a
+    /// request stream's reset (`close` false) or the connection's close.
+    pub fn h3_code(close: bool, code: u64) -> ErrorReason {
+        let first = if close {
+            ErrorReason::H3_CLOSE_FIRST
+        } else {
+            ErrorReason::H3_RESET_FIRST
+        };
+        // 17 HTTP/3 codes from 0x100, 3 QPACK codes from 0x200, then the unknown one.
+        let offset = match code {
+            0x100..=0x110 => code - 0x100,
+            0x200..=0x202 => code - 0x200 + 17,
+            _ => 20,
+        };
+        ErrorReason::ALL[first + offset as usize]
+    }
+
+    /// The reason for a QUIC transport error `code` the server closed the connection with
+    /// (RFC 9000, 20.1).
+    pub fn quic_code(code: u64) -> ErrorReason {
+        let offset = match code {
+            0x00..=0x10 => code,
+            0x100..=0x1ff => 17,
+            _ => 18,
+        };
+        ErrorReason::ALL[ErrorReason::QUIC_CLOSE_FIRST + offset as usize]
+    }
+
+    /// Human wording for the reasons from `H3GoawayRefused` on: an HTTP/3, QPACK or QUIC
+    /// code's name from its table, else the reason's own words.
+    fn describe_h3(self) -> &'static str {
+        let i = self.index();
+        let table = |first: usize, names: &'static [&'static str]| {
+            i.checked_sub(first).and_then(|at| names.get(at)).copied()
+        };
+        let code = table(ErrorReason::QUIC_CLOSE_FIRST, &QUIC_CODE_NAMES)
+            .or_else(|| table(ErrorReason::H3_CLOSE_FIRST, &H3_CODE_NAMES))
+            .or_else(|| table(ErrorReason::H3_RESET_FIRST, &H3_CODE_NAMES));
+        if let Some(name) = code {
+            return name;
+        }
+        match self {
+            ErrorReason::H3GoawayRefused => {
+                "above the server's GOAWAY again after being sent anew (not processed)"
+            }
+            ErrorReason::QuicIdleTimeout => "idle timeout (nothing from the server for 30 s)",
+            ErrorReason::QuicStatelessReset => "stateless reset by the server",
+            ErrorReason::QuicBroken => "the server broke QUIC (loadbench closed the connection)",
+            ErrorReason::QuicLost => "lost otherwise (version negotiation, no connection ids left)",
+            _ => "unknown reason",
+        }
     }
 
     /// Human wording for reports.
@@ -396,10 +699,8 @@ impl ErrorReason {
             ErrorReason::WsUpgradeClosed => "closed before answering the WebSocket upgrade",
             ErrorReason::H3Frame => "bad HTTP/3 frame, or no :status",
             ErrorReason::Qpack => "bad QPACK field section",
-            ErrorReason::H3RequestRejected => "stream reset with H3_REQUEST_REJECTED",
-            ErrorReason::H3StreamReset => "stream reset by the server (HTTP/3)",
-            ErrorReason::QuicIdleTimeout => "QUIC idle timeout",
-            ErrorReason::QuicClosed => "QUIC connection closed or reset by the server",
+            // HTTP/3's and QUIC's own.
+            _ => self.describe_h3(),
         }
     }
 }
@@ -535,6 +836,83 @@ mod tests {
         assert_eq!(ErrorReason::WsUpgradeClosed.kind(), ErrorKind::ConnectError);
         let json = serde_json::to_string(&ErrorReason::RstRefusedStream).unwrap();
         assert_eq!(json, r#""rst_stream_refused_stream""#);
+    }
+
+    /// Every HTTP/3 and QUIC code lands on the reason of that name, under its class, and the
+    /// dense order of `ALL` is the enum's.
+    #[test]
+    fn h3_and_quic_codes_map_to_their_class_and_name() {
+        for (i, r) in ErrorReason::ALL.iter().enumerate() {
+            assert_eq!(r.index(), i, "{r:?}");
+        }
+        let r = ErrorReason::h3_code(false, 0x102);
+        assert_eq!(r, ErrorReason::H3ResetInternalError);
+        assert_eq!(
+            (r.kind(), r.describe()),
+            (ErrorKind::H3StreamReset, "H3_INTERNAL_ERROR")
+        );
+        assert_eq!(
+            ErrorReason::h3_code(false, 0x10b),
+            ErrorReason::H3ResetRequestRejected
+        );
+        assert_eq!(
+            ErrorReason::h3_code(false, 0x110),
+            ErrorReason::H3ResetVersionFallback
+        );
+        let q = ErrorReason::h3_code(false, 0x200);
+        assert_eq!(q.describe(), "QPACK_DECOMPRESSION_FAILED");
+        assert_eq!(
+            ErrorReason::h3_code(false, 0x202),
+            ErrorReason::H3ResetQpackDecoderStreamError
+        );
+        assert_eq!(
+            ErrorReason::h3_code(false, 0x111),
+            ErrorReason::H3ResetOther
+        );
+        assert_eq!(ErrorReason::h3_code(false, 0), ErrorReason::H3ResetOther);
+        assert_eq!(ErrorReason::H3ResetOther.kind(), ErrorKind::H3StreamReset);
+        let c = ErrorReason::h3_code(true, 0x107);
+        assert_eq!(c, ErrorReason::H3CloseExcessiveLoad);
+        assert_eq!(
+            (c.kind(), c.describe()),
+            (ErrorKind::QuicClosed, "H3_EXCESSIVE_LOAD")
+        );
+        assert_eq!(
+            ErrorReason::h3_code(true, u64::MAX),
+            ErrorReason::H3CloseOther
+        );
+        let t = ErrorReason::quic_code(0x0a);
+        assert_eq!(t, ErrorReason::QuicCloseProtocolViolation);
+        assert_eq!(t.describe(), "PROTOCOL_VIOLATION (transport)");
+        assert_eq!(
+            ErrorReason::quic_code(0x10),
+            ErrorReason::QuicCloseNoViablePath
+        );
+        assert_eq!(
+            ErrorReason::quic_code(0x128),
+            ErrorReason::QuicCloseCryptoError
+        );
+        assert_eq!(ErrorReason::quic_code(0x11), ErrorReason::QuicCloseOther);
+    }
+
+    #[test]
+    fn quic_transport_codes_and_ends_are_under_quic_closed() {
+        let t = ErrorReason::quic_code(0x0a);
+        for r in [
+            t,
+            ErrorReason::QuicIdleTimeout,
+            ErrorReason::QuicStatelessReset,
+            ErrorReason::QuicLost,
+        ] {
+            assert_eq!(r.kind(), ErrorKind::QuicClosed, "{r:?}");
+        }
+        assert_eq!(ErrorReason::Qpack.kind(), ErrorKind::MalformedResponse);
+        assert_eq!(
+            ErrorReason::H3GoawayRefused.kind(),
+            ErrorKind::ClosedBeforeResponseComplete
+        );
+        let json = serde_json::to_string(&ErrorReason::H3CloseNoError).unwrap();
+        assert_eq!(json, r#""h3_close_no_error""#);
     }
 
     #[test]

@@ -7,9 +7,12 @@
 //! request becomes an `http::Request` (version `HTTP/3.0`) whose body reads the QUIC stream,
 //! and the response's body frames are sent back as they come (trailers too, so the gRPC echo
 //! answers over HTTP/3 as over HTTP/2). So `/stats` counts h3 requests per route, and under
-//! `protocols.h3`. What differs from HTTP/2: a fault route (`/fault/reset`, `close`, `stall`,
-//! `malformed`, `short`) resets its stream with `H3_INTERNAL_ERROR`, as HTTP/2 resets its
-//! stream; `/ws` answers 404, as over HTTP/2 (the WebSocket echo needs an HTTP/1.1 upgrade).
+//! `protocols.h3`. What differs from HTTP/2: `/fault/close` closes the whole QUIC connection
+//! with `H3_NO_ERROR` (over HTTP/1.1 it ends the TCP connection), and every other fault route
+//! (`/fault/reset`, `stall`, `malformed`, `short`) resets its stream with `H3_INTERNAL_ERROR`,
+//! as HTTP/2 resets its stream; a `code=` query (`?code=0x10c`) picks another code for either,
+//! so a client's count by code can be checked; `/ws` answers 404, as over HTTP/2 (the
+//! WebSocket echo needs an HTTP/1.1 upgrade).
 //!
 //! A request is dropped at once when its connection closes; a client that only cancels its
 //! stream has its answer produced and discarded (the server sees that only when it sends).
@@ -29,7 +32,7 @@ use hyper::{Method, Response, StatusCode};
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::body::ResponseBody;
-use crate::conn::stopped;
+use crate::conn::{stopped, Fault};
 use crate::routes::App;
 use crate::server::{take_worker, Held};
 
@@ -138,7 +141,7 @@ async fn serve_connection(
         let (app, quic, in_flight) = (Arc::clone(&app), quic.clone(), in_flight.clone());
         tokio::spawn(async move {
             tokio::select! {
-                () = answer(resolver, app) => {}
+                () = answer(resolver, app, &quic) => {}
                 // The client has gone: its answers are dropped, as over TCP.
                 _ = quic.closed() => {}
             }
@@ -161,20 +164,41 @@ async fn serve_connection(
 }
 
 /// Reads one request's head, answers it through [`App::handle`], and sends the response back.
-async fn answer(resolver: Resolver, app: Arc<App>) {
+async fn answer(resolver: Resolver, app: Arc<App>, quic: &quinn::Connection) {
     let Ok((req, stream)) = resolver.resolve_request().await else {
         return;
     };
     let (mut send, recv) = stream.split();
     let head = req.method() == Method::HEAD;
+    let code = fault_code(req.uri().query());
     let req = req.map(|()| RequestBody(recv));
     match app.handle(req).await {
         Ok(response) => {
             let _ = respond(&mut send, response, head).await;
         }
-        // A fault route over HTTP/3 resets its stream, as over HTTP/2.
-        Err(_fault) => send.stop_stream(Code::H3_INTERNAL_ERROR),
+        // `/fault/close` ends the whole connection, as it ends the TCP connection over
+        // HTTP/1.1 (with `H3_NO_ERROR` unless `code=` says otherwise).
+        Err(Fault::Close) => {
+            let code = code.and_then(|c| quinn::VarInt::from_u64(c).ok());
+            quic.close(code.unwrap_or(H3_NO_ERROR), b"fault: close");
+        }
+        // Every other fault route resets its stream, as over HTTP/2 (`H3_INTERNAL_ERROR`
+        // unless `code=` says otherwise).
+        Err(_) => send.stop_stream(code.map_or(Code::H3_INTERNAL_ERROR, Code::from)),
     }
+}
+
+/// The error code a fault route's `code=` query asks for (`code=0x10c` or `code=268`), if
+/// any; a code QUIC cannot carry (2^62 or more) is ignored.
+fn fault_code(query: Option<&str>) -> Option<u64> {
+    let value = query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("code="))?;
+    let code = match value.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => value.parse().ok()?,
+    };
+    (code < 1 << 62).then_some(code)
 }
 
 /// Sends the response's head (with `content-length` when its body's size is known, as hyper

@@ -39,8 +39,9 @@
 //! | `/fault/slow?bps=N&size=S` | `S` bytes (default 1 KiB) at `N` (default 1 KiB) bytes per second |
 //!
 //! Over TLS and HTTP/2 a fault route only ends its connection or resets its stream (the
-//! misbehaviours above need a raw TCP socket); over HTTP/3 it resets its stream
-//! (`H3_INTERNAL_ERROR`), and `/ws` is a 404 there as over HTTP/2.
+//! misbehaviours above need a raw TCP socket); over HTTP/3 `/fault/close` closes the QUIC
+//! connection (`H3_NO_ERROR`) and the others reset their stream (`H3_INTERNAL_ERROR`), a
+//! `code=` query picking another code; `/ws` is a 404 there as over HTTP/2.
 //!
 //! `fail_rate` turns that fraction of ordinary (non-fault) answers into 500s, drawn from a
 //! seeded generator so rates are reproducible.

@@ -156,6 +156,20 @@ fn lost_why(e: &ConnectionError) -> String {
     }
 }
 
+/// Why an open connection was lost, by its code where the server gave one.
+fn lost_reason(e: &ConnectionError) -> ErrorReason {
+    match e {
+        ConnectionError::ApplicationClosed(c) => {
+            ErrorReason::h3_code(true, u64::from(c.error_code))
+        }
+        ConnectionError::ConnectionClosed(c) => ErrorReason::quic_code(u64::from(c.error_code)),
+        ConnectionError::TimedOut => ErrorReason::QuicIdleTimeout,
+        ConnectionError::Reset => ErrorReason::QuicStatelessReset,
+        ConnectionError::TransportError(_) => ErrorReason::QuicBroken,
+        _ => ErrorReason::QuicLost,
+    }
+}
+
 /// Where a connection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum H3Phase {
@@ -531,15 +545,8 @@ impl H3Conn {
             return self.fail_connect(ctx, (kind, None), now);
         }
         let failure = match reason {
-            ConnectionError::TimedOut => (
-                ErrorKind::ClosedBeforeResponseComplete,
-                Some(ErrorReason::QuicIdleTimeout),
-            ),
             ConnectionError::LocallyClosed => (ErrorKind::ClosedBeforeResponseComplete, None),
-            _ => (
-                ErrorKind::ClosedBeforeResponseComplete,
-                Some(ErrorReason::QuicClosed),
-            ),
+            other => (ErrorKind::QuicClosed, Some(lost_reason(other))),
         };
         if self.active == 0 && self.goaway.is_some() {
             return self.reopen(ctx, now);
@@ -594,12 +601,8 @@ impl H3Conn {
                 }
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(code)) => {
-                    let reason = if u64::from(code) == code::REQUEST_REJECTED {
-                        ErrorReason::H3RequestRejected
-                    } else {
-                        ErrorReason::H3StreamReset
-                    };
-                    end = Some(Err((ErrorKind::ClosedBeforeResponseComplete, Some(reason))));
+                    let reason = ErrorReason::h3_code(false, u64::from(code));
+                    end = Some(Err((ErrorKind::H3StreamReset, Some(reason))));
                     break;
                 }
             }
@@ -709,7 +712,7 @@ impl H3Conn {
             if s.resend {
                 let f = (
                     ErrorKind::ClosedBeforeResponseComplete,
-                    Some(ErrorReason::H3RequestRejected),
+                    Some(ErrorReason::H3GoawayRefused),
                 );
                 self.fail_stream(ctx, i, f, now);
                 continue;

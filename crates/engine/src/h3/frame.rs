@@ -17,10 +17,9 @@ pub(super) mod uni {
     pub(crate) const CONTROL: u64 = 0x0;
 }
 
-/// HTTP/3 error codes (RFC 9114 §8.1) we send or read.
+/// HTTP/3 error codes (RFC 9114 §8.1) we send.
 pub(super) mod code {
     pub(crate) const NO_ERROR: u64 = 0x100;
-    pub(crate) const REQUEST_REJECTED: u64 = 0x10b;
     pub(crate) const REQUEST_CANCELLED: u64 = 0x10c;
 }
 

@@ -138,6 +138,9 @@ fn assert_calls(r: &RunResult, code: &str, n: u64) {
     // A unary call answered OK brings its one response message; the others none.
     let messages = if code == "OK" { n } else { 0 };
     assert_eq!(r.stats.grpc.messages, messages, "{:?}", r.stats.grpc);
+    // Each call that failed by gRPC is a failed answer of the second it came in.
+    let failed: u64 = r.stats.series.0.iter().map(|p| p.failed).sum();
+    assert_eq!(failed, n - messages, "{:?}", r.stats.series);
     assert!(
         r.config.url.ends_with("/grpc.health.v1.Health/Check"),
         "{}",
@@ -485,4 +488,41 @@ fn the_reference_backend_answers_unary_and_streaming_grpc_calls() {
     let args = ["--cacert", cert.to_str().unwrap(), "-c", "2", "-n", "40"];
     assert_calls(&check(&url, KNOWN, &args).ok(), "OK", 40);
     assert_eq!(tls.stats().route("grpc"), 40);
+}
+
+/// The live metrics count the calls by grpc-status as grpc-go and the saved result do:
+/// Prometheus scrapes `loadbench_grpc_calls_total` while calls answered NOT_FOUND go (a
+/// failed answer under HTTP 200), and its last values equal both, as do the per-second
+/// series' failed answers.
+#[test]
+fn prometheus_counts_the_calls_by_status_as_grpc_go_does() {
+    if !have("prometheus") {
+        return;
+    }
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let _machine = crate::support::loading();
+    let port = free_port();
+    let prom = crate::support::prometheus::Prometheus::start(&[format!("127.0.0.1:{port}")]);
+    // A count, not a duration: a timed run's calls in flight at its end are answered by the
+    // server but not counted by loadbench.
+    let r = check(&server.url(), UNKNOWN, &["--rate", "1000", "-n", "3000"])
+        .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+        .json()
+        .result();
+    let failed = r.stats.grpc.count("NOT_FOUND");
+    assert_eq!(failed, 3000, "{:?}", r.stats.grpc);
+    let q = "sum(last_over_time(loadbench_grpc_calls_total[10m]))";
+    assert_eq!(
+        prom.settle(q, failed as f64, 20),
+        Some(failed as f64),
+        "{}",
+        prom.log()
+    );
+    let scraped = crate::metrics::by(&prom, "loadbench_grpc_calls_total", "code");
+    assert_eq!(scraped, r.stats.grpc.calls);
+    assert_eq!(server.stop(), counts(&[("NOT_FOUND", failed)]));
+    let series: u64 = r.stats.series.0.iter().map(|p| p.failed).sum();
+    assert_eq!(series, failed);
 }

@@ -26,7 +26,7 @@ fn backend(fail_rate: f64) -> Server {
 
 /// `sum by (label)` of the last value of `series` over the last 10 minutes (the run's series go
 /// stale once it has exited), as label value -> count.
-fn by(prom: &Prometheus, series: &str, label: &str) -> BTreeMap<String, u64> {
+pub(crate) fn by(prom: &Prometheus, series: &str, label: &str) -> BTreeMap<String, u64> {
     let q = format!("sum by ({label}) (last_over_time({series}[10m]))");
     prom.query(&q)
         .unwrap_or_else(|| panic!("query {q} failed"))

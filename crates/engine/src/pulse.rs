@@ -3,7 +3,7 @@
 //! for long. Nothing here runs per request: the worker copies counters it already keeps and the
 //! per-second points it has already closed.
 
-use loadbench_model::{ErrorCounts, Series, SeriesPoint, StatusCounts};
+use loadbench_model::{ErrorCounts, GrpcStats, Series, SeriesPoint, StatusCounts};
 use std::sync::{Mutex, PoisonError};
 
 /// What one worker (or, merged, the whole run) had measured at its last tick.
@@ -27,6 +27,8 @@ pub struct Pulse {
     /// failed (every class, a flow's failed checks and missing captures included); empty
     /// for a single-request load.
     pub endpoints: Vec<(u64, u64)>,
+    /// A gRPC load's calls by `grpc-status` so far (empty for other loads).
+    pub grpc: GrpcStats,
     /// A flow's iterations so far; `None` without a flow.
     pub flow: Option<FlowPulse>,
     /// Closed seconds of the per-second series: every one in a worker's slot; in a merged
@@ -59,6 +61,7 @@ impl Pulse {
         self.sent += o.sent;
         self.errors.merge(&o.errors);
         self.status.merge(&o.status);
+        self.grpc.merge(&o.grpc);
         self.open_connections += o.open_connections;
         self.pool_full_us += o.pool_full_us;
         self.lag_us = self.lag_us.max(o.lag_us);
@@ -116,6 +119,7 @@ impl PulseSlot {
             series: p.series.get(seen..).unwrap_or_default().to_vec(),
             errors: p.errors.clone(),
             status: p.status.clone(),
+            grpc: p.grpc.clone(),
             endpoints: p.endpoints.clone(),
             ..*p
         }

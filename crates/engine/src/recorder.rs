@@ -3,9 +3,9 @@
 //! [`Stats`], and the workers' stats are merged once at the end.
 
 use loadbench_model::{
-    BodySizes, EndpointStats, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, FlowStats, Histo,
-    Latency, PerConnection, ReopenReason, ReopenReasons, RequestPhases, SecondCounts, Series,
-    SeriesPoint, Stats, StatusCounts, TlsStats,
+    BodySizes, EndpointStats, ErrorCounts, ErrorKind, ErrorReason, ErrorReasons, FlowStats,
+    GrpcStats, Histo, Latency, PerConnection, ReopenReason, ReopenReasons, RequestPhases,
+    SecondCounts, Series, SeriesPoint, Stats, StatusCounts, TlsStats,
 };
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,8 @@ pub struct Recorder {
     second_connects: u64,
     second_latency: Histo,
     series: Vec<SeriesPoint>,
+    /// A gRPC load's answers by `grpc-status`, from its first answer on (`None` otherwise).
+    grpc: Option<Box<GrpcTally>>,
     /// A request mix: each request's own counts (empty without a mix).
     endpoints: Vec<EndpointRecorder>,
     /// A flow's iterations (`None` without a flow).
@@ -102,6 +104,44 @@ impl EndpointRecorder {
             latency: Latency { hist: self.latency },
             ..Default::default()
         }
+    }
+}
+
+/// A worker's gRPC calls by how they ended, counted without allocating: `codes[c]` for
+/// `grpc-status` `c` (0 to 16; the last entry any other value), `no_status` for an answer
+/// without one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct GrpcTally {
+    /// By code; `[17]`: a value that is no code of the protocol.
+    codes: [u64; 18],
+    /// Answers without a `grpc-status`.
+    no_status: u64,
+    /// Response messages received whole, over all the counted answers.
+    messages: u64,
+    /// Answers with an HTTP status of 200–399 that failed by gRPC (a non-`OK` status, or
+    /// none): see `GrpcStats::failed_http_ok`.
+    failed_http_ok: u64,
+}
+
+impl GrpcTally {
+    /// One answer, with its HTTP status and the `grpc-status` it carried, if any.
+    #[inline]
+    /// Whether the call failed by gRPC alone (its HTTP status said success).
+    fn count(&mut self, http: u16, status: Option<u16>) -> bool {
+        match status {
+            Some(c) => self.codes[usize::from(c).min(17)] += 1,
+            None => self.no_status += 1,
+        }
+        let failed = status != Some(0) && (200..400).contains(&http);
+        self.failed_http_ok += u64::from(failed);
+        failed
+    }
+
+    fn stats(&self) -> GrpcStats {
+        let failed = Some(self.failed_http_ok);
+        let mut stats = GrpcStats::from_counts(&self.codes, self.no_status, failed);
+        stats.messages = self.messages;
+        stats
     }
 }
 
@@ -157,6 +197,7 @@ impl Recorder {
             second_connects: 0,
             second_latency: Histo::per_second(),
             series: Vec::new(),
+            grpc: None,
             endpoints: Vec::new(),
             flow: None,
         }
@@ -277,8 +318,21 @@ impl Recorder {
         }
         self.requests += 1;
         self.second_counts.requests += 1;
+        self.second_counts.failed += u64::from(!(200..400).contains(&status));
         self.status[usize::from(status).min(STATUS_SLOTS - 1)] += 1;
         self.add_read(bytes_read);
+    }
+
+    /// A measured gRPC call's answer (recorded by [`Recorder::response`] already): counted by
+    /// its `grpc-status` (`None`: it had none) with its whole response `messages`; one that
+    /// failed by gRPC alone is a failed answer of this second.
+    #[inline]
+    pub fn grpc_answer(&mut self, http: u16, status: Option<u16>, messages: u32) {
+        let tally = self.grpc.get_or_insert_with(Box::default);
+        tally.messages += u64::from(messages);
+        if tally.count(http, status) {
+            self.second_counts.failed += 1;
+        }
     }
 
     /// The body of a measured complete response had `n` payload bytes; `reused`: it came on
@@ -555,6 +609,7 @@ impl Recorder {
                 .iter()
                 .map(|e| (e.requests, e.errors.iter().sum()))
                 .collect(),
+            grpc: self.grpc.as_ref().map(|t| t.stats()).unwrap_or_default(),
             flow: self.flow.as_ref().map(|f| crate::pulse::FlowPulse {
                 started: f.started,
                 completed: f.completed,
@@ -639,7 +694,7 @@ impl Recorder {
             protocols: Default::default(), // filled in by the HTTP/2 worker, as `h2`
             h2: Default::default(),
             ws: Default::default(),
-            grpc: Default::default(),
+            grpc: self.grpc.map(|t| t.stats()).unwrap_or_default(),
             first_byte: Latency {
                 hist: self.first_byte,
             },

@@ -12,7 +12,7 @@
 //! the same bucket as the true one, so within 19% of it.
 
 use loadbench_engine::Pulse;
-use loadbench_model::{ErrorCounts, Histo, SeriesPoint, StatusCounts};
+use loadbench_model::{ErrorCounts, GrpcStats, Histo, SeriesPoint, StatusCounts};
 use loadbench_plan::{LoadShape, Plan, Schedule};
 use loadbench_runner::Live;
 use std::collections::BTreeMap;
@@ -94,6 +94,8 @@ struct Totals {
     sent: u64,
     errors: ErrorCounts,
     status: StatusCounts,
+    /// A gRPC load's calls by `grpc-status`.
+    grpc: GrpcStats,
     connects: u64,
     bytes_read: u64,
     bytes_written: u64,
@@ -110,6 +112,7 @@ impl Totals {
         self.sent += o.sent;
         self.errors.merge(&o.errors);
         self.status.merge(&o.status);
+        self.grpc.merge(&o.grpc);
         self.connects += o.connects;
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
@@ -202,6 +205,7 @@ impl Current {
             sent: self.now.sent,
             errors: self.now.errors.clone(),
             status: self.now.status.clone(),
+            grpc: self.now.grpc.clone(),
             ..self.seconds.clone()
         }
     }
@@ -516,11 +520,20 @@ impl Builder {
                 .iter()
                 .map(|(kind, n)| (l(&[("class", error_class(*kind))]), *n))
                 .collect();
+            let calls: Vec<(Labels, u64)> = t
+                .grpc
+                .calls
+                .iter()
+                .map(|(code, n)| (l(&[("code", code.clone())]), *n))
+                .collect();
             for (labels, n) in statuses {
                 self.counter(RESPONSES, RESPONSES_HELP, labels, n);
             }
             for (labels, n) in errors {
                 self.counter(ERRORS, ERRORS_HELP, labels, n);
+            }
+            for (labels, n) in calls {
+                self.counter(GRPC_CALLS, GRPC_CALLS_HELP, labels, n);
             }
             self.counter(SENT, SENT_HELP, base.clone(), t.sent);
             self.counter(CONNECTS, CONNECTS_HELP, base.clone(), t.connects);
@@ -625,6 +638,9 @@ fn error_class(kind: loadbench_model::ErrorKind) -> String {
 const RESPONSES: &str = "loadbench_responses_total";
 const RESPONSES_HELP: &str =
     "Responses completed in the measured window, by status code and class (2xx, 5xx, ...).";
+const GRPC_CALLS: &str = "loadbench_grpc_calls_total";
+const GRPC_CALLS_HELP: &str =
+    "gRPC calls answered in the measured window, by grpc-status (OK, UNAVAILABLE, ...).";
 const ERRORS: &str = "loadbench_errors_total";
 const ERRORS_HELP: &str =
     "Requests failed in the measured window, by error class (as the result's errors).";
@@ -855,6 +871,42 @@ mod tests {
         assert_eq!(count_at(0.0505), 4.0);
         assert_eq!(count_at(0.0009), 0.0);
         assert!(text.contains("loadbench_latency_seconds_count{command=\"run\"} 4\n"));
+    }
+
+    /// A gRPC load's calls are a counter by grpc-status, with the counts of the pulse.
+    #[test]
+    fn grpc_calls_are_counted_by_their_status() {
+        let mut codes = [0u64; 18];
+        (codes[0], codes[4]) = (97, 3);
+        let t = Totals {
+            grpc: GrpcStats::from_counts(&codes, 0, Some(3)),
+            ..Totals::default()
+        };
+        let mut all = BTreeMap::new();
+        all.insert(Vec::new(), t);
+        let mut b = Builder::new("run", &[]);
+        b.totals(&all, &bucket_bounds());
+        let text = render(&b.families);
+        assert!(
+            text.contains("# TYPE loadbench_grpc_calls_total counter"),
+            "{text}"
+        );
+        for line in [
+            "loadbench_grpc_calls_total{command=\"run\",code=\"OK\"} 97\n",
+            "loadbench_grpc_calls_total{command=\"run\",code=\"DEADLINE_EXCEEDED\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        // An HTTP load has no such series.
+        let mut http = Totals::default();
+        http.status.add(200, 5);
+        let mut all = BTreeMap::new();
+        all.insert(Vec::new(), http);
+        let mut b = Builder::new("run", &[]);
+        b.totals(&all, &bucket_bounds());
+        let text = render(&b.families);
+        assert!(text.contains("loadbench_responses_total"), "{text}");
+        assert!(!text.contains("loadbench_grpc_calls_total"), "{text}");
     }
 
     /// The value of the `loadbench_running` sample labelled `log_id`, if any.

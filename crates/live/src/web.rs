@@ -226,6 +226,7 @@ impl WebLoad {
             sent: self.now.sent,
             errors: self.now.errors.clone(),
             status: self.now.status.clone(),
+            grpc: self.now.grpc.clone(),
             bytes_read: self.series.iter().map(|p| p.bytes_read).sum(),
             bytes_written: self.series.iter().map(|p| p.bytes_written).sum(),
             // The connections open now were opened, at the least (a connect in a second not

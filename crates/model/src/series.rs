@@ -24,6 +24,12 @@ pub struct SeriesPoint {
     pub bytes_read: u64,
     /// Request bytes written in this second (each write counted when it happened).
     pub bytes_written: u64,
+    /// Complete answers of this second that failed: an HTTP status outside 200–399, or a gRPC
+    /// call whose `grpc-status` was not `OK` under a status in 200–399 (each once): this
+    /// second's share of `Stats::failed_answers`. Absent when zero, and in files written
+    /// before it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed: u64,
     /// Connects begun in this second (the open model's pool growth and every reconnect; the
     /// initial pool, opened before the first second, is `stats.pool.initial`). Absent when
     /// zero, and in files written before it.
@@ -50,6 +56,7 @@ impl SeriesPoint {
             target: None,
             bytes_read: counts.bytes_read,
             bytes_written: counts.bytes_written,
+            failed: counts.failed,
             connects: 0,
             p50_us: hist.percentile_ns(50.0) as f64 / 1000.0,
             p99_us: hist.percentile_ns(99.0) as f64 / 1000.0,
@@ -72,6 +79,7 @@ impl SeriesPoint {
             sent: self.sent + other.sent,
             bytes_read: self.bytes_read + other.bytes_read,
             bytes_written: self.bytes_written + other.bytes_written,
+            failed: self.failed + other.failed,
         };
         let target = match (self.target, other.target) {
             (None, None) => None,
@@ -101,6 +109,8 @@ pub struct SecondCounts {
     pub bytes_read: u64,
     /// Request bytes written in the second.
     pub bytes_written: u64,
+    /// Complete answers that failed in the second (see [`SeriesPoint::failed`]).
+    pub failed: u64,
 }
 
 /// Per-second points, sorted by second, at most one per second.

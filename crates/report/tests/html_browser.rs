@@ -513,6 +513,7 @@ fn open_run() -> RunResult {
             sent,
             bytes_read: (sent - errors) * 230,
             bytes_written: sent * 90,
+            failed: 0,
         };
         let mut p = SeriesPoint::new(second, counts, &hist);
         p.target = Some(1_000);

@@ -204,8 +204,12 @@ pub(crate) fn totals_lines(v: &View) -> Vec<String> {
     let mut lines = vec![format!("requests {}  sent {}", n.requests, n.sent)];
     match v.last() {
         Some(p) => {
+            let failed = match p.failed {
+                0 => String::new(),
+                n => format!(", {n} failed"),
+            };
             lines.push(format!(
-                "second {}: {} completed, {} sent",
+                "second {}: {} completed{failed}, {} sent",
                 p.second, p.requests, p.sent
             ));
             if let Some(t) = v.target(p.second) {
@@ -221,7 +225,14 @@ pub(crate) fn totals_lines(v: &View) -> Vec<String> {
         .iter()
         .map(|(c, k)| format!("{c}: {k}"))
         .collect();
-    lines.push(format!("status {}", or_none(&codes.join("  "))));
+    // A gRPC load: its calls by grpc-status, and the HTTP statuses only when not all 200.
+    let only_200 = n.status.0.keys().all(|&c| c == 200);
+    if n.grpc.is_empty() || !only_200 {
+        lines.push(format!("status {}", or_none(&codes.join("  "))));
+    }
+    if let Some(calls) = n.grpc.text() {
+        lines.push(format!("gRPC {calls}"));
+    }
     let connects = match v.last() {
         Some(p) if p.connects > 0 => format!(", {} connects in second {}", p.connects, p.second),
         _ => String::new(),
@@ -472,6 +483,35 @@ mod tests {
             !screen.contains("pool full"),
             "closed model: no pool\n{screen}"
         );
+    }
+
+    /// A gRPC load shows its calls by grpc-status (the HTTP statuses only when not all 200),
+    /// and a second's failed answers.
+    #[test]
+    fn a_grpc_load_shows_its_calls_by_status_and_the_failed_answers() {
+        let mut v = view(&closed());
+        v.series[0].failed = 4;
+        let mut grpc = Pulse::default();
+        grpc.status.add(200, 150);
+        let mut codes = [0u64; 18];
+        (codes[0], codes[14]) = (146, 4);
+        grpc.grpc = loadbench_model::GrpcStats::from_counts(&codes, 0, Some(4));
+        v.now = grpc;
+        let lines = totals_lines(&v);
+        assert!(
+            lines.contains(&"gRPC OK 146, UNAVAILABLE 4".to_string()),
+            "{lines:?}"
+        );
+        assert!(lines.contains(&"second 0: 100 completed, 4 failed, 101 sent".to_string()));
+        assert!(!lines.iter().any(|l| l.starts_with("status")), "{lines:?}");
+        v.now.status.add(503, 2);
+        let lines = totals_lines(&v);
+        assert!(
+            lines.contains(&"status 200: 150  503: 2".to_string()),
+            "{lines:?}"
+        );
+        let screen = render(&v, 80, 24);
+        assert!(screen.contains("gRPC OK 146, UNAVAILABLE 4"), "{screen}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use super::frame::{self, code, flag, kind, setting, Event, FrameError, FrameReader, Head};
 use super::hpack::{self, BadBlock, ResponseDecoder};
-use super::{GrpcMessages, GrpcTally, Req, Shared};
+use super::{GrpcMessages, Req, Shared};
 use crate::conn::{
     connect_error_kind, open_registered, read_error_kind, write_error_kind, READS_PER_TURN,
 };
@@ -214,8 +214,9 @@ pub struct H2Conn {
     /// Open model: what a connection opened before the measured window has not recorded yet
     /// (see `open.rs`).
     deferred: open::Deferred,
-    /// A `grpc://` load: each measured answer is counted by its `grpc-status` here.
-    grpc: Option<GrpcTally>,
+    /// A `grpc://` load: each measured answer is counted by its `grpc-status` (by the
+    /// recorder) and its response messages.
+    grpc: bool,
 }
 
 impl H2Conn {
@@ -253,25 +254,14 @@ impl H2Conn {
             wake_at: now,
             failed: None,
             deferred: open::Deferred::default(),
-            grpc: None,
+            grpc: false,
         }
     }
 
     /// With `on` (a `grpc://` load), the slot counts each answer's `grpc-status`.
     pub fn counting_grpc(mut self, on: bool) -> Self {
-        self.grpc = on.then(GrpcTally::default);
+        self.grpc = on;
         self
-    }
-
-    /// The answers counted by `grpc-status` (all zero unless counting).
-    pub fn grpc_tally(&self) -> &GrpcTally {
-        const NONE: &GrpcTally = &GrpcTally {
-            codes: [0; 18],
-            no_status: 0,
-            messages: 0,
-            failed_http_ok: 0,
-        };
-        self.grpc.as_ref().unwrap_or(NONE)
     }
 
     /// Closed model: opens the connection if it has none, else fills its free streams.
@@ -507,7 +497,7 @@ impl H2Conn {
         let Some(i) = self.slot_of(stream) else {
             return Ok(());
         };
-        let grpc = self.grpc.is_some();
+        let grpc = self.grpc;
         let s = &mut self.slots[i];
         if s.status == 0 {
             // DATA before the response's final HEADERS: a frame out of order.
@@ -762,9 +752,8 @@ impl H2Conn {
                     .endpoint_response(s.endpoint, latency, s.status);
             }
             ctx.recorder.body(s.body, self.served);
-            if let Some(tally) = self.grpc.as_mut() {
-                tally.count(s.status, s.grpc);
-                tally.messages += u64::from(s.messages.whole);
+            if self.grpc {
+                ctx.recorder.grpc_answer(s.status, s.grpc, s.messages.whole);
             }
             let first = s.first_byte_at.unwrap_or(now);
             ctx.recorder.phases(

@@ -25,7 +25,7 @@ pub struct H2Setup {
     pub requests: Vec<H2Request>,
     /// Requests in flight per connection (`--streams`).
     pub streams: u32,
-    /// A `grpc://` load: each answer's `grpc-status` is counted ([`GrpcTally`]).
+    /// A `grpc://` load: each answer's `grpc-status` is counted (by the recorder).
     pub grpc: bool,
     /// `--http3`: the requests are QPACK field sections, the connections HTTP/3's.
     pub http3: bool,
@@ -55,22 +55,6 @@ impl H2Setup {
             http3,
         })
     }
-}
-
-/// A connection's gRPC calls by how they ended, counted without allocating: `codes[c]` for
-/// `grpc-status` `c` (0 to 16; the last entry any other value), `no_status` for an answer
-/// without one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GrpcTally {
-    /// By code; `[17]`: a value that is no code of the protocol.
-    pub codes: [u64; 18],
-    /// Answers without a `grpc-status`.
-    pub no_status: u64,
-    /// Response messages received whole, over all the counted answers.
-    pub messages: u64,
-    /// Answers with an HTTP status of 200–399 that failed by gRPC (a non-`OK` status, or
-    /// none): see `GrpcStats::failed_http_ok`.
-    pub failed_http_ok: u64,
 }
 
 /// Counts a gRPC call's response messages as its body's bytes come, split anywhere: each is
@@ -108,30 +92,6 @@ impl GrpcMessages {
                 self.head = 0;
             }
         }
-    }
-}
-
-impl GrpcTally {
-    /// One answer, with its HTTP status and the `grpc-status` it carried, if any.
-    #[inline]
-    pub fn count(&mut self, http: u16, status: Option<u16>) {
-        match status {
-            Some(c) => self.codes[usize::from(c).min(17)] += 1,
-            None => self.no_status += 1,
-        }
-        if status != Some(0) && (200..400).contains(&http) {
-            self.failed_http_ok += 1;
-        }
-    }
-
-    /// Counts add.
-    pub fn add(&mut self, o: &GrpcTally) {
-        for (a, b) in self.codes.iter_mut().zip(o.codes) {
-            *a += b;
-        }
-        self.no_status += o.no_status;
-        self.messages += o.messages;
-        self.failed_http_ok += o.failed_http_ok;
     }
 }
 

@@ -8,12 +8,12 @@
 //! ([`covered`]); a closed slot past its backoff connects again before a new one is added.
 
 use super::conn::{H2Conn, H2Phase};
-use super::{GrpcTally, H2Setup, Req, Shared};
+use super::{H2Setup, Req, Shared};
 use crate::ctx::{Ctx, WorkerConfig};
 use crate::pacer::Pacer;
 use crate::worker::{Connection, Due, Protocol};
 use crate::WorkerLimits;
-use loadbench_model::{ErrorKind, ErrorReason, GrpcStats, Stats};
+use loadbench_model::{ErrorKind, ErrorReason, Stats};
 use mio::Token;
 use std::time::{Duration, Instant};
 
@@ -59,8 +59,6 @@ pub(crate) trait StreamConn: Connection {
     );
     /// Open model: writes what the batch queued.
     fn send_out(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant);
-    /// The answers counted by `grpc-status`.
-    fn grpc_tally(&self) -> GrpcTally;
     /// When its next own timer is due ([`StreamConn::TIMERS`]).
     fn timer(&self) -> Option<Instant> {
         None
@@ -341,12 +339,9 @@ impl<'a, C: StreamConn> Protocol<'a> for Http2<'a, C> {
     fn add_stats(&mut self, stats: &mut Stats) {
         stats.h2 = self.sh.stats;
         stats.protocols = self.sh.protocols;
-        if self.grpc {
-            let mut tally = GrpcTally::default();
-            self.conns.iter().for_each(|c| tally.add(&c.grpc_tally()));
-            let failed = Some(tally.failed_http_ok);
-            stats.grpc = GrpcStats::from_counts(&tally.codes, tally.no_status, failed);
-            stats.grpc.messages = tally.messages;
+        if self.grpc && stats.grpc.failed_http_ok.is_none() {
+            // A gRPC load with no call answered in the window still says so: none failed.
+            stats.grpc.failed_http_ok = Some(0);
         }
     }
 }
@@ -399,9 +394,6 @@ impl StreamConn for H2Conn {
     }
     fn send_out(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
         H2Conn::send_out(self, ctx, sh, now);
-    }
-    fn grpc_tally(&self) -> GrpcTally {
-        *H2Conn::grpc_tally(self)
     }
 }
 

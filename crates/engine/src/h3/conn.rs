@@ -10,7 +10,7 @@
 use super::frame::{self, code, kind, FrameReader, Piece};
 use super::qpack;
 use crate::ctx::Ctx;
-use crate::h2::{GrpcMessages, GrpcTally, Req, Shared};
+use crate::h2::{GrpcMessages, Req, Shared};
 use bytes::{Bytes, BytesMut};
 use loadbench_model::{ErrorKind, ErrorReason};
 use loadbench_plan::Draw;
@@ -308,7 +308,7 @@ pub(crate) struct H3Conn {
     pub(crate) wake_at: Instant,
     failed: Option<Failure>,
     deferred: Deferred,
-    grpc: Option<GrpcTally>,
+    grpc: bool,
 }
 
 impl H3Conn {
@@ -337,19 +337,14 @@ impl H3Conn {
             wake_at: now,
             failed: None,
             deferred: Deferred::default(),
-            grpc: None,
+            grpc: false,
         }
     }
 
     /// With `on` (a `grpc://` load), the slot counts each answer's `grpc-status`.
     pub(crate) fn counting_grpc(mut self, on: bool) -> Self {
-        self.grpc = on.then(GrpcTally::default);
+        self.grpc = on;
         self
-    }
-
-    /// The answers counted by `grpc-status` (all zero unless counting).
-    pub(crate) fn grpc_tally(&self) -> GrpcTally {
-        self.grpc.unwrap_or_default()
     }
 
     /// Closed model: opens the connection if it has none, else fills its free streams.
@@ -584,7 +579,7 @@ impl H3Conn {
             return;
         };
         let mut end: Option<Result<(), Failure>> = None;
-        let grpc = self.grpc.is_some();
+        let grpc = self.grpc;
         let s = &mut self.slots[i];
         loop {
             match chunks.next(usize::MAX) {
@@ -873,9 +868,8 @@ impl H3Conn {
                     .endpoint_response(s.endpoint, latency, s.status);
             }
             ctx.recorder.body(s.body, self.served);
-            if let Some(tally) = self.grpc.as_mut() {
-                tally.count(s.status, s.grpc);
-                tally.messages += u64::from(s.messages.whole);
+            if self.grpc {
+                ctx.recorder.grpc_answer(s.status, s.grpc, s.messages.whole);
             }
             let first = s.first_byte_at.unwrap_or(now);
             ctx.recorder.phases(
@@ -1248,9 +1242,6 @@ impl crate::h2::StreamConn for H3Conn {
     }
     fn send_out(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant) {
         H3Conn::send_out(self, ctx, sh, now);
-    }
-    fn grpc_tally(&self) -> GrpcTally {
-        H3Conn::grpc_tally(self)
     }
     fn timer(&self) -> Option<Instant> {
         self.timer

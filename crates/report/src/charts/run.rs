@@ -4,7 +4,7 @@
 //! p99 second by second).
 
 use super::axis::{Axis, Scale, Unit, MAX_NINES};
-use super::{solid, Extras, Line, Plot, Style, BLUE, GREEN, GREY, ORANGE, RED};
+use super::{solid, Extras, Line, Plot, Style, BLUE, GREEN, GREY, ORANGE, PURPLE, RED};
 use loadbench_model::{Histo, LoadShape, RunResult, SeriesPoint};
 
 /// Points sampled along the spectrum.
@@ -116,6 +116,11 @@ fn rate(r: &RunResult) -> Plot {
         let errors = per_second(points, |p| p.errors as f64);
         lines.push(solid("errors/s", RED, errors));
     }
+    if points.iter().any(|p| p.failed > 0) {
+        // Answers that came but failed (a 5xx, a non-OK gRPC call): not in errors/s.
+        let failed = per_second(points, |p| p.failed as f64);
+        lines.push(solid("failed answers/s", PURPLE, failed));
+    }
     if points.iter().any(|p| p.connects > 0) {
         let connects = per_second(points, |p| p.connects as f64);
         lines.push(solid("connects/s", GREEN, connects));
@@ -172,5 +177,37 @@ fn latency_over_time(r: &RunResult) -> Plot {
         x_marks: vec![],
         empty_note: "No second completed a response: there is no latency to show.",
         extras: Extras::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    /// Failed answers per second get their own line, with each second's count, and none when
+    /// no answer failed.
+    #[test]
+    fn the_rate_chart_draws_failed_answers_per_second() {
+        let mut r = fixtures::busy();
+        let labels = |r: &RunResult| -> Vec<String> {
+            rate(r).lines.iter().map(|l| l.label.clone()).collect()
+        };
+        assert!(!labels(&r).contains(&"failed answers/s".to_string()));
+        let failed: Vec<u64> = (0..r.stats.series.0.len() as u64)
+            .map(|i| i % 3 * 7)
+            .collect();
+        for (p, n) in r.stats.series.0.iter_mut().zip(&failed) {
+            p.failed = *n;
+        }
+        let plot = rate(&r);
+        let line = plot
+            .lines
+            .iter()
+            .find(|l| l.label == "failed answers/s")
+            .expect("a line of failed answers");
+        let drawn: Vec<u64> = line.points.iter().map(|&(_, y)| y as u64).collect();
+        assert_eq!(drawn, failed);
+        assert_eq!(line.points[0].0, 1.0, "second 0 is drawn at its end");
     }
 }

@@ -22,7 +22,7 @@ const KNOWN: &str = r#"{"service": "loadbench.ok"}"#;
 const UNKNOWN: &str = r#"{"service": "no.such.Service"}"#;
 const CHECK: &str = "grpc.health.v1.Health/Check";
 
-fn proto() -> PathBuf {
+pub(crate) fn proto() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc/health.proto")
 }
 
@@ -35,7 +35,7 @@ fn stream_proto() -> PathBuf {
 const COUNT: &str = "loadbench.test.Stream/Count";
 
 /// The grpc-go server, stopped (SIGKILL) when dropped.
-struct GrpcGo {
+pub(crate) struct GrpcGo {
     child: Child,
     out: BufReader<ChildStdout>,
     addr: String,
@@ -44,7 +44,7 @@ struct GrpcGo {
 impl GrpcGo {
     /// Builds (cached by build.sh) and starts it on a free loopback port; `None` (a skip)
     /// when there is no Go toolchain outside CI.
-    fn start() -> Option<GrpcGo> {
+    pub(crate) fn start() -> Option<GrpcGo> {
         let script =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/targets/grpc-go/build.sh");
         let built = Command::new(script).output().expect("build.sh runs");
@@ -76,13 +76,13 @@ impl GrpcGo {
         Some(GrpcGo { child, out, addr })
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("grpc://{}", self.addr)
     }
 
     /// Stops it (SIGTERM: calls in flight finish) and reads the calls it counted by status
     /// code, named as loadbench names them.
-    fn stop(self) -> BTreeMap<String, u64> {
+    pub(crate) fn stop(self) -> BTreeMap<String, u64> {
         self.stop_with_messages().0
     }
 

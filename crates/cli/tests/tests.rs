@@ -45,6 +45,7 @@ mod orders;
 mod pipeline;
 mod pipeline_open;
 mod pool;
+mod protocols;
 mod report;
 mod run;
 mod save;

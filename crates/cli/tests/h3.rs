@@ -183,7 +183,7 @@ fn http3_resets_and_closes_are_counted_by_the_code_the_backend_sent() {
         reasons(&reset),
         [("\"h3_reset_internal_error\"".into(), 30)]
     );
-    let cancelled = run("/fault/stall?code=0x10c", &["--rate", "50", "-n", "20"]);
+    let cancelled = run("/fault/malformed?code=0x10c", &["--rate", "50", "-n", "20"]);
     assert_eq!(cancelled.stats.errors.get(ErrorKind::H3StreamReset), 20);
     let want = [("\"h3_reset_request_cancelled\"".to_string(), 20)];
     assert_eq!(reasons(&cancelled), want);
@@ -207,10 +207,53 @@ fn http3_resets_and_closes_are_counted_by_the_code_the_backend_sent() {
     assert_eq!(
         (
             stats.route("/fault/reset"),
-            stats.route("/fault/stall"),
+            stats.route("/fault/malformed"),
             stats.route("/fault/close")
         ),
         (30, 20, 10),
         "{stats:?}"
     );
+}
+
+/// A server that never answers (the backend's `/fault/stall` over HTTP/3) or trickles its
+/// body (`/fault/slow`) cannot hold the run: a stalled request fails at `--timeout` as a read
+/// timeout (its stream cancelled, the connection kept), a trickling one is still in flight at
+/// the end (abandoned, censored at its age); both runs end on time, every request accounted
+/// for, and the server saw every stream.
+#[test]
+fn a_stalling_or_trickling_http3_server_cannot_hold_the_run() {
+    let _busy = crate::support::loading();
+    let (server, ca) = serve_tls("h3-hostile");
+    let port = server.local_addr().port();
+    let run = |path: &str, args: &[&str]| {
+        let url = format!("https://localhost:{port}{path}");
+        let began = std::time::Instant::now();
+        let mut all = vec!["--http3", "--cacert", ca.to_str().unwrap()];
+        all.extend_from_slice(&["-c", "2", "--streams", "2", "-d", "2s", "-t", "1"]);
+        all.extend_from_slice(args);
+        let ran = Run::new(&url).args(all).json();
+        let took = began.elapsed();
+        assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+        assert_eq!(ran.code(), Some(1), "nothing completed: {:?}", ran.text());
+        let r = ran.result();
+        let s = &r.stats;
+        assert_eq!(s.requests + s.errors.total() + s.abandoned, s.sent, "{s:?}");
+        assert_eq!(
+            s.protocols.h3, 2,
+            "the connections are kept: {:?}",
+            s.protocols
+        );
+        r
+    };
+    let stalled = run("/fault/stall", &["--timeout", "300ms"]);
+    let s = &stalled.stats;
+    let timeouts = s.errors.get(ErrorKind::ReadTimeout);
+    // Four streams, each timing out every 300 ms over 2 s (fewer on a loaded machine).
+    assert!(timeouts >= 4, "{:?}", s.errors);
+    assert_eq!(s.errors.total(), timeouts, "{:?}", s.errors);
+    assert_eq!(s.abandoned, 4, "the streams in flight at the end");
+    let trickled = run("/fault/slow?bps=1000&size=1MiB", &[]);
+    assert_eq!((trickled.stats.sent, trickled.stats.abandoned), (4, 4));
+    let stats = server.stats();
+    assert_eq!(stats.h3, s.sent + 4, "{stats:?}");
 }

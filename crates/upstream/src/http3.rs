@@ -8,8 +8,9 @@
 //! and the response's body frames are sent back as they come (trailers too, so the gRPC echo
 //! answers over HTTP/3 as over HTTP/2). So `/stats` counts h3 requests per route, and under
 //! `protocols.h3`. What differs from HTTP/2: `/fault/close` closes the whole QUIC connection
-//! with `H3_NO_ERROR` (over HTTP/1.1 it ends the TCP connection), and every other fault route
-//! (`/fault/reset`, `stall`, `malformed`, `short`) resets its stream with `H3_INTERNAL_ERROR`,
+//! with `H3_NO_ERROR` (over HTTP/1.1 it ends the TCP connection), `/fault/stall` leaves its
+//! stream open without an answer, and every other fault route (`/fault/reset`, `malformed`,
+//! `short`) resets its stream with `H3_INTERNAL_ERROR`,
 //! as HTTP/2 resets its stream; a `code=` query (`?code=0x10c`) picks another code for either,
 //! so a client's count by code can be checked; `/ws` answers 404, as over HTTP/2 (the
 //! WebSocket echo needs an HTTP/1.1 upgrade).
@@ -182,6 +183,9 @@ async fn answer(resolver: Resolver, app: Arc<App>, quic: &quinn::Connection) {
             let code = code.and_then(|c| quinn::VarInt::from_u64(c).ok());
             quic.close(code.unwrap_or(H3_NO_ERROR), b"fault: close");
         }
+        // `/fault/stall` never answers: its stream stays open until the client gives up on
+        // it (then its connection's end, or the server's stop, ends this task).
+        Err(Fault::Stall) => std::future::pending().await,
         // Every other fault route resets its stream, as over HTTP/2 (`H3_INTERNAL_ERROR`
         // unless `code=` says otherwise).
         Err(_) => send.stop_stream(code.map_or(Code::H3_INTERNAL_ERROR, Code::from)),

@@ -40,7 +40,8 @@
 //!
 //! Over TLS and HTTP/2 a fault route only ends its connection or resets its stream (the
 //! misbehaviours above need a raw TCP socket); over HTTP/3 `/fault/close` closes the QUIC
-//! connection (`H3_NO_ERROR`) and the others reset their stream (`H3_INTERNAL_ERROR`), a
+//! connection (`H3_NO_ERROR`), `/fault/stall` never answers, and the others reset their stream
+//! (`H3_INTERNAL_ERROR`), a
 //! `code=` query picking another code; `/ws` is a 404 there as over HTTP/2.
 //!
 //! `fail_rate` turns that fraction of ordinary (non-fault) answers into 500s, drawn from a

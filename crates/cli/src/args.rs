@@ -593,7 +593,8 @@ pub(crate) struct RequestArgs {
     #[arg(long)]
     pub body_file: Option<PathBuf>,
     /// grpc:// URLs: the .proto file that defines the service (parsed at run time, its
-    /// imports looked up beside it); --body (or --body-file) is the request message as JSON.
+    /// imports looked up beside it); without it, the server's reflection service is asked.
+    /// --body (or --body-file) is the request message as JSON.
     #[arg(long, value_name = "FILE")]
     pub proto: Option<PathBuf>,
     /// grpc:// URLs: the unary or server-streaming method each call invokes, pkg.Service/Method.

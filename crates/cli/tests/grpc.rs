@@ -87,7 +87,14 @@ impl GrpcGo {
     }
 
     /// [`Self::stop`], and the messages its server-streaming calls sent.
-    fn stop_with_messages(mut self) -> (BTreeMap<String, u64>, u64) {
+    fn stop_with_messages(self) -> (BTreeMap<String, u64>, u64) {
+        let (by_name, messages, _) = self.stop_all();
+        (by_name, messages)
+    }
+
+    /// [`Self::stop`], the messages its server-streaming calls sent, and the reflection
+    /// calls it answered (not among the calls).
+    fn stop_all(mut self) -> (BTreeMap<String, u64>, u64, u64) {
         let pid = self.child.id().to_string();
         let killed = Command::new("kill").args(["-TERM", &pid]).status();
         assert!(killed.is_ok_and(|s| s.success()));
@@ -103,11 +110,16 @@ impl GrpcGo {
             .find_map(|l| l.strip_prefix("messages "))
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no messages line: {rest:?}"));
+        let reflections = rest
+            .lines()
+            .find_map(|l| l.strip_prefix("reflections "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no reflections line: {rest:?}"));
         let by_name = by_code
             .into_iter()
             .map(|(code, n)| (grpc_code_name(code).to_string(), n))
             .collect();
-        (by_name, messages)
+        (by_name, messages, reflections)
     }
 }
 
@@ -378,8 +390,13 @@ fn bad_grpc_input_is_one_line_and_exit_2_before_any_load() {
         "--body does not match grpc.health.v1.HealthCheckRequest",
     );
     refused(
+        Run::new(&url).args(["--proto", proto, "-n", "5"]),
+        "needs --grpc-method package.Service/Method",
+    );
+    // Without --proto the server's reflection is asked first: nothing answers here.
+    refused(
         Run::new(&url).args(["--grpc-method", CHECK, "-n", "5"]),
-        "needs --proto FILE.proto",
+        "reflection could not be asked: Connection refused (os error 111): give the service's .proto file with --proto",
     );
     refused(
         Run::new("http://127.0.0.1:1/").args(["--proto", proto]),
@@ -525,4 +542,48 @@ fn prometheus_counts_the_calls_by_status_as_grpc_go_does() {
     assert_eq!(server.stop(), counts(&[("NOT_FOUND", failed)]));
     let series: u64 = r.stats.series.0.iter().map(|p| p.failed).sum();
     assert_eq!(series, failed);
+}
+
+/// Without `--proto`, the call's descriptors come from grpc-go's reflection service, asked
+/// once before the load: the calls then count per status as grpc-go counted them, as with the
+/// file. A server without reflection (the reference backend), or a service its reflection does
+/// not know, is one line naming `--proto`, exit 2, before any load.
+#[test]
+fn without_proto_the_call_is_read_from_the_servers_reflection() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let url = server.url();
+    let reflected = |json: &str, method: &str, args: &[&str]| {
+        Run::new(&url)
+            .args(["--grpc-method", method, "--body", json])
+            .args(args)
+    };
+    let ok = reflected(KNOWN, CHECK, &["-c", "2", "-n", "120"]).ok();
+    assert_calls(&ok, "OK", 120);
+    let missing = reflected(UNKNOWN, CHECK, &["--rate", "100", "-n", "30"]).ok();
+    assert_calls(&missing, "NOT_FOUND", 30);
+    // The reflection knows the message: a field it does not have is refused.
+    let bad = reflected(r#"{"nope": 1}"#, CHECK, &["-n", "5"]);
+    refused(bad, "does not match grpc.health.v1.HealthCheckRequest");
+    let unknown = reflected(KNOWN, "no.such.Service/Call", &["-n", "5"]);
+    refused(unknown, "does not know no.such.Service");
+    let (calls, _, reflections) = server.stop_all();
+    assert_eq!(calls, counts(&[("OK", 120), ("NOT_FOUND", 30)]));
+    assert_eq!(reflections, 4, "one reflection call before each run");
+    let backend = Server::start(ServerConfig::ephemeral()).unwrap();
+    let url = format!("grpc://{}", backend.local_addr());
+    let none = Run::new(&url).args(["--grpc-method", CHECK, "--body", KNOWN, "-n", "5"]);
+    refused(none, "give the service's .proto file with --proto");
+    // Its gRPC echo answered the reflection ask (with the ask itself): that one call, no load.
+    assert_eq!(backend.stats().route("grpc"), 1, "{:?}", backend.stats());
+    // Over TLS the ask goes with the load's TLS options (here its CA): the echo got it.
+    let (tls, cert) = crate::tls::tls_backend(&tempdir("grpcs-reflect"));
+    let url = format!("grpcs://{}", tls.local_addr());
+    let ca = ["--cacert", cert.to_str().unwrap()];
+    let none = Run::new(&url)
+        .args(["--grpc-method", CHECK, "-n", "5"])
+        .args(ca);
+    refused(none, "give the service's .proto file with --proto");
+    assert_eq!(tls.stats().route("grpc"), 1, "{:?}", tls.stats());
 }

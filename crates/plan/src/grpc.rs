@@ -8,6 +8,9 @@ use crate::{invalid, InputFile, LoadSpec, PlanError};
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 use std::path::Path;
+
+mod reflection;
+pub use reflection::PATHS as REFLECTION_PATHS;
 use std::time::Duration;
 
 /// One call (unary or server-streaming: one request message), ready to send: its path and
@@ -26,12 +29,42 @@ impl GrpcCall {
     /// one line naming the fix.
     pub fn load(proto: &Path, method: &str, json: &str) -> Result<GrpcCall, PlanError> {
         let pool = compile(proto)?;
-        let found = find_method(&pool, proto, method)?;
+        Self::from_pool(&pool, &proto.display().to_string(), method, json)
+    }
+
+    /// [`GrpcCall::load`] from the descriptors a server's reflection service gave (`answer`:
+    /// the body of its answer to [`GrpcCall::reflection`], at `url`).
+    pub fn from_reflection(
+        answer: &[u8],
+        url: &str,
+        method: &str,
+        json: &str,
+    ) -> Result<GrpcCall, PlanError> {
+        let pool = reflection::pool(answer, url, method)?;
+        let source = format!("the reflection of {url}");
+        Self::from_pool(&pool, &source, method, json)
+    }
+
+    /// The reflection call asking for the file that defines `method`'s service (with the files
+    /// it imports): a `ServerReflectionInfo` request of one message, at `path`.
+    pub fn reflection(path: &str, method: &str) -> GrpcCall {
+        GrpcCall {
+            method: path.to_string(),
+            framed: frame(&reflection::request(service_of(method))),
+        }
+    }
+
+    fn from_pool(
+        pool: &DescriptorPool,
+        source: &str,
+        method: &str,
+        json: &str,
+    ) -> Result<GrpcCall, PlanError> {
+        let found = find_method(pool, source, method)?;
         // A server-streaming call sends one message too: its answer's messages are counted.
         if found.is_client_streaming() {
             return Err(invalid(format!(
-                "--grpc-method {method} is a client-streaming method: loadbench sends one request message per call; give a unary or server-streaming method of {} (docs/transport.md, gRPC)",
-                proto.display()
+                "--grpc-method {method} is a client-streaming method: loadbench sends one request message per call; give a unary or server-streaming method of {source} (docs/transport.md, gRPC)"
             )));
         }
         let input = found.input();
@@ -100,18 +133,14 @@ fn compile(proto: &Path) -> Result<DescriptorPool, PlanError> {
 /// `package.Service/Method` (a leading `/` or a `.` before the method accepted) in `pool`.
 fn find_method(
     pool: &DescriptorPool,
-    proto: &Path,
+    source: &str,
     method: &str,
 ) -> Result<MethodDescriptor, PlanError> {
-    let name = method.trim().trim_start_matches('/');
-    let (service, rpc) = name
-        .rsplit_once('/')
-        .or_else(|| name.rsplit_once('.'))
-        .ok_or_else(|| {
-            invalid(format!(
-                "--grpc-method '{method}' names no service: give package.Service/Method"
-            ))
-        })?;
+    let (service, rpc) = split_method(method).ok_or_else(|| {
+        invalid(format!(
+            "--grpc-method '{method}' names no service: give package.Service/Method"
+        ))
+    })?;
     let services = || {
         pool.services()
             .map(|s| s.full_name().to_string())
@@ -120,8 +149,7 @@ fn find_method(
     };
     let Some(svc) = pool.get_service_by_name(service) else {
         return Err(invalid(format!(
-            "--grpc-method {method}: {} has no service {service}; give one of: {}",
-            proto.display(),
+            "--grpc-method {method}: {source} has no service {service}; give one of: {}",
             services()
         )));
     };
@@ -133,6 +161,18 @@ fn find_method(
             names.join(", ")
         ))
     })
+}
+
+/// `package.Service/Method` (a leading `/`, or a `.` before the method, accepted) as the
+/// service's and the method's names.
+fn split_method(method: &str) -> Option<(&str, &str)> {
+    let name = method.trim().trim_start_matches('/');
+    name.rsplit_once('/').or_else(|| name.rsplit_once('.'))
+}
+
+/// The service of `package.Service/Method` (the whole text when it names no method).
+fn service_of(method: &str) -> &str {
+    split_method(method).map_or(method.trim(), |(service, _)| service)
 }
 
 /// A message as one gRPC length-prefixed frame: not compressed (0), its length (4 bytes, big

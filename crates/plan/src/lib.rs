@@ -36,7 +36,7 @@ pub use flow::{
     split_answer, Answer, CaptureSpec, CheckFile, Flow, FlowFile, FlowSpec, Scalar, StatusFile,
     Step, StepFile, StepSpec, MAX_KEPT_RESPONSE, MAX_STEPS,
 };
-pub use grpc::{frame as grpc_frame, timeout_value as grpc_timeout, GrpcCall};
+pub use grpc::{frame as grpc_frame, timeout_value as grpc_timeout, GrpcCall, REFLECTION_PATHS};
 pub use import::{parse_curl, read_har, read_vegeta_targets, CurlRequest};
 pub use input::{InputError, InputFile};
 pub use loadbench_model::LoadShape;

@@ -41,6 +41,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -51,6 +52,8 @@ type counts struct {
 	mu       sync.Mutex
 	by       map[string]uint64
 	messages atomic.Uint64
+	// Reflection calls (not counted in by).
+	reflections uint64
 }
 
 func (c *counts) add(err error) {
@@ -75,6 +78,13 @@ func (s sending) SendMsg(m any) error {
 }
 
 func (c *counts) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if strings.HasPrefix(info.FullMethod, "/grpc.reflection.") {
+		// The reflection a client asks before its load is not counted as a call of the load.
+		c.mu.Lock()
+		c.reflections++
+		c.mu.Unlock()
+		return handler(srv, ss)
+	}
 	err := handler(srv, sending{ss, &c.messages})
 	c.add(err)
 	return err
@@ -171,6 +181,8 @@ func main() {
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(srv, hs)
+	// Server reflection (v1 and v1alpha): a client can call Health without its .proto.
+	reflection.Register(srv)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -183,5 +195,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 	}
 	fmt.Printf("messages %d\n", c.messages.Load())
+	c.mu.Lock()
+	fmt.Printf("reflections %d\n", c.reflections)
+	c.mu.Unlock()
 	fmt.Println(c.json())
 }

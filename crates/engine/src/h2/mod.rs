@@ -10,6 +10,7 @@ pub mod conn;
 pub mod frame;
 pub mod hpack;
 pub(crate) mod huffman;
+pub mod once;
 mod proto;
 
 pub(crate) use proto::{Http2, StreamConn};

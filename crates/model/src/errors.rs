@@ -49,11 +49,14 @@ pub enum ErrorKind {
     Script,
     /// `--script`: the script's `response()` failed on a complete answer.
     ScriptResponse,
+    /// `ws://` with `--ws-match FIELD` and per-request values: the message as rendered is not
+    /// JSON or has no FIELD, so no answer could match it: it was not sent.
+    WsUnmatchable,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -71,6 +74,7 @@ impl ErrorKind {
         ErrorKind::CaptureMissing,
         ErrorKind::Script,
         ErrorKind::ScriptResponse,
+        ErrorKind::WsUnmatchable,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -103,6 +107,7 @@ impl ErrorKind {
             ErrorKind::CaptureMissing => "a flow step's capture found nothing",
             ErrorKind::Script => "the script's request() failed (nothing sent)",
             ErrorKind::ScriptResponse => "the script's response() failed",
+            ErrorKind::WsUnmatchable => "a message without the --ws-match field (not sent)",
         }
     }
 
@@ -117,6 +122,7 @@ impl ErrorKind {
                 | ErrorKind::AddrNotAvailable
                 | ErrorKind::TlsHandshake
                 | ErrorKind::Script
+                | ErrorKind::WsUnmatchable
         )
     }
 }

@@ -236,11 +236,14 @@ pub enum ErrorReason {
     /// Closed before complete (`--http3`): the server closed the QUIC connection (an HTTP/3
     /// code such as `H3_NO_ERROR` or `H3_EXCESSIVE_LOAD`, or a transport error), or reset it.
     QuicClosed,
+    /// Read timeout (`ws://`, `--ws-match`): no message with the sent message's id came within
+    /// `--timeout` (others may have: `stats.ws.unmatched`).
+    WsNoMatch,
 }
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 51] = [
+    pub const ALL: [ErrorReason; 52] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -292,6 +295,7 @@ impl ErrorReason {
         ErrorReason::H3StreamReset,
         ErrorReason::QuicIdleTimeout,
         ErrorReason::QuicClosed,
+        ErrorReason::WsNoMatch,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -302,6 +306,9 @@ impl ErrorReason {
     /// The error class this reason explains.
     pub fn kind(self) -> ErrorKind {
         let i = self.index();
+        if self == ErrorReason::WsNoMatch {
+            return ErrorKind::ReadTimeout;
+        }
         if i >= ErrorReason::H3_FIRST {
             return match self {
                 ErrorReason::H3Frame | ErrorReason::Qpack => ErrorKind::MalformedResponse,
@@ -400,6 +407,7 @@ impl ErrorReason {
             ErrorReason::H3StreamReset => "stream reset by the server (HTTP/3)",
             ErrorReason::QuicIdleTimeout => "QUIC idle timeout",
             ErrorReason::QuicClosed => "QUIC connection closed or reset by the server",
+            ErrorReason::WsNoMatch => "no message with the --ws-match id in time",
         }
     }
 }

@@ -773,6 +773,11 @@ pub(crate) struct TransportArgs {
     /// (docs/transport.md, WebSocket). Needs -c 1 or more.
     #[arg(long = "ws-idle", value_name = "N", default_value_t = 0)]
     pub ws_idle: u32,
+    /// ws:// and wss:// only: a message's answer is the first message whose JSON field FIELD
+    /// (a key, a dotted path a.b, or a JSON pointer /a/b) equals the sent message's; other
+    /// messages are counted as unmatched (docs/transport.md, WebSocket).
+    #[arg(long = "ws-match", value_name = "FIELD")]
+    pub ws_match: Option<String>,
 }
 
 #[cfg(test)]

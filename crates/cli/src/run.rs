@@ -264,6 +264,7 @@ pub(crate) fn transport_spec(t: &crate::args::TransportArgs) -> TransportSpec {
         streams: t.streams,
         pipeline: t.pipeline,
         ws_idle: t.ws_idle,
+        ws_match: t.ws_match.clone(),
     }
 }
 

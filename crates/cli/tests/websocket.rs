@@ -6,6 +6,8 @@
 //! client whose pong does not come); close codes are counted; and a URL whose server answers
 //! 200 instead of 101 is one line and exit code 2, before any load.
 
+mod matching;
+
 use crate::support::{bin, free_port, tempdir, text, Run};
 use crate::tls::assert_handshakes_counted;
 use loadbench_model::{ErrorKind, RunResult};
@@ -628,31 +630,65 @@ async def main():
 asyncio.run(main())
 "#;
 
-/// The [`IDLE_PY`] server, killed when dropped.
-struct PyIdle {
+/// A Python server of a test that writes its state as JSON to a file; killed when dropped.
+struct PyServer {
     child: Child,
     port: u16,
     state: PathBuf,
 }
 
-impl PyIdle {
-    fn start(dir: &Path, mode: &str) -> PyIdle {
-        let state = dir.join(format!("state-{mode}.json"));
-        let args = [state.clone(), PathBuf::from(mode)];
-        let (child, port) = start_python(&dir.join("idle.py"), IDLE_PY, &args);
-        PyIdle { child, port, state }
+impl PyServer {
+    /// Runs `text` as `dir/NAME.py` with its state file `dir/STATE` and `args` after it.
+    fn start(dir: &Path, (name, text): (&str, &str), state: &str, args: &[String]) -> PyServer {
+        let state = dir.join(state);
+        let mut all = vec![state.clone()];
+        all.extend(args.iter().map(PathBuf::from));
+        let (child, port) = start_python(&dir.join(format!("{name}.py")), text, &all);
+        PyServer { child, port, state }
     }
 
     fn url(&self) -> String {
         format!("ws://127.0.0.1:{}/", self.port)
     }
 
-    /// What it wrote last (all zero before its first connection).
-    fn state(&self) -> serde_json::Value {
+    /// What it wrote last; `empty` before it wrote anything.
+    fn state(&self, empty: serde_json::Value) -> serde_json::Value {
         std::fs::read_to_string(&self.state)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_else(|| serde_json::json!({"open": 0, "peak": 0, "codes": {}}))
+            .unwrap_or(empty)
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The [`IDLE_PY`] server, killed when dropped.
+struct PyIdle(PyServer);
+
+impl PyIdle {
+    fn start(dir: &Path, mode: &str) -> PyIdle {
+        let state = format!("state-{mode}.json");
+        PyIdle(PyServer::start(
+            dir,
+            ("idle", IDLE_PY),
+            &state,
+            &[mode.into()],
+        ))
+    }
+
+    fn url(&self) -> String {
+        self.0.url()
+    }
+
+    /// What it wrote last (all zero before its first connection).
+    fn state(&self) -> serde_json::Value {
+        self.0
+            .state(serde_json::json!({"open": 0, "peak": 0, "codes": {}}))
     }
 
     fn open(&self) -> u64 {
@@ -664,13 +700,6 @@ impl PyIdle {
         self.state()["codes"][code.to_string()]
             .as_u64()
             .unwrap_or(0)
-    }
-}
-
-impl Drop for PyIdle {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -14,6 +14,7 @@ use crate::support::{
     run_timed, Base, RawListener,
 };
 use base64::Engine as _;
+use loadbench_engine::ws::frame::server_frame;
 use loadbench_model::{ErrorKind, ErrorReason, Stats};
 use loadbench_plan::{Body, LoadSpec};
 use sha1::{Digest, Sha1};
@@ -131,24 +132,6 @@ fn read_frame(conn: &mut TcpStream, rx: &mut Vec<u8>, stop: &AtomicBool) -> Opti
         .collect();
     rx.drain(..at + 4 + len);
     Some((opcode, payload))
-}
-
-/// A server frame (not masked, FIN as given).
-fn server_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![if fin { 0x80 } else { 0 } | opcode];
-    match payload.len() {
-        n if n < 126 => out.push(n as u8),
-        n if n <= usize::from(u16::MAX) => {
-            out.push(126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(payload);
-    out
 }
 
 fn accept(key: &str) -> String {

@@ -55,11 +55,14 @@ pub enum ErrorKind {
     /// it (the reason is its HTTP/3 or transport code), reset it, or went quiet past the idle
     /// timeout.
     QuicClosed,
+    /// `ws://` with `--ws-match FIELD` and per-request values: the message as rendered is not
+    /// JSON or has no FIELD, so no answer could match it: it was not sent.
+    WsUnmatchable,
 }
 
 impl ErrorKind {
     /// Every class, in the order of [`ErrorKind::index`].
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -79,6 +82,7 @@ impl ErrorKind {
         ErrorKind::ScriptResponse,
         ErrorKind::H3StreamReset,
         ErrorKind::QuicClosed,
+        ErrorKind::WsUnmatchable,
     ];
 
     /// Dense index, for fixed-size counter arrays on the hot path.
@@ -113,6 +117,7 @@ impl ErrorKind {
             ErrorKind::ScriptResponse => "the script's response() failed",
             ErrorKind::H3StreamReset => "HTTP/3 stream reset by the server (RESET_STREAM)",
             ErrorKind::QuicClosed => "QUIC connection closed while the request was in flight",
+            ErrorKind::WsUnmatchable => "a message without the --ws-match field (not sent)",
         }
     }
 
@@ -127,6 +132,7 @@ impl ErrorKind {
                 | ErrorKind::AddrNotAvailable
                 | ErrorKind::TlsHandshake
                 | ErrorKind::Script
+                | ErrorKind::WsUnmatchable
         )
     }
 }

@@ -361,6 +361,9 @@ pub enum ErrorReason {
     /// `--http3`: the connection was lost otherwise (a version negotiation, no connection ids
     /// left).
     QuicLost,
+    /// Read timeout (`ws://`, `--ws-match`): no message with the sent message's id came within
+    /// `--timeout` (others may have: `stats.ws.unmatched`).
+    WsNoMatch,
 }
 
 /// The names of the HTTP/3 codes 0x100 to 0x110 and QPACK's 0x200 to 0x202, then an unknown code's, in the order of the `H3Reset…` and `H3Close…` reasons.
@@ -413,7 +416,7 @@ const QUIC_CODE_NAMES: [&str; 19] = [
 
 impl ErrorReason {
     /// Every reason, in the order of [`ErrorReason::index`].
-    pub const ALL: [ErrorReason; 113] = [
+    pub const ALL: [ErrorReason; 114] = [
         ErrorReason::BadStatusLine,
         ErrorReason::BadHeaderLine,
         ErrorReason::BadContentLength,
@@ -527,6 +530,7 @@ impl ErrorReason {
         ErrorReason::QuicStatelessReset,
         ErrorReason::QuicBroken,
         ErrorReason::QuicLost,
+        ErrorReason::WsNoMatch,
     ];
 
     /// Dense index, for a fixed-size counter array in the engine.
@@ -537,6 +541,9 @@ impl ErrorReason {
     /// The error class this reason explains.
     pub fn kind(self) -> ErrorKind {
         let i = self.index();
+        if self == ErrorReason::WsNoMatch {
+            return ErrorKind::ReadTimeout;
+        }
         if i >= ErrorReason::H3_CLOSE_FIRST {
             return ErrorKind::QuicClosed;
         }
@@ -699,6 +706,7 @@ impl ErrorReason {
             ErrorReason::WsUpgradeClosed => "closed before answering the WebSocket upgrade",
             ErrorReason::H3Frame => "bad HTTP/3 frame, or no :status",
             ErrorReason::Qpack => "bad QPACK field section",
+            ErrorReason::WsNoMatch => "no message with the --ws-match id in time",
             // HTTP/3's and QUIC's own.
             _ => self.describe_h3(),
         }

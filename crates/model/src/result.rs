@@ -139,6 +139,10 @@ pub struct RunConfig {
     /// responses; absent (1) without pipelining.
     #[serde(default = "one_u16", skip_serializing_if = "is_one_u16")]
     pub pipeline: u16,
+    /// `ws://`, `--ws-match FIELD`: a message's answer was the first message with the same
+    /// JSON field FIELD; absent when the answer was the next message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws_match: Option<String>,
     /// Percentiles (`--percentiles`) shown by the text and CSV reports; the JSON latency objects
     /// always carry [`STANDARD_PERCENTILES`](crate::STANDARD_PERCENTILES).
     pub percentiles: Vec<f64>,

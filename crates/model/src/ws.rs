@@ -20,6 +20,18 @@ pub struct WsStats {
     /// Close frames the server sent, by close code (1005: a close frame without a code).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub close_codes: BTreeMap<u16, u64>,
+    /// `--ws-match`: whole data messages received that were not an answer (a server's
+    /// pushes, broadcasts, answers to nothing: no message in flight had their id).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmatched: u64,
+    /// `--ws-match`: the payload bytes of the unmatched messages (not in `body`, which holds
+    /// the answers' alone).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmatched_bytes: u64,
+    /// `--ws-match`: of the unmatched messages, those over 64 KiB: not kept, so never read
+    /// for their id (an answer that long is never matched: its message times out).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmatched_too_large: u64,
     /// `--ws-idle`: the idle connections, counted apart from the active ones above.
     #[serde(default, skip_serializing_if = "WsIdle::is_empty")]
     pub idle: WsIdle,
@@ -141,7 +153,26 @@ impl WsStats {
         self.upgrades += o.upgrades;
         self.pings += o.pings;
         add_counts(&mut self.close_codes, &o.close_codes);
+        self.unmatched += o.unmatched;
+        self.unmatched_bytes += o.unmatched_bytes;
+        self.unmatched_too_large += o.unmatched_too_large;
         self.idle.merge(&o.idle);
+    }
+
+    /// `--ws-match FIELD`: `answers matched by JSON field id; 12 unmatched messages (570
+    /// bytes), 1 over 64 KiB (not read)` for a report.
+    pub fn match_text(&self, field: &str) -> String {
+        let mut text = format!(
+            "answers matched by JSON field {field}; {} unmatched messages ({} bytes)",
+            self.unmatched, self.unmatched_bytes
+        );
+        if self.unmatched_too_large > 0 {
+            text.push_str(&format!(
+                ", {} over 64 KiB (not read)",
+                self.unmatched_too_large
+            ));
+        }
+        text
     }
 
     /// Close frames received, all codes.
@@ -184,6 +215,44 @@ mod tests {
         let json = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<WsStats>(&json).unwrap(), a);
         assert!(serde_json::from_str::<WsStats>("{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn unmatched_messages_merge_exactly() {
+        let a = WsStats {
+            upgrades: 2,
+            unmatched: 5,
+            unmatched_bytes: 500,
+            unmatched_too_large: 1,
+            ..WsStats::default()
+        };
+        let b = WsStats {
+            unmatched: 7,
+            unmatched_bytes: 70,
+            ..WsStats::default()
+        };
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        assert_eq!(ab, ba, "the order of workers or shards does not matter");
+        assert_eq!(
+            (ab.unmatched, ab.unmatched_bytes, ab.unmatched_too_large),
+            (12, 570, 1)
+        );
+        let json = serde_json::to_string(&ab).unwrap();
+        assert!(json.contains("\"unmatched\":12"), "{json}");
+        assert_eq!(serde_json::from_str::<WsStats>(&json).unwrap(), ab);
+        assert!(
+            !serde_json::to_string(&WsStats::default())
+                .unwrap()
+                .contains("unmatched"),
+            "absent without --ws-match"
+        );
+        assert_eq!(
+            ab.match_text("id"),
+            "answers matched by JSON field id; 12 unmatched messages (570 bytes), 1 over 64 KiB (not read)"
+        );
     }
 
     #[test]

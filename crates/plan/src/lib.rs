@@ -30,6 +30,7 @@ mod target;
 mod transport;
 mod values;
 mod websocket;
+mod ws_match;
 
 pub use data::{DataFile, DataFormat};
 pub use flow::{
@@ -64,6 +65,7 @@ pub use values::{
     is_name, parse_value, Compiled, DataEnd, DataOrder, DataSpec, DataSplit, Draw, Filter,
     NowFormat, Scratch, Slot, Source, Value, Values, ValuesSpec, BUILT_INS,
 };
+pub use ws_match::{Miss as WsMiss, WsMatch, MAX_MATCHED as WS_MAX_MATCHED};
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -134,11 +136,7 @@ impl LoadSpec {
         grpc::check(self, grpc)?;
         if self.transport.http3 {
             let t = &self.transport;
-            let route = Route {
-                connect_to: &t.connect_to,
-                unix: t.unix_socket.is_some(),
-            };
-            transport::check_http3(t, &Target::parse_routed(&self.url, route)?)?;
+            transport::check_http3(t, &Target::parse_routed(&self.url, t.route())?)?;
         }
         if grpc {
             if let Body::Bytes(b) = &self.request.body {
@@ -287,6 +285,9 @@ pub struct Plan {
     pub pipeline: u16,
     /// `--ws-idle`: idle WebSocket connections held beside the active ones (0: none).
     pub ws_idle: u32,
+    /// `--ws-match`: where a WebSocket message's id is; its answer is the first message with
+    /// the same id (`None`: the next message).
+    pub ws_match: Option<WsMatch>,
     /// Per-request values: the requests assembled per request, the data file; `None` when
     /// every request is fixed bytes.
     pub values: Option<Values>,
@@ -343,11 +344,7 @@ impl Plan {
                 "per-request values ({{ … }}) cannot be used with a grpc:// URL yet: give a fixed message with --body",
             ));
         }
-        if plan.target.websocket && plan.values.is_some() {
-            return Err(invalid(
-                "per-request values ({{ … }}) cannot be used with a WebSocket (ws://, wss://) URL yet: give a fixed message with --body",
-            ));
-        }
+        plan.ws_match = websocket::resolve_match(spec, &plan)?;
         plan.script = spec.script.clone();
         Ok(plan)
     }
@@ -372,10 +369,7 @@ impl Plan {
         };
         let threads = resolve_threads(spec.threads, connections)?;
         let t = &spec.transport;
-        let route = Route {
-            connect_to: &t.connect_to,
-            unix: t.unix_socket.is_some(),
-        };
+        let route = t.route();
         let (url, first) = match spec.mix.first() {
             Some(e) => (&e.url, &e.request),
             None => (&spec.url, &spec.request),
@@ -410,6 +404,7 @@ impl Plan {
             connect_to: t.connect_to.iter().map(|r| r.text.clone()).collect(),
             pipeline: pipeline::check(spec)?,
             ws_idle: t.ws_idle,
+            ws_match: None,
             values: None,
             flow: None,
             script: None,

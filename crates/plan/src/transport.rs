@@ -36,6 +36,9 @@ pub struct TransportSpec {
     /// `--ws-idle N`: WebSocket connections opened (upgraded) beside the active ones that
     /// send nothing and are held until the run ends (0: none); `ws://` and `wss://` only.
     pub ws_idle: u32,
+    /// `--ws-match FIELD`: a message's answer is the first message whose JSON field FIELD
+    /// equals the sent one's (`None`: the next message); `ws://` and `wss://` only.
+    pub ws_match: Option<String>,
 }
 
 impl Default for TransportSpec {
@@ -53,6 +56,18 @@ impl Default for TransportSpec {
             streams: None,
             pipeline: 1,
             ws_idle: 0,
+            ws_match: None,
+        }
+    }
+}
+
+impl TransportSpec {
+    /// Where connections go instead of the URL's resolved host (`--connect-to`,
+    /// `--unix-socket`).
+    pub fn route(&self) -> crate::Route<'_> {
+        crate::Route {
+            connect_to: &self.connect_to,
+            unix: self.unix_socket.is_some(),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! everything that shapes HTTP requests per request, or another protocol, is refused here with
 //! one line naming the fix.
 
-use crate::{invalid, LoadSpec, PlanError};
+use crate::{invalid, LoadSpec, Plan, PlanError, WsMatch};
+use std::sync::atomic::AtomicU64;
 
 /// The most idle connections `--ws-idle` may ask for.
 pub(crate) const MAX_IDLE: u32 = 1_000_000;
@@ -21,6 +22,11 @@ pub(crate) fn check_idle_beside(spec: &LoadSpec) -> Result<(), PlanError> {
 /// Refuses what a WebSocket load cannot do (yet); nothing for other URLs.
 pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
     if !websocket {
+        if let Some(field) = &spec.transport.ws_match {
+            return Err(invalid(format!(
+                "--ws-match {field} matches WebSocket answers by a JSON field: use it with a ws:// or wss:// URL, or leave it out"
+            )));
+        }
         if spec.transport.ws_idle > 0 {
             return Err(invalid(
                 "--ws-idle holds idle WebSocket connections: use it with a ws:// or wss:// URL, or leave it out",
@@ -69,4 +75,80 @@ pub(crate) fn check(spec: &LoadSpec, websocket: bool) -> Result<(), PlanError> {
 fn is_websocket(url: &str) -> bool {
     let url = url.trim_start().to_ascii_lowercase();
     url.starts_with("ws://") || url.starts_with("wss://")
+}
+
+/// `--ws-match FIELD`: the field parsed, and the message checked before any load: the fixed
+/// one, or with per-request values the first one as rendered (later ones without the field
+/// are counted as `ws_unmatchable` errors and not sent).
+pub(crate) fn resolve_match(spec: &LoadSpec, plan: &Plan) -> Result<Option<WsMatch>, PlanError> {
+    let Some(field) = &spec.transport.ws_match else {
+        return Ok(None);
+    };
+    let m = WsMatch::parse(field)?;
+    let req = &plan.request;
+    let body = &req.bytes[req.bytes.len() - req.body_len as usize..];
+    match plan.values.as_ref().filter(|v| v.templated(0)) {
+        None => m.check_sent(body, "the message (--body)")?,
+        Some(values) => {
+            let counter = AtomicU64::new(values.spec.first);
+            let mut source = crate::Source::new(values, &counter, 0);
+            let mut first = Vec::new();
+            let draw = source.draw();
+            source.assemble(0, draw, 0, &[], &mut first);
+            m.check_sent(&first, "the first message as rendered")?;
+        }
+    }
+    Ok(Some(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Body, LoadSpec, Plan};
+    use std::time::Duration;
+
+    fn ws(body: &str, url_tail: &str, field: Option<&str>) -> Result<Plan, String> {
+        let mut s = LoadSpec::closed(
+            &format!("ws://127.0.0.1:9/ws{url_tail}"),
+            2,
+            Duration::from_secs(1),
+        );
+        s.request.body = Body::Bytes(body.as_bytes().to_vec());
+        s.transport.ws_match = field.map(str::to_string);
+        Plan::resolve(&s).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_websocket_message_takes_values_and_is_compiled_alone() {
+        let p = ws(r#"{"id":{{seq}}}"#, "", Some("id")).unwrap();
+        let v = p.values.as_ref().expect("values");
+        assert!(v.templated(0));
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        let mut src = crate::Source::new(v, &counter, 0);
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            let d = src.draw();
+            src.assemble(0, d, 0, &[], &mut out);
+        }
+        assert_eq!(
+            out, br#"{"id":1}{"id":2}"#,
+            "the message alone, no HTTP head"
+        );
+        assert_eq!(p.ws_match.unwrap().field, "id");
+
+        let e = ws("x", "?n={{seq}}", None).unwrap_err();
+        assert!(e.contains("in a WebSocket URL or header"), "{e}");
+        let e = ws(r#"{"n":{{seq}}}"#, "", Some("id")).unwrap_err();
+        assert!(e.contains("first message as rendered"), "{e}");
+        assert!(ws(r#"{"id":"a"}"#, "", Some("id")).is_ok());
+        let e = ws("plain", "", Some("id")).unwrap_err();
+        assert!(e.contains("is not JSON"), "{e}");
+    }
+
+    #[test]
+    fn ws_match_needs_a_websocket_url() {
+        let mut s = LoadSpec::closed("http://127.0.0.1:9/", 1, Duration::from_secs(1));
+        s.transport.ws_match = Some("id".into());
+        let e = Plan::resolve(&s).unwrap_err().to_string();
+        assert!(e.contains("use it with a ws:// or wss:// URL"), "{e}");
+    }
 }

@@ -65,6 +65,18 @@ pub(crate) fn websocket_idle() -> RunResult {
     r
 }
 
+/// The WebSocket run with `--ws-match id`: 40 messages that were not answers (1200 bytes),
+/// one of them over 64 KiB.
+pub(crate) fn websocket_matched() -> RunResult {
+    let mut r = websocket();
+    r.config.ws_match = Some("id".into());
+    let ws = &mut r.stats.ws;
+    ws.unmatched = 40;
+    ws.unmatched_bytes = 1200;
+    ws.unmatched_too_large = 1;
+    r
+}
+
 /// A run that measured nothing: every histogram and counter is empty.
 pub(crate) fn empty() -> RunResult {
     RunResult {
@@ -116,6 +128,7 @@ fn config() -> RunConfig {
         connect_to: vec![],
         http2_streams: None,
         pipeline: 1,
+        ws_match: None,
         percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
         load: LoadShape::Closed { connections: 50 },
         values: None,

@@ -466,6 +466,7 @@ fn open_config(rate: f64, seconds: u64) -> RunConfig {
         connect_to: vec![],
         http2_streams: None,
         pipeline: 1,
+        ws_match: None,
         percentiles: vec![50.0, 90.0, 99.0, 99.9, 99.99],
         load: LoadShape::Open {
             schedule: vec![RateSegment {

@@ -101,6 +101,7 @@ pub fn run_config(plan: &Plan) -> RunConfig {
         connect_to: plan.connect_to.clone(),
         http2_streams: plan.http2,
         pipeline: plan.pipeline,
+        ws_match: plan.ws_match.as_ref().map(|m| m.field.clone()),
         percentiles: plan.percentiles.clone(),
         load: plan.load.map_schedule(Schedule::rate_segments),
         values: plan.values.as_ref().map(|v| loadbench_model::ValuesRecord {

@@ -12,6 +12,8 @@ use crate::conn::{
 use crate::ctx::Ctx;
 use crate::transport::Stream;
 use loadbench_model::{ErrorKind, ErrorReason, WsStats};
+use loadbench_plan::Draw;
+use loadbench_plan::WS_MAX_MATCHED;
 use mio::Token;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -38,6 +40,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) setup: &'a WsSetup,
     pub(crate) rng: Rng,
     pub(crate) stats: WsStats,
+    /// Per-request values: the message being assembled (the worker's one buffer).
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// `--ws-idle`: how a held (idle) connection went.
@@ -60,6 +64,10 @@ const ABNORMAL: u16 = 1006;
 
 /// The close code the run's end sends on a held connection.
 const NORMAL: u16 = 1000;
+
+/// `--ws-match`: a connection's message buffer grown past this is let go after its message,
+/// so only messages arriving at once hold memory (at most `WS_MAX_MATCHED` each).
+const MSG_KEEP: usize = 16 << 10;
 
 /// One connection slot.
 pub(crate) struct WsConn {
@@ -85,12 +93,24 @@ pub(crate) struct WsConn {
     intended: Instant,
     /// A claimed message waits (for the connection) or is in flight.
     has_message: bool,
+    /// Per-request values: the claimed message's draw (`None`: the fixed message).
+    draw: Option<Draw>,
     /// The claimed message is measured.
     measured: bool,
     /// Bytes read for the message in flight.
     read_bytes: u64,
     /// Payload bytes of the answer so far.
     answer_bytes: u64,
+    /// `--ws-match`: the message being received, kept while a message is in flight and it is
+    /// at most `WS_MAX_MATCHED` bytes (else only counted).
+    msg: Vec<u8>,
+    /// `--ws-match`: payload bytes of the message being received.
+    msg_len: u64,
+    /// `--ws-match` with per-request values: the id of the message in flight (the fixed
+    /// message's is the setup's).
+    want: Option<serde_json::Value>,
+    /// `--ws-match`: the answer is matched by id (a timeout's reason is `ws_no_match`).
+    matching: bool,
     /// Messages this connection answered before (for keep-alive's count).
     answered_here: u64,
     /// Messages answered in the measured window.
@@ -147,9 +167,14 @@ impl WsConn {
             since: now,
             intended: now,
             has_message: false,
+            draw: None,
             measured: false,
             read_bytes: 0,
             answer_bytes: 0,
+            msg: Vec::new(),
+            msg_len: 0,
+            want: None,
+            matching: false,
             answered_here: 0,
             completed: 0,
             in_flight_at_end: None,
@@ -214,6 +239,7 @@ impl WsConn {
         self.intended = intended;
         self.measured = ctx.recorder.measuring(intended) && ctx.in_window(intended);
         self.has_message = true;
+        self.draw = ctx.draw(0);
         self.read_bytes = 0;
         match self.phase {
             WsPhase::Ready => {
@@ -260,6 +286,7 @@ impl WsConn {
         self.intended = now;
         self.measured = ctx.recorder.measuring(now) && ctx.in_window(now);
         self.has_message = true;
+        self.draw = ctx.draw(0);
         self.read_bytes = 0;
         match self.phase {
             WsPhase::Ready => self.send_message(ctx, sh, now, now),
@@ -272,6 +299,8 @@ impl WsConn {
         self.since = now;
         self.rx.clear();
         self.skip = 0;
+        self.msg.clear();
+        self.msg_len = 0;
         self.out.clear();
         self.written = 0;
         self.closing = false;
@@ -463,14 +492,29 @@ impl WsConn {
 
     /// `free`: when the connection became free for this message (see `Recorder::sent`).
     fn send_message(&mut self, ctx: &mut Ctx, sh: &mut Shared, now: Instant, free: Instant) {
+        if let Some(draw) = self.draw {
+            sh.scratch.clear();
+            ctx.assemble(0, draw, self.token.0, &mut sh.scratch);
+            if let Some(m) = sh.setup.matcher.as_ref() {
+                match m.value_of(&sh.scratch) {
+                    Ok(id) => self.want = Some(id),
+                    Err(_) => return self.unmatchable(ctx, now),
+                }
+            }
+        }
         if self.measured {
             self.intended = ctx.recorder.sent(now, self.intended, free);
         }
+        self.matching = sh.setup.matcher.is_some();
         self.since = now;
         self.answer_bytes = 0;
         self.read_bytes = 0;
         let before = self.out.len() - self.written;
-        sh.setup.message(sh.rng.mask(), &mut self.out);
+        let mask = sh.rng.mask();
+        match self.draw {
+            Some(_) => sh.setup.frame(&sh.scratch, mask, &mut self.out),
+            None => sh.setup.message(mask, &mut self.out),
+        }
         let n = (self.out.len() - self.written - before) as u64;
         if self.measured {
             ctx.recorder.wrote(now, n);
@@ -478,6 +522,24 @@ impl WsConn {
         self.phase = WsPhase::Waiting;
         if let Err(kind) = self.flush() {
             self.fail(ctx, kind, now);
+        }
+    }
+
+    /// `--ws-match` with values: the message as rendered has no id (not JSON, or no field), so
+    /// no answer could match it: counted as `ws_unmatchable` and not sent (a connect-like
+    /// class: nothing written); the connection takes the next message (closed model: on the
+    /// loop's next turn, never by recursion) or goes idle (open model).
+    #[cold]
+    fn unmatchable(&mut self, ctx: &mut Ctx, now: Instant) {
+        if self.measured && ctx.in_window(now) {
+            ctx.recorder.error(now, ErrorKind::WsUnmatchable, 0);
+        }
+        self.has_message = false;
+        if ctx.open {
+            self.go_idle(ctx, now);
+        } else {
+            self.phase = WsPhase::Ready;
+            ctx.retry.push(self.token.0);
         }
     }
 
@@ -527,28 +589,66 @@ impl WsConn {
     /// The rest of a data frame (`skip`) in what was read: counted and dropped. `None` while
     /// more of it is to come; else where the next frame starts in `rx`, and whether that frame
     /// ended the awaited message.
-    fn skip_payload(&mut self) -> Option<(usize, bool)> {
+    fn skip_payload(&mut self, sh: &mut Shared) -> Option<(usize, bool)> {
         if self.skip == 0 {
             return Some((0, false));
         }
         let take = self.skip.min(self.rx.len() as u64);
         self.skip -= take;
-        self.answer_bytes += take;
+        self.data(sh, 0..take as usize);
         if self.skip > 0 {
             self.rx.clear();
             return None;
         }
-        Some((
-            take as usize,
-            self.skip_fin && self.phase == WsPhase::Waiting,
-        ))
+        Some((take as usize, self.skip_fin && self.message_end(sh)))
+    }
+
+    /// Payload bytes `range` of `rx` of a data message: the answer's (counted), or with
+    /// `--ws-match` the message's being received (kept while it may be an answer).
+    #[inline]
+    fn data(&mut self, sh: &Shared, range: std::ops::Range<usize>) {
+        let n = range.len() as u64;
+        if sh.setup.matcher.is_none() {
+            self.answer_bytes += n;
+            return;
+        }
+        let kept = self.msg.len() as u64 == self.msg_len;
+        self.msg_len += n;
+        if kept && self.phase == WsPhase::Waiting && self.msg_len <= WS_MAX_MATCHED as u64 {
+            self.msg.extend_from_slice(&self.rx[range]);
+        }
+    }
+
+    /// A data message ended: whether it answers the message in flight. Without
+    /// `--ws-match`, any message does; with it, one whose id is the sent message's, all of it
+    /// kept (it began after the send, within the size cap); another is counted as unmatched.
+    fn message_end(&mut self, sh: &mut Shared) -> bool {
+        let Some(m) = sh.setup.matcher.as_ref() else {
+            return self.phase == WsPhase::Waiting;
+        };
+        let len = std::mem::take(&mut self.msg_len);
+        let whole = self.phase == WsPhase::Waiting && len == self.msg.len() as u64;
+        let want = self.want.as_ref().or(sh.setup.want.as_ref());
+        let answered = whole && m.value_of(&self.msg).is_ok_and(|v| Some(&v) == want);
+        self.msg.clear();
+        if self.msg.capacity() > MSG_KEEP {
+            self.msg = Vec::new();
+        }
+        if answered {
+            self.answer_bytes = len;
+        } else if !self.is_held() {
+            sh.stats.unmatched += 1;
+            sh.stats.unmatched_bytes += len;
+            sh.stats.unmatched_too_large += u64::from(len > WS_MAX_MATCHED as u64);
+        }
+        answered
     }
 
     /// A data frame of `len` payload bytes from `payload` on in `rx`, not all read: what is
     /// there is counted, the rest left to [`WsConn::skip_payload`]; returns the end of `rx`.
-    fn skip_from(&mut self, payload: usize, len: usize, fin: bool) -> usize {
+    fn skip_from(&mut self, sh: &Shared, payload: usize, len: usize, fin: bool) -> usize {
         let have = self.rx.len() - payload;
-        self.answer_bytes += have as u64;
+        self.data(sh, payload..self.rx.len());
         self.skip = (len - have) as u64;
         self.skip_fin = fin;
         self.rx.len()
@@ -557,7 +657,7 @@ impl WsConn {
     /// Handles the whole frames read: answers pings, counts a close, and stops at the end of
     /// a message while one is awaited (the next is only sent once its answer is recorded).
     fn frames(&mut self, sh: &mut Shared) -> Result<Read1, &'static str> {
-        let Some((mut at, answered)) = self.skip_payload() else {
+        let Some((mut at, answered)) = self.skip_payload(sh) else {
             return Ok(Read1::More);
         };
         let mut result = if answered {
@@ -579,7 +679,7 @@ impl WsConn {
             if self.rx.len() - at < whole {
                 if !head.is_control() {
                     // A data frame's payload is counted as it comes, not kept.
-                    at = self.skip_from(at + head_len, len, head.fin);
+                    at = self.skip_from(sh, at + head_len, len, head.fin);
                 }
                 // A control frame (at most 125 bytes) is kept until the rest comes.
                 break;
@@ -595,8 +695,8 @@ impl WsConn {
                     break;
                 }
                 _ => {
-                    self.answer_bytes += len as u64;
-                    if head.fin && self.phase == WsPhase::Waiting {
+                    self.data(sh, payload);
+                    if head.fin && self.message_end(sh) {
                         result = Read1::Answered;
                         break;
                     }
@@ -721,6 +821,9 @@ impl WsConn {
         let (kind, reason) = match self.phase {
             WsPhase::Upgrading => upgrade_failure(kind),
             WsPhase::Handshaking if !kind.before_send() => (ErrorKind::TlsHandshake, None),
+            WsPhase::Waiting if kind == ErrorKind::ReadTimeout && self.matching => {
+                (kind, Some(ErrorReason::WsNoMatch))
+            }
             _ => (kind, None),
         };
         if self.is_held() {
@@ -763,6 +866,8 @@ impl WsConn {
         self.phase = WsPhase::Idle;
         self.rx.clear();
         self.skip = 0;
+        self.msg = Vec::new();
+        self.msg_len = 0;
         self.out.clear();
         self.written = 0;
     }
@@ -816,23 +921,40 @@ fn upgrade_failure(kind: ErrorKind) -> (ErrorKind, Option<ErrorReason>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use frame::server_frame;
+    use loadbench_plan::WsMatch;
+
+    /// A setup whose fixed message is `{"id":7}`, matched by `field` when given.
+    fn setup(field: Option<&str>) -> WsSetup {
+        let message = br#"{"id":7}"#.to_vec();
+        let matcher = field.map(|f| WsMatch::parse(f).unwrap());
+        let want = matcher.as_ref().and_then(|m| m.value_of(&message).ok());
+        WsSetup {
+            head: Vec::new(),
+            message,
+            text: true,
+            offered: None,
+            url: String::new(),
+            matcher,
+            want,
+        }
+    }
+
+    fn shared(setup: &WsSetup) -> Shared<'_> {
+        Shared {
+            setup,
+            rng: Rng::new(1),
+            stats: WsStats::default(),
+            scratch: Vec::new(),
+        }
+    }
 
     /// A server streaming one huge data frame costs no memory: its payload is counted as it
     /// comes and dropped; the message is answered when the frame ends, the next head kept.
     #[test]
     fn a_huge_data_frame_is_counted_as_it_comes_not_kept() {
-        let setup = WsSetup {
-            head: Vec::new(),
-            message: Vec::new(),
-            text: true,
-            offered: None,
-            url: String::new(),
-        };
-        let mut sh = Shared {
-            setup: &setup,
-            rng: Rng::new(1),
-            stats: WsStats::default(),
-        };
+        let setup = setup(None);
+        let mut sh = shared(&setup);
         let mut c = WsConn::new(Token(0), Instant::now());
         c.phase = WsPhase::Waiting;
         const LEN: usize = 10_000_000;
@@ -855,5 +977,50 @@ mod tests {
         assert!(matches!(c.frames(&mut sh), Ok(Read1::Answered)));
         assert_eq!(c.answer_bytes, LEN as u64);
         assert_eq!(c.rx, [0x81, 5, b'h'], "the next frame's head is kept");
+    }
+
+    /// `--ws-match id`: pushes, an answer to another id, a message over 64 KiB (fed a piece
+    /// at a time, never kept whole) and a fragmented answer: only the last answers; the
+    /// others are counted, their bytes apart from the answer's.
+    #[test]
+    fn with_ws_match_only_the_message_with_the_sent_id_answers() {
+        let setup = setup(Some("id"));
+        let mut sh = shared(&setup);
+        let mut c = WsConn::new(Token(0), Instant::now());
+        c.phase = WsPhase::Waiting;
+        c.rx.extend(server_frame(true, frame::OP_TEXT, br#"{"push":1}"#));
+        c.rx.extend(server_frame(true, frame::OP_TEXT, br#"{"id":"7"}"#));
+        c.rx.extend(server_frame(true, frame::OP_TEXT, b"not json"));
+        assert!(matches!(c.frames(&mut sh), Ok(Read1::More)));
+        assert_eq!((sh.stats.unmatched, sh.stats.unmatched_bytes), (3, 28));
+        let big = server_frame(true, frame::OP_BINARY, &vec![b'x'; 70_000]);
+        for piece in big.chunks(4096) {
+            c.rx.extend_from_slice(piece);
+            assert!(matches!(c.frames(&mut sh), Ok(Read1::More)));
+            assert!(
+                c.msg.len() <= WS_MAX_MATCHED,
+                "never more than the cap kept"
+            );
+        }
+        assert_eq!(sh.stats.unmatched_too_large, 1);
+        assert_eq!(sh.stats.unmatched, 4);
+        c.rx.extend(server_frame(false, frame::OP_TEXT, br#"{"id""#));
+        c.rx.extend(server_frame(true, frame::OP_PING, b"p"));
+        c.rx.extend(server_frame(
+            true,
+            frame::OP_CONTINUATION,
+            br#":7,"m":"x"}"#,
+        ));
+        assert!(matches!(c.frames(&mut sh), Ok(Read1::Answered)));
+        assert_eq!(c.answer_bytes, 16, "the answer's bytes alone");
+        assert_eq!(sh.stats.unmatched_bytes, 28 + 70_000);
+        assert_eq!(sh.stats.pings, 1);
+
+        // With no message in flight, nothing is kept or read: a message is unmatched.
+        c.phase = WsPhase::Ready;
+        c.rx.extend(server_frame(true, frame::OP_TEXT, br#"{"id":7}"#));
+        assert!(matches!(c.frames(&mut sh), Ok(Read1::More)));
+        assert_eq!(sh.stats.unmatched, 5);
+        assert!(c.msg.is_empty());
     }
 }

@@ -39,6 +39,25 @@ pub fn encode(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: [u8; 4]) {
     }
 }
 
+/// A server's frame of `opcode` (the last of its message when `fin`) with `payload`, not
+/// masked: what the tests' servers send and the frame reader reads.
+pub fn server_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![if fin { 0x80 } else { 0 } | opcode];
+    match payload.len() {
+        n if n < 126 => out.push(n as u8),
+        n if n <= usize::from(u16::MAX) => {
+            out.push(126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
 /// A server frame's head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {

@@ -19,7 +19,7 @@ mod proto;
 pub(crate) use proto::WebSocket;
 
 use base64::Engine as _;
-use loadbench_plan::Plan;
+use loadbench_plan::{Plan, WsMatch};
 use sha1::{Digest, Sha1};
 
 /// The GUID of RFC 6455, 1.3, appended to the key before hashing.
@@ -46,6 +46,10 @@ pub struct WsSetup {
     offered: Option<String>,
     /// The URL, for messages.
     url: String,
+    /// `--ws-match`: where a message's id is (`None`: the answer is the next message).
+    pub(crate) matcher: Option<WsMatch>,
+    /// `--ws-match` with the fixed message: its id (with values, each message's own).
+    pub(crate) want: Option<serde_json::Value>,
 }
 
 /// Headers the upgrade sets itself: the user's are left out.
@@ -87,12 +91,21 @@ impl WsSetup {
             head.push_str("\r\n");
         }
         let body = &req.bytes[req.bytes.len() - req.body_len as usize..];
+        let templated = plan.values.as_ref().is_some_and(|v| v.templated(0));
+        let matcher = plan.ws_match.clone();
+        // Checked when the plan resolved: the fixed message has its id.
+        let want = matcher
+            .as_ref()
+            .filter(|_| !templated)
+            .and_then(|m| m.value_of(body).ok());
         WsSetup {
             head: head.into_bytes(),
             text: std::str::from_utf8(body).is_ok(),
             message: body.to_vec(),
             offered,
             url: t.url.clone(),
+            matcher,
+            want,
         }
     }
 
@@ -106,12 +119,18 @@ impl WsSetup {
 
     /// Appends the message as one masked frame to `out`.
     pub fn message(&self, mask: [u8; 4], out: &mut Vec<u8>) {
+        self.frame(&self.message, mask, out);
+    }
+
+    /// Appends `payload` (a message assembled with per-request values) as one masked frame
+    /// to `out`: text when the message as written is UTF-8, as for the fixed one.
+    pub fn frame(&self, payload: &[u8], mask: [u8; 4], out: &mut Vec<u8>) {
         let op = if self.text {
             frame::OP_TEXT
         } else {
             frame::OP_BINARY
         };
-        frame::encode(out, op, &self.message, mask);
+        frame::encode(out, op, payload, mask);
     }
 }
 

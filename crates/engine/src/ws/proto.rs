@@ -53,6 +53,7 @@ impl<'a> WebSocket<'a> {
                 setup,
                 rng: Rng::new(cfg.first_source as u64 + 1),
                 stats: WsStats::default(),
+                scratch: Vec::new(),
             },
             held: (0..cfg.ws_idle)
                 .map(|i| WsConn::new(Token(HELD_BASE + i), now))

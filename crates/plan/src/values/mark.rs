@@ -225,7 +225,12 @@ impl Marks {
 
     /// Whether `text` holds a value's marker (the host check).
     pub(crate) fn has_marker_in(&self, text: &str) -> bool {
-        memchr::memmem::find(text.as_bytes(), HEAD).is_some()
+        self.has_marker(text.as_bytes())
+    }
+
+    /// Whether `bytes` hold a value's marker.
+    pub(crate) fn has_marker(&self, bytes: &[u8]) -> bool {
+        memchr::memmem::find(bytes, HEAD).is_some()
     }
 
     /// `text` with each marker back to the `{{ … }}` it stands for (a URL or header for the

@@ -89,7 +89,9 @@ pub(crate) fn compile_plan(
         )));
     }
     let mut columns = Vec::new();
-    let requests = if plan.mix.is_empty() {
+    let requests = if plan.target.websocket {
+        vec![compile_ws_message(marks, &plan.request, &mut columns)?]
+    } else if plan.mix.is_empty() {
         vec![compile_one(marks, &plan.request, &mut columns)?]
     } else {
         plan.mix
@@ -151,6 +153,27 @@ fn compile_one(
         ));
     }
     Ok(c)
+}
+
+/// A WebSocket load's message (the body) with values, compiled alone: each message is
+/// assembled from it, framed per message. The upgrade is sent once per connection, so values
+/// in the URL's path or query or in a header are refused.
+fn compile_ws_message(
+    marks: &Marks,
+    req: &crate::RequestTemplate,
+    columns: &mut Vec<String>,
+) -> Result<Option<super::Compiled>, PlanError> {
+    let body_at = req.bytes.len() - req.body_len as usize;
+    let (head, body) = req.bytes.split_at(body_at);
+    if marks.has_marker(head) {
+        return Err(invalid(
+            "per-request values ({{ … }}) in a WebSocket URL or header: the upgrade is sent once per connection; put the values in the message (--body, --body-file), or give a fixed URL and headers",
+        ));
+    }
+    if !marks.has_marker(body) {
+        return Ok(None);
+    }
+    marks.compile_text(body, columns).map(Some)
 }
 
 /// `--data-end stop`: the run is each of this shard's rows once, so its request count is

@@ -469,7 +469,7 @@ fn websocket_figures_only_for_websocket_runs_and_no_close_table_without_closes()
     let csv = out(Format::Csv);
     assert!(!csv.contains("ws_close_code"), "{csv}");
     assert!(
-        csv.lines().nth(1).unwrap().contains(",4,12,0,,,,,2026-"),
+        csv.lines().nth(1).unwrap().contains(",4,12,0,,,,,,,,2026-"),
         "{csv}"
     );
 }
@@ -607,4 +607,53 @@ fn idle_websocket_connections_are_in_every_run_format() {
         !csv.contains("ws_idle"),
         "no idle table without --ws-idle: {csv}"
     );
+}
+
+/// `--ws-match`: the unmatched messages (count, bytes, over 64 KiB) are in every run format
+/// and the JSON; a WebSocket run without it has empty CSV cells for them.
+#[test]
+fn ws_match_counts_are_in_every_run_format() {
+    let r: SavedResult = fixtures::websocket_matched().into();
+    let out = |format| render(&r, format, &RenderOptions::default()).unwrap().text;
+    let said = "answers matched by JSON field id; 40 unmatched messages (1200 bytes), 1 over 64 KiB (not read)";
+    let text = out(Format::Text);
+    let line = text.lines().find(|l| l.contains("--ws-match")).unwrap();
+    assert!(line.ends_with(said), "{line}");
+    assert!(out(Format::Markdown).contains(&format!("With `--ws-match`: {said}.")));
+    assert!(out(Format::Html).contains(said));
+    let csv = out(Format::Csv);
+    assert_eq!(
+        csv_cells(
+            &csv,
+            [
+                "ws_unmatched",
+                "ws_unmatched_bytes",
+                "ws_unmatched_too_large"
+            ]
+        ),
+        ["40", "1200", "1"]
+    );
+    let json: serde_json::Value = serde_json::from_str(&out(Format::Json)).unwrap();
+    assert_eq!(json["config"]["ws_match"], "id");
+    let ws = &json["stats"]["ws"];
+    assert_eq!(
+        (
+            ws["unmatched"].as_u64(),
+            ws["unmatched_bytes"].as_u64(),
+            ws["unmatched_too_large"].as_u64()
+        ),
+        (Some(40), Some(1200), Some(1))
+    );
+    let plain: SavedResult = fixtures::websocket().into();
+    let csv = render(&plain, Format::Csv, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert_eq!(
+        csv_cells(&csv, ["ws_unmatched", "ws_unmatched_bytes"]),
+        ["", ""]
+    );
+    let text = render(&plain, Format::Text, &RenderOptions::default())
+        .unwrap()
+        .text;
+    assert!(!text.contains("--ws-match"), "{text}");
 }

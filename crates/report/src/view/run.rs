@@ -56,6 +56,14 @@ pub(crate) fn websocket(r: &RunResult) -> Option<&WsStats> {
     (ws || !r.stats.ws.is_empty()).then_some(&r.stats.ws)
 }
 
+/// `--ws-match FIELD`: how the answers were matched and the messages that were not
+/// answers, in words (`answers matched by JSON field id; 12 unmatched messages (570 bytes)`);
+/// `None` when each answer was simply the next message.
+pub(crate) fn ws_match_text(r: &RunResult) -> Option<String> {
+    let field = r.config.ws_match.as_deref()?;
+    Some(r.stats.ws.match_text(field))
+}
+
 /// A gRPC run's calls by `grpc-status` (`grpc://`), which every format shows: `None` for
 /// other runs. A gRPC run that got no answer still has them (no rows).
 pub(crate) fn grpc(r: &RunResult) -> Option<&GrpcStats> {

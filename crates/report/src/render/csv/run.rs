@@ -172,18 +172,30 @@ fn generator_delay_columns(s: &loadbench_model::Stats) -> Vec<(String, String)> 
     ]
 }
 
-/// A WebSocket run's upgrades, pings answered and close frames (all codes); empty cells for
-/// an HTTP run, so the columns line up in every file.
+/// A WebSocket run's upgrades, pings answered and close frames (all codes), and with
+/// `--ws-match` the unmatched messages, their bytes and those over 64 KiB; empty cells for
+/// an HTTP run (and the unmatched ones without `--ws-match`), so the columns line up in
+/// every file.
 fn websocket_columns(r: &RunResult) -> Vec<(String, String)> {
     let cells = match view::run::websocket(r) {
         Some(ws) => [ws.upgrades, ws.pings, ws.closes()].map(|n| n.to_string()),
         None => Default::default(),
     };
+    let unmatched = match (view::run::websocket(r), &r.config.ws_match) {
+        (Some(ws), Some(_)) => {
+            [ws.unmatched, ws.unmatched_bytes, ws.unmatched_too_large].map(|n| n.to_string())
+        }
+        _ => Default::default(),
+    };
     let [upgrades, pings, closes] = cells;
+    let [unmatched, unmatched_bytes, too_large] = unmatched;
     vec![
         col("ws_upgrades", upgrades),
         col("ws_pings", pings),
         col("ws_closes", closes),
+        col("ws_unmatched", unmatched),
+        col("ws_unmatched_bytes", unmatched_bytes),
+        col("ws_unmatched_too_large", too_large),
     ]
 }
 

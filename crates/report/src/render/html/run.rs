@@ -445,6 +445,9 @@ fn websocket_details(r: &RunResult) -> String {
     if !ws.idle.is_empty() {
         counts.push(("Idle connections (--ws-idle)", ws.idle.text()));
     }
+    if let Some(matched) = crate::view::run::ws_match_text(r) {
+        counts.push(("Answers (--ws-match)", matched));
+    }
     let closes: Vec<Row> = close_code_rows(ws)
         .into_iter()
         .map(|(code, meaning, n)| row(vec![code.to_string(), meaning.to_string(), n.to_string()]))

@@ -288,6 +288,9 @@ fn websocket_section(r: &RunResult) -> String {
     if !ws.idle.is_empty() {
         out += &format!("\nIdle connections (`--ws-idle`): {}.\n", ws.idle.text());
     }
+    if let Some(matched) = crate::view::run::ws_match_text(r) {
+        out += &format!("\nWith `--ws-match`: {matched}.\n");
+    }
     let rows: Vec<Vec<String>> = close_code_rows(ws)
         .into_iter()
         .map(|(code, meaning, n)| {

@@ -305,6 +305,9 @@ fn summary(rep: &Report) -> Vec<String> {
         if !ws.idle.is_empty() {
             pairs.push(("WebSocket idle (--ws-idle)", ws.idle.text()));
         }
+        if let Some(matched) = crate::view::run::ws_match_text(rep.r) {
+            pairs.push(("WebSocket --ws-match", matched));
+        }
     }
     if let Some(messages) = crate::view::run::grpc_messages_text(rep.r) {
         pairs.push(("gRPC messages", messages));

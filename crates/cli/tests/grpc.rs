@@ -587,3 +587,74 @@ fn without_proto_the_call_is_read_from_the_servers_reflection() {
     refused(none, "give the service's .proto file with --proto");
     assert_eq!(tls.stats().route("grpc"), 1, "{:?}", tls.stats());
 }
+
+/// A scenario load against a `grpc://` target names its call with `proto` and `grpc_method`
+/// (its `body` the JSON message): a closed and an open load of Check against grpc-go, whose
+/// count per status equals the bench's. The target is a placeholder process whose `url` and
+/// `ready.tcp` name grpc-go (running in this test, so its counts are read afterwards).
+#[test]
+fn a_scenario_loads_grpc_go_with_the_call_of_its_proto() {
+    let Some(server) = GrpcGo::start() else {
+        return;
+    };
+    let addr = server.url().trim_start_matches("grpc://").to_string();
+    let dir = tempdir("grpc-scenario");
+    std::fs::copy(proto(), dir.join("health.proto")).unwrap();
+    let scenario = format!(
+        r#"name = "grpc"
+[[target]]
+name = "grpc-go"
+command = "sleep"
+args = ["300"]
+url = "grpc://{addr}"
+[target.ready]
+tcp = "{addr}"
+
+[[load]]
+name = "known"
+model = "closed"
+targets = ["grpc-go"]
+connections = 2
+duration = "1s"
+[load.request]
+proto = "health.proto"
+grpc_method = "{CHECK}"
+body = '{KNOWN}'
+
+[[load]]
+name = "unknown"
+model = "open"
+targets = ["grpc-go"]
+rate = 100
+duration = "1s"
+[load.request]
+proto = "health.proto"
+grpc_method = "{CHECK}"
+body = '{UNKNOWN}'
+"#
+    );
+    let file = dir.join("grpc.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let (out, result) = crate::bench::bench(&file, &dir.join("results"), &[]);
+    let (_, stderr) = crate::support::text(&out);
+    let b = result.unwrap_or_else(|| panic!("a saved bench result: {stderr}"));
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    for round in &b.rounds {
+        let r = round.result.as_ref().expect("each round ran");
+        assert!(r.config.url.ends_with(CHECK), "{}", r.config.url);
+        let code = if round.load == 0 { "OK" } else { "NOT_FOUND" };
+        assert!(r.stats.grpc.count(code) > 0, "{:?}", r.stats.grpc);
+        assert_eq!(
+            r.stats.grpc.answered(),
+            r.stats.requests,
+            "{:?}",
+            r.stats.grpc
+        );
+        for (name, n) in &r.stats.grpc.calls {
+            *seen.entry(name.clone()).or_default() += n;
+        }
+        // Calls in flight when a round ended are answered by grpc-go but not counted.
+        *seen.entry(code.to_string()).or_default() += r.stats.abandoned;
+    }
+    assert_eq!(server.stop(), seen);
+}

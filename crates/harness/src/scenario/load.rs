@@ -178,6 +178,7 @@ impl LoadFile {
             None => None,
         };
         let script = self.script(file).map_err(|b| b.at(key, file))?;
+        let grpc = self.grpc(file).map_err(|b| b.at(key, file))?;
         let load = ScenarioLoad {
             name: self.name,
             levels,
@@ -206,9 +207,44 @@ impl LoadFile {
                 ModelName::FindMax => None,
                 ModelName::Closed | ModelName::Open => self.slo.map(|(_, gates)| gates),
             },
+            grpc,
         };
         check_values(&load).map_err(|b| b.at(key, file))?;
         Ok(load)
+    }
+
+    /// `request.proto` and `request.grpc_method` (relative to the scenario file, read now):
+    /// the gRPC call with `request.body` as its JSON message, as `--proto` makes it.
+    fn grpc(&self, file: &Path) -> Result<Option<loadbench_plan::GrpcCall>, Bad> {
+        let r = &self.request;
+        let (proto, method) = match (&r.proto, &r.grpc_method) {
+            (None, None) => return Ok(None),
+            (Some(p), Some(m)) => (relative_to(file, p.clone()), m),
+            (Some(_), None) => {
+                let fix = "add grpc_method = \"package.Service/Method\"";
+                return Err(bad("request.proto", "names no call", fix));
+            }
+            (None, Some(_)) => {
+                let problem = "needs the .proto file that defines it (a scenario does not use server reflection)";
+                return Err(bad(
+                    "request.grpc_method",
+                    problem,
+                    "add proto = \"service.proto\"",
+                ));
+            }
+        };
+        if !self.requests.is_empty() || self.flow.is_some() {
+            let problem = "is one call, and this load also has requests or a flow";
+            return Err(bad(
+                "request.grpc_method",
+                problem,
+                "give the gRPC call a load of its own",
+            ));
+        }
+        let json = r.body.as_deref().unwrap_or("{}");
+        loadbench_plan::GrpcCall::load(&proto, method, json)
+            .map(Some)
+            .map_err(|e| bad("request", e.to_string(), "see docs/transport.md, gRPC"))
     }
 
     /// `script` (relative to the scenario file, read and compiled now) and `script_args`.

@@ -226,6 +226,9 @@ pub struct ScenarioLoad {
     /// Closed and open loads: `slo`, gates judged on each of the load's cells once the bench
     /// finished (docs/gates.md). A find-max load's `slo` is its search's.
     pub gates: Option<loadbench_model::Gates>,
+    /// `[load.request]`'s `proto` and `grpc_method` (for `grpc://` targets): the call, read
+    /// from the `.proto` file and its JSON `body` encoded, when the file was read.
+    pub grpc: Option<loadbench_plan::GrpcCall>,
 }
 
 /// A load's TLS options, for its `https://` targets.
@@ -258,9 +261,16 @@ pub struct RequestSpec {
     /// Extra request headers.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// Request body.
+    /// Request body (a `grpc://` call's request message as JSON).
     #[serde(default)]
     pub body: Option<String>,
+    /// `grpc://` targets: the `.proto` file defining the service (relative to the scenario
+    /// file; as `--proto`).
+    #[serde(default)]
+    pub proto: Option<std::path::PathBuf>,
+    /// `grpc://` targets: the call, `package.Service/Method` (as `--grpc-method`).
+    #[serde(default)]
+    pub grpc_method: Option<String>,
 }
 
 /// One request of a load's mix (`[[load.requests]]`): the keys of `[load.request]` and a
@@ -293,6 +303,8 @@ impl MixRequest {
             path: self.path.clone(),
             headers: self.headers.clone(),
             body: self.body.clone(),
+            proto: None,
+            grpc_method: None,
         }
     }
 }
@@ -304,6 +316,8 @@ impl Default for RequestSpec {
             path: slash(),
             headers: BTreeMap::new(),
             body: None,
+            proto: None,
+            grpc_method: None,
         }
     }
 }

@@ -33,7 +33,14 @@ impl ScenarioLoad {
             values: self.values.clone(),
             flow: self.flow.clone(),
             script: self.script.clone(),
-            request: request_spec(req),
+            request: match &self.grpc {
+                Some(call) => RequestSpec {
+                    method: "POST".into(),
+                    body: Body::Bytes(call.framed.clone()),
+                    ..request_spec(req)
+                },
+                None => request_spec(req),
+            },
             mix: self
                 .requests
                 .iter()
@@ -43,7 +50,7 @@ impl ScenarioLoad {
                     weight: r.weight,
                 })
                 .collect(),
-            ..LoadSpec::closed(&join_url(base_url, &req.path), 1, self.duration)
+            ..LoadSpec::closed(&join_url(base_url, &self.path()), 1, self.duration)
         };
         let t = &mut spec.transport;
         t.insecure = self.tls.insecure;
@@ -58,6 +65,16 @@ impl ScenarioLoad {
         t.http2 = self.http2.is_some() && !t.http3;
         t.streams = self.http2;
         spec
+    }
+}
+
+impl ScenarioLoad {
+    /// The request's path: a gRPC call's method, else `request.path`.
+    fn path(&self) -> String {
+        match &self.grpc {
+            Some(call) => format!("/{}", call.method),
+            None => self.request.path.clone(),
+        }
     }
 }
 

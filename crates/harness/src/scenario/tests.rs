@@ -1,5 +1,5 @@
 use super::*;
-use loadbench_plan::{LoadShape, Schedule};
+use loadbench_plan::{Body, LoadShape, Schedule};
 
 /// A closed load's levels.
 fn closed(connections: &[u32]) -> Vec<LoadShape<Schedule>> {
@@ -813,4 +813,52 @@ fn protocol_clashes_are_refused_when_the_file_loads() {
     // An HTTP target of the same load is not a WebSocket one: pipelining is fine there.
     let http = ws.replace("ws://", "http://");
     assert!(parse(&format!("{http}pipeline = 4\n")).is_ok());
+}
+
+/// A `grpc://` target's load names its call with `proto` (relative to the scenario file) and
+/// `grpc_method`, its `body` the JSON message: read and encoded when the file loads, so the
+/// step's request is the framed message to the method's path; mistakes are one line naming
+/// the key.
+#[test]
+fn a_grpc_load_reads_its_call_from_the_proto_when_the_file_loads() {
+    let dir = std::env::temp_dir().join(format!("lb-scn-grpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let proto = "syntax = \"proto3\";\npackage t;\nmessage Req { string name = 1; }\n\
+        service S { rpc Do (Req) returns (Req); }\n";
+    std::fs::write(dir.join("t.proto"), proto).unwrap();
+    let file = dir.join("scn.toml");
+    let text = |request: &str| {
+        format!(
+            "name = \"g\"\n[[target]]\nname = \"g\"\nkind = \"upstream\"\n\
+             url = \"grpc://127.0.0.1:{{port}}\"\n[[load]]\nmodel = \"closed\"\n\
+             targets = [\"g\"]\nconnections = [1]\n[load.request]\n{request}"
+        )
+    };
+    let ok = text("proto = \"t.proto\"\ngrpc_method = \"t.S/Do\"\nbody = '{\"name\": \"x\"}'\n");
+    let s = Scenario::parse(&ok, &file).unwrap();
+    let load = &s.loads[0];
+    let spec = load.spec(&load.levels[0], "grpc://127.0.0.1:9");
+    assert_eq!(spec.url, "grpc://127.0.0.1:9/t.S/Do");
+    assert_eq!(spec.request.method, "POST");
+    // Field 1, length 1, "x", behind the 5-byte gRPC prefix.
+    let framed = vec![0, 0, 0, 0, 3, 0x0a, 1, b'x'];
+    assert_eq!(spec.request.body, Body::Bytes(framed));
+    let error = |request: &str| {
+        Scenario::parse(&text(request), &file)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = error("proto = \"t.proto\"\ngrpc_method = \"t.S/Nope\"\n");
+    assert!(
+        e.contains("load[0].request") && e.contains("has no method Nope"),
+        "{e}"
+    );
+    let e = error("grpc_method = \"t.S/Do\"\n");
+    assert!(
+        e.contains("load[0].request.grpc_method") && e.contains("proto ="),
+        "{e}"
+    );
+    let e = error("proto = \"t.proto\"\ngrpc_method = \"t.S/Do\"\nbody = '{\"nope\": 1}'\n");
+    assert!(e.contains("does not match t.Req"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -600,16 +600,10 @@ fn a_scenario_loads_grpc_go_with_the_call_of_its_proto() {
     let addr = server.url().trim_start_matches("grpc://").to_string();
     let dir = tempdir("grpc-scenario");
     std::fs::copy(proto(), dir.join("health.proto")).unwrap();
+    let target = crate::support::placeholder_target("grpc-go", &format!("grpc://{addr}"), &addr);
     let scenario = format!(
         r#"name = "grpc"
-[[target]]
-name = "grpc-go"
-command = "sleep"
-args = ["300"]
-url = "grpc://{addr}"
-[target.ready]
-tcp = "{addr}"
-
+{target}
 [[load]]
 name = "known"
 model = "closed"

@@ -32,6 +32,16 @@ pub(crate) fn refused(run: Run, want: &str) {
     assert!(ran.saved.is_none(), "nothing ran");
 }
 
+/// A scenario's `[[target]]` for a server the test runs itself: a placeholder process
+/// (`sleep`) whose `url` and `ready.tcp` name it, so the server's counts can be read after the
+/// bench stopped its targets.
+pub(crate) fn placeholder_target(name: &str, url: &str, addr: &str) -> String {
+    format!(
+        "[[target]]\nname = \"{name}\"\ncommand = \"sleep\"\nargs = [\"300\"]\nurl = \"{url}\"\n\
+         [target.ready]\ntcp = \"{addr}\"\n"
+    )
+}
+
 pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadbench"))
 }

@@ -341,3 +341,46 @@ fn ws_match_misused_is_one_line_and_exit_2_before_any_load() {
     }
     assert_eq!(server.stats().total, 0, "nothing reached the server");
 }
+
+/// `ws_match` in a scenario file is `--ws-match`: a closed load of messages with a `{{seq}}` id
+/// against the reference echo, every answer matched to its message, the echo's count equal to
+/// the messages sent.
+#[test]
+fn a_scenario_load_matches_the_echos_answers_by_id() {
+    let server = Server::start(ServerConfig::ephemeral()).unwrap();
+    let addr = server.local_addr();
+    let dir = tempdir("ws-match-scenario");
+    let (url, addr) = (format!("ws://{addr}"), addr.to_string());
+    let target = crate::support::placeholder_target("echo", &url, &addr);
+    let scenario = format!(
+        r#"name = "ws-match"
+{target}
+[[load]]
+model = "closed"
+targets = ["echo"]
+connections = 2
+duration = "1s"
+ws_match = "id"
+[load.request]
+path = "/ws"
+body = '{{"id": {{{{seq}}}}, "m": "x"}}'
+"#
+    );
+    let file = dir.join("ws.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let (out, result) = crate::bench::bench(&file, &dir.join("results"), &[]);
+    let (_, stderr) = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let b = result.expect("a saved bench result");
+    let r = b.rounds[0].result.as_ref().expect("the round ran");
+    assert!(r.stats.requests > 0, "{:?}", r.stats);
+    assert_eq!(r.stats.errors.total(), 0, "{:?}", r.stats.errors);
+    assert_eq!(r.stats.ws.unmatched, 0, "{:?}", r.stats.ws);
+    assert_eq!(r.stats.requests + r.stats.abandoned, r.stats.sent);
+    // Messages in flight when the round ended reach the echo just after.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.stats().route("/ws") != r.stats.sent && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.stats().route("/ws"), r.stats.sent);
+}

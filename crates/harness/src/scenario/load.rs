@@ -82,6 +82,8 @@ pub(super) struct LoadFile {
     #[serde(default)]
     http3: bool,
     #[serde(default)]
+    ws_match: Option<String>,
+    #[serde(default)]
     streams: Option<u32>,
     #[serde(default)]
     data: Option<std::path::PathBuf>,
@@ -179,6 +181,7 @@ impl LoadFile {
         };
         let script = self.script(file).map_err(|b| b.at(key, file))?;
         let grpc = self.grpc(file).map_err(|b| b.at(key, file))?;
+        self.check_ws_match().map_err(|b| b.at(key, file))?;
         let load = ScenarioLoad {
             name: self.name,
             levels,
@@ -198,6 +201,7 @@ impl LoadFile {
                 http3: self.http3,
             },
             pipeline: self.pipeline,
+            ws_match: self.ws_match,
             pacing,
             http2,
             values,
@@ -211,6 +215,23 @@ impl LoadFile {
         };
         check_values(&load).map_err(|b| b.at(key, file))?;
         Ok(load)
+    }
+
+    /// `ws_match = "FIELD"` (as `--ws-match`): the field read, and a fixed `body` checked to
+    /// hold it (with values, the plan checks the first rendered message when the step starts).
+    fn check_ws_match(&self) -> Result<(), Bad> {
+        let Some(field) = &self.ws_match else {
+            return Ok(());
+        };
+        let fix = "give the JSON field that carries a message's id, and a body with it (docs/transport.md, WebSocket)";
+        let m = loadbench_plan::WsMatch::parse(field)
+            .map_err(|e| bad("ws_match", e.to_string(), fix))?;
+        match self.request.body.as_deref() {
+            Some(body) if !body.contains("{{") => m
+                .check_sent(body.as_bytes(), "the message (request.body)")
+                .map_err(|e| bad("ws_match", e.to_string(), fix)),
+            _ => Ok(()),
+        }
     }
 
     /// `request.proto` and `request.grpc_method` (relative to the scenario file, read now):

@@ -207,6 +207,9 @@ pub struct ScenarioLoad {
     /// `pipeline = N` (as `--pipeline`): HTTP/1.1 requests each connection keeps in flight;
     /// 1 (the default): one at a time. Closed, open and find-max loads, with keep-alive.
     pub pipeline: u16,
+    /// `ws_match = "FIELD"` (as `--ws-match`): a WebSocket target's answer is the message whose
+    /// JSON FIELD equals the sent one's.
+    pub ws_match: Option<String>,
     /// Open and find-max loads: `send_window` and `connect_limit` (as `--send-window` and
     /// `--connect-limit`); the defaults when not given.
     pub pacing: loadbench_plan::OpenPacing,

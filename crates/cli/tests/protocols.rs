@@ -8,22 +8,10 @@ use crate::find_max::find_max;
 use crate::grpc::{proto, GrpcGo};
 use crate::support::{bin, loading, tempdir};
 use loadbench_model::{FindMaxResult, RunResult};
-use loadbench_upstream::{Server, ServerConfig, TlsIdentity};
+use loadbench_upstream::{Server, ServerConfig};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
-
-/// The reference backend over TLS (HTTP/3 on UDP beside it), and its certificate's file.
-fn tls_backend(dir: &Path) -> (Server, PathBuf) {
-    let server = Server::start(ServerConfig {
-        tls: Some(TlsIdentity::self_signed().unwrap()),
-        ..ServerConfig::ephemeral()
-    })
-    .unwrap();
-    let ca = dir.join("serve.crt");
-    std::fs::write(&ca, server.tls_cert_pem().unwrap()).unwrap();
-    (server, ca)
-}
 
 /// Runs shards 0 to 2 of `-n total -c 3` of `url` with `args` at one start instant and merges
 /// them; the merged result.
@@ -64,7 +52,7 @@ fn three_shards(url: &str, args: &[&str], total: u64, dir: &Path) -> RunResult {
 fn http3_shards_merge_into_the_backends_count() {
     let _busy = loading();
     let dir = tempdir("shards-h3");
-    let (server, ca) = tls_backend(&dir);
+    let (server, ca) = crate::tls::tls_backend(&dir);
     let url = format!("https://localhost:{}/", server.local_addr().port());
     let args = [
         "--http3",
@@ -151,7 +139,7 @@ fn search(url: &str, args: &[&str], dir: &Path) -> FindMaxResult {
 fn find_max_searches_over_http3_grpc_and_websocket() {
     let _busy = loading();
     let dir = tempdir("find-max-protocols");
-    let (server, ca) = tls_backend(&dir);
+    let (server, ca) = crate::tls::tls_backend(&dir);
     let port = server.local_addr().port();
     let h3 = search(
         &format!("https://localhost:{port}/"),

@@ -4,7 +4,11 @@
 //! always recomputed from the histogram when a result is read back.
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use std::io::Write as _;
+
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +16,11 @@ use serde::{Deserialize, Serialize};
 const LOWEST_NS: u64 = 1;
 /// Highest value tracked: one hour. Larger values are clamped to it.
 pub const HIGHEST_NS: u64 = 3_600_000_000_000;
+/// Where HdrHistogram's V2 header holds the highest trackable value (big-endian u64): after
+/// the cookie, the payload length, the normalizing offset, the digits and the lowest value.
+const V2_HIGHEST_AT: std::ops::Range<usize> = 24..32;
+/// The cookie of HdrHistogram's V2 DEFLATE-compressed form.
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9304 | 0x10;
 /// Significant decimal digits kept at every magnitude.
 const SIGFIG: u8 = 3;
 /// Significant digits of the per-second histograms of a series: values within 1%. A second's
@@ -25,8 +34,8 @@ pub const STANDARD_PERCENTILES: [f64; 9] =
 
 /// An HDR histogram of durations in nanoseconds (1 ns to 1 h, 3 significant digits).
 ///
-/// Its counts (about 264 KiB at 3 digits) are allocated by the first value recorded or merged
-/// in, not by [`Histo::new`]: a run keeps about ten histograms per worker, and the ones that
+/// Its counts (up to about 264 KiB at 3 digits, growing with the largest value) are allocated by
+/// the first value recorded or merged in, not by [`Histo::new`]: a run keeps about ten histograms per worker, and the ones that
 /// never get a value (send lag in the closed model, a TLS phase of a plain run, the merge's
 /// starting point) cost nothing. An empty histogram reads, compares and serializes exactly as
 /// an allocated one with no values.
@@ -39,7 +48,10 @@ pub struct Histo {
 impl PartialEq for Histo {
     fn eq(&self, other: &Histo) -> bool {
         match (&self.counts, &other.counts) {
-            (Some(a), Some(b)) => a == b,
+            // HdrHistogram compares the first one's counts by index, so the shorter goes first:
+            // two histograms grown to different sizes are equal when their values are.
+            (Some(a), Some(b)) if a.distinct_values() <= b.distinct_values() => a == b,
+            (Some(a), Some(b)) => b == a,
             (Some(h), None) | (None, Some(h)) => h.is_empty() && self.sigfig == other.sigfig,
             (None, None) => self.sigfig == other.sigfig,
         }
@@ -64,9 +76,17 @@ impl Default for Histo {
 pub struct HistoDecodeError(String);
 
 /// The counts of an empty histogram with these digits (what an unallocated [`Histo`] reads as).
+///
+/// They grow with the largest value recorded (HdrHistogram's auto-resize, up to one hour, as
+/// values are clamped there): counts for 1 ns to 1 h are about 264 KiB at 3 digits, all written
+/// when allocated, where a run whose latencies stay under 100 ms needs about 150 KiB and one
+/// under 1 ms about 80 KiB. The bucket layout, and so every value and percentile, is the same at
+/// any size; only the highest trackable value in the saved header follows the counts.
 fn empty_counts(sigfig: u8) -> Histogram<u64> {
-    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, sigfig)
-        .expect("constant histogram bounds are valid")
+    let mut h = Histogram::new_with_bounds(LOWEST_NS, 2 * LOWEST_NS, sigfig)
+        .expect("constant histogram bounds are valid");
+    h.auto(true);
+    h
 }
 
 impl Histo {
@@ -117,14 +137,15 @@ impl Histo {
     /// Records one duration; values beyond one hour are clamped so nothing is ever dropped.
     #[inline]
     pub fn record_ns(&mut self, ns: u64) {
-        self.counts_mut()
-            .saturating_record(ns.clamp(LOWEST_NS, HIGHEST_NS));
+        // Clamped here, so the counts grow at most to one hour: recording cannot fail.
+        let _grown = self.counts_mut().record(ns.clamp(LOWEST_NS, HIGHEST_NS));
     }
 
     /// Records one duration `n` times (clamped as [`Histo::record_ns`]).
     pub fn record_ns_n(&mut self, ns: u64, n: u64) {
-        self.counts_mut()
-            .saturating_record_n(ns.clamp(LOWEST_NS, HIGHEST_NS), n);
+        let _grown = self
+            .counts_mut()
+            .record_n(ns.clamp(LOWEST_NS, HIGHEST_NS), n);
     }
 
     /// Adds every count of `other` to this histogram (the associative merge).
@@ -203,11 +224,25 @@ impl Histo {
     }
 
     /// HdrHistogram V2 + DEFLATE, base64: the interchange form other HDR tools read too.
+    ///
+    /// The header's highest trackable value is always one hour, the bound every `Histo`
+    /// tracks, whatever size its counts have grown to: the saved form depends on the values
+    /// alone (merging in any order saves the same text), and is the one earlier versions wrote.
     pub fn to_base64(&self) -> String {
-        let mut bytes = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&self.inner(), &mut bytes)
+        let mut plain = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.inner(), &mut plain)
             .expect("serializing into memory cannot fail");
+        plain[V2_HIGHEST_AT].copy_from_slice(&HIGHEST_NS.to_be_bytes());
+        let mut bytes = Vec::with_capacity(plain.len() / 2 + 16);
+        bytes.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        let mut zlib = ZlibEncoder::new(&mut bytes, Compression::default());
+        zlib.write_all(&plain)
+            .and_then(|()| zlib.finish().map(drop))
+            .expect("compressing into memory cannot fail");
+        let compressed = u32::try_from(bytes.len() - 8).expect("a histogram is far under 4 GiB");
+        bytes[4..8].copy_from_slice(&compressed.to_be_bytes());
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
@@ -491,5 +526,84 @@ mod tests {
             .into_owned();
         assert_eq!(converted.len(), coarse.len());
         assert_eq!(converted.to_base64().len(), coarse.to_base64().len());
+    }
+
+    /// What every `Histo` was before its counts grew with the values: fixed at one hour.
+    fn full_range(values: &[u64], sigfig: u8) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, sigfig).unwrap();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        h
+    }
+
+    fn old_base64(h: &Histogram<u64>) -> String {
+        let mut bytes = Vec::new();
+        hdrhistogram::serialization::V2DeflateSerializer::new()
+            .serialize(h, &mut bytes)
+            .unwrap();
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn counts_grow_with_the_largest_value_and_save_as_the_full_range_did() {
+        for sigfig in [SIGFIG, SECOND_SIGFIG] {
+            let full = full_range(&[], sigfig).distinct_values();
+            let mut h = Histo::with_sigfig(sigfig);
+            let fast = [61_000, 58_500, 1_200_000, 75_321];
+            for v in fast {
+                h.record_ns(v);
+            }
+            let small = h.counts.as_ref().unwrap().distinct_values();
+            assert!(
+                small * 2 < full,
+                "{small} counts for values under 2 ms, {full} for 1 h"
+            );
+            assert_eq!(h.to_base64(), old_base64(&full_range(&fast, sigfig)));
+            // A value of an hour grows the counts to the full range; the saved form still
+            // matches, and so do the figures read back.
+            h.record_ns(HIGHEST_NS + 5);
+            let all = [61_000, 58_500, 1_200_000, 75_321, HIGHEST_NS];
+            assert_eq!(h.counts.as_ref().unwrap().distinct_values(), full);
+            assert_eq!(h.to_base64(), old_base64(&full_range(&all, sigfig)));
+            let back = Histo::decode_into(&h.to_base64(), Histo::with_sigfig(sigfig)).unwrap();
+            assert_eq!(back, h);
+            assert_eq!(back.percentile_ns(50.0), h.percentile_ns(50.0));
+        }
+        // Empty, allocated or not: the old form of an empty histogram.
+        assert_eq!(
+            Histo::new().to_base64(),
+            old_base64(&full_range(&[], SIGFIG))
+        );
+        assert_eq!(
+            allocated_empty().to_base64(),
+            old_base64(&full_range(&[], SIGFIG))
+        );
+    }
+
+    #[test]
+    fn histograms_grown_apart_compare_and_merge_by_their_values() {
+        let mut big = Histo::new();
+        big.record_ns(3_000_000_000);
+        let mut small = Histo::new();
+        small.record_ns(70_000);
+        // Merged in either order: equal, with every value, whichever grew first.
+        let mut a = big.clone();
+        a.merge(&small);
+        let mut b = small.clone();
+        b.merge(&big);
+        assert_eq!(a, b);
+        assert_eq!(b, a);
+        assert_eq!(a.to_base64(), b.to_base64());
+        assert_eq!(a.len(), 2);
+        assert!(a.min_ns().abs_diff(70_000) <= 70, "{}", a.min_ns());
+        assert!(
+            a.max_ns().abs_diff(3_000_000_000) <= 3_000_000,
+            "{}",
+            a.max_ns()
+        );
+        // A small histogram never equals a bigger one that holds more.
+        assert_ne!(small, a);
+        assert_ne!(a, small);
     }
 }

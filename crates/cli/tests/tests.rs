@@ -33,6 +33,7 @@ mod imports;
 mod input_files;
 mod kubernetes;
 mod library;
+mod link;
 mod live;
 mod live_web;
 mod manual;

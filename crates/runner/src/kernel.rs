@@ -75,16 +75,34 @@ pub fn port_range() -> (u16, u16) {
 /// source address has the whole port range toward a peer, so with `--source-addrs` the
 /// pressure is the busiest address's). `None` when netlink failed.
 pub fn read_sockets(ports: &[u16]) -> Option<(PortSockets, u64)> {
-    Some(tally(&diag::dump(ports).ok()?, ports))
+    let mut t = Tally::default();
+    diag::each_socket(ports, true, diag::ALL_STATES, |d| t.add(&d, ports)).ok()?;
+    Some(t.finish())
 }
 
-fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
-    let mut s = PortSockets {
-        readings: 1,
-        ..Default::default()
-    };
-    let mut toward: HashMap<[u8; 16], u64> = HashMap::new();
-    for d in all {
+/// One reading's sockets on some ports, counted one socket at a time.
+#[derive(Debug)]
+struct Tally {
+    sockets: PortSockets,
+    /// Connections toward the ports, per local address.
+    toward: HashMap<[u8; 16], u64>,
+}
+
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally {
+            sockets: PortSockets {
+                readings: 1,
+                ..Default::default()
+            },
+            toward: HashMap::new(),
+        }
+    }
+}
+
+impl Tally {
+    fn add(&mut self, d: &diag::DiagSocket, ports: &[u16]) {
+        let s = &mut self.sockets;
         let ours = ports.contains(&d.local_port);
         let peer = ports.contains(&d.remote_port);
         match d.state {
@@ -98,10 +116,14 @@ fn tally(all: &[diag::DiagSocket], ports: &[u16]) -> (PortSockets, u64) {
             _ => {}
         }
         if peer && d.state != diag::LISTEN {
-            *toward.entry(d.local_addr).or_default() += 1;
+            *self.toward.entry(d.local_addr).or_default() += 1;
         }
     }
-    (s, toward.into_values().max().unwrap_or(0))
+
+    /// The counts, and the most connections toward the ports from one local address.
+    fn finish(self) -> (PortSockets, u64) {
+        (self.sockets, self.toward.into_values().max().unwrap_or(0))
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub(super) struct DiagSocket {
 /// the kernel's socket tables per family, filtered inside the kernel by a small bytecode
 /// program (as `ss 'sport = :P or dport = :P'` does), so a host with many sockets returns only
 /// these. A walk costs in proportion to the size of the hash table, not the sockets returned.
+#[cfg(test)]
 pub(super) fn dump(ports: &[u16]) -> io::Result<Vec<DiagSocket>> {
     dump_families(ports, true, ALL_STATES).map(|(all, _)| all)
 }
@@ -57,25 +58,46 @@ pub(super) fn dump_families(
     ipv6: bool,
     states: u32,
 ) -> io::Result<(Vec<DiagSocket>, usize)> {
-    if ports.is_empty() {
-        return Ok((Vec::new(), 0));
-    }
-    let filter = port_filter(ports);
-    let mut all = dump_family(libc::AF_INET as u8, states, &filter)?;
-    let v4 = all.len();
-    if ipv6 {
-        // A host without IPv6 answers with an error: keep the IPv4 sockets.
-        all.extend(dump_family(libc::AF_INET6 as u8, states, &filter).unwrap_or_default());
-    }
-    let v6 = all.len() - v4;
+    let mut all = Vec::new();
+    let v6 = each_socket(ports, ipv6, states, |d| all.push(d))?;
     Ok((all, v6))
 }
 
+/// [`dump_families`] handing each socket to `each` as the kernel's messages arrive, instead
+/// of collecting them: a reading of tens of thousands of sockets then holds one 64 KiB buffer,
+/// not a list of them all. Returns how many were IPv6.
+pub(super) fn each_socket(
+    ports: &[u16],
+    ipv6: bool,
+    states: u32,
+    mut each: impl FnMut(DiagSocket),
+) -> io::Result<usize> {
+    if ports.is_empty() {
+        return Ok(0);
+    }
+    let filter = port_filter(ports);
+    dump_family(libc::AF_INET as u8, states, &filter, &mut each)?;
+    if !ipv6 {
+        return Ok(0);
+    }
+    // A host without IPv6 answers with an error: keep the IPv4 sockets.
+    let mut v6 = 0;
+    let _ = dump_family(libc::AF_INET6 as u8, states, &filter, &mut |d| {
+        v6 += 1;
+        each(d);
+    });
+    Ok(v6)
+}
+
 #[allow(unsafe_code)]
-fn dump_family(family: u8, states: u32, filter: &[u8]) -> io::Result<Vec<DiagSocket>> {
+fn dump_family(
+    family: u8,
+    states: u32,
+    filter: &[u8],
+    each: &mut impl FnMut(DiagSocket),
+) -> io::Result<()> {
     let fd = open()?;
     send_request(&fd, &request(family, states, filter))?;
-    let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         // SAFETY: `buf` is valid for writes of its length for the duration of the call.
@@ -83,8 +105,8 @@ fn dump_family(family: u8, states: u32, filter: &[u8]) -> io::Result<Vec<DiagSoc
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        if parse(&buf[..n as usize], &mut out)? {
-            return Ok(out);
+        if parse(&buf[..n as usize], each)? {
+            return Ok(());
         }
     }
 }
@@ -180,7 +202,7 @@ fn send_request(fd: &OwnedFd, req: &[u8]) -> io::Result<()> {
 }
 
 /// Parses one datagram of messages into `out`; true when the dump is done.
-fn parse(mut data: &[u8], out: &mut Vec<DiagSocket>) -> io::Result<bool> {
+fn parse(mut data: &[u8], each: &mut impl FnMut(DiagSocket)) -> io::Result<bool> {
     while data.len() >= HEADER {
         let len = u32_at(data, 0) as usize;
         let kind = u16::from_ne_bytes([data[4], data[5]]);
@@ -197,7 +219,7 @@ fn parse(mut data: &[u8], out: &mut Vec<DiagSocket>) -> io::Result<bool> {
                     i32::from_ne_bytes(data[HEADER..HEADER + 4].try_into().unwrap_or_default());
                 return Err(io::Error::from_raw_os_error(-errno));
             }
-            _ if len >= HEADER + MESSAGE => out.push(socket(&data[HEADER..])),
+            _ if len >= HEADER + MESSAGE => each(socket(&data[HEADER..])),
             _ => {}
         }
         data = &data[len.next_multiple_of(4).min(data.len())..];

@@ -4,7 +4,7 @@
 //! watch. A dump walks the kernel's whole socket hash table whatever it returns, so two
 //! threads reading the same host would cost twice as much for nothing.
 
-use super::{diag, port_range, read_counters, tally, NO_SOCKET_WATCH_ENV, SOCKET_INTERVAL};
+use super::{diag, port_range, read_counters, Tally, NO_SOCKET_WATCH_ENV, SOCKET_INTERVAL};
 use loadbench_model::{EphemeralPorts, KernelEvidence, PortSockets, TcpCounters};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
@@ -26,8 +26,7 @@ struct Watching {
 }
 
 impl Watching {
-    fn add(&mut self, sockets: &[diag::DiagSocket]) {
-        let (s, toward) = tally(sockets, &self.ports);
+    fn add(&mut self, (s, toward): (PortSockets, u64)) {
         self.peak.peak(&s);
         self.in_use = self.in_use.max(toward);
     }
@@ -80,8 +79,8 @@ impl KernelWatch {
             peak: PortSockets::default(),
             in_use: 0,
         };
-        if let Ok(sockets) = diag::dump(&ports) {
-            watching.add(&sockets);
+        if let Some(reading) = super::read_sockets(&ports) {
+            watching.add(reading);
         }
         let mut s = shared();
         s.next_id += 1;
@@ -108,15 +107,15 @@ impl KernelWatch {
         // A last full reading: what the end left behind (connections in TIME-WAIT hold ports).
         // Id 0: the socket watch was off.
         let last = match self.id {
-            0 => Vec::new(),
-            _ => diag::dump(&self.ports).unwrap_or_default(),
+            0 => None,
+            _ => super::read_sockets(&self.ports),
         };
         let (sockets, in_use) = {
             let mut s = shared();
             let at = s.watches.iter().position(|w| w.id == self.id);
             at.map(|i| s.watches.swap_remove(i))
                 .map_or_else(Default::default, |mut w| {
-                    w.add(&last);
+                    w.add(last.unwrap_or_else(|| Tally::default().finish()));
                     (w.peak, w.in_use)
                 })
         };
@@ -162,14 +161,16 @@ fn read_while_watched() {
     let mut ipv6_seen = true;
     loop {
         std::thread::sleep(SOCKET_INTERVAL);
-        let mut ports: Vec<u16> = {
+        // The watches of this reading: their ids and ports, tallied as the sockets arrive.
+        let watching: Vec<(u64, Vec<u16>)> = {
             let mut s = shared();
             if s.watches.is_empty() {
                 s.thread_running = false;
                 return;
             }
-            s.watches.iter().flat_map(|w| w.ports.clone()).collect()
+            s.watches.iter().map(|w| (w.id, w.ports.clone())).collect()
         };
+        let mut ports: Vec<u16> = watching.iter().flat_map(|(_, p)| p.clone()).collect();
         ports.sort_unstable();
         ports.dedup();
         readings += 1;
@@ -181,14 +182,22 @@ fn read_while_watched() {
             diag::LISTENERS
         };
         let ipv6 = ipv6_seen || full;
-        let Ok((sockets, v6)) = diag::dump_families(&ports, ipv6, states) else {
+        let mut tallies: Vec<Tally> = watching.iter().map(|_| Tally::default()).collect();
+        let Ok(v6) = diag::each_socket(&ports, ipv6, states, |d| {
+            for (t, (_, p)) in tallies.iter_mut().zip(&watching) {
+                t.add(&d, p);
+            }
+        }) else {
             continue;
         };
         if full {
             ipv6_seen = v6 > 0;
         }
-        for w in shared().watches.iter_mut() {
-            w.add(&sockets);
+        let mut s = shared();
+        for (t, (id, _)) in tallies.into_iter().zip(&watching) {
+            if let Some(w) = s.watches.iter_mut().find(|w| w.id == *id) {
+                w.add(t.finish());
+            }
         }
     }
 }

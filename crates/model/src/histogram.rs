@@ -34,9 +34,9 @@ pub const STANDARD_PERCENTILES: [f64; 9] =
 
 /// An HDR histogram of durations in nanoseconds (1 ns to 1 h, 3 significant digits).
 ///
-/// Its counts (up to about 264 KiB at 3 digits, growing with the largest value) are allocated by
-/// the first value recorded or merged in, not by [`Histo::new`]: a run keeps about ten histograms per worker, and the ones that
-/// never get a value (send lag in the closed model, a TLS phase of a plain run, the merge's
+/// Its counts (up to about 264 KiB at 3 digits, growing with the largest value) are allocated
+/// by the first value recorded or merged in, not by [`Histo::new`]: a run keeps about ten
+/// histograms per worker, and the ones that never get a value (send lag in the closed model, a TLS phase of a plain run, the merge's
 /// starting point) cost nothing. An empty histogram reads, compares and serializes exactly as
 /// an allocated one with no values.
 #[derive(Clone)]
@@ -81,7 +81,7 @@ pub struct HistoDecodeError(String);
 /// values are clamped there): counts for 1 ns to 1 h are about 264 KiB at 3 digits, all written
 /// when allocated, where a run whose latencies stay under 100 ms needs about 150 KiB and one
 /// under 1 ms about 80 KiB. The bucket layout, and so every value and percentile, is the same at
-/// any size; only the highest trackable value in the saved header follows the counts.
+/// any size, and [`Histo::to_base64`] writes the same text whatever size the counts reached.
 fn empty_counts(sigfig: u8) -> Histogram<u64> {
     let mut h = Histogram::new_with_bounds(LOWEST_NS, 2 * LOWEST_NS, sigfig)
         .expect("constant histogram bounds are valid");

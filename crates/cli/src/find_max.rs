@@ -27,10 +27,10 @@ pub(crate) fn find_max(args: FindMaxArgs) -> Result<ExitCode> {
         let json = serde_json::to_string_pretty(&result).unwrap_or_default();
         in_place = crate::run::save_json(path, "find-max", &json, true);
     }
-    let saved = loadbench_model::SavedResult::from(result.clone());
+    let code = exit_code(&result);
+    let saved = loadbench_model::SavedResult::from(result);
     crate::deliver::deliver(&saved, &args.out, &opts, served.web(), false)?;
     crate::history_cmd::record(recorder, &saved, args.out.quiet)?;
-    let code = exit_code(&result);
     Ok(crate::live::web::conclude(&served, in_place, code))
 }
 

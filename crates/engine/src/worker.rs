@@ -325,6 +325,7 @@ impl<'a, P: Protocol<'a>> Worker<'a, P> {
         live.pulse
             .publish(pulse.clone(), self.ctx.recorder.closed());
         let pool = self.pool_counts();
+        self.proto.release();
         let mut stats = self.ctx.recorder.finish(end, abandoned);
         // Once more with every second `finish` closed (the last, partial one too), so a live
         // view's latency (the metrics endpoint's histogram) ends where the result's does.

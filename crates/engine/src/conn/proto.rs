@@ -150,6 +150,10 @@ impl<'a> Protocol<'a> for Http1 {
         &mut self.conns
     }
 
+    fn release(&mut self) {
+        self.conns = Vec::new();
+    }
+
     #[inline]
     fn begin(&mut self, ctx: &mut Ctx<'a>, i: usize, now: Instant) {
         self.conns[i].begin(ctx, now);

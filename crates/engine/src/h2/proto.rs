@@ -204,6 +204,10 @@ impl<'a, C: StreamConn> Protocol<'a> for Http2<'a, C> {
         &mut self.conns
     }
 
+    fn release(&mut self) {
+        self.conns = Vec::new();
+    }
+
     fn next_timer(&self) -> Option<Instant> {
         if !C::TIMERS {
             return None;

@@ -47,6 +47,10 @@ pub(crate) trait Protocol<'a> {
     fn conns(&self) -> &[Self::Conn];
     /// Every connection slot, by index.
     fn conns_mut(&mut self) -> &mut [Self::Conn];
+    /// At the end, once every slot is accounted for and shut: frees the slots, so the
+    /// result's histograms, built next, reuse their memory instead of adding to the peak
+    /// (5,000 slots are about 1.7 MiB).
+    fn release(&mut self);
     /// Closed model: slot `i` claims its next request(s) and starts them, connecting first
     /// if it has no connection.
     fn begin(&mut self, ctx: &mut Ctx<'a>, i: usize, now: Instant);

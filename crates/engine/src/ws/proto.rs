@@ -84,6 +84,10 @@ impl<'a> Protocol<'a> for WebSocket<'a> {
         &mut self.conns
     }
 
+    fn release(&mut self) {
+        self.conns = Vec::new();
+    }
+
     #[inline]
     fn begin(&mut self, ctx: &mut Ctx<'a>, i: usize, now: Instant) {
         self.conns[i].begin(ctx, &mut self.sh, now);

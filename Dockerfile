@@ -14,6 +14,8 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# The linker driver (crates/cli/link/cc): glibc static and the hot code together, as a local build.
+COPY .cargo ./.cargo
 COPY crates ./crates
 RUN cargo build --release --locked -p loadbench-cli
 

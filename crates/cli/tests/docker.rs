@@ -185,7 +185,8 @@ fn the_build_gets_every_workspace_member_and_dockerignore_keeps_them() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    for needed in ["Cargo.toml", "Cargo.lock"] {
+    // .cargo: the linker driver a local release build uses (glibc static, hot code together).
+    for needed in ["Cargo.toml", "Cargo.lock", ".cargo"] {
         assert!(copied.iter().any(|c| c == needed), "{needed} is not copied");
     }
     let meta = metadata();

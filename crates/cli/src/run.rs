@@ -76,6 +76,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let saved = loadbench_model::SavedResult::from(result);
     crate::deliver::deliver(&saved, &args.out, &opts, served.web(), !quiet)?;
     crate::history_cmd::record(recorder, &saved, quiet)?;
+    // The exit code after the report: it prints the error line that ends the output.
     let result = saved.as_run().expect("saved from a run");
     let code = exit_code(result);
     Ok(crate::live::web::conclude(&served, in_place, code))
